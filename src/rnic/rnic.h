@@ -1,0 +1,190 @@
+/*
+ * rnic.h — the software RNIC's device model and transport: the contract
+ * between the deterministic core and everything that drives it.
+ *
+ * The rnic layer owns PDs, MRs, CQs and QPs and runs the RC transport
+ * (requester, responder, completer).  It is a deterministic state machine:
+ *
+ *   inputs   work requests posted (rnic_post_send / rnic_post_recv),
+ *            packets received (rnic_receive), time passing (rnic_advance);
+ *   outputs  packets to send (io->xmit), completions in CQs (and the
+ *            io->cq_event notification), timers (rnic_next_deadline).
+ *
+ * It never reads a clock, opens a socket, sleeps, allocates on the packet
+ * path beyond its own queues, or starts a thread.  The caller passes `now`
+ * (nanoseconds on any monotonic clock) into every call that can start or
+ * check a timer.  The same code runs under the UDP runtime (runtime/), in the
+ * seeded in-memory link used by tests (ports/pair), and in the simulator.
+ *
+ * Concurrency: an rnic is single-threaded.  The caller serialises all calls
+ * on one rnic (the runtime holds the device lock).
+ *
+ * Verbs structures (ibv_send_wr, ibv_recv_wr, ibv_wc, ibv_qp_attr, access
+ * flags, enums) are used as the vocabulary of work requests and
+ * completions: they are the semantics verbs programs speak, and using them
+ * here avoids a second, drifting copy.
+ */
+#ifndef SOFTRNIC_RNIC_H
+#define SOFTRNIC_RNIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "wire/wire.h"
+
+struct rnic;
+struct rnic_pd;
+struct rnic_mr;
+struct rnic_cq;
+struct rnic_qp;
+
+/* ---- the outside world, as the rnic sees it --------------------------- */
+
+/* An endpoint address: a 16-byte GID (IPv4 as ::ffff:a.b.c.d). */
+struct rnic_gid {
+	uint8_t raw[16];
+};
+
+/* One packet to send.  `ib` is the RoCEv2 UDP payload: BTH .. payload ..
+ * pad .. 4 ICRC bytes, which the port fills (the ICRC depends on the IP
+ * header that only the port knows).  The buffer is valid only during the
+ * call. */
+struct rnic_tx {
+	struct rnic_gid dst;    /* destination GID                    */
+	uint16_t sport;         /* UDP source port (flow entropy)     */
+	uint8_t ecn;            /* IP ECN bits to send (ECT(0) = 2)    */
+	uint8_t dscp;           /* IP DSCP (from the AH traffic class) */
+	uint8_t ttl;            /* IP TTL / hop limit (AH hop limit)   */
+	const uint8_t *ib;
+	size_t ib_len;
+};
+
+/* One packet received, ICRC already checked by the port. */
+struct rnic_rx {
+	struct rnic_gid src;    /* source GID (from the IP source address) */
+	struct rnic_gid dst;    /* destination GID (our address)            */
+	uint16_t sport;
+	uint8_t ecn;            /* IP ECN bits as received (CE = 3)         */
+	const uint8_t *ib;      /* BTH .. ICRC */
+	size_t ib_len;
+};
+
+struct rnic_io {
+	void *ctx;
+	/* Send one packet.  Must not call back into the rnic. */
+	void (*xmit)(void *ctx, const struct rnic_tx *tx);
+	/* A completion was added to `cq` and a notification was armed for it
+	 * (ibv_req_notify_cq: any, or solicited and this one is solicited).
+	 * The notification is disarmed before this call.  May be NULL. */
+	void (*cq_event)(void *ctx, struct rnic_cq *cq, void *cq_context);
+	/* An affiliated or unaffiliated async event (ibv_async_event).  The
+	 * element (qp / cq) pointers are the rnic objects' user contexts.
+	 * May be NULL. */
+	void (*async_event)(void *ctx, enum ibv_event_type type, void *user_obj);
+};
+
+/* ---- device ----------------------------------------------------------- */
+
+struct rnic_config {
+	struct rnic_gid gid;            /* our RoCEv2 GID (GID index 0..)      */
+	enum ibv_mtu max_mtu;           /* largest path MTU we accept          */
+	uint32_t max_qp;                /* size of the QP table                */
+	uint32_t max_qp_wr;             /* largest SQ/RQ depth                 */
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_sge;
+	uint32_t max_inline;            /* max_inline_data                     */
+	uint32_t max_rd_atomic;         /* max_qp_rd_atom / max_qp_init_rd_atom */
+	uint32_t seed;                  /* first QPN / key seed (determinism)  */
+};
+void rnic_config_default(struct rnic_config *cfg);
+
+struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io);
+void rnic_destroy(struct rnic *r);
+const struct rnic_config *rnic_get_config(const struct rnic *r);
+
+/* ---- counters ----------------------------------------------------------- */
+
+/* Everything that can go wrong is counted (like the kernel's hw_counters).
+ * Plain uint64 fields so the runtime can copy them into shared memory and
+ * the CLI can print them by name (RNIC_COUNTER_LIST). */
+#define RNIC_COUNTER_LIST(X)                                                   \
+	X(tx_packets) X(tx_bytes) X(rx_packets) X(rx_bytes)                     \
+	X(rx_drop_malformed) X(rx_drop_bad_icrc) X(rx_drop_unknown_qp)          \
+	X(rx_drop_qp_state) X(rx_drop_bad_opcode_seq) X(rx_drop_bad_pkey)       \
+	X(rx_drop_bad_qkey) X(rx_drop_out_of_window) X(rx_drop_ghost_response)  \
+	X(tx_nak_psn_seq) X(tx_nak_invalid_req) X(tx_nak_remote_access)         \
+	X(tx_nak_remote_op) X(tx_rnr_nak)                                       \
+	X(rx_nak_psn_seq) X(rx_nak_invalid_req) X(rx_nak_remote_access)         \
+	X(rx_nak_remote_op) X(rx_rnr_nak)                                       \
+	X(retransmits) X(retransmit_timeouts) X(rnr_retries)                    \
+	X(duplicate_requests) X(duplicate_reads) X(duplicate_atomics)           \
+	X(tx_acks) X(rx_acks) X(completions) X(completion_errors)               \
+	X(cnp_sent) X(cnp_received) X(ecn_marked)
+
+struct rnic_counters {
+#define RNIC_COUNTER_FIELD(name) uint64_t name;
+	RNIC_COUNTER_LIST(RNIC_COUNTER_FIELD)
+#undef RNIC_COUNTER_FIELD
+};
+const struct rnic_counters *rnic_counters(const struct rnic *r);
+
+/* ---- objects -------------------------------------------------------------
+ * Functions returning int return 0 or a positive errno value (EINVAL,
+ * ENOMEM, EBUSY, ...) exactly as the matching verb documents; constructors
+ * return NULL and set errno. */
+
+struct rnic_pd *rnic_pd_alloc(struct rnic *r);
+int rnic_pd_free(struct rnic_pd *pd);               /* EBUSY if in use */
+
+/* addr/len: the process memory; iova: the address the peer uses (equal to
+ * addr for ibv_reg_mr).  access: IBV_ACCESS_* (remote write/atomic need
+ * local write: EINVAL otherwise).  Keys: index in the high 24 bits, an
+ * 8-bit generation in the low bits, so a stale key fails. */
+struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t iova, int access);
+int rnic_mr_dereg(struct rnic_mr *mr);
+uint32_t rnic_mr_lkey(const struct rnic_mr *mr);
+uint32_t rnic_mr_rkey(const struct rnic_mr *mr);
+
+struct rnic_cq *rnic_cq_create(struct rnic *r, int cqe, void *cq_context);
+int rnic_cq_destroy(struct rnic_cq *cq);            /* EBUSY if QPs use it */
+int rnic_cq_resize(struct rnic_cq *cq, int cqe);    /* EINVAL if < queued */
+int rnic_cq_capacity(const struct rnic_cq *cq);
+/* Returns the number of completions written to wc (0..n). */
+int rnic_cq_poll(struct rnic_cq *cq, int n, struct ibv_wc *wc);
+int rnic_cq_req_notify(struct rnic_cq *cq, bool solicited_only);
+
+/* Creates a QP in RESET.  init->send_cq/recv_cq/srq are ignored; pass the
+ * rnic CQs.  Fills init->cap with the actual capacities. */
+struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, struct rnic_cq *recv_cq,
+			       struct ibv_qp_init_attr *init, void *qp_context);
+uint32_t rnic_qp_num(const struct rnic_qp *qp);
+/* Validates attr_mask against the current and requested state (IBTA
+ * 11.2.5 / rdma-core's ibv_modify_qp table): EINVAL for a wrong mask or
+ * value.  Moving to ERR flushes outstanding WRs with IBV_WC_WR_FLUSH_ERR. */
+int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_mask, uint64_t now);
+int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
+int rnic_qp_destroy(struct rnic_qp *qp);
+
+/* Post work requests.  On error returns an errno (EINVAL bad WR, ENOMEM
+ * queue full) and sets *bad to the first WR not posted.  Sending starts
+ * inside this call when the QP may send (progress in the caller's thread). */
+int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, uint64_t now);
+int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ---- packets and time ------------------------------------------------- */
+
+/* Feed one received packet.  Malformed or hostile packets are counted and
+ * dropped or NAKed; they never touch memory outside an MR. */
+void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now);
+
+/* The earliest absolute time (same clock as `now`) at which rnic_advance
+ * has work to do (retransmit timer, RNR timer, delayed ACK), or UINT64_MAX. */
+uint64_t rnic_next_deadline(const struct rnic *r);
+/* Fire every timer due at `now`. */
+void rnic_advance(struct rnic *r, uint64_t now);
+
+#endif

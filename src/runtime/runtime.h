@@ -1,0 +1,77 @@
+/*
+ * runtime.h — the real-process driver of an rnic: UDP socket on port 4791,
+ * clock, progress thread, device lock, published counters.
+ *
+ * One runtime device per process, shared (reference-counted) by every
+ * ibv_context the process opens, so QPs of two contexts in one process can
+ * talk to each other like QPs of one NIC.
+ *
+ * Addressing: with no configuration the device binds the first free
+ * loopback address 127.0.0.N (N = 1..254) on UDP 4791, so unmodified
+ * programs on one machine find each other through the GIDs they exchange.
+ * SOFTRNIC_ADDR=<ipv4> binds that address instead; SOFTRNIC_IFACE=<name>
+ * binds the first IPv4 address of that interface.
+ *
+ * Threading: all calls into the rnic happen with the device lock held
+ * (srt_lock/srt_unlock).  The progress thread receives packets, fires
+ * timers and publishes counters; application threads post and poll under
+ * the same lock, and posting sends directly from the caller's thread.
+ */
+#ifndef SOFTRNIC_RUNTIME_H
+#define SOFTRNIC_RUNTIME_H
+
+#include <stdint.h>
+
+#include "rnic/rnic.h"
+
+struct srt_device;
+
+/* Hooks through which the compat layer hears about completions and async
+ * events (called from the progress thread or the posting thread, with the
+ * device lock held; they must not call back into the rnic). */
+struct srt_hooks {
+	void *ctx;
+	void (*cq_event)(void *ctx, struct rnic_cq *cq, void *cq_context);
+	void (*async_event)(void *ctx, enum ibv_event_type type, void *user_obj);
+};
+
+/* Open (or take another reference to) this process's device.  NULL with
+ * errno set and a message on stderr naming the address and reason when
+ * the address or port cannot be had. */
+struct srt_device *srt_open(void);
+void srt_close(struct srt_device *dev);
+
+/* Register hooks for one opener; returns a handle for srt_remove_hooks. */
+int srt_add_hooks(struct srt_device *dev, const struct srt_hooks *hooks);
+void srt_remove_hooks(struct srt_device *dev, int handle);
+
+void srt_lock(struct srt_device *dev);
+void srt_unlock(struct srt_device *dev);
+struct rnic *srt_rnic(struct srt_device *dev);
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+uint64_t srt_now(void);
+/* Call after posting with the lock released: lets the progress thread
+ * re-read rnic_next_deadline. */
+void srt_kick(struct srt_device *dev);
+
+/* Our address as an IPv4-mapped GID, and the name ("softrnic0"). */
+const struct rnic_gid *srt_gid(const struct srt_device *dev);
+const char *srt_name(const struct srt_device *dev);
+/* Interface MTU used for active_mtu (loopback: 4096 path MTU). */
+enum ibv_mtu srt_active_mtu(const struct srt_device *dev);
+
+/* Published statistics: each open device writes its counters to
+ * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the
+ * progress thread; `softrnic stats` reads them. */
+#define SRT_STATS_MAGIC 0x534f4654524e4943ull /* "SOFTRNIC" */
+struct srt_stats_file {
+	uint64_t magic;
+	uint32_t version;
+	int32_t pid;
+	char name[32];
+	uint8_t gid[16];
+	uint64_t updated_ns;
+	struct rnic_counters counters;
+};
+
+#endif
