@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# test.sh — run every softrnic test, the way CI does.
+#   1. release build (gcc, -Werror) and its full CTest suite;
+#   2. clang build (-Werror), compiled to prove it is warning-free;
+#   3. ASan + UBSan build and its full CTest suite;
+#   4. the libFuzzer targets for a bounded time (FUZZ_SECONDS, default 60).
+# Ends with one summary line: "tests: N passed, M failed".
+# Installs missing Debian packages first (scripts/deps.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+bash scripts/deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+log_dir=$(mktemp -d)
+
+# Adds the counts from a CTest log ("N tests failed out of M").
+count_ctest() {
+  local log=$1 line total fails
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
+  fails=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+  passed=$((passed + total - fails))
+  failed=$((failed + fails))
+}
+
+step() { echo; echo "=== $* ==="; }
+
+step "release build (gcc)"
+if bash scripts/build.sh release; then
+  step "release tests"
+  (cd build && ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release.log"
+  count_ctest "$log_dir/release.log"
+else
+  failed=$((failed + 1))
+fi
+
+step "clang build (-Werror)"
+if bash scripts/build.sh clang; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+step "ASan + UBSan build"
+if bash scripts/build.sh asan; then
+  step "ASan + UBSan tests"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     ctest --output-on-failure --timeout 900 -j1 -LE no_sanitize) 2>&1 | tee "$log_dir/asan.log"
+  count_ctest "$log_dir/asan.log"
+else
+  failed=$((failed + 1))
+fi
+
+if [ -x fuzz/run.sh ]; then
+  step "fuzzing for ${FUZZ_SECONDS:-60} s"
+  if bash fuzz/run.sh "${FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+fi
+
+rm -rf "$log_dir"
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
