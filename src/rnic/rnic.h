@@ -123,7 +123,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(retransmits) X(retransmit_timeouts) X(rnr_retries)                    \
 	X(duplicate_requests) X(duplicate_reads) X(duplicate_atomics)           \
 	X(tx_acks) X(rx_acks) X(completions) X(completion_errors)               \
-	X(cnp_sent) X(cnp_received) X(ecn_marked)
+	X(cnp_sent) X(cnp_received) X(ecn_marked)                              \
+	X(rx_drop_bad_src) X(cq_overflows)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -186,5 +187,9 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now);
 uint64_t rnic_next_deadline(const struct rnic *r);
 /* Fire every timer due at `now`. */
 void rnic_advance(struct rnic *r, uint64_t now);
+
+/* Optional tracing for debugging: one line per state-machine step of any
+ * QP, e.g. "qp 0x00012a req BUILD_SEND".  fn NULL turns it off. */
+void rnic_set_trace(struct rnic *r, void (*fn)(void *ctx, const char *line), void *ctx);
 
 #endif

@@ -68,8 +68,14 @@ enum wire_err {
 	WIRE_E_FIELD = -14,         /* a field has a value the spec forbids    */
 	WIRE_E_NOSPACE = -15,       /* encoder: output buffer too small        */
 	WIRE_E_UDP_CSUM = -16,      /* UDP checksum non-zero and wrong         */
+	WIRE_E_HEADERS = -17,       /* packet (whose length is known to be
+	                               complete) is shorter than the extended
+	                               headers its opcode requires             */
 };
+#define WIRE_E_COUNT 18             /* number of codes, WIRE_OK included */
 const char *wire_strerror(int err);
+/* Symbolic name of an error code ("WIRE_E_PAD"), for logs and tools. */
+const char *wire_err_name(int err);
 
 /* ---- opcodes and the opcode table ----------------------------------- */
 
@@ -135,7 +141,9 @@ enum wire_op_flag {
 	WIRE_F_PAYLOAD = 1u << 4,   /* carries payload (may be 0 bytes for ONLY/LAST) */
 	WIRE_F_REQUEST = 1u << 5,   /* sent by a requester                    */
 	WIRE_F_RESPONSE = 1u << 6,  /* sent by a responder (ACK/read resp)    */
-	WIRE_F_SEND = 1u << 7,      /* consumes a receive WQE                 */
+	WIRE_F_SEND = 1u << 7,      /* SEND: payload lands in a receive WQE (RDMA
+	                               WRITE with immediate also consumes one:
+	                               F_WRITE + F_IMM, LAST/ONLY)            */
 	WIRE_F_WRITE = 1u << 8,
 	WIRE_F_READ = 1u << 9,
 	WIRE_F_ATOMIC = 1u << 10,
@@ -244,13 +252,17 @@ struct wire_ib {
 	const uint8_t *payload; /* decode: points into the input buffer */
 	uint32_t payload_len;   /* bytes of payload, excluding pad      */
 	uint32_t icrc;          /* decode: the ICRC as carried on the wire */
+	uint32_t rdeth_eec;     /* RDETH EE-context (RD opcodes only), 24 bits */
 };
 
 /* Decode the UDP payload of a RoCEv2 packet: BTH, extended headers,
  * payload, pad and ICRC.  Validates opcode, TVer, header presence against
  * the opcode table, pad count (payload+pad must be a multiple of 4; pad only
  * where payload is allowed), payload presence, CNP layout.  Does NOT check
- * the ICRC (that needs the IP header: see wire_icrc_*). */
+ * the ICRC (that needs the IP header: see wire_icrc_*).
+ * `len` is taken as the whole UDP payload: under 16 bytes is
+ * WIRE_E_TRUNCATED, shorter than the opcode's headers + ICRC is
+ * WIRE_E_HEADERS.  Reserved bits are ignored (and re-encode as 0). */
 int wire_decode_ib(const uint8_t *buf, size_t len, struct wire_ib *out);
 
 /* Encode `ib` into buf (BTH .. payload .. pad .. 4 zero bytes of ICRC).
@@ -302,8 +314,12 @@ struct wire_pkt {
 int wire_decode_ip(const uint8_t *buf, size_t len, bool verify_icrc, struct wire_pkt *out);
 
 /* Encode IP + UDP + IB packet; computes the IPv4 header checksum and the
- * ICRC.  UDP checksum is written as given in pkt->udp.csum (rxe sends 0);
- * udp.len and IP lengths are computed.  Returns bytes written or error. */
+ * ICRC.  UDP checksum is written as given in pkt->udp.csum (rxe sends 0;
+ * a non-zero value must cover the ICRC too, so it is only right if the
+ * caller computed it over these exact bytes); udp.len and IP lengths are
+ * computed; udp.dport must be 0 or 4791 and 4791 is written.  IPv4
+ * addresses are taken from bytes 12..15 of src/dst.  Returns bytes
+ * written or error. */
 int wire_encode_ip(const struct wire_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* Ethernet framing (pcap files): 14-byte header, optional single 802.1Q tag

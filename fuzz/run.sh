@@ -1,0 +1,45 @@
+#!/bin/sh
+# run.sh — build the wire fuzz targets with clang + libFuzzer in their own
+# build directory, seed them from the vector captures, and run each for a
+# share of a bounded total time.  Exits non-zero if any target finds a
+# crash, leak, sanitizer report or round-trip violation (the reproducer is
+# left in fuzz/artifacts/ of the build directory).
+#
+# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over 3 targets)
+# env:   SOFTRNIC_VECTORS  capture dir (default ../shared/vectors/rxe)
+#        FUZZ_BUILD_DIR    build dir   (default build-fuzz in the source root)
+set -eu
+total=${1:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+vectors=${SOFTRNIC_VECTORS:-$root/../shared/vectors/rxe}
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib"
+per=$((total / 3))
+[ "$per" -ge 1 ] || per=1
+
+CC=clang cmake -S "$root" -B "$build" -G Ninja -DSOFTRNIC_FUZZ=ON \
+	-DSOFTRNIC_LAYERS="src/wire;fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$build" -j2 $targets fuzz_seed_corpus >/dev/null
+
+work=$build/fuzz
+rm -rf "$work/seeds"
+mkdir -p "$work/seeds/eth" "$work/seeds/ip" "$work/seeds/ib" "$work/artifacts"
+"$build/fuzz/fuzz_seed_corpus" "$work/seeds" "$vectors"/*.pcap >/dev/null
+
+status=0
+for t in $targets; do
+	kind=${t#fuzz_wire_}
+	corpus=$work/corpus/$kind
+	mkdir -p "$corpus"
+	echo "== $t: ${per}s"
+	if ! "$build/fuzz/$t" -max_total_time="$per" -max_len=4400 -print_final_stats=0 \
+		-artifact_prefix="$work/artifacts/$t-" "$corpus" "$work/seeds/$kind" \
+		>"$work/$t.log" 2>&1; then
+		echo "FINDING in $t (log: $work/$t.log)"
+		tail -n 30 "$work/$t.log"
+		status=1
+	else
+		grep -E '^#[0-9]+.*DONE|Done [0-9]+ runs' "$work/$t.log" | tail -n 1
+	fi
+done
+exit $status

@@ -1,0 +1,141 @@
+/*
+ * compat.h — private types of the libibverbs.so.1 ABI skin.
+ *
+ * Every verbs object an application sees (struct ibv_pd, ibv_mr, ibv_cq,
+ * ibv_qp, ibv_comp_channel, ibv_context) is the first member of one of the
+ * structs below, so the public pointer converts to ours with a cast (the
+ * same embedding rdma-core's providers use).  The second member is the
+ * matching rnic object; everything between the two is bookkeeping that the
+ * verbs API demands but the transport does not care about: completion
+ * channels, async event queues and the event counters ibv_destroy_* waits
+ * on.
+ *
+ * Locking: calls into the rnic happen under srt_lock(ctx->dev).  Event
+ * queues have their own mutex, always taken after (never around) the
+ * device lock, because the runtime calls our hooks with the device lock
+ * held.
+ */
+#ifndef SOFTRNIC_COMPAT_H
+#define SOFTRNIC_COMPAT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "rnic/rnic.h"
+#include "runtime/runtime.h"
+
+#define SR_DEVICE_NAME "softrnic0"
+#define SR_PORT_NUM 1
+#define SR_FW_VERSION "softrnic 0.1"
+/* Like rxe: the IEEE "no OUI" vendor id, part 0. */
+#define SR_VENDOR_ID 0xFFFFFF
+#define SR_VENDOR_PART_ID 0
+#define SR_PKEY_DEFAULT 0xffff
+
+/* A queued completion event: which CQ fired. */
+struct sr_cq_event {
+	struct sr_cq *cq;
+	struct sr_cq_event *next;
+};
+
+/* Completion channel: a FIFO of fired CQs plus an eventfd (semaphore
+ * mode) whose count equals the number of events queued, so the fd is
+ * readable in poll/epoll exactly when ibv_get_cq_event has something. */
+struct sr_channel {
+	struct ibv_comp_channel ibv;
+	pthread_mutex_t lock;
+	struct sr_cq_event *head, *tail;
+};
+
+struct sr_async_event {
+	struct ibv_async_event ev;
+	struct sr_async_event *next;
+};
+
+struct sr_context {
+	struct verbs_context vctx;      /* ibv_context lives at vctx.context */
+	struct srt_device *dev;
+	int hooks_handle;
+	/* async events, delivered through context.async_fd (eventfd). */
+	pthread_mutex_t async_lock;
+	struct sr_async_event *async_head, *async_tail;
+};
+
+struct sr_pd {
+	struct ibv_pd ibv;
+	struct rnic_pd *pd;
+};
+
+struct sr_mr {
+	struct ibv_mr ibv;
+	struct rnic_mr *mr;
+};
+
+struct sr_cq {
+	struct ibv_cq ibv;
+	struct rnic_cq *cq;
+	/* Events handed to the application; ibv_destroy_cq waits until the
+	 * application acknowledged as many (ibv_ack_cq_events). */
+	uint32_t comp_events_reported;  /* under the channel lock */
+	uint32_t async_events_reported; /* under the context async lock */
+};
+
+struct sr_qp {
+	struct ibv_qp ibv;
+	struct rnic_qp *qp;
+	uint32_t events_reported;       /* under the context async lock */
+};
+
+static inline struct sr_context *to_sr_ctx(struct ibv_context *c)
+{
+	return (struct sr_context *)((char *)c - offsetof(struct sr_context, vctx.context));
+}
+static inline struct sr_pd *to_sr_pd(struct ibv_pd *p) { return (struct sr_pd *)p; }
+static inline struct sr_mr *to_sr_mr(struct ibv_mr *m) { return (struct sr_mr *)m; }
+static inline struct sr_cq *to_sr_cq(struct ibv_cq *c) { return (struct sr_cq *)c; }
+static inline struct sr_qp *to_sr_qp(struct ibv_qp *q) { return (struct sr_qp *)q; }
+static inline struct sr_channel *to_sr_channel(struct ibv_comp_channel *c)
+{
+	return (struct sr_channel *)c;
+}
+
+/* Exporting the current version of a verb that also has a legacy
+ * IBVERBS_1.0 entry (unsupported.c): the C function is NAME_1_1 and
+ * becomes NAME@@IBVERBS_1.1, the default the linker binds new programs to.
+ * The assertion keeps its signature equal to the header's prototype. */
+#define SR_EXPORT_1_1(name)                                                    \
+	__asm__(".symver " #name "_1_1, " #name "@@IBVERBS_1.1");              \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(name),          \
+						    __typeof__(name##_1_1)),   \
+		       #name ": signature differs from <infiniband/verbs.h>")
+
+/* The one device this library offers (device.c). */
+extern struct ibv_device sr_the_device;
+bool sr_is_our_context(struct ibv_context *ctx);
+
+/* Fills attr from the rnic configuration (device.c). */
+void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr);
+
+/* Context ops implemented in objects.c, installed by ibv_open_device. */
+int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+
+/* Event plumbing (events.c). */
+void sr_hook_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context);
+void sr_hook_async_event(void *ctx, enum ibv_event_type type, void *user_obj);
+/* Drop events not yet read for an object that is going away. */
+void sr_channel_forget_cq(struct sr_cq *cq);
+void sr_async_forget(struct sr_context *ctx, void *obj);
+void sr_async_drain(struct sr_context *ctx);
+
+/* Read the 8-byte count of an eventfd: 0, or -1 with errno (EAGAIN). */
+int sr_eventfd_take(int fd);
+void sr_eventfd_give(int fd);
+
+#endif

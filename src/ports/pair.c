@@ -1,0 +1,521 @@
+/*
+ * pair.c — the seeded in-memory link (see pair.h).
+ *
+ * Structure: every rnic's io->xmit lands in pair_xmit(), which applies the
+ * tap and the fault knobs and pushes copies of the packet onto a binary
+ * min-heap keyed by (delivery time, sequence number).  pair_run_until()
+ * repeatedly picks the earlier of "next packet" and "earliest rnic timer",
+ * moves the simulated clock there and delivers or fires.  Nothing here reads
+ * a real clock or calls rand(): the only source of variation is the seed.
+ */
+#include "ports/pair.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/wire.h"
+
+#define PAIR_MAX_NODES 16u
+/* Steps allowed without the simulated clock moving before we call the
+ * transport stuck (a timer whose deadline never advances). */
+#define PAIR_STUCK_STEPS 1000000u
+
+struct pair_event {
+	uint64_t time;
+	uint64_t seq;           /* tie-break: FIFO among equal times */
+	unsigned from, to;
+	uint16_t sport;
+	uint8_t ecn;
+	size_t len;
+	uint8_t *data;
+};
+
+struct pair_node {
+	struct pair *pair;
+	unsigned index;
+	struct rnic *rnic;
+	struct rnic_gid gid;
+};
+
+struct pair {
+	unsigned n;
+	struct pair_node node[PAIR_MAX_NODES];
+	struct pair_faults faults[PAIR_MAX_NODES][PAIR_MAX_NODES];
+	/* Latest delivery time scheduled in order on each link: jitter never
+	 * reorders (a link is a FIFO); only the reorder knob does. */
+	uint64_t fifo_tail[PAIR_MAX_NODES][PAIR_MAX_NODES];
+	uint64_t now;
+	uint64_t rng[4];
+	uint64_t next_seq;
+	struct pair_event *heap;
+	size_t heap_len, heap_cap;
+	pair_tap_fn tap;
+	void *tap_arg;
+	uint64_t trace;
+	struct pair_stats stats;
+};
+
+/* ---- PRNG: splitmix64 to seed, xoshiro256** to draw --------------------- */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rotl64(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t pair_random(struct pair *p)
+{
+	uint64_t *s = p->rng;
+	uint64_t result = rotl64(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl64(s[3], 45);
+	return result;
+}
+
+uint64_t pair_random_below(struct pair *p, uint64_t n)
+{
+	/* Modulo bias is at most n / 2^64: irrelevant for test decisions. */
+	return n ? pair_random(p) % n : 0;
+}
+
+/* True with probability `prob`.  Draws nothing for prob <= 0 so that a
+ * fault-free link does not consume randomness. */
+static bool chance(struct pair *p, double prob)
+{
+	if (prob <= 0)
+		return false;
+	if (prob >= 1)
+		return true;
+	return (double)(pair_random(p) >> 11) * 0x1p-53 < prob;
+}
+
+/* ---- trace hash (FNV-1a 64) ------------------------------------------- */
+
+static void trace_bytes(struct pair *p, const void *data, size_t len)
+{
+	const uint8_t *b = data;
+	for (size_t i = 0; i < len; i++) {
+		p->trace ^= b[i];
+		p->trace *= 0x100000001b3ull;
+	}
+}
+
+static void trace_u64(struct pair *p, uint64_t v)
+{
+	uint8_t b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	trace_bytes(p, b, sizeof(b));
+}
+
+/* ---- event heap --------------------------------------------------------- */
+
+static bool event_before(const struct pair_event *a, const struct pair_event *b)
+{
+	if (a->time != b->time)
+		return a->time < b->time;
+	return a->seq < b->seq;
+}
+
+static void heap_swap(struct pair_event *a, struct pair_event *b)
+{
+	struct pair_event t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static bool heap_push(struct pair *p, const struct pair_event *ev)
+{
+	if (p->heap_len == p->heap_cap) {
+		size_t cap = p->heap_cap ? 2 * p->heap_cap : 256;
+		struct pair_event *h = realloc(p->heap, cap * sizeof(*h));
+		if (!h)
+			return false;
+		p->heap = h;
+		p->heap_cap = cap;
+	}
+	size_t i = p->heap_len++;
+	p->heap[i] = *ev;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!event_before(&p->heap[i], &p->heap[parent]))
+			break;
+		heap_swap(&p->heap[i], &p->heap[parent]);
+		i = parent;
+	}
+	return true;
+}
+
+static struct pair_event heap_pop(struct pair *p)
+{
+	struct pair_event top = p->heap[0];
+	p->heap[0] = p->heap[--p->heap_len];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < p->heap_len && event_before(&p->heap[l], &p->heap[m]))
+			m = l;
+		if (r < p->heap_len && event_before(&p->heap[r], &p->heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(&p->heap[i], &p->heap[m]);
+		i = m;
+	}
+	return top;
+}
+
+/* ---- ICRC, as a UDP port would compute it -------------------------------- */
+
+/* The IP header the packet would travel in.  IPv4 id 0 and DF set, like a
+ * UDP socket with PMTU discovery; the receiver rebuilds the same header. */
+static void ip_for(const struct pair *p, unsigned from, unsigned to, struct wire_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->version = 4;
+	ip->ttl = 64;
+	ip->df = true;
+	memcpy(ip->src, p->node[from].gid.raw, 16);
+	memcpy(ip->dst, p->node[to].gid.raw, 16);
+}
+
+static uint32_t icrc_of(const struct pair *p, unsigned from, unsigned to, uint16_t sport,
+			const uint8_t *ib, size_t len)
+{
+	struct wire_ip ip;
+	ip_for(p, from, to, &ip);
+	return wire_icrc_udp_payload(&ip, sport, ib, len - WIRE_ICRC_LEN);
+}
+
+/* ---- xmit: tap, faults, enqueue ---------------------------------------- */
+
+static int node_by_gid(const struct pair *p, const struct rnic_gid *gid)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (memcmp(p->node[i].gid.raw, gid->raw, 16) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Flip one byte of a packet in flight.  BTH byte 4 (FECN/BECN/reserved) is
+ * skipped: the ICRC masks it on purpose (switches rewrite it), so flipping
+ * it would be an undetectable "corruption" that no real link produces
+ * silently either. */
+static void corrupt_packet(struct pair *p, uint8_t *data, size_t len)
+{
+	size_t at;
+	do
+		at = (size_t)pair_random_below(p, len);
+	while (at == 4 && len > 1);
+	data[at] ^= (uint8_t)(1 + pair_random_below(p, 255));
+}
+
+/* Schedule one copy of the packet on link from->to. */
+static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t sport, uint8_t ecn,
+			  const uint8_t *ib, size_t len)
+{
+	const struct pair_faults *f = &p->faults[from][to];
+	if (chance(p, f->loss)) {
+		p->stats.lost++;
+		return;
+	}
+	uint64_t delay = f->delay_ns;
+	if (f->jitter_ns)
+		delay += pair_random_below(p, f->jitter_ns + 1);
+	uint64_t at = p->now + delay;
+	if (f->reorder_ns && chance(p, f->reorder)) {
+		/* held back: later packets may overtake this one */
+		at += 1 + pair_random_below(p, f->reorder_ns);
+		p->stats.reordered++;
+	} else {
+		/* FIFO: never before the previous in-order packet */
+		if (at < p->fifo_tail[from][to])
+			at = p->fifo_tail[from][to];
+		p->fifo_tail[from][to] = at;
+	}
+	struct pair_event ev = {
+		.time = at,
+		.seq = p->next_seq++,
+		.from = from,
+		.to = to,
+		.sport = sport,
+		.ecn = ecn,
+		.len = len,
+		.data = malloc(len),
+	};
+	if (!ev.data) {
+		p->stats.alloc_failures++;
+		return;
+	}
+	memcpy(ev.data, ib, len);
+	if (chance(p, f->corrupt)) {
+		corrupt_packet(p, ev.data, len);
+		p->stats.corrupted++;
+	}
+	if (!heap_push(p, &ev)) {
+		free(ev.data);
+		p->stats.alloc_failures++;
+	}
+}
+
+static void pair_xmit(void *ctx, const struct rnic_tx *tx)
+{
+	struct pair_node *self = ctx;
+	struct pair *p = self->pair;
+	p->stats.sent++;
+	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || tx->ib_len > WIRE_MAX_IB_PACKET) {
+		p->stats.runt++;
+		return;
+	}
+	int to = node_by_gid(p, &tx->dst);
+	if (to < 0) {
+		p->stats.no_route++;
+		return;
+	}
+	/* Work on a private copy: the tap may edit it, and we write the ICRC. */
+	uint8_t buf[WIRE_MAX_IB_PACKET];
+	memcpy(buf, tx->ib, tx->ib_len);
+	struct pair_packet pkt = {
+		.from = self->index,
+		.to = (unsigned)to,
+		.now = p->now,
+		.ib = buf,
+		.ib_len = tx->ib_len,
+		.sport = tx->sport,
+	};
+	if (p->tap && !p->tap(p->tap_arg, &pkt)) {
+		p->stats.tapped++;
+		return;
+	}
+	wire_icrc_store(buf + tx->ib_len - WIRE_ICRC_LEN,
+			icrc_of(p, self->index, (unsigned)to, tx->sport, buf, tx->ib_len));
+
+	const struct pair_faults *f = &p->faults[self->index][to];
+	schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, tx->ib_len);
+	if (chance(p, f->dup)) {
+		p->stats.duplicated++;
+		schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, tx->ib_len);
+	}
+}
+
+/* ---- delivery and the run loop ----------------------------------------- */
+
+static void deliver(struct pair *p, struct pair_event *ev)
+{
+	uint32_t want = icrc_of(p, ev->from, ev->to, ev->sport, ev->data, ev->len);
+	if (wire_icrc_load(ev->data + ev->len - WIRE_ICRC_LEN) != want) {
+		p->stats.bad_icrc++;
+		return;
+	}
+	p->stats.delivered++;
+	trace_u64(p, p->now);
+	trace_u64(p, (uint64_t)ev->from << 32 | ev->to);
+	trace_u64(p, ev->len);
+	trace_bytes(p, ev->data, ev->len);
+
+	struct rnic_rx rx = {
+		.src = p->node[ev->from].gid,
+		.dst = p->node[ev->to].gid,
+		.sport = ev->sport,
+		.ecn = ev->ecn,
+		.ib = ev->data,
+		.ib_len = ev->len,
+	};
+	rnic_receive(p->node[ev->to].rnic, &rx, p->now);
+}
+
+static uint64_t earliest_timer(const struct pair *p)
+{
+	uint64_t t = UINT64_MAX;
+	for (unsigned i = 0; i < p->n; i++) {
+		uint64_t d = rnic_next_deadline(p->node[i].rnic);
+		if (d < t)
+			t = d;
+	}
+	return t;
+}
+
+static void fire_timers(struct pair *p)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (rnic_next_deadline(p->node[i].rnic) <= p->now)
+			rnic_advance(p->node[i].rnic, p->now);
+}
+
+enum pair_run_result pair_run_until(struct pair *p, bool (*pred)(void *arg), void *arg, uint64_t max_sim_ns)
+{
+	uint64_t limit = p->now + max_sim_ns < p->now ? UINT64_MAX : p->now + max_sim_ns;
+	uint64_t last_now = p->now;
+	unsigned still = 0;
+
+	for (;;) {
+		if (pred && pred(arg))
+			return PAIR_DONE;
+		uint64_t t_pkt = p->heap_len ? p->heap[0].time : UINT64_MAX;
+		uint64_t t_tmr = earliest_timer(p);
+		uint64_t t = t_pkt < t_tmr ? t_pkt : t_tmr;
+		if (t == UINT64_MAX)
+			return PAIR_IDLE;
+		if (t > limit) {
+			p->now = limit;
+			return PAIR_TIMEOUT;
+		}
+		if (t > p->now)         /* a deadline in the past fires now */
+			p->now = t;
+		if (p->now == last_now) {
+			if (++still > PAIR_STUCK_STEPS)
+				return PAIR_STUCK;
+		} else {
+			last_now = p->now;
+			still = 0;
+		}
+		if (t_tmr <= t_pkt) {
+			fire_timers(p);
+		} else {
+			struct pair_event ev = heap_pop(p);
+			deliver(p, &ev);
+			free(ev.data);
+		}
+	}
+}
+
+void pair_run_for(struct pair *p, uint64_t ns)
+{
+	uint64_t limit = p->now + ns;
+	if (pair_run_until(p, NULL, NULL, ns) != PAIR_TIMEOUT)
+		p->now = limit;
+}
+
+/* ---- construction and accessors ---------------------------------------- */
+
+struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cfg)
+{
+	if (n < 2 || n > PAIR_MAX_NODES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct pair *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n = n;
+	uint64_t sm = seed;
+	for (int i = 0; i < 4; i++)
+		p->rng[i] = splitmix64(&sm);
+	p->trace = 0xcbf29ce484222325ull;
+
+	struct pair_faults clean = { .delay_ns = 1000 };
+	pair_set_all_faults(p, &clean);
+
+	struct rnic_config base;
+	if (cfg)
+		base = *cfg;
+	else
+		rnic_config_default(&base);
+	for (unsigned i = 0; i < n; i++) {
+		struct pair_node *nd = &p->node[i];
+		nd->pair = p;
+		nd->index = i;
+		/* ::ffff:10.0.0.(i+1) */
+		nd->gid.raw[10] = 0xff;
+		nd->gid.raw[11] = 0xff;
+		nd->gid.raw[12] = 10;
+		nd->gid.raw[15] = (uint8_t)(i + 1);
+		struct rnic_config c = base;
+		c.gid = nd->gid;
+		c.seed = base.seed ^ (uint32_t)(i * 0x9e3779b9u);
+		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit };
+		nd->rnic = rnic_create(&c, &io);
+		if (!nd->rnic) {
+			int err = errno;
+			pair_destroy(p);
+			errno = err;
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void pair_destroy(struct pair *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->node[i].rnic)
+			rnic_destroy(p->node[i].rnic);
+	for (size_t i = 0; i < p->heap_len; i++)
+		free(p->heap[i].data);
+	free(p->heap);
+	free(p);
+}
+
+struct rnic *pair_rnic(struct pair *p, unsigned node)
+{
+	return node < p->n ? p->node[node].rnic : NULL;
+}
+
+const struct rnic_gid *pair_gid(const struct pair *p, unsigned node)
+{
+	return node < p->n ? &p->node[node].gid : NULL;
+}
+
+unsigned pair_nodes(const struct pair *p)
+{
+	return p->n;
+}
+
+int pair_set_faults(struct pair *p, unsigned from, unsigned to, const struct pair_faults *f)
+{
+	if (from >= p->n || to >= p->n || !f)
+		return EINVAL;
+	if (f->loss < 0 || f->loss > 1 || f->dup < 0 || f->dup > 1 || f->reorder < 0 || f->reorder > 1 ||
+	    f->corrupt < 0 || f->corrupt > 1)
+		return EINVAL;
+	p->faults[from][to] = *f;
+	return 0;
+}
+
+void pair_set_all_faults(struct pair *p, const struct pair_faults *f)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		for (unsigned j = 0; j < p->n; j++)
+			pair_set_faults(p, i, j, f);
+}
+
+void pair_set_tap(struct pair *p, pair_tap_fn fn, void *arg)
+{
+	p->tap = fn;
+	p->tap_arg = arg;
+}
+
+uint64_t pair_now(const struct pair *p)
+{
+	return p->now;
+}
+
+size_t pair_in_flight(const struct pair *p)
+{
+	return p->heap_len;
+}
+
+uint64_t pair_trace_hash(const struct pair *p)
+{
+	return p->trace;
+}
+
+const struct pair_stats *pair_stats(const struct pair *p)
+{
+	return &p->stats;
+}

@@ -1,0 +1,119 @@
+/*
+ * pair.h — a deterministic in-memory "wire" between two or more rnic
+ * instances, for tests.
+ *
+ * The pair owns N rnics and acts as every rnic's rnic_io.  A packet sent by
+ * one rnic is copied into an event queue ordered by delivery time (ties
+ * broken by a sequence number), after the link's fault knobs had their say:
+ * loss, duplication, extra delay (reordering), base delay + jitter, and byte
+ * corruption.  pair_run_until() advances a simulated clock from event to
+ * event — the next packet delivery or the earliest rnic timer — so a test
+ * that would take seconds of retransmit timeouts on a real network runs in
+ * microseconds, and never depends on the host's speed.
+ *
+ * All randomness comes from one seeded PRNG (xoshiro256**), and the event
+ * order is total, so a run replays bit-for-bit from its seed (the way
+ * FoundationDB's simulator does).  A trace hash over every delivered packet
+ * and its delivery time lets a test assert that two runs were identical.
+ *
+ * Like the UDP port, the pair fills the ICRC of every packet it sends (using
+ * the GIDs as IPv4-mapped addresses) and verifies it on delivery, so a
+ * corrupted packet is dropped and counted before the rnic sees it.
+ */
+#ifndef SOFTRNIC_PORTS_PAIR_H
+#define SOFTRNIC_PORTS_PAIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rnic/rnic.h"
+
+struct pair;
+
+/* Fault knobs of one direction (from node -> to node).  Probabilities are
+ * in [0, 1]; times in simulated nanoseconds.  A link is a FIFO: jitter
+ * varies the delay but never lets a packet overtake an earlier one; only
+ * the reorder knob holds a packet back so that later ones pass it. */
+struct pair_faults {
+	double loss;            /* drop the packet                            */
+	double dup;             /* deliver a second copy (own delay/loss)      */
+	double reorder;         /* hold back by a random (0, reorder_ns]       */
+	uint64_t reorder_ns;
+	double corrupt;         /* flip one byte (the ICRC then fails)         */
+	uint64_t delay_ns;      /* base one-way delay                          */
+	uint64_t jitter_ns;     /* plus uniform [0, jitter_ns]                 */
+};
+
+/* What the pair did with packets (all directions together). */
+struct pair_stats {
+	uint64_t sent;          /* xmit calls                                 */
+	uint64_t delivered;     /* handed to rnic_receive                     */
+	uint64_t lost;          /* dropped by the loss knob                   */
+	uint64_t tapped;        /* dropped by the tap                         */
+	uint64_t duplicated;
+	uint64_t reordered;
+	uint64_t corrupted;
+	uint64_t bad_icrc;      /* dropped on delivery: ICRC mismatch         */
+	uint64_t no_route;      /* destination GID matches no node            */
+	uint64_t runt;          /* shorter than BTH + ICRC: not sent          */
+	uint64_t alloc_failures; /* packet lost because malloc failed         */
+};
+
+/* A packet passing through the pair, as the tap sees it at xmit time.
+ * `ib` may be modified in place (length fixed); the ICRC is computed after
+ * the tap returns, so a modified packet still arrives with a valid ICRC. */
+struct pair_packet {
+	unsigned from, to;      /* node indexes                               */
+	uint64_t now;           /* simulated time of the xmit                 */
+	uint8_t *ib;            /* BTH .. ICRC                                */
+	size_t ib_len;
+	uint16_t sport;
+};
+/* Return true to let the packet through (faults still apply), false to drop
+ * it (counted as `tapped`). */
+typedef bool (*pair_tap_fn)(void *arg, struct pair_packet *pkt);
+
+/* Create `n` rnics (2 <= n <= 16).  Node i gets GID ::ffff:10.0.0.(i+1) and
+ * `cfg` (rnic_config_default if NULL) with cfg.seed mixed with i.  All
+ * links start fault-free with 1 us delay.  Returns NULL on bad arguments or
+ * allocation failure. */
+struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cfg);
+void pair_destroy(struct pair *p);
+
+struct rnic *pair_rnic(struct pair *p, unsigned node);
+const struct rnic_gid *pair_gid(const struct pair *p, unsigned node);
+unsigned pair_nodes(const struct pair *p);
+
+/* Faults for one direction, or for every direction (pair_set_all_faults). */
+int pair_set_faults(struct pair *p, unsigned from, unsigned to, const struct pair_faults *f);
+void pair_set_all_faults(struct pair *p, const struct pair_faults *f);
+void pair_set_tap(struct pair *p, pair_tap_fn fn, void *arg);
+
+/* The simulated clock and the PRNG (tests may draw from it so that their
+ * own random choices replay from the same seed). */
+uint64_t pair_now(const struct pair *p);
+uint64_t pair_random(struct pair *p);
+/* Uniform in [0, n) (n > 0). */
+uint64_t pair_random_below(struct pair *p, uint64_t n);
+
+enum pair_run_result {
+	PAIR_DONE = 0,          /* the predicate returned true               */
+	PAIR_TIMEOUT = 1,       /* max_sim_ns of simulated time passed        */
+	PAIR_IDLE = 2,          /* nothing left to happen: no packets, no timers */
+	PAIR_STUCK = 3,         /* a timer keeps firing without time moving   */
+};
+/* Advance the simulation until pred(arg) returns true (checked before every
+ * step; pred may be NULL), max_sim_ns of simulated time passes, or nothing
+ * is left to do.  pred may post work requests and poll CQs (use pair_now()
+ * as `now`). */
+enum pair_run_result pair_run_until(struct pair *p, bool (*pred)(void *arg), void *arg, uint64_t max_sim_ns);
+/* Advance exactly to now + ns, processing everything due on the way. */
+void pair_run_for(struct pair *p, uint64_t ns);
+/* Packets queued and not yet delivered. */
+size_t pair_in_flight(const struct pair *p);
+
+/* FNV-1a over every delivered packet: time, from, to, bytes. */
+uint64_t pair_trace_hash(const struct pair *p);
+const struct pair_stats *pair_stats(const struct pair *p);
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * completer.c — the completer: matches ACKs, NAKs, READ responses and
+ * ATOMIC ACKs to the send WQEs they answer, retires WQEs in order, and
+ * runs the retransmit timer (IBTA 9.7.5.2, 9.9).
+ *
+ * State machine in the style of rxe's comp.c; one packet walks the states
+ * from COMP_GET_WQE until COMP_EXIT.  A coalesced ACK retires several WQEs:
+ * COMP_COMPLETE loops back to COMP_GET_WQE while the ACK's PSN lies past
+ * the retired WQE.
+ *
+ * Hand-offs to the requester are explicit calls: requester_rewind() for
+ * Go-Back-N (sequence NAK, retransmit timeout, lost READ responses),
+ * requester_rnr_wait() for RNR NAKs, requester_run() after progress (the
+ * send window, fences and the rd_atomic limit may now allow more).
+ */
+#include "rnic/rnic_int.h"
+
+enum comp_state {
+	COMP_GET_WQE,           /* oldest outstanding WQE                    */
+	COMP_CHECK_PSN,         /* where the packet's PSN falls              */
+	COMP_CHECK_ACK,         /* what kind of response it is               */
+	COMP_READ,              /* READ response data -> local memory        */
+	COMP_ATOMIC,            /* ATOMIC ACK original value -> local memory */
+	COMP_ACK,               /* positive ACK                              */
+	COMP_COMPLETE,          /* retire the oldest WQE successfully        */
+	COMP_RETRY,             /* Go-Back-N from retry_psn                  */
+	COMP_RNR,               /* RNR NAK: wait, then resend                */
+	COMP_NAK_ERROR,         /* fatal NAK: complete in error              */
+	COMP_LOCAL_ERROR,       /* local failure: complete in error          */
+	COMP_DROP,              /* not for any outstanding request           */
+	COMP_EXIT,
+	COMP_NSTATES
+};
+
+static const char *const comp_state_names[COMP_NSTATES] = {
+	[COMP_GET_WQE] = "GET_WQE",
+	[COMP_CHECK_PSN] = "CHECK_PSN",
+	[COMP_CHECK_ACK] = "CHECK_ACK",
+	[COMP_READ] = "READ",
+	[COMP_ATOMIC] = "ATOMIC",
+	[COMP_ACK] = "ACK",
+	[COMP_COMPLETE] = "COMPLETE",
+	[COMP_RETRY] = "RETRY",
+	[COMP_RNR] = "RNR",
+	[COMP_NAK_ERROR] = "NAK_ERROR",
+	[COMP_LOCAL_ERROR] = "LOCAL_ERROR",
+	[COMP_DROP] = "DROP",
+	[COMP_EXIT] = "EXIT",
+};
+
+const char *completer_state_name(int state)
+{
+	return state >= 0 && state < COMP_NSTATES ? comp_state_names[state] : "?";
+}
+
+struct comp_ctx {
+	const struct wire_ib *pkt;      /* NULL when the timer runs us */
+	uint64_t now;
+	struct rnic_send_wqe *wqe;
+	bool more;                      /* the packet may retire more WQEs */
+	bool progress;
+	bool rerun;                     /* the requester should resume */
+	uint32_t retry_psn;
+	enum ibv_wc_status error;
+};
+
+static bool is_read_or_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Local ACK timeout, IBTA 9.7.6.1.3: 4.096 us * 2^timeout; 0 = infinite. */
+static uint64_t timeout_ns(const struct rnic_qp *qp)
+{
+	return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
+}
+
+static bool outstanding(const struct rnic_qp *qp)
+{
+	return wire_psn_diff(qp->req.psn_high, qp->comp.psn) > 0;
+}
+
+/* Everything before `psn` is acknowledged (a NAK implies it too). */
+static void ack_upto(struct rnic_qp *qp, struct comp_ctx *c, uint32_t psn)
+{
+	if (wire_psn_diff(psn, qp->comp.psn) > 0) {
+		qp->comp.psn = psn;
+		c->progress = true;
+	}
+}
+
+/* ---- states ------------------------------------------------------------- */
+
+static enum comp_state comp_get_wqe(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	if (!outstanding(qp) || qp->sq.comp == qp->sq.head)
+		return c->progress ? COMP_EXIT : COMP_DROP;
+	c->wqe = sq_at(&qp->sq, qp->sq.comp);
+	if (!c->wqe->psn_valid)
+		return c->progress ? COMP_EXIT : COMP_DROP;
+	return COMP_CHECK_PSN;
+}
+
+static enum comp_state comp_check_psn(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	uint32_t psn = c->pkt->bth.psn;
+
+	if (wire_psn_diff(psn, qp->comp.psn) < 0)
+		return c->progress ? COMP_EXIT : COMP_DROP;     /* stale */
+	if (wire_psn_diff(psn, qp->req.psn_high) >= 0)
+		return COMP_DROP;                               /* never sent */
+	if (wire_psn_diff(psn, c->wqe->last_psn) > 0) {
+		/* The responder got past this WQE.  SEND/WRITE: implicitly
+		 * acknowledged (IBTA 9.7.5.1.1).  READ/ATOMIC: its response
+		 * was lost, so ask again (9.7.5.2.x, implied NAK). */
+		if (is_read_or_atomic(c->wqe->opcode)) {
+			c->retry_psn = qp->comp.psn;
+			return COMP_RETRY;
+		}
+		c->more = true;
+		return COMP_COMPLETE;
+	}
+	return COMP_CHECK_ACK;
+}
+
+static enum ibv_wc_status nak_status(struct rnic *r, uint8_t code)
+{
+	switch (code) {
+	case WIRE_NAK_INVALID_REQ:
+		r->ctr.rx_nak_invalid_req++;
+		return IBV_WC_REM_INV_REQ_ERR;
+	case WIRE_NAK_REM_ACCESS_ERR:
+		r->ctr.rx_nak_remote_access++;
+		return IBV_WC_REM_ACCESS_ERR;
+	case WIRE_NAK_INVALID_RD_REQ:
+		r->ctr.rx_nak_invalid_req++;
+		return IBV_WC_REM_INV_RD_REQ_ERR;
+	default:
+		r->ctr.rx_nak_remote_op++;
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+static enum comp_state check_read_resp(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	const struct rnic_send_wqe *w = c->wqe;
+	uint32_t psn = c->pkt->bth.psn;
+	uint8_t op = c->pkt->bth.opcode & 0x1f;
+	uint32_t off, expect;
+	bool last = psn == w->last_psn;
+
+	if (w->opcode != IBV_WR_RDMA_READ)
+		return COMP_DROP;
+	if (psn != qp->comp.psn) {
+		/* Earlier responses of this READ were lost: re-request. */
+		c->retry_psn = qp->comp.psn;
+		return COMP_RETRY;
+	}
+	/* A resumed READ restarts with FIRST/ONLY mid-WQE, so position is
+	 * checked against "last or not", not against the WQE's first PSN. */
+	if (last ? (op != WIRE_OP_READ_RESP_LAST && op != WIRE_OP_READ_RESP_ONLY) :
+		   (op != WIRE_OP_READ_RESP_FIRST && op != WIRE_OP_READ_RESP_MIDDLE))
+		return COMP_DROP;
+	off = (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
+	expect = last ? w->length - off : qp->mtu;
+	if (c->pkt->payload_len != expect)
+		return COMP_DROP;
+	return COMP_READ;
+}
+
+static enum comp_state comp_check_ack(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	const struct wire_ib *pkt = c->pkt;
+	uint8_t op = pkt->bth.opcode & 0x1f;
+	struct rnic *r = qp->r;
+
+	switch (op) {
+	case WIRE_OP_READ_RESP_FIRST:
+	case WIRE_OP_READ_RESP_MIDDLE:
+	case WIRE_OP_READ_RESP_LAST:
+	case WIRE_OP_READ_RESP_ONLY:
+		return check_read_resp(qp, c);
+	case WIRE_OP_ATOMIC_ACK:
+		if (c->wqe->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+		    c->wqe->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)
+			return COMP_DROP;
+		return COMP_ATOMIC;
+	case WIRE_OP_ACK:
+		break;
+	default:
+		return COMP_DROP;
+	}
+	switch (wire_aeth_kind(&pkt->aeth)) {
+	case WIRE_AETH_ACK:
+		r->ctr.rx_acks++;
+		return COMP_ACK;
+	case WIRE_AETH_RNR_NAK:
+		r->ctr.rx_rnr_nak++;
+		return COMP_RNR;
+	case WIRE_AETH_NAK:
+		if (wire_aeth_value(&pkt->aeth) == WIRE_NAK_PSN_SEQ_ERR) {
+			r->ctr.rx_nak_psn_seq++;
+			ack_upto(qp, c, pkt->bth.psn);
+			c->retry_psn = pkt->bth.psn;
+			return COMP_RETRY;
+		}
+		c->error = nak_status(r, wire_aeth_value(&pkt->aeth));
+		return COMP_NAK_ERROR;
+	default:
+		return COMP_DROP;       /* reserved syndrome */
+	}
+}
+
+static enum comp_state comp_ack(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	uint32_t psn = c->pkt->bth.psn;
+
+	/* An ACK inside a READ/ATOMIC's range carries no data: the response
+	 * itself is what completes it.  Nothing to do. */
+	if (is_read_or_atomic(c->wqe->opcode))
+		return COMP_EXIT;
+	if (psn == c->wqe->last_psn)
+		return COMP_COMPLETE;
+	ack_upto(qp, c, wire_psn_add(psn, 1));
+	return COMP_EXIT;
+}
+
+static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	const struct rnic_send_wqe *w = c->wqe;
+	uint32_t psn = c->pkt->bth.psn;
+	uint32_t off = (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
+	enum ibv_wc_status st;
+
+	st = rnic_scatter(qp, w->sge, w->num_sge, off, c->pkt->payload, c->pkt->payload_len);
+	if (st != IBV_WC_SUCCESS) {
+		c->error = st;
+		return COMP_LOCAL_ERROR;
+	}
+	ack_upto(qp, c, wire_psn_add(psn, 1));
+	return psn == w->last_psn ? COMP_COMPLETE : COMP_EXIT;
+}
+
+static enum comp_state comp_atomic(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	const struct rnic_send_wqe *w = c->wqe;
+	uint8_t orig[8];
+	enum ibv_wc_status st;
+
+	/* The original remote value lands in local memory in host order,
+	 * as verbs applications read it. */
+	memcpy(orig, &c->pkt->atmack, sizeof(orig));
+	st = rnic_scatter(qp, w->sge, w->num_sge, 0, orig, sizeof(orig));
+	if (st != IBV_WC_SUCCESS) {
+		c->error = st;
+		return COMP_LOCAL_ERROR;
+	}
+	return COMP_COMPLETE;
+}
+
+static enum comp_state comp_complete(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	struct rnic_send_wqe *w = c->wqe;
+
+	rnic_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	qp->sq.comp++;
+	ack_upto(qp, c, wire_psn_add(w->last_psn, 1));
+	c->progress = true;
+	return c->more ? COMP_GET_WQE : COMP_EXIT;
+}
+
+static enum comp_state comp_retry(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	/* Already resending from here because of an earlier packet: the rest
+	 * of that burst says nothing new. */
+	if (c->pkt && qp->comp.retrying && qp->comp.retrying_psn == c->retry_psn)
+		return COMP_EXIT;
+	if (qp->comp.retry_left == 0) {
+		c->error = IBV_WC_RETRY_EXC_ERR;
+		return COMP_LOCAL_ERROR;
+	}
+	qp->comp.retry_left--;
+	qp->comp.retrying = true;
+	qp->comp.retrying_psn = c->retry_psn;
+	requester_rewind(qp, c->retry_psn);
+	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+	c->rerun = true;
+	return COMP_EXIT;
+}
+
+static enum comp_state comp_rnr(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	uint32_t psn = c->pkt->bth.psn;
+	uint8_t code = wire_aeth_value(&c->pkt->aeth);
+
+	ack_upto(qp, c, psn);
+	/* rnr_retry 7 means retry forever (IBTA 9.7.5.2.8). */
+	if (qp->comp.rnr_left == 0) {
+		c->error = IBV_WC_RNR_RETRY_EXC_ERR;
+		return COMP_LOCAL_ERROR;
+	}
+	if (qp->comp.rnr_left != 7)
+		qp->comp.rnr_left--;
+	qp->r->ctr.rnr_retries++;
+	requester_rnr_wait(qp, psn, c->now + (uint64_t)wire_rnr_timer_us(code) * 1000u);
+	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+	return COMP_EXIT;
+}
+
+static enum comp_state comp_nak_error(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	/* Packets before the NAKed PSN were executed (IBTA 9.7.5.2.2-4); if
+	 * the NAK names a later WQE the loop already retired the older ones. */
+	ack_upto(qp, c, c->pkt->bth.psn);
+	return COMP_LOCAL_ERROR;
+}
+
+static enum comp_state comp_local_error(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	/* The failing WQE completes with the error, the rest are flushed
+	 * (IBTA 10.8.3: the QP enters the Error state). */
+	rnic_qp_complete_send(qp, sq_at(&qp->sq, qp->sq.comp), c->error);
+	qp->sq.comp++;
+	rnic_qp_to_error(qp);
+	return COMP_EXIT;
+}
+
+static enum comp_state comp_drop(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	(void)c;
+	qp->r->ctr.rx_drop_ghost_response++;
+	return COMP_EXIT;
+}
+
+typedef enum comp_state (*comp_fn)(struct rnic_qp *, struct comp_ctx *);
+
+static const comp_fn comp_fns[COMP_NSTATES] = {
+	[COMP_GET_WQE] = comp_get_wqe,
+	[COMP_CHECK_PSN] = comp_check_psn,
+	[COMP_CHECK_ACK] = comp_check_ack,
+	[COMP_READ] = comp_read,
+	[COMP_ATOMIC] = comp_atomic,
+	[COMP_ACK] = comp_ack,
+	[COMP_COMPLETE] = comp_complete,
+	[COMP_RETRY] = comp_retry,
+	[COMP_RNR] = comp_rnr,
+	[COMP_NAK_ERROR] = comp_nak_error,
+	[COMP_LOCAL_ERROR] = comp_local_error,
+	[COMP_DROP] = comp_drop,
+};
+
+/* After a packet or timer: reload retry counters on progress, move the
+ * requester forward if an ACK overtook a rewind, re-arm the timer, and let
+ * the requester send what is now allowed. */
+static void comp_finish(struct rnic_qp *qp, struct comp_ctx *c)
+{
+	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
+		return;
+	if (c->progress) {
+		qp->comp.retrying = false;
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
+		qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+		if (wire_psn_diff(qp->comp.psn, qp->req.psn) > 0 ||
+		    (int32_t)(qp->sq.req - qp->sq.comp) < 0)
+			requester_rewind(qp, qp->comp.psn);
+		if (outstanding(qp) && qp->req.rnr_until == RNIC_NO_DEADLINE && timeout_ns(qp))
+			qp->comp.retx_deadline = c->now + timeout_ns(qp);
+	}
+	if (c->progress || c->rerun)
+		requester_run(qp, c->now);
+}
+
+static void comp_run(struct rnic_qp *qp, struct comp_ctx *c, enum comp_state s)
+{
+	while (s != COMP_EXIT) {
+		rnic_trace_step(qp, "comp", comp_state_names[s]);
+		s = comp_fns[s](qp, c);
+	}
+	comp_finish(qp, c);
+}
+
+void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
+{
+	struct comp_ctx c = { .pkt = pkt, .now = now };
+
+	if (qp->type != IBV_QPT_RC) {
+		qp->r->ctr.rx_drop_ghost_response++;
+		return;
+	}
+	comp_run(qp, &c, COMP_GET_WQE);
+}
+
+void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now)
+{
+	(void)psn;
+	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp))
+		qp->comp.retx_deadline = now + timeout_ns(qp);
+}
+
+void completer_timer(struct rnic_qp *qp, uint64_t now)
+{
+	struct comp_ctx c = { .now = now };
+
+	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+	if (!rnic_qp_can_send(qp) || !outstanding(qp) || qp->req.rnr_until != RNIC_NO_DEADLINE)
+		return;
+	/* Local ACK timeout: resend everything from the oldest unacked PSN
+	 * (IBTA 9.7.6.1.3), counted against retry_cnt. */
+	qp->r->ctr.retransmit_timeouts++;
+	c.retry_psn = qp->comp.psn;
+	comp_run(qp, &c, COMP_RETRY);
+}
+
+void completer_reset(struct rnic_qp *qp)
+{
+	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+	qp->comp.retrying = false;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+}

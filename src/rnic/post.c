@@ -1,0 +1,187 @@
+/*
+ * post.c — ibv_post_send / ibv_post_recv: check a work request, copy it
+ * into the QP's ring (inline data is copied here, at post time, as verbs
+ * promises), then let the requester start sending.
+ *
+ * What can be checked against the WR alone fails the post with EINVAL or
+ * ENOMEM.  What needs memory keys (lkeys of the SGEs) is checked when the
+ * requester or responder uses the WQE, and reported as a completion error
+ * (IBV_WC_LOC_PROT_ERR / IBV_WC_LOC_LEN_ERR), because a key may be
+ * deregistered between post and use.
+ */
+#include "rnic/rnic_int.h"
+
+static bool opcode_allowed(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static int check_send_wr(const struct rnic_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (!opcode_allowed(qp->type, wr->opcode))
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t total = 0;
+
+		if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
+		    wr->opcode != IBV_WR_SEND_WITH_INV && wr->opcode != IBV_WR_RDMA_WRITE &&
+		    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+			return EINVAL;
+		for (int i = 0; i < wr->num_sge; i++) {
+			total += wr->sg_list[i].length;
+			if (wr->sg_list[i].length && !wr->sg_list[i].addr)
+				return EINVAL;
+		}
+		if (total > qp->cap.max_inline_data)
+			return EINVAL;
+	}
+	return 0;
+}
+
+static void copy_send_wr(struct rnic_qp *qp, struct rnic_send_wqe *w, const struct ibv_send_wr *wr)
+{
+	uint64_t total = 0;
+
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->imm = wr->imm_data;
+	w->invalidate_rkey = wr->invalidate_rkey;
+	w->remote_addr = 0;
+	w->rkey = 0;
+	w->compare_add = w->swap = 0;
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == IBV_WR_RDMA_READ) {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint32_t off = 0;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		w->num_sge = 0;
+		total = off;
+	} else {
+		for (int i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+			total += wr->sg_list[i].length;
+		}
+		w->num_sge = (uint32_t)wr->num_sge;
+	}
+	w->too_long = total > RNIC_MAX_MSG;
+	w->length = w->too_long ? 0 : (uint32_t)total;
+	w->psn_valid = false;
+	w->status = IBV_WC_SUCCESS;
+}
+
+int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, uint64_t now)
+{
+	enum ibv_qp_state s;
+	int err = 0;
+
+	if (!qp) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	s = qp->attr.qp_state;
+	/* Sends may be posted from RTS on (IBTA 10.3.1); in ERR they are
+	 * accepted and flushed at once. */
+	if (s == IBV_QPS_RESET || s == IBV_QPS_INIT || s == IBV_QPS_RTR)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		err = check_send_wr(qp, wr);
+		if (err)
+			break;
+		if (qp->sq.head - qp->sq.comp >= qp->cap.max_send_wr) {
+			err = ENOMEM;
+			break;
+		}
+		copy_send_wr(qp, sq_at(&qp->sq, qp->sq.head), wr);
+		qp->sq.head++;
+		if (s == IBV_QPS_ERR) {
+			rnic_qp_complete_send(qp, sq_at(&qp->sq, qp->sq.comp), IBV_WC_WR_FLUSH_ERR);
+			qp->sq.comp = qp->sq.req = qp->sq.head;
+		}
+	}
+	if (bad)
+		*bad = err ? wr : NULL;
+	if (s == IBV_QPS_RTS)
+		requester_run(qp, now);
+	return err;
+}
+
+int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	int err = 0;
+
+	if (!qp || qp->attr.qp_state == IBV_QPS_RESET)
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
+		struct rnic_recv_wqe *w;
+		uint64_t total = 0;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			err = EINVAL;
+			break;
+		}
+		if (qp->rq.head - qp->rq.tail >= qp->cap.max_recv_wr) {
+			err = ENOMEM;
+			break;
+		}
+		w = &qp->rq.wqe[qp->rq.head % qp->rq.cap];
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+			total += wr->sg_list[i].length;
+		}
+		/* A receive buffer larger than any message just caps there. */
+		w->length = total > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)total;
+		qp->rq.head++;
+		if (qp->attr.qp_state == IBV_QPS_ERR) {
+			struct ibv_wc wc;
+
+			memset(&wc, 0, sizeof(wc));
+			wc.wr_id = w->wr_id;
+			wc.status = IBV_WC_WR_FLUSH_ERR;
+			wc.opcode = IBV_WC_RECV;
+			wc.qp_num = qp->qpn;
+			rnic_cq_push(qp->recv_cq, &wc, false);
+			qp->rq.tail = qp->rq.head;
+		}
+	}
+	if (bad)
+		*bad = err ? wr : NULL;
+	return err;
+}

@@ -1,0 +1,418 @@
+/*
+ * requester.c — the requester: turns send WQEs into request packets
+ * (IBTA 9.7.2 / 9.7.3).
+ *
+ * A state machine in the style of rxe's req.c: each state is one small
+ * function that returns the next state; requester_run() loops until a
+ * state returns REQ_EXIT.  One pass emits at most one packet; the loop
+ * sends until the SQ is empty or something holds it back (send window,
+ * fence, max_rd_atomic, RNR wait, QP state).
+ *
+ * PSNs: each WQE gets first_psn/last_psn when first sent (SEND/WRITE: one
+ * PSN per packet; READ: one PSN per expected response packet; ATOMIC:
+ * one).  Go-Back-N (requester_rewind) moves the send position back to an
+ * older PSN and resends from there; WQE PSN ranges never change, so a
+ * resent packet carries exactly the PSN it had the first time.
+ *
+ * Hand-offs are explicit: completer_on_sent() tells the completer a packet
+ * left (it arms the retransmit timer); the completer calls
+ * requester_rewind(), requester_rnr_wait() and requester_run().
+ */
+#include "rnic/rnic_int.h"
+
+enum req_state {
+	REQ_GET_WQE,            /* pick the WQE at the send position        */
+	REQ_CHECK_WAIT,         /* RNR wait, send window                    */
+	REQ_CHECK_FENCE,        /* fence, max_rd_atomic (new WQEs only)     */
+	REQ_CHECK_LOCAL,        /* local keys and lengths, assign PSNs      */
+	REQ_BUILD_SEND,         /* build and transmit one packet            */
+	REQ_LOCAL_ERROR,        /* the WQE failed locally                   */
+	REQ_EXIT,
+	REQ_NSTATES
+};
+
+static const char *const req_state_names[REQ_NSTATES] = {
+	[REQ_GET_WQE] = "GET_WQE",
+	[REQ_CHECK_WAIT] = "CHECK_WAIT",
+	[REQ_CHECK_FENCE] = "CHECK_FENCE",
+	[REQ_CHECK_LOCAL] = "CHECK_LOCAL",
+	[REQ_BUILD_SEND] = "BUILD_SEND",
+	[REQ_LOCAL_ERROR] = "LOCAL_ERROR",
+	[REQ_EXIT] = "EXIT",
+};
+
+const char *requester_state_name(int state)
+{
+	return state >= 0 && state < REQ_NSTATES ? req_state_names[state] : "?";
+}
+
+struct req_ctx {
+	uint64_t now;
+	struct rnic_send_wqe *wqe;
+	enum ibv_wc_status error;
+};
+
+static bool is_read_or_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t packets_for(const struct rnic_qp *qp, const struct rnic_send_wqe *w)
+{
+	if (is_atomic(w->opcode) || w->length == 0)
+		return 1;
+	return (w->length + qp->mtu - 1) / qp->mtu;
+}
+
+/* READs and ATOMICs sent and not yet completed (IBTA 9.5 initiator
+ * depth).  A scan of the outstanding part of the SQ: it is at most the
+ * send window long, and this keeps no counter to drift on rewinds. */
+static uint32_t rd_atomic_outstanding(struct rnic_qp *qp)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = qp->sq.comp; i != qp->sq.req; i++)
+		if (is_read_or_atomic(sq_at(&qp->sq, i)->opcode))
+			n++;
+	return n;
+}
+
+/* ---- states ------------------------------------------------------------- */
+
+static enum req_state req_get_wqe(struct rnic_qp *qp, struct req_ctx *c)
+{
+	if (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD)
+		return REQ_EXIT;
+	if (qp->sq.req == qp->sq.head)
+		return REQ_EXIT;
+	/* SQD: finish the message in progress, start no new one. */
+	if (qp->attr.qp_state == IBV_QPS_SQD && qp->req.offset == 0)
+		return REQ_EXIT;
+	c->wqe = sq_at(&qp->sq, qp->sq.req);
+	if (c->wqe->status != IBV_WC_SUCCESS) {
+		c->error = c->wqe->status;
+		return REQ_LOCAL_ERROR;
+	}
+	return REQ_CHECK_WAIT;
+}
+
+static enum req_state req_check_wait(struct rnic_qp *qp, struct req_ctx *c)
+{
+	if (qp->req.rnr_until != RNIC_NO_DEADLINE)
+		return REQ_EXIT;
+	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= RNIC_SEND_WINDOW)
+		return REQ_EXIT;
+	/* A WQE (re)started from its first PSN, or a READ resumed mid-way,
+	 * must pass the fence and rd_atomic checks again. */
+	if (qp->req.offset == 0 || c->wqe->opcode == IBV_WR_RDMA_READ)
+		return REQ_CHECK_FENCE;
+	return REQ_BUILD_SEND;
+}
+
+static enum req_state req_check_fence(struct rnic_qp *qp, struct req_ctx *c)
+{
+	struct rnic_send_wqe *w = c->wqe;
+	uint32_t outstanding = rd_atomic_outstanding(qp);
+
+	/* IBV_SEND_FENCE: wait for all prior READs and ATOMICs (IBTA 10.8.3.3). */
+	if ((w->send_flags & IBV_SEND_FENCE) && outstanding)
+		return REQ_EXIT;
+	if (is_read_or_atomic(w->opcode)) {
+		if (qp->attr.max_rd_atomic == 0) {
+			c->error = IBV_WC_LOC_QP_OP_ERR;
+			return REQ_LOCAL_ERROR;
+		}
+		if (outstanding >= qp->attr.max_rd_atomic)
+			return REQ_EXIT;
+	}
+	return qp->req.offset == 0 ? REQ_CHECK_LOCAL : REQ_BUILD_SEND;
+}
+
+static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
+{
+	struct rnic_send_wqe *w = c->wqe;
+	/* READ and ATOMIC write into local memory; SEND/WRITE only read it. */
+	int access = is_read_or_atomic(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
+
+	if (w->too_long) {
+		c->error = IBV_WC_LOC_LEN_ERR;
+		return REQ_LOCAL_ERROR;
+	}
+	if (is_atomic(w->opcode) && w->length != 8) {
+		c->error = IBV_WC_LOC_LEN_ERR;
+		return REQ_LOCAL_ERROR;
+	}
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		if (!w->sge[i].length)
+			continue;
+		if (!rnic_mr_check(qp->r, qp->pd, w->sge[i].lkey, access, w->sge[i].addr, w->sge[i].length)) {
+			c->error = IBV_WC_LOC_PROT_ERR;
+			return REQ_LOCAL_ERROR;
+		}
+	}
+	w->first_psn = qp->req.psn;
+	w->last_psn = wire_psn_add(qp->req.psn, packets_for(qp, w) - 1);
+	w->psn_valid = true;
+	return REQ_BUILD_SEND;
+}
+
+/* Copy `len` payload bytes at message offset `off` straight from the
+ * source MRs (or the inline copy) into the packet. */
+static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	if (w->send_flags & IBV_SEND_INLINE) {
+		memcpy(dst, w->inline_data + off, len);
+		return true;
+	}
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		const struct rnic_sge *s = &w->sge[i];
+		struct rnic_mr *mr;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - off < len ? s->length - off : len;
+		mr = rnic_mr_check(qp->r, qp->pd, s->lkey, 0, s->addr + off, n);
+		if (!mr)
+			return false;
+		memcpy(dst, rnic_mr_ptr(mr, s->addr + off), n);
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/* Opcode for the packet at the current position (IBTA 9.8.3 table 39). */
+static uint8_t choose_opcode(const struct rnic_send_wqe *w, bool first, bool last)
+{
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+		return first && last ? WIRE_OP_SEND_ONLY : first ? WIRE_OP_SEND_FIRST :
+		       last ? WIRE_OP_SEND_LAST : WIRE_OP_SEND_MIDDLE;
+	case IBV_WR_SEND_WITH_IMM:
+		return first && last ? WIRE_OP_SEND_ONLY_IMM : first ? WIRE_OP_SEND_FIRST :
+		       last ? WIRE_OP_SEND_LAST_IMM : WIRE_OP_SEND_MIDDLE;
+	case IBV_WR_SEND_WITH_INV:
+		return first && last ? WIRE_OP_SEND_ONLY_INV : first ? WIRE_OP_SEND_FIRST :
+		       last ? WIRE_OP_SEND_LAST_INV : WIRE_OP_SEND_MIDDLE;
+	case IBV_WR_RDMA_WRITE:
+		return first && last ? WIRE_OP_WRITE_ONLY : first ? WIRE_OP_WRITE_FIRST :
+		       last ? WIRE_OP_WRITE_LAST : WIRE_OP_WRITE_MIDDLE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return first && last ? WIRE_OP_WRITE_ONLY_IMM : first ? WIRE_OP_WRITE_FIRST :
+		       last ? WIRE_OP_WRITE_LAST_IMM : WIRE_OP_WRITE_MIDDLE;
+	case IBV_WR_RDMA_READ:
+		return WIRE_OP_READ_REQUEST;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return WIRE_OP_CMP_SWAP;
+	default:
+		return WIRE_OP_FETCH_ADD;
+	}
+}
+
+static uint8_t transport_prefix(const struct rnic_qp *qp)
+{
+	return qp->type == IBV_QPT_UC ? WIRE_TR_UC : WIRE_TR_RC;
+}
+
+/* Build the packet at the send position.  Returns the encoded length, 0
+ * for a local protection failure (an SGE's key went away). */
+static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t *psns_used,
+			   uint32_t *bytes)
+{
+	struct rnic *r = qp->r;
+	uint32_t off = qp->req.offset;
+	uint32_t remaining = w->length - off;
+	uint32_t payload = 0;
+	bool first = off == 0, last;
+	struct wire_ib ib;
+	int n;
+
+	memset(&ib, 0, sizeof(ib));
+	*psns_used = 1;
+	if (w->opcode == IBV_WR_RDMA_READ) {
+		ib.reth.va = w->remote_addr + off;
+		ib.reth.rkey = w->rkey;
+		ib.reth.dma_len = remaining;
+		*psns_used = (uint32_t)wire_psn_diff(w->last_psn, qp->req.psn) + 1;
+		last = true;
+	} else if (is_atomic(w->opcode)) {
+		ib.atmeth.va = w->remote_addr;
+		ib.atmeth.rkey = w->rkey;
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			ib.atmeth.compare = w->compare_add;
+			ib.atmeth.swap_add = w->swap;
+		} else {
+			ib.atmeth.swap_add = w->compare_add;
+		}
+		last = true;
+	} else {
+		payload = remaining < qp->mtu ? remaining : qp->mtu;
+		last = remaining <= qp->mtu;
+		ib.reth.va = w->remote_addr;
+		ib.reth.rkey = w->rkey;
+		ib.reth.dma_len = w->length;
+		ib.imm = w->imm;
+		ib.ieth = w->invalidate_rkey;
+	}
+	ib.bth.opcode = transport_prefix(qp) | choose_opcode(w, first, last);
+	ib.bth.se = last && (w->send_flags & IBV_SEND_SOLICITED) &&
+		    (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
+		     w->opcode == IBV_WR_SEND_WITH_INV || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+	ib.bth.pkey = RNIC_DEFAULT_PKEY;
+	ib.bth.dqpn = qp->attr.dest_qp_num;
+	ib.bth.psn = qp->req.psn;
+	/* Ask for an ACK at the end of each message and periodically in long
+	 * ones (IBTA 9.7.2: the requester decides; responses answer READ and
+	 * ATOMIC anyway). */
+	ib.bth.ackreq = qp->type == IBV_QPT_RC && !is_read_or_atomic(w->opcode) &&
+			(last || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY);
+	ib.payload = NULL;
+	ib.payload_len = payload;
+	n = wire_encode_ib(&ib, r->tx, sizeof(r->tx));
+	if (n < 0)
+		return 0;
+	if (payload && !gather(qp, w, off, r->tx + wire_payload_offset(ib.bth.opcode), payload))
+		return 0;
+	qp->req.since_ackreq = ib.bth.ackreq ? 0 : qp->req.since_ackreq + 1;
+	*bytes = payload;
+	return (size_t)n;
+}
+
+/* UC has no ACKs: every packet counts as acknowledged once sent, and a
+ * message completes when its last packet left (IBTA 9.8.2). */
+static void uc_sent(struct rnic_qp *qp, struct rnic_send_wqe *w, bool done)
+{
+	qp->comp.psn = qp->req.psn;
+	if (done) {
+		rnic_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+		qp->sq.comp++;
+	}
+}
+
+static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
+{
+	struct rnic_send_wqe *w = c->wqe;
+	uint32_t psns, bytes = 0, psn = qp->req.psn;
+	size_t len = build_packet(qp, w, &psns, &bytes);
+	bool done;
+
+	if (!len) {
+		c->error = IBV_WC_LOC_PROT_ERR;
+		return REQ_LOCAL_ERROR;
+	}
+	if (wire_psn_diff(psn, qp->req.psn_high) < 0)
+		qp->r->ctr.retransmits++;
+	rnic_xmit(qp->r, qp, len);
+
+	qp->req.psn = wire_psn_add(qp->req.psn, psns);
+	if (wire_psn_diff(qp->req.psn, qp->req.psn_high) > 0)
+		qp->req.psn_high = qp->req.psn;
+	done = w->opcode == IBV_WR_RDMA_READ || is_atomic(w->opcode) || qp->req.offset + bytes >= w->length;
+	qp->req.offset = done ? 0 : qp->req.offset + bytes;
+	if (done)
+		qp->sq.req++;
+	if (qp->type == IBV_QPT_UC) {
+		uc_sent(qp, w, done);
+	} else {
+		completer_on_sent(qp, psn, c->now);
+	}
+	return REQ_GET_WQE;
+}
+
+static enum req_state req_local_error(struct rnic_qp *qp, struct req_ctx *c)
+{
+	c->wqe->status = c->error;
+	/* Report in order: only once every older WQE has completed.  Until
+	 * then the requester stays parked on this WQE; the completer calls
+	 * requester_run() after each retirement. */
+	if (qp->sq.comp != qp->sq.req)
+		return REQ_EXIT;
+	rnic_qp_complete_send(qp, c->wqe, c->error);
+	qp->sq.comp++;
+	qp->sq.req = qp->sq.comp;
+	rnic_qp_to_error(qp);
+	return REQ_EXIT;
+}
+
+typedef enum req_state (*req_fn)(struct rnic_qp *, struct req_ctx *);
+
+static const req_fn req_fns[REQ_NSTATES] = {
+	[REQ_GET_WQE] = req_get_wqe,
+	[REQ_CHECK_WAIT] = req_check_wait,
+	[REQ_CHECK_FENCE] = req_check_fence,
+	[REQ_CHECK_LOCAL] = req_check_local,
+	[REQ_BUILD_SEND] = req_build_send,
+	[REQ_LOCAL_ERROR] = req_local_error,
+};
+
+void requester_run(struct rnic_qp *qp, uint64_t now)
+{
+	struct req_ctx c = { .now = now };
+	enum req_state s = REQ_GET_WQE;
+
+	while (s != REQ_EXIT) {
+		rnic_trace_step(qp, "req", req_state_names[s]);
+		s = req_fns[s](qp, &c);
+	}
+	rnic_qp_check_drained(qp);
+}
+
+/* ---- hand-offs from the completer --------------------------------------- */
+
+void requester_rewind(struct rnic_qp *qp, uint32_t psn)
+{
+	for (uint32_t i = qp->sq.comp; i != qp->sq.head; i++) {
+		struct rnic_send_wqe *w = sq_at(&qp->sq, i);
+
+		if (!w->psn_valid || wire_psn_diff(psn, w->first_psn) < 0)
+			break;
+		if (wire_psn_diff(psn, w->last_psn) > 0)
+			continue;
+		qp->sq.req = i;
+		qp->req.psn = psn;
+		/* Restart mid-message where the PSN says: SEND/WRITE packets
+		 * and READ response packets each carry one MTU. */
+		qp->req.offset = is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
+		qp->req.since_ackreq = 0;
+		return;
+	}
+	/* `psn` is past every assigned WQE: resume with the first new one. */
+	for (uint32_t i = qp->sq.comp;; i++) {
+		if (i == qp->sq.head || !sq_at(&qp->sq, i)->psn_valid) {
+			qp->sq.req = i;
+			break;
+		}
+	}
+	qp->req.psn = psn;
+	qp->req.offset = 0;
+	qp->req.since_ackreq = 0;
+}
+
+void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until)
+{
+	requester_rewind(qp, psn);
+	qp->req.rnr_until = until;
+}
+
+void requester_timer(struct rnic_qp *qp, uint64_t now)
+{
+	qp->req.rnr_until = RNIC_NO_DEADLINE;
+	requester_run(qp, now);
+}
+
+void requester_reset(struct rnic_qp *qp)
+{
+	qp->req.offset = 0;
+	qp->req.since_ackreq = 0;
+	qp->req.rnr_until = RNIC_NO_DEADLINE;
+}

@@ -1,0 +1,685 @@
+/*
+ * responder.c — the responder: validates and executes incoming requests
+ * (SEND, RDMA WRITE, RDMA READ, ATOMIC) and answers them with ACKs, NAKs,
+ * READ responses and ATOMIC ACKs (IBTA 9.7.4, 9.7.5.1).
+ *
+ * State machine in the style of rxe's resp.c: a packet walks
+ * CHECK_PSN -> CHECK_OP_SEQ -> CHECK_OP_VALID -> CHECK_RESOURCE ->
+ * CHECK_LENGTH -> CHECK_RKEY -> EXECUTE -> ... and every check happens
+ * before any byte is written to memory.  Errors branch to one state per
+ * kind of NAK.
+ *
+ * Fatal request errors (invalid request, remote access, remote operation)
+ * NAK the requester and move this QP to ERR (IBTA 9.9.3.1.2 / 10.8.3.2);
+ * sequence errors NAK once per episode and RNR NAKs leave the QP as is.
+ *
+ * ACK coalescing: a request with AckReq is ACKed at once; otherwise every
+ * RNIC_ACK_EVERY packets or when the delayed-ACK timer fires.  AETH credits
+ * are always "invalid" (0x1f): softrnic does not do end-to-end credit flow
+ * control, which IBTA allows a responder to signal this way (9.7.7.2), and
+ * it is what rxe sends too.
+ *
+ * UC reuses the same states without ACKs, NAKs and duplicates: a gap or a
+ * bad packet drops the message in progress (IBTA 9.8.2).
+ */
+#include "rnic/rnic_int.h"
+
+enum resp_state {
+	RESP_CHECK_PSN,
+	RESP_CHECK_OP_SEQ,
+	RESP_CHECK_OP_VALID,
+	RESP_CHECK_RESOURCE,
+	RESP_CHECK_LENGTH,
+	RESP_CHECK_RKEY,
+	RESP_EXECUTE,
+	RESP_READ_REPLY,
+	RESP_ATOMIC_REPLY,
+	RESP_COMPLETE,
+	RESP_ACKNOWLEDGE,
+	RESP_DUPLICATE,
+	RESP_ERR_SEQ,
+	RESP_ERR_RNR,
+	RESP_ERR_INVALID,
+	RESP_ERR_LENGTH,
+	RESP_ERR_ACCESS,
+	RESP_ERR_LOCAL,
+	RESP_DROP_MESSAGE,      /* UC: abandon the message in progress */
+	RESP_EXIT,
+	RESP_NSTATES
+};
+
+static const char *const resp_state_names[RESP_NSTATES] = {
+	[RESP_CHECK_PSN] = "CHECK_PSN",
+	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+	[RESP_CHECK_OP_VALID] = "CHECK_OP_VALID",
+	[RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+	[RESP_CHECK_LENGTH] = "CHECK_LENGTH",
+	[RESP_CHECK_RKEY] = "CHECK_RKEY",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_READ_REPLY] = "READ_REPLY",
+	[RESP_ATOMIC_REPLY] = "ATOMIC_REPLY",
+	[RESP_COMPLETE] = "COMPLETE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_ERR_SEQ] = "ERR_SEQ",
+	[RESP_ERR_RNR] = "ERR_RNR",
+	[RESP_ERR_INVALID] = "ERR_INVALID",
+	[RESP_ERR_LENGTH] = "ERR_LENGTH",
+	[RESP_ERR_ACCESS] = "ERR_ACCESS",
+	[RESP_ERR_LOCAL] = "ERR_LOCAL",
+	[RESP_DROP_MESSAGE] = "DROP_MESSAGE",
+	[RESP_EXIT] = "EXIT",
+};
+
+const char *responder_state_name(int state)
+{
+	return state >= 0 && state < RESP_NSTATES ? resp_state_names[state] : "?";
+}
+
+struct resp_ctx {
+	const struct wire_ib *pkt;
+	uint16_t flags;                 /* opcode table flags */
+	uint64_t now;
+	struct rnic_mr *mr;             /* target of WRITE/READ/ATOMIC */
+	enum ibv_wc_status status;      /* for ERR_LOCAL */
+};
+
+static bool is_rc(const struct rnic_qp *qp)
+{
+	return qp->type == IBV_QPT_RC;
+}
+
+/* ---- packets we send ---------------------------------------------------- */
+
+static void send_aeth(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint32_t psn, uint64_t atmack)
+{
+	struct wire_ib ib;
+	int n;
+
+	memset(&ib, 0, sizeof(ib));
+	ib.bth.opcode = WIRE_TR_RC | opcode;
+	ib.bth.pkey = RNIC_DEFAULT_PKEY;
+	ib.bth.dqpn = qp->attr.dest_qp_num;
+	ib.bth.psn = psn;
+	ib.aeth.syndrome = syndrome;
+	ib.aeth.msn = qp->resp.msn & 0xffffff;
+	ib.atmack = atmack;
+	n = wire_encode_ib(&ib, qp->r->tx, sizeof(qp->r->tx));
+	if (n > 0)
+		rnic_xmit(qp->r, qp, (size_t)n);
+	/* Any ACK or NAK acknowledges everything before it. */
+	qp->resp.unacked = 0;
+	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+}
+
+static void send_ack(struct rnic_qp *qp, uint32_t psn)
+{
+	qp->r->ctr.tx_acks++;
+	send_aeth(qp, WIRE_OP_ACK, wire_aeth_syndrome(WIRE_AETH_ACK, WIRE_AETH_CREDIT_INVALID), psn, 0);
+}
+
+static void send_nak(struct rnic_qp *qp, uint8_t code, uint32_t psn)
+{
+	send_aeth(qp, WIRE_OP_ACK, wire_aeth_syndrome(WIRE_AETH_NAK, code), psn, 0);
+}
+
+static uint32_t read_packets(const struct rnic_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+}
+
+/* Send READ responses for [va, va+len) starting at `psn` (IBTA 9.7.4.1.5).
+ * mr is NULL only for a zero-length READ.  Sent all at once: the MR's
+ * bounds were checked, so the loop is bounded by the region's size. */
+static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t va, uint32_t len, uint32_t psn)
+{
+	uint32_t n = read_packets(qp, len);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t chunk = len < qp->mtu ? len : qp->mtu;
+		struct wire_ib ib;
+		uint8_t op;
+		int enc;
+
+		op = n == 1 ? WIRE_OP_READ_RESP_ONLY : i == 0 ? WIRE_OP_READ_RESP_FIRST :
+		     i == n - 1 ? WIRE_OP_READ_RESP_LAST : WIRE_OP_READ_RESP_MIDDLE;
+		memset(&ib, 0, sizeof(ib));
+		ib.bth.opcode = WIRE_TR_RC | op;
+		ib.bth.pkey = RNIC_DEFAULT_PKEY;
+		ib.bth.dqpn = qp->attr.dest_qp_num;
+		ib.bth.psn = wire_psn_add(psn, i);
+		ib.aeth.syndrome = wire_aeth_syndrome(WIRE_AETH_ACK, WIRE_AETH_CREDIT_INVALID);
+		ib.aeth.msn = qp->resp.msn & 0xffffff;
+		ib.payload = chunk ? rnic_mr_ptr(mr, va) : NULL;
+		ib.payload_len = chunk;
+		enc = wire_encode_ib(&ib, qp->r->tx, sizeof(qp->r->tx));
+		if (enc > 0)
+			rnic_xmit(qp->r, qp, (size_t)enc);
+		va += chunk;
+		len -= chunk;
+	}
+	qp->resp.unacked = 0;
+	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+}
+
+/* Remember a READ/ATOMIC for duplicate detection.  A ring of
+ * max_dest_rd_atomic entries: the oldest is overwritten, which is safe
+ * because a requester may not have more outstanding (IBTA 9.5). */
+static void save_resource(struct rnic_qp *qp, bool atomic, uint32_t first, uint32_t last, uint64_t orig)
+{
+	struct rnic_resource *res;
+
+	if (!qp->resp.res_cap)
+		return;
+	res = &qp->resp.res[qp->resp.res_next];
+	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.res_cap;
+	res->valid = true;
+	res->atomic = atomic;
+	res->first_psn = first;
+	res->last_psn = last;
+	res->orig = orig;
+}
+
+static struct rnic_resource *find_resource(struct rnic_qp *qp, bool atomic, uint32_t psn)
+{
+	for (uint32_t i = 0; i < qp->resp.res_cap; i++) {
+		struct rnic_resource *res = &qp->resp.res[i];
+		if (res->valid && res->atomic == atomic && wire_psn_diff(psn, res->first_psn) >= 0 &&
+		    wire_psn_diff(psn, res->last_psn) <= 0)
+			return res;
+	}
+	return NULL;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+static enum resp_state resp_check_psn(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	int32_t d = wire_psn_diff(c->pkt->bth.psn, qp->resp.epsn);
+
+	if (!is_rc(qp)) {
+		/* UC: a gap loses the message in progress; resynchronise. */
+		if (d != 0) {
+			if (qp->resp.seq != RESP_SEQ_NONE)
+				qp->r->ctr.rx_drop_out_of_window++;
+			qp->resp.seq = RESP_SEQ_NONE;
+			qp->resp.recv_offset = 0;
+			qp->resp.epsn = c->pkt->bth.psn;
+		}
+		return RESP_CHECK_OP_SEQ;
+	}
+	if (d > 0)
+		return RESP_ERR_SEQ;
+	if (d < 0)
+		return RESP_DUPLICATE;
+	return RESP_CHECK_OP_SEQ;
+}
+
+/* IBTA 9.8.3 / table 39: within a SEND only SEND MIDDLE/LAST may follow,
+ * within a WRITE only WRITE MIDDLE/LAST; outside a message no MIDDLE or
+ * LAST may arrive. */
+static enum resp_state resp_check_op_seq(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	bool cont = c->flags & (WIRE_F_MIDDLE | WIRE_F_LAST);
+	bool ok;
+
+	switch (qp->resp.seq) {
+	case RESP_SEQ_SEND:
+		ok = cont && (c->flags & WIRE_F_SEND);
+		break;
+	case RESP_SEQ_WRITE:
+		ok = cont && (c->flags & WIRE_F_WRITE);
+		break;
+	default:
+		ok = !cont;
+		break;
+	}
+	if (ok)
+		return RESP_CHECK_OP_VALID;
+	qp->r->ctr.rx_drop_bad_opcode_seq++;
+	if (is_rc(qp))
+		return RESP_ERR_INVALID;
+	/* UC: a new FIRST/ONLY abandons the old message and starts afresh. */
+	if (!cont) {
+		qp->resp.seq = RESP_SEQ_NONE;
+		qp->resp.recv_offset = 0;
+		return RESP_CHECK_OP_VALID;
+	}
+	return RESP_DROP_MESSAGE;
+}
+
+static enum resp_state resp_check_op_valid(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	int acc = qp->attr.qp_access_flags;
+
+	/* Operations the QP did not enable are invalid requests (IBTA
+	 * 9.7.5.2.2, as rxe does). */
+	if ((c->flags & WIRE_F_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE))
+		return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
+	if ((c->flags & WIRE_F_READ) && (!(acc & IBV_ACCESS_REMOTE_READ) || !qp->resp.res_cap))
+		return RESP_ERR_INVALID;
+	if ((c->flags & WIRE_F_ATOMIC) && (!(acc & IBV_ACCESS_REMOTE_ATOMIC) || !qp->resp.res_cap))
+		return RESP_ERR_INVALID;
+	return RESP_CHECK_RESOURCE;
+}
+
+static enum resp_state resp_check_resource(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	/* SENDs, and WRITE with immediate at its last packet, consume a
+	 * receive WQE (IBTA 9.7.4.1.3 / 9.7.4.1.4.2). */
+	bool needs_wqe = (c->flags & WIRE_F_SEND) ||
+			 ((c->flags & WIRE_F_WRITE) && (c->flags & WIRE_F_IMM));
+
+	if (!needs_wqe || qp->resp.have_wqe)
+		return RESP_CHECK_LENGTH;
+	if (qp->rq.tail == qp->rq.head)
+		return is_rc(qp) ? RESP_ERR_RNR : RESP_DROP_MESSAGE;
+	qp->resp.wqe = qp->rq.wqe[qp->rq.tail % qp->rq.cap];
+	qp->rq.tail++;
+	qp->resp.have_wqe = true;
+	qp->resp.recv_offset = 0;
+	return RESP_CHECK_LENGTH;
+}
+
+static enum resp_state resp_check_length(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	uint32_t len = p->payload_len;
+	bool invalid;
+
+	/* Packet sizes (IBTA 9.7.4.1.2 / C9-88): FIRST and MIDDLE carry
+	 * exactly one MTU, nothing carries more. */
+	if (len > qp->mtu || ((c->flags & (WIRE_F_FIRST | WIRE_F_MIDDLE)) && len != qp->mtu))
+		return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
+	if (c->flags & WIRE_F_SEND) {
+		if ((uint64_t)qp->resp.recv_offset + len > qp->resp.wqe.length)
+			return is_rc(qp) ? RESP_ERR_LENGTH : RESP_DROP_MESSAGE;
+		return RESP_CHECK_RKEY;
+	}
+	if (c->flags & WIRE_F_WRITE) {
+		if (c->flags & (WIRE_F_FIRST | WIRE_F_ONLY)) {
+			/* ONLY: the whole DMA length in one packet; FIRST: more
+			 * than one packet's worth. */
+			invalid = (c->flags & WIRE_F_ONLY) ? p->reth.dma_len != len : p->reth.dma_len <= len;
+			if (p->reth.dma_len > RNIC_MAX_MSG)
+				invalid = true;
+		} else {
+			/* MIDDLE must leave something for LAST; LAST must finish. */
+			invalid = (c->flags & WIRE_F_LAST) ? len != qp->resp.resid : len >= qp->resp.resid;
+		}
+		if (invalid)
+			return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
+		return RESP_CHECK_RKEY;
+	}
+	if (c->flags & WIRE_F_READ) {
+		if (p->reth.dma_len > RNIC_MAX_MSG)
+			return RESP_ERR_INVALID;
+		return RESP_CHECK_RKEY;
+	}
+	/* ATOMIC: the target must be 8-byte aligned (IBTA 9.4.5 C9-44 ->
+	 * invalid request). */
+	if (p->atmeth.va & 7)
+		return RESP_ERR_INVALID;
+	return RESP_CHECK_RKEY;
+}
+
+static enum resp_state resp_check_rkey(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	struct rnic *r = qp->r;
+
+	c->mr = NULL;
+	if (c->flags & WIRE_F_SEND)
+		return RESP_EXECUTE;
+	if (c->flags & WIRE_F_WRITE) {
+		if (c->flags & (WIRE_F_FIRST | WIRE_F_ONLY)) {
+			qp->resp.va = p->reth.va;
+			qp->resp.rkey = p->reth.rkey;
+			qp->resp.resid = p->reth.dma_len;
+			qp->resp.write_len = p->reth.dma_len;
+			/* A zero-length WRITE touches no memory: no key check
+			 * (IBTA 9.7.4.1.6 C9-87). */
+			if (p->reth.dma_len == 0)
+				return RESP_EXECUTE;
+			if (!rnic_mr_check(r, qp->pd, p->reth.rkey, IBV_ACCESS_REMOTE_WRITE, p->reth.va, p->reth.dma_len))
+				return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
+		}
+		if (p->payload_len == 0)
+			return RESP_EXECUTE;
+		/* Re-check every packet: the MR may have gone mid-message. */
+		c->mr = rnic_mr_check(r, qp->pd, qp->resp.rkey, IBV_ACCESS_REMOTE_WRITE, qp->resp.va, p->payload_len);
+		if (!c->mr)
+			return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
+		return RESP_EXECUTE;
+	}
+	if (c->flags & WIRE_F_READ) {
+		if (p->reth.dma_len == 0)
+			return RESP_READ_REPLY;
+		c->mr = rnic_mr_check(r, qp->pd, p->reth.rkey, IBV_ACCESS_REMOTE_READ, p->reth.va, p->reth.dma_len);
+		return c->mr ? RESP_READ_REPLY : RESP_ERR_ACCESS;
+	}
+	c->mr = rnic_mr_check(r, qp->pd, p->atmeth.rkey, IBV_ACCESS_REMOTE_ATOMIC, p->atmeth.va, 8);
+	return c->mr ? RESP_ATOMIC_REPLY : RESP_ERR_ACCESS;
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+static void next_psn(struct rnic_qp *qp, uint32_t n)
+{
+	qp->resp.epsn = wire_psn_add(qp->resp.epsn, n);
+	qp->resp.nak_sent = false;
+}
+
+static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+
+	if (c->flags & WIRE_F_SEND) {
+		enum ibv_wc_status st = rnic_scatter(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+						     qp->resp.recv_offset, p->payload, p->payload_len);
+		if (st != IBV_WC_SUCCESS) {
+			c->status = st;
+			return RESP_ERR_LOCAL;
+		}
+		qp->resp.recv_offset += p->payload_len;
+	} else if (p->payload_len) {
+		memcpy(rnic_mr_ptr(c->mr, qp->resp.va), p->payload, p->payload_len);
+		qp->resp.va += p->payload_len;
+		qp->resp.resid -= p->payload_len;
+	}
+	if (c->flags & (WIRE_F_FIRST | WIRE_F_MIDDLE))
+		qp->resp.seq = (c->flags & WIRE_F_SEND) ? RESP_SEQ_SEND : RESP_SEQ_WRITE;
+	else
+		qp->resp.seq = RESP_SEQ_NONE;
+	next_psn(qp, 1);
+	if (!(c->flags & (WIRE_F_LAST | WIRE_F_ONLY)))
+		return RESP_ACKNOWLEDGE;
+	qp->resp.msn++;
+	if ((c->flags & WIRE_F_SEND) || (c->flags & WIRE_F_IMM))
+		return RESP_COMPLETE;
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state resp_read_reply(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	uint32_t n = read_packets(qp, p->reth.dma_len);
+	uint32_t first = p->bth.psn;
+
+	/* A READ consumes one PSN per response packet (IBTA 9.7.1). */
+	save_resource(qp, false, first, wire_psn_add(first, n - 1), 0);
+	next_psn(qp, n);
+	qp->resp.msn++;
+	send_read_responses(qp, c->mr, p->reth.va, p->reth.dma_len, first);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_atomic_reply(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	uint8_t *ptr = rnic_mr_ptr(c->mr, p->atmeth.va);
+	uint64_t orig, val;
+
+	/* Atomic with respect to this rnic: all its calls are serialised.
+	 * Memory holds the operand in host order (IBTA 9.4.5). */
+	memcpy(&orig, ptr, sizeof(orig));
+	if ((p->bth.opcode & 0x1f) == WIRE_OP_CMP_SWAP)
+		val = orig == p->atmeth.compare ? p->atmeth.swap_add : orig;
+	else
+		val = orig + p->atmeth.swap_add;
+	memcpy(ptr, &val, sizeof(val));
+	save_resource(qp, true, p->bth.psn, p->bth.psn, orig);
+	next_psn(qp, 1);
+	qp->resp.msn++;
+	send_aeth(qp, WIRE_OP_ATOMIC_ACK, wire_aeth_syndrome(WIRE_AETH_ACK, WIRE_AETH_CREDIT_INVALID),
+		  p->bth.psn, orig);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_complete(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->resp.wqe.wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	wc.qp_num = qp->qpn;
+	wc.src_qp = qp->attr.dest_qp_num;
+	if (c->flags & WIRE_F_WRITE) {
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = qp->resp.write_len;
+	} else {
+		wc.opcode = IBV_WC_RECV;
+		wc.byte_len = qp->resp.recv_offset;
+	}
+	if (c->flags & WIRE_F_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = p->imm;
+	}
+	if (c->flags & WIRE_F_INV) {
+		/* softrnic has no memory windows or fast-register MRs, the only
+		 * keys IBTA lets a remote invalidate (10.6.7.2): the rkey is
+		 * reported to the consumer and nothing is invalidated. */
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = p->ieth;
+	}
+	qp->resp.have_wqe = false;
+	rnic_cq_push(qp->recv_cq, &wc, p->bth.se);
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state resp_acknowledge(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	if (!is_rc(qp))
+		return RESP_EXIT;
+	qp->resp.unacked++;
+	if (c->pkt->bth.ackreq || qp->resp.unacked >= RNIC_ACK_EVERY)
+		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
+	else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE)
+		qp->resp.ack_deadline = c->now + RNIC_DELAYED_ACK_NS;
+	return RESP_EXIT;
+}
+
+/* Duplicates (IBTA 9.7.5.1.3): SEND/WRITE are ACKed again, not executed;
+ * a READ is executed again for the PSN range asked; an ATOMIC is answered
+ * from the saved result, never executed twice. */
+static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+	struct rnic *r = qp->r;
+	struct rnic_resource *res;
+
+	r->ctr.duplicate_requests++;
+	if (c->flags & WIRE_F_READ) {
+		struct rnic_mr *mr = NULL;
+		uint32_t n = read_packets(qp, p->reth.dma_len);
+
+		r->ctr.duplicate_reads++;
+		res = find_resource(qp, false, p->bth.psn);
+		/* The re-read must fit in the original READ's PSN range. */
+		if (!res || wire_psn_diff(wire_psn_add(p->bth.psn, n - 1), res->last_psn) > 0 ||
+		    p->reth.dma_len > RNIC_MAX_MSG) {
+			r->ctr.rx_drop_out_of_window++;
+			return RESP_EXIT;
+		}
+		if (p->reth.dma_len) {
+			mr = rnic_mr_check(r, qp->pd, p->reth.rkey, IBV_ACCESS_REMOTE_READ, p->reth.va, p->reth.dma_len);
+			if (!mr) {
+				r->ctr.rx_drop_out_of_window++;
+				return RESP_EXIT;
+			}
+		}
+		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn);
+		return RESP_EXIT;
+	}
+	if (c->flags & WIRE_F_ATOMIC) {
+		r->ctr.duplicate_atomics++;
+		res = find_resource(qp, true, p->bth.psn);
+		if (!res) {
+			r->ctr.rx_drop_out_of_window++;
+			return RESP_EXIT;
+		}
+		send_aeth(qp, WIRE_OP_ATOMIC_ACK,
+			  wire_aeth_syndrome(WIRE_AETH_ACK, WIRE_AETH_CREDIT_INVALID), p->bth.psn, res->orig);
+		return RESP_EXIT;
+	}
+	/* ACK with the latest PSN we have, which covers the duplicate. */
+	if (p->bth.ackreq || (c->flags & (WIRE_F_LAST | WIRE_F_ONLY)))
+		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
+	return RESP_EXIT;
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static enum resp_state resp_err_seq(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	(void)c;
+	qp->r->ctr.rx_drop_out_of_window++;
+	/* One NAK per sequence-error episode (IBTA 9.7.5.2.1 C9-105). */
+	if (!qp->resp.nak_sent) {
+		qp->r->ctr.tx_nak_psn_seq++;
+		send_nak(qp, WIRE_NAK_PSN_SEQ_ERR, qp->resp.epsn);
+		qp->resp.nak_sent = true;
+	}
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_err_rnr(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	qp->r->ctr.tx_rnr_nak++;
+	send_aeth(qp, WIRE_OP_ACK, wire_aeth_syndrome(WIRE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
+		  c->pkt->bth.psn, 0);
+	/* Packets behind this one are dropped without a sequence NAK until
+	 * the requester resends it, so the RNR wait is not cut short. */
+	qp->resp.nak_sent = true;
+	return RESP_EXIT;
+}
+
+/* Complete the receive WQE in use (if any) with `st`, then enter ERR. */
+static void fatal(struct rnic_qp *qp, enum ibv_wc_status st, enum ibv_event_type ev)
+{
+	if (qp->resp.have_wqe) {
+		struct ibv_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = qp->resp.wqe.wr_id;
+		wc.status = st;
+		wc.opcode = IBV_WC_RECV;
+		wc.qp_num = qp->qpn;
+		qp->resp.have_wqe = false;
+		rnic_cq_push(qp->recv_cq, &wc, false);
+	}
+	rnic_qp_to_error(qp);
+	rnic_async(qp->r, ev, qp->ctx);
+}
+
+static enum resp_state resp_err_invalid(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	qp->r->ctr.tx_nak_invalid_req++;
+	send_nak(qp, WIRE_NAK_INVALID_REQ, c->pkt->bth.psn);
+	fatal(qp, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_err_length(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	/* Message longer than the receive buffer: the receiver sees a local
+	 * length error, the sender an invalid request (IBTA 9.9.3.1.2). */
+	qp->r->ctr.tx_nak_invalid_req++;
+	send_nak(qp, WIRE_NAK_INVALID_REQ, c->pkt->bth.psn);
+	fatal(qp, IBV_WC_LOC_LEN_ERR, IBV_EVENT_QP_REQ_ERR);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_err_access(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	qp->r->ctr.tx_nak_remote_access++;
+	send_nak(qp, WIRE_NAK_REM_ACCESS_ERR, c->pkt->bth.psn);
+	fatal(qp, IBV_WC_LOC_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_err_local(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	/* Our receive buffer failed (bad lkey): remote operational error for
+	 * the sender, the local status for us (IBTA 9.9.3.1.3). */
+	if (is_rc(qp)) {
+		qp->r->ctr.tx_nak_remote_op++;
+		send_nak(qp, WIRE_NAK_REM_OP_ERR, c->pkt->bth.psn);
+	}
+	fatal(qp, c->status, IBV_EVENT_QP_FATAL);
+	return RESP_EXIT;
+}
+
+static enum resp_state resp_drop_message(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	(void)c;
+	/* UC: drop until the next FIRST/ONLY; a receive WQE already taken is
+	 * reused for the next message. */
+	qp->resp.seq = RESP_SEQ_NONE;
+	qp->resp.recv_offset = 0;
+	qp->r->ctr.rx_drop_bad_opcode_seq++;
+	return RESP_EXIT;
+}
+
+typedef enum resp_state (*resp_fn)(struct rnic_qp *, struct resp_ctx *);
+
+static const resp_fn resp_fns[RESP_NSTATES] = {
+	[RESP_CHECK_PSN] = resp_check_psn,
+	[RESP_CHECK_OP_SEQ] = resp_check_op_seq,
+	[RESP_CHECK_OP_VALID] = resp_check_op_valid,
+	[RESP_CHECK_RESOURCE] = resp_check_resource,
+	[RESP_CHECK_LENGTH] = resp_check_length,
+	[RESP_CHECK_RKEY] = resp_check_rkey,
+	[RESP_EXECUTE] = resp_execute,
+	[RESP_READ_REPLY] = resp_read_reply,
+	[RESP_ATOMIC_REPLY] = resp_atomic_reply,
+	[RESP_COMPLETE] = resp_complete,
+	[RESP_ACKNOWLEDGE] = resp_acknowledge,
+	[RESP_DUPLICATE] = resp_duplicate,
+	[RESP_ERR_SEQ] = resp_err_seq,
+	[RESP_ERR_RNR] = resp_err_rnr,
+	[RESP_ERR_INVALID] = resp_err_invalid,
+	[RESP_ERR_LENGTH] = resp_err_length,
+	[RESP_ERR_ACCESS] = resp_err_access,
+	[RESP_ERR_LOCAL] = resp_err_local,
+	[RESP_DROP_MESSAGE] = resp_drop_message,
+};
+
+void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
+{
+	const struct wire_opcode_info *info = wire_opcode_info(pkt->bth.opcode);
+	struct resp_ctx c = { .pkt = pkt, .now = now };
+	enum resp_state s = RESP_CHECK_PSN;
+
+	if (!info)
+		return;
+	c.flags = info->flags;
+	while (s != RESP_EXIT) {
+		rnic_trace_step(qp, "resp", resp_state_names[s]);
+		s = resp_fns[s](qp, &c);
+	}
+}
+
+void responder_timer(struct rnic_qp *qp, uint64_t now)
+{
+	(void)now;
+	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+	if (qp->type == IBV_QPT_RC && rnic_qp_can_receive(qp) && qp->resp.unacked)
+		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
+}
+
+void responder_reset(struct rnic_qp *qp)
+{
+	struct rnic_resource *res = qp->resp.res;
+	uint32_t cap = qp->resp.res_cap;
+
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.res = res;
+	qp->resp.res_cap = cap;
+	if (res)
+		memset(res, 0, cap * sizeof(*res));
+	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+	qp->resp.seq = RESP_SEQ_NONE;
+}

@@ -1,0 +1,277 @@
+/*
+ * rnic.c — the device object: configuration, counters, the QP table,
+ * dispatch of received packets to the responder or completer, and timers.
+ *
+ * Received packets are validated here as far as the device can without
+ * knowing the transport state (decode, P_Key, destination QP, source
+ * address, QP state, opcode vs QP type); what needs the QP's state is the
+ * job of responder.c (requests) and completer.c (responses).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rnic/rnic_int.h"
+
+void rnic_config_default(struct rnic_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	/* ::ffff:127.0.0.1 */
+	cfg->gid.raw[10] = 0xff;
+	cfg->gid.raw[11] = 0xff;
+	cfg->gid.raw[12] = 127;
+	cfg->gid.raw[15] = 1;
+	cfg->max_mtu = IBV_MTU_4096;
+	cfg->max_qp = 1024;
+	cfg->max_qp_wr = 16384;
+	cfg->max_cqe = 65536;
+	cfg->max_mr = 16384;
+	cfg->max_sge = 32;
+	cfg->max_inline = 512;
+	cfg->max_rd_atomic = 16;
+	cfg->seed = 1;
+}
+
+/* splitmix64: tiny, seedable, good enough for QPNs and key generations. */
+uint64_t rnic_random(struct rnic *r)
+{
+	uint64_t z = (r->prng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static bool config_valid(const struct rnic_config *cfg)
+{
+	if (cfg->max_mtu < IBV_MTU_256 || cfg->max_mtu > IBV_MTU_4096)
+		return false;
+	if (cfg->max_qp < 1 || cfg->max_qp > (1u << 20) || cfg->max_mr < 1 || cfg->max_mr > (1u << 22))
+		return false;
+	if (cfg->max_qp_wr < 1 || cfg->max_cqe < 1 || cfg->max_sge < 1)
+		return false;
+	return true;
+}
+
+struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io)
+{
+	struct rnic *r;
+
+	if (!cfg || !io || !io->xmit || !config_valid(cfg)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->cfg = *cfg;
+	r->io = *io;
+	r->prng = cfg->seed;
+	r->qps = calloc(cfg->max_qp, sizeof(*r->qps));
+	/* MR slot 0 is never used, so no valid key is 0x000000xx. */
+	r->mrs = calloc((size_t)cfg->max_mr + 1, sizeof(*r->mrs));
+	r->mr_gen = calloc((size_t)cfg->max_mr + 1, 1);
+	if (!r->qps || !r->mrs || !r->mr_gen) {
+		rnic_destroy(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i <= cfg->max_mr; i++)
+		r->mr_gen[i] = (uint8_t)rnic_random(r);
+	r->mr_next = 1;
+	/* First QPN: seed-derived, in [16, 2^23) so 0 and 1 (QP0/QP1) and
+	 * the wrap at 2^24 are far away. */
+	r->next_qpn = 16 + (uint32_t)(rnic_random(r) % ((1u << 23) - 16));
+	return r;
+}
+
+void rnic_destroy(struct rnic *r)
+{
+	if (!r)
+		return;
+	/* Objects still alive are the caller's leak; free what we can reach
+	 * so the process does not lose the memory. */
+	if (r->qps)
+		for (uint32_t i = 0; i < r->cfg.max_qp; i++)
+			if (r->qps[i])
+				rnic_qp_destroy(r->qps[i]);
+	if (r->mrs)
+		for (uint32_t i = 0; i <= r->cfg.max_mr; i++)
+			free(r->mrs[i]);
+	free(r->qps);
+	free(r->mrs);
+	free(r->mr_gen);
+	free(r);
+}
+
+const struct rnic_config *rnic_get_config(const struct rnic *r)
+{
+	return &r->cfg;
+}
+
+const struct rnic_counters *rnic_counters(const struct rnic *r)
+{
+	return &r->ctr;
+}
+
+void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj)
+{
+	if (r->io.async_event)
+		r->io.async_event(r->io.ctx, type, obj);
+}
+
+void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)
+{
+	struct rnic_tx tx = {
+		.dst = qp->dgid,
+		.sport = qp->sport,
+		.ecn = 0,
+		.dscp = qp->dscp,
+		.ttl = qp->ttl,
+		.ib = r->tx,
+		.ib_len = len,
+	};
+	r->ctr.tx_packets++;
+	r->ctr.tx_bytes += len;
+	r->io.xmit(r->io.ctx, &tx);
+}
+
+struct rnic_qp *rnic_qp_lookup(struct rnic *r, uint32_t qpn)
+{
+	struct rnic_qp *qp = r->qps[qpn % r->cfg.max_qp];
+
+	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+/* ---- receive dispatch ---------------------------------------------------- */
+
+static bool pkey_ok(uint16_t pkey)
+{
+	/* Default partition, full or limited member (IBTA 10.9.1.2). */
+	return (pkey & 0x7fff) == 0x7fff;
+}
+
+static unsigned qp_type_bit(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return WIRE_QP_RC;
+	case IBV_QPT_UC: return WIRE_QP_UC;
+	case IBV_QPT_UD: return WIRE_QP_UD;
+	default: return 0;
+	}
+}
+
+void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
+{
+	const struct wire_opcode_info *info;
+	struct wire_ib pkt;
+	struct rnic_qp *qp;
+
+	r->ctr.rx_packets++;
+	r->ctr.rx_bytes += rx->ib_len;
+	if (!rx->ib || wire_decode_ib(rx->ib, rx->ib_len, &pkt) != WIRE_OK) {
+		r->ctr.rx_drop_malformed++;
+		return;
+	}
+	if (pkt.bth.opcode == WIRE_OPCODE_CNP) {
+		/* Congestion control (DCQCN) is not modelled yet: count only. */
+		r->ctr.cnp_received++;
+		return;
+	}
+	if (rx->ecn == 3)
+		r->ctr.ecn_marked++;
+	info = wire_opcode_info(pkt.bth.opcode);
+	if (!info) {
+		r->ctr.rx_drop_malformed++;
+		return;
+	}
+	if (!pkey_ok(pkt.bth.pkey)) {
+		r->ctr.rx_drop_bad_pkey++;
+		return;
+	}
+	qp = rnic_qp_lookup(r, pkt.bth.dqpn);
+	if (!qp) {
+		r->ctr.rx_drop_unknown_qp++;
+		return;
+	}
+	/* An opcode of another transport (e.g. UC opcode to an RC QP) is
+	 * silently dropped (IBTA 9.6.1.1 header checks). */
+	if (!(info->qp_types & qp_type_bit(qp->type)) ||
+	    !(info->flags & (WIRE_F_REQUEST | WIRE_F_RESPONSE))) {
+		r->ctr.rx_drop_bad_opcode_seq++;
+		return;
+	}
+	if (info->flags & WIRE_F_REQUEST) {
+		if (!rnic_qp_can_receive(qp)) {
+			r->ctr.rx_drop_qp_state++;
+			return;
+		}
+	} else if (!rnic_qp_can_send(qp)) {
+		r->ctr.rx_drop_qp_state++;
+		return;
+	}
+	/* Connected QPs accept packets only from their peer (IBTA 9.6.1.5:
+	 * the source address must match the QP's path). */
+	if ((qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC) &&
+	    memcmp(rx->src.raw, qp->dgid.raw, sizeof(rx->src.raw)) != 0) {
+		r->ctr.rx_drop_bad_src++;
+		return;
+	}
+	if (info->flags & WIRE_F_REQUEST)
+		responder_receive(qp, &pkt, now);
+	else
+		completer_receive(qp, &pkt, now);
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+/* A linear scan over the QP table: simple and deterministic; a timer heap
+ * would pay off only with thousands of QPs. */
+uint64_t rnic_next_deadline(const struct rnic *r)
+{
+	uint64_t best = RNIC_NO_DEADLINE;
+
+	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+		const struct rnic_qp *qp = r->qps[i];
+		if (!qp)
+			continue;
+		if (qp->comp.retx_deadline < best)
+			best = qp->comp.retx_deadline;
+		if (qp->req.rnr_until < best)
+			best = qp->req.rnr_until;
+		if (qp->resp.ack_deadline < best)
+			best = qp->resp.ack_deadline;
+	}
+	return best;
+}
+
+void rnic_advance(struct rnic *r, uint64_t now)
+{
+	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+		struct rnic_qp *qp = r->qps[i];
+		if (!qp)
+			continue;
+		if (qp->resp.ack_deadline <= now)
+			responder_timer(qp, now);
+		if (qp->req.rnr_until <= now)
+			requester_timer(qp, now);
+		if (qp->comp.retx_deadline <= now)
+			completer_timer(qp, now);
+	}
+}
+
+/* ---- tracing -------------------------------------------------------------- */
+
+void rnic_set_trace(struct rnic *r, void (*fn)(void *ctx, const char *line), void *ctx)
+{
+	r->trace = fn;
+	r->trace_ctx = ctx;
+}
+
+void rnic_trace_step(const struct rnic_qp *qp, const char *machine, const char *state)
+{
+	char line[96];
+
+	if (!qp->r->trace)
+		return;
+	snprintf(line, sizeof(line), "qp 0x%06x %s %s", qp->qpn, machine, state);
+	qp->r->trace(qp->r->trace_ctx, line);
+}

@@ -1,0 +1,296 @@
+/*
+ * rnic_int.h — private structures of the rnic layer, shared by its .c files.
+ *
+ * Nothing outside src/rnic/ (and the rnic unit tests) includes this file;
+ * the public contract is rnic.h.  The layout follows rxe: a device object
+ * owning tables of QPs and MRs, and per QP three independent state
+ * machines — the requester (requester.c) turns send WQEs into packets, the
+ * responder (responder.c) executes incoming requests, the completer
+ * (completer.c) matches ACKs and responses to send WQEs and retires them.
+ * The requester and completer talk only through the functions declared
+ * below (completer_on_sent, requester_rewind, requester_run), never
+ * through shared flags.
+ */
+#ifndef SOFTRNIC_RNIC_INT_H
+#define SOFTRNIC_RNIC_INT_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "rnic/rnic.h"
+
+/* ---- tunables (trade-offs, not spec values) ----------------------------- */
+
+/* Largest number of unacknowledged request packets a requester keeps in
+ * flight (rxe uses the same figure).  Bounds how much Go-Back-N resends
+ * and how much one post_send call transmits. */
+#define RNIC_SEND_WINDOW 128u
+/* The requester asks for an ACK (BTH.AckReq) on the last packet of every
+ * message and on every Nth packet of a long message. */
+#define RNIC_ACKREQ_EVERY 16u
+/* The responder ACKs after this many unacknowledged request packets even
+ * without AckReq, and otherwise after the delayed-ACK timer. */
+#define RNIC_ACK_EVERY 16u
+#define RNIC_DELAYED_ACK_NS 20000u
+/* P_Key we send; we accept any full- or limited-member default P_Key
+ * (low 15 bits 0x7fff), IBTA 10.9.1.2. */
+#define RNIC_DEFAULT_PKEY 0xffffu
+#define RNIC_NO_DEADLINE UINT64_MAX
+/* Largest message (IBTA 9.4: 2^31 bytes). */
+#define RNIC_MAX_MSG (1u << 31)
+
+/* ---- device ------------------------------------------------------------- */
+
+struct rnic {
+	struct rnic_config cfg;
+	struct rnic_io io;
+	struct rnic_counters ctr;
+	uint64_t prng;                  /* splitmix64 state, from cfg.seed */
+
+	struct rnic_qp **qps;           /* slot = qpn % cfg.max_qp */
+	uint32_t next_qpn;
+	struct rnic_mr **mrs;           /* slot = key >> 8 (slot 0 unused) */
+	uint8_t *mr_gen;                /* generation per slot */
+	uint32_t mr_next;               /* where the next free-slot search starts */
+
+	uint32_t n_pd, n_mr, n_cq, n_qp;
+	void (*trace)(void *ctx, const char *line);
+	void *trace_ctx;
+	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
+};
+
+uint64_t rnic_random(struct rnic *r);
+/* Hand one built packet (r->tx, len bytes) to the port. */
+void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len);
+void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj);
+/* Report one state-machine step ("req", "resp", "comp") if tracing. */
+void rnic_trace_step(const struct rnic_qp *qp, const char *machine, const char *state);
+
+/* ---- PD, MR ------------------------------------------------------------- */
+
+struct rnic_pd {
+	struct rnic *r;
+	uint32_t refs;                  /* MRs + QPs using it */
+};
+
+struct rnic_mr {
+	struct rnic_pd *pd;
+	uint8_t *addr;
+	size_t len;
+	uint64_t iova;
+	int access;
+	uint32_t key;                   /* lkey == rkey */
+};
+
+/* Look up a key and check it against pd, required access, and the byte
+ * range [iova, iova+len).  Returns the MR or NULL. */
+struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access,
+			      uint64_t iova, uint64_t len);
+/* Host pointer for iova inside mr (range already checked). */
+static inline uint8_t *rnic_mr_ptr(const struct rnic_mr *mr, uint64_t iova)
+{
+	return mr->addr + (iova - mr->iova);
+}
+
+/* ---- CQ ----------------------------------------------------------------- */
+
+struct rnic_cq {
+	struct rnic *r;
+	void *ctx;
+	struct ibv_wc *ring;
+	uint32_t cap, head, count;
+	bool armed, solicited_only;
+	uint32_t refs;                  /* QPs using it */
+};
+
+/* Add a completion; `solicited` says whether it may fire a solicited-only
+ * notification.  Returns false if the CQ overflowed (completion lost). */
+bool rnic_cq_push(struct rnic_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* ---- work queues -------------------------------------------------------- */
+
+struct rnic_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct rnic_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;
+	uint32_t imm;                   /* network order */
+	uint32_t invalidate_rkey;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add, swap;
+	uint32_t num_sge;
+	struct rnic_sge *sge;           /* into the QP's SGE pool */
+	uint8_t *inline_data;           /* into the QP's inline pool, or NULL */
+	uint32_t length;                /* total message bytes */
+	/* Set by the requester when it first transmits the WQE. */
+	uint32_t first_psn, last_psn;
+	bool psn_valid;                 /* first/last_psn assigned */
+	bool signaled;
+	bool too_long;                  /* SGE lengths add up past 2^31 */
+	/* A local error the requester found; the completer reports it when
+	 * this WQE is the oldest (completions stay in order). */
+	enum ibv_wc_status status;
+};
+
+struct rnic_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct rnic_sge *sge;
+	uint32_t length;
+};
+
+/* Free-running counters; slot = counter % cap.  comp <= req <= head. */
+struct rnic_sq {
+	struct rnic_send_wqe *wqe;
+	struct rnic_sge *sge_pool;
+	uint8_t *inline_pool;
+	uint32_t cap, max_sge, max_inline;
+	uint32_t head;                  /* next to post */
+	uint32_t req;                   /* next the requester sends */
+	uint32_t comp;                  /* oldest not yet retired */
+};
+
+struct rnic_rq {
+	struct rnic_recv_wqe *wqe;
+	struct rnic_sge *sge_pool;
+	uint32_t cap, max_sge;
+	uint32_t head, tail;            /* tail = oldest */
+};
+
+static inline struct rnic_send_wqe *sq_at(struct rnic_sq *sq, uint32_t i)
+{
+	return &sq->wqe[i % sq->cap];
+}
+
+/* ---- the three state machines' per-QP state ----------------------------- */
+
+struct rnic_req_state {
+	uint32_t psn;                   /* next PSN to send */
+	uint32_t psn_high;              /* one past the highest PSN ever sent */
+	uint32_t offset;                /* bytes of sq->req already sent */
+	uint32_t since_ackreq;          /* packets since the last AckReq */
+	uint64_t rnr_until;             /* RNR wait, RNIC_NO_DEADLINE if none */
+};
+
+struct rnic_comp_state {
+	uint32_t psn;                   /* oldest unacknowledged PSN */
+	uint32_t retry_left;            /* IBTA retry_cnt */
+	uint32_t rnr_left;              /* rnr_retry (7 = infinite) */
+	uint64_t retx_deadline;         /* retransmit timer */
+	/* A packet-triggered Go-Back-N is done once per episode: further
+	 * out-of-order responses for the same PSN are dropped until progress
+	 * is made or the retransmit timer fires. */
+	bool retrying;
+	uint32_t retrying_psn;
+};
+
+/* A recent READ or ATOMIC, kept so a duplicate is answered correctly
+ * (IBTA 9.7.5.1.3 / 9.7.5.1.4). */
+struct rnic_resource {
+	bool valid;
+	bool atomic;
+	uint32_t first_psn, last_psn;
+	uint64_t orig;                  /* atomic: value before the operation */
+};
+
+enum resp_seq { RESP_SEQ_NONE, RESP_SEQ_SEND, RESP_SEQ_WRITE };
+
+struct rnic_resp_state {
+	uint32_t epsn;                  /* expected PSN */
+	uint32_t msn;
+	bool nak_sent;                  /* one NAK per sequence-error episode */
+	uint32_t unacked;               /* request packets not yet ACKed */
+	uint64_t ack_deadline;          /* delayed ACK */
+	enum resp_seq seq;              /* message in progress (IBTA 9.8.3) */
+	/* SEND in progress */
+	bool have_wqe;
+	struct rnic_recv_wqe wqe;       /* copy of the consumed receive WQE */
+	uint32_t recv_offset;
+	/* RDMA WRITE in progress */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t resid;                 /* bytes the RETH still allows */
+	uint32_t write_len;             /* RETH DMA length */
+	/* READ/ATOMIC resources */
+	struct rnic_resource *res;
+	uint32_t res_cap, res_next;
+};
+
+/* ---- QP ----------------------------------------------------------------- */
+
+struct rnic_qp {
+	struct rnic *r;
+	struct rnic_pd *pd;
+	struct rnic_cq *send_cq, *recv_cq;
+	void *ctx;
+	enum ibv_qp_type type;
+	uint32_t qpn;
+	bool sq_sig_all;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */
+	uint32_t mtu;                   /* path MTU in bytes */
+	struct rnic_gid dgid;
+	uint8_t dscp, ttl;
+	uint16_t sport;
+	bool drained_notify;            /* SQD: raise SQ_DRAINED when empty */
+
+	struct rnic_sq sq;
+	struct rnic_rq rq;
+	struct rnic_req_state req;
+	struct rnic_comp_state comp;
+	struct rnic_resp_state resp;
+};
+
+struct rnic_qp *rnic_qp_lookup(struct rnic *r, uint32_t qpn);
+/* Move to ERR and flush both queues (IBTA 10.3.1, 10.8.3). */
+void rnic_qp_to_error(struct rnic_qp *qp);
+void rnic_qp_check_drained(struct rnic_qp *qp);
+/* Complete one send WQE (signaled or error) and retire it. */
+void rnic_qp_complete_send(struct rnic_qp *qp, struct rnic_send_wqe *wqe, enum ibv_wc_status status);
+uint32_t rnic_mtu_bytes(enum ibv_mtu mtu);
+bool rnic_qp_can_send(const struct rnic_qp *qp);
+bool rnic_qp_can_receive(const struct rnic_qp *qp);
+/* Scatter `len` bytes into a list of SGEs starting at byte `offset` of
+ * the list, checking every lkey (local write).  Returns an ibv_wc_status
+ * (IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR or IBV_WC_LOC_PROT_ERR). */
+enum ibv_wc_status rnic_scatter(struct rnic_qp *qp, const struct rnic_sge *sge, uint32_t num_sge,
+				uint32_t offset, const uint8_t *src, uint32_t len);
+
+/* ---- the state machines ------------------------------------------------- */
+
+/* requester.c: send as many packets as the QP may (window, fences,
+ * rd_atomic limit, RNR wait). */
+void requester_run(struct rnic_qp *qp, uint64_t now);
+/* Go back to `psn` (oldest unacked or the PSN a NAK names) and resend from
+ * there (Go-Back-N, IBTA 9.7.5.2.1). */
+void requester_rewind(struct rnic_qp *qp, uint32_t psn);
+/* Hold off until `until` (RNR NAK), then resend from `psn`. */
+void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until);
+void requester_reset(struct rnic_qp *qp);
+void requester_timer(struct rnic_qp *qp, uint64_t now);
+const char *requester_state_name(int state);
+
+/* completer.c */
+void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now);
+/* The requester transmitted request packet `psn` at `now` (arms the
+ * retransmit timer). */
+void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now);
+void completer_timer(struct rnic_qp *qp, uint64_t now);
+void completer_reset(struct rnic_qp *qp);
+const char *completer_state_name(int state);
+
+/* responder.c */
+void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now);
+void responder_timer(struct rnic_qp *qp, uint64_t now);
+void responder_reset(struct rnic_qp *qp);
+const char *responder_state_name(int state);
+
+#endif

@@ -1,0 +1,396 @@
+/*
+ * udp_port.c — the runtime's UDP port: one socket bound to <addr>:4791 that
+ * both receives and sends.
+ *
+ * Address choice (runtime.h): SOFTRNIC_ADDR, else SOFTRNIC_IFACE, else the
+ * first 127.0.0.N (N = 1..254) whose port 4791 is free.  IPv4 only for now;
+ * IPv6 GIDs are not supported yet.
+ *
+ * What the kernel puts in the IP header, and why we care: the ICRC covers
+ * the IPv4 header including the Identification field (IBTA A17.3.3), so we
+ * must know every field the kernel will send.  The socket has
+ * IP_MTU_DISCOVER = IP_PMTUDISC_DO, so every datagram has DF set, and for a
+ * DF datagram on an unconnected socket Linux writes ID 0 (ip_select_ident:
+ * "DF and no connected peer -> id = 0").  Checked with a capture on lo
+ * (kernel 6.18, tests/runtime/test_two_process running):
+ *   tshark -i lo -f 'udp port 4791' -T fields -e ip.id -e ip.flags.df
+ *          -e ip.ttl -e udp.srcport -e udp.checksum
+ * gives 0x0000, DF 1, TTL 64, port 4791, checksum 0 on every frame, and
+ * `softrnic decode` of that capture (which recomputes the ICRC from the
+ * real captured IP header) reports every ICRC ok.  A
+ * side-effect is that we never fragment: a packet bigger than the path MTU
+ * fails with EMSGSIZE, which is what a NIC does too.
+ *
+ * UDP source port: RoCEv2 uses it as flow entropy (rnic_tx.sport, rxe's
+ * rdma_get_udp_sport).  We send everything from the one socket bound to
+ * port 4791, so the source port on the wire is always 4791 and tx->sport is
+ * ignored.  Trade-off: simple and honest (the ICRC is computed for the port
+ * that is really sent, receivers accept any source port), but ECMP fabrics
+ * see one flow per address pair.  Per-sport sockets would fix that later.
+ *
+ * Sends never block (MSG_DONTWAIT), because they happen with the device
+ * lock held: a full socket buffer loses the packet, like a full NIC queue,
+ * and RC retransmission recovers it.
+ */
+#include "runtime/udp_port.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SRT_DEFAULT_TTL 64
+/* Headers around the IB payload: IPv4 20 + UDP 8 + BTH 12 + largest
+ * extended headers with payload (RETH 16 + ImmDt 4) + ICRC 4, rounded up. */
+#define SRT_ROCE_OVERHEAD 64u
+
+static const char *source_name(enum srt_addr_source s)
+{
+	switch (s) {
+	case SRT_ADDR_ENV_ADDR: return "SOFTRNIC_ADDR";
+	case SRT_ADDR_ENV_IFACE: return "SOFTRNIC_IFACE";
+	default: return "loopback";
+	}
+}
+
+void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid)
+{
+	memset(gid->raw, 0, sizeof(gid->raw));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &addr.s_addr, 4);
+}
+
+bool srt_gid_to_ipv4(const struct rnic_gid *gid, struct in_addr *addr)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (memcmp(gid->raw, prefix, sizeof(prefix)))
+		return false;
+	memcpy(&addr->s_addr, &gid->raw[12], 4);
+	return true;
+}
+
+void srt_udp_gid(const struct srt_udp *u, struct rnic_gid *gid)
+{
+	srt_ipv4_to_gid(u->addr, gid);
+}
+
+/* Largest IB MTU whose packets fit the interface MTU (loopback: 4096). */
+static enum ibv_mtu ib_mtu_for(unsigned if_mtu)
+{
+	static const struct { unsigned bytes; enum ibv_mtu mtu; } sizes[] = {
+		{ 4096, IBV_MTU_4096 }, { 2048, IBV_MTU_2048 }, { 1024, IBV_MTU_1024 },
+		{ 512, IBV_MTU_512 },
+	};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (sizes[i].bytes + SRT_ROCE_OVERHEAD <= if_mtu)
+			return sizes[i].mtu;
+	return IBV_MTU_256;
+}
+
+/* Find the interface that owns `addr` and its MTU. */
+static void lookup_interface(struct srt_udp *u)
+{
+	struct ifaddrs *list, *ifa;
+
+	u->ifname[0] = 0;
+	u->if_mtu = 0;
+	if (getifaddrs(&list) == 0) {
+		for (ifa = list; ifa; ifa = ifa->ifa_next) {
+			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET)
+				continue;
+			const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
+			const struct sockaddr_in *mask = (const struct sockaddr_in *)ifa->ifa_netmask;
+			uint32_t m = mask ? mask->sin_addr.s_addr : 0xffffffffu;
+			/* 127.0.0.N lives on lo as 127.0.0.1/8: match by prefix. */
+			if ((sin->sin_addr.s_addr & m) == (u->addr.s_addr & m)) {
+				snprintf(u->ifname, sizeof(u->ifname), "%s", ifa->ifa_name);
+				if (sin->sin_addr.s_addr == u->addr.s_addr)
+					break;
+			}
+		}
+		freeifaddrs(list);
+	}
+	if (u->ifname[0]) {
+		struct ifreq ifr;
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", u->ifname);
+		if (ioctl(u->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+			u->if_mtu = (unsigned)ifr.ifr_mtu;
+	}
+	/* Unknown interface: assume a standard 1500-byte Ethernet. */
+	u->active_mtu = ib_mtu_for(u->if_mtu ? u->if_mtu : 1500);
+}
+
+/* First IPv4 address of interface `name`.  0 or an errno. */
+static int interface_address(const char *name, struct in_addr *addr, char *err, size_t errlen)
+{
+	struct ifaddrs *list, *ifa;
+	bool exists = false;
+
+	if (getifaddrs(&list) != 0) {
+		int e = errno;
+		snprintf(err, errlen, "getifaddrs: %s", strerror(e));
+		return e;
+	}
+	for (ifa = list; ifa; ifa = ifa->ifa_next) {
+		if (strcmp(ifa->ifa_name, name))
+			continue;
+		exists = true;
+		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET) {
+			*addr = ((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+			freeifaddrs(list);
+			return 0;
+		}
+	}
+	freeifaddrs(list);
+	if (exists)
+		snprintf(err, errlen, "SOFTRNIC_IFACE=%s has no IPv4 address (IPv6 is not supported yet)", name);
+	else
+		snprintf(err, errlen, "SOFTRNIC_IFACE=%s: no such interface", name);
+	return exists ? EADDRNOTAVAIL : ENODEV;
+}
+
+static int set_int_option(int fd, int level, int name, int value)
+{
+	return setsockopt(fd, level, name, &value, sizeof(value));
+}
+
+/* Create the socket and try to bind addr:4791.  0 or an errno. */
+static int try_bind(struct srt_udp *u, struct in_addr addr)
+{
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return errno;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(WIRE_ROCEV2_UDP_PORT);
+	sin.sin_addr = addr;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		int e = errno;
+		close(fd);
+		return e;
+	}
+	u->fd = fd;
+	u->addr = addr;
+	return 0;
+}
+
+/* DF on every datagram (hence IPv4 ID 0, see the top of this file), TTL
+ * 64, report the received TOS byte, generous buffers. */
+static int configure_socket(int fd)
+{
+	if (set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
+	    set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ||
+	    set_int_option(fd, IPPROTO_IP, IP_RECVTOS, 1))
+		return errno;
+	/* UDP checksum 0, as kernel rxe sends: RoCEv2 relies on the ICRC
+	 * (A17.4.2: a zero UDP checksum is allowed for RoCEv2).  Also keeps
+	 * captures on lo clean, where checksum offload leaves partial sums. */
+	if (set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1))
+		return errno;
+	/* Best effort: the kernel caps these at net.core.[rw]mem_max. */
+	(void)set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
+	(void)set_int_option(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	return 0;
+}
+
+static int bind_first_free_loopback(struct srt_udp *u, char *err, size_t errlen)
+{
+	for (unsigned n = 1; n <= 254; n++) {
+		struct in_addr a = { .s_addr = htonl(0x7f000000u | n) };
+		int e = try_bind(u, a);
+		if (e == 0)
+			return 0;
+		if (e != EADDRINUSE) {
+			snprintf(err, errlen, "cannot bind 127.0.0.%u:%u: %s", n, WIRE_ROCEV2_UDP_PORT, strerror(e));
+			return e;
+		}
+	}
+	snprintf(err, errlen, "UDP port %u is in use on every address 127.0.0.1..254 "
+		 "(another RoCE stack bound to 0.0.0.0? set SOFTRNIC_ADDR)", WIRE_ROCEV2_UDP_PORT);
+	return EADDRINUSE;
+}
+
+int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
+{
+	const char *env_addr = getenv("SOFTRNIC_ADDR");
+	const char *env_iface = getenv("SOFTRNIC_IFACE");
+	struct in_addr addr;
+	int e;
+
+	memset(u, 0, sizeof(*u));
+	u->fd = -1;
+	if (env_addr && *env_addr) {
+		u->source = SRT_ADDR_ENV_ADDR;
+		if (inet_pton(AF_INET, env_addr, &addr) != 1) {
+			snprintf(err, errlen, "SOFTRNIC_ADDR=%s is not an IPv4 address (IPv6 is not supported yet)",
+				 env_addr);
+			return EINVAL;
+		}
+	} else if (env_iface && *env_iface) {
+		u->source = SRT_ADDR_ENV_IFACE;
+		e = interface_address(env_iface, &addr, err, errlen);
+		if (e)
+			return e;
+	} else {
+		u->source = SRT_ADDR_LOOPBACK;
+	}
+
+	if (u->source == SRT_ADDR_LOOPBACK) {
+		e = bind_first_free_loopback(u, err, errlen);
+	} else {
+		uint32_t h = ntohl(addr.s_addr);
+		char text[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &addr, text, sizeof(text));
+		if (h == 0 || h == 0xffffffffu || (h >> 28) == 0xe) {
+			snprintf(err, errlen, "%s: %s is not a unicast address", source_name(u->source), text);
+			return EINVAL;
+		}
+		e = try_bind(u, addr);
+		if (e) {
+			snprintf(err, errlen, "cannot bind %s:%u (%s): %s", text, WIRE_ROCEV2_UDP_PORT,
+				 source_name(u->source), strerror(e));
+		}
+	}
+	if (e)
+		return e;
+
+	e = configure_socket(u->fd);
+	if (e) {
+		snprintf(err, errlen, "socket options: %s", strerror(e));
+		srt_udp_close(u);
+		return e;
+	}
+	lookup_interface(u);
+	return 0;
+}
+
+void srt_udp_close(struct srt_udp *u)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+}
+
+int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
+{
+	struct in_addr dst;
+
+	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || !srt_gid_to_ipv4(&tx->dst, &dst)) {
+		u->tx_unroutable++;
+		return EINVAL;
+	}
+
+	/* The IP header the kernel will build (udp_port.c header comment). */
+	struct wire_ip ip;
+	memset(&ip, 0, sizeof(ip));
+	ip.version = 4;
+	ip.id = 0;
+	ip.df = true;
+	ip.ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
+	ip.dscp = tx->dscp;
+	ip.ecn = tx->ecn;
+	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
+	memcpy(ip.dst, tx->dst.raw, 16);
+
+	size_t covered = tx->ib_len - WIRE_ICRC_LEN;
+	uint8_t icrc[WIRE_ICRC_LEN];
+	wire_icrc_store(icrc, wire_icrc_udp_payload(&ip, SRT_UDP_SPORT, tx->ib, covered));
+
+	/* No copy of the packet: the payload goes out from the rnic's
+	 * buffer, the ICRC from ours. */
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)tx->ib, .iov_len = covered },
+		{ .iov_base = icrc, .iov_len = WIRE_ICRC_LEN },
+	};
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = dst };
+	union {
+		char buf[CMSG_SPACE(sizeof(int)) * 2];
+		struct cmsghdr align;
+	} control;
+	struct msghdr msg = { .msg_name = &sin, .msg_namelen = sizeof(sin), .msg_iov = iov, .msg_iovlen = 2 };
+	size_t control_len = 0;
+	int tos = (tx->dscp << 2) | (tx->ecn & 3);
+
+	memset(&control, 0, sizeof(control));
+	msg.msg_control = control.buf;
+	msg.msg_controllen = sizeof(control.buf);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	if (tos) {
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &tos, sizeof(int));
+		control_len += CMSG_SPACE(sizeof(int));
+		c = CMSG_NXTHDR(&msg, c);
+	}
+	if (tx->ttl && tx->ttl != SRT_DEFAULT_TTL) {
+		int ttl = tx->ttl;
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TTL;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
+		control_len += CMSG_SPACE(sizeof(int));
+	}
+	msg.msg_controllen = control_len;
+	if (!control_len)
+		msg.msg_control = NULL;
+
+	if (sendmsg(u->fd, &msg, MSG_DONTWAIT) < 0) {
+		u->tx_errors++;
+		return errno;
+	}
+	return 0;
+}
+
+int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
+{
+	struct mmsghdr msgs[SRT_RX_BATCH];
+	struct iovec iov[SRT_RX_BATCH];
+	struct sockaddr_in from[SRT_RX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control[SRT_RX_BATCH];
+
+	memset(msgs, 0, sizeof(msgs));
+	for (int i = 0; i < SRT_RX_BATCH; i++) {
+		iov[i].iov_base = b->buf[i];
+		iov[i].iov_len = SRT_RX_BUFSZ;
+		msgs[i].msg_hdr.msg_name = &from[i];
+		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+		msgs[i].msg_hdr.msg_control = control[i].buf;
+		msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
+	}
+	int n = recvmmsg(u->fd, msgs, SRT_RX_BATCH, MSG_DONTWAIT, NULL);
+	if (n < 0)
+		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+
+	for (int i = 0; i < n; i++) {
+		struct srt_rx_pkt *p = &b->pkt[i];
+		struct msghdr *h = &msgs[i].msg_hdr;
+
+		p->data = b->buf[i];
+		p->len = msgs[i].msg_len;
+		p->truncated = (h->msg_flags & MSG_TRUNC) != 0;
+		p->src = from[i].sin_addr;
+		p->sport = ntohs(from[i].sin_port);
+		p->tos = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+				p->tos = *(const uint8_t *)CMSG_DATA(c);
+	}
+	return n;
+}

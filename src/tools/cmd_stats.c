@@ -1,0 +1,170 @@
+/*
+ * cmd_stats.c — `softrnic devices` and `softrnic stats`: what the running
+ * softrnic devices on this machine are and what their counters say.
+ *
+ * Every process with an open device publishes /dev/shm/softrnic-<pid>
+ * (runtime/stats_file.h); these commands read those files, and remove the
+ * ones whose process has gone.  Like `ibv_devices` + `ethtool -S`.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/stats_file.h"
+#include "runtime/udp_port.h"
+#include "tools/commands.h"
+
+static void format_gid(const uint8_t gid[16], char *out, size_t cap)
+{
+	if (!inet_ntop(AF_INET6, gid, out, (socklen_t)cap))
+		snprintf(out, cap, "?");
+}
+
+/* The IPv4 address inside an IPv4-mapped GID, or "-". */
+static void format_addr(const uint8_t gid[16], char *out, size_t cap)
+{
+	struct rnic_gid g;
+	struct in_addr a;
+
+	memcpy(g.raw, gid, 16);
+	if (!srt_gid_to_ipv4(&g, &a) || !inet_ntop(AF_INET, &a, out, (socklen_t)cap))
+		snprintf(out, cap, "-");
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- softrnic devices ------------------------------------------------------ */
+
+static void print_device_row(void *arg, const struct srt_stats_file *s)
+{
+	char gid[INET6_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
+	(void)arg;
+
+	format_gid(s->gid, gid, sizeof(gid));
+	format_addr(s->gid, addr, sizeof(addr));
+	printf("%-8d %-10s %-15s %-5d %-28s %s\n", (int)s->pid, s->name, addr, 0, gid, "RoCE v2");
+}
+
+/* Say which address a new process would bind, by binding it and letting
+ * go at once (honours SOFTRNIC_ADDR / SOFTRNIC_IFACE like the runtime). */
+static void print_next_binding(void)
+{
+	struct srt_udp u;
+	char err[256], addr[INET_ADDRSTRLEN];
+	static const int mtu_bytes[] = { 0, 256, 512, 1024, 2048, 4096 };
+
+	int e = srt_udp_open(&u, err, sizeof(err));
+	if (e) {
+		printf("a new process could not bind: %s\n", err);
+		return;
+	}
+	inet_ntop(AF_INET, &u.addr, addr, sizeof(addr));
+	printf("a new process would bind %s:%u (%s%s%s, active MTU %d)\n", addr, WIRE_ROCEV2_UDP_PORT,
+	       u.source == SRT_ADDR_LOOPBACK ? "first free loopback address"
+	       : u.source == SRT_ADDR_ENV_ADDR ? "SOFTRNIC_ADDR" : "SOFTRNIC_IFACE",
+	       u.ifname[0] ? ", interface " : "", u.ifname, mtu_bytes[u.active_mtu]);
+	srt_udp_close(&u);
+}
+
+int cmd_devices(int argc, char **argv)
+{
+	if (argc > 1) {
+		fprintf(stderr, "usage: softrnic %s\n", argv[0]);
+		return 2;
+	}
+	printf("%-8s %-10s %-15s %-5s %-28s %s\n", "PID", "DEVICE", "ADDRESS", "GID#", "GID", "TYPE");
+	int n = srt_stats_foreach(print_device_row, NULL);
+	if (n == 0)
+		printf("(no softrnic devices running)\n");
+	print_next_binding();
+	return 0;
+}
+
+/* ---- softrnic stats -------------------------------------------------------- */
+
+static void print_counters(void *arg, const struct srt_stats_file *s)
+{
+	char gid[INET6_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
+	uint64_t now = monotonic_ns();
+	(void)arg;
+
+	format_gid(s->gid, gid, sizeof(gid));
+	format_addr(s->gid, addr, sizeof(addr));
+	printf("%s  pid %d  %s  gid %s", s->name, (int)s->pid, addr, gid);
+	if (s->updated_ns && now >= s->updated_ns)
+		printf("  (updated %.2f s ago)", (double)(now - s->updated_ns) / 1e9);
+	printf("\n");
+#define PRINT_COUNTER(name) printf("  %-26s %llu\n", #name, (unsigned long long)s->counters.name);
+	RNIC_COUNTER_LIST(PRINT_COUNTER)
+#undef PRINT_COUNTER
+}
+
+static int stats_once(pid_t pid)
+{
+	if (pid == 0) {
+		if (srt_stats_foreach(print_counters, NULL) == 0)
+			printf("(no softrnic devices running)\n");
+		return 0;
+	}
+	struct srt_stats_file s;
+	int e = srt_stats_read(pid, &s);
+	if (e) {
+		fprintf(stderr, "softrnic stats: no softrnic device in process %d (%s)\n", (int)pid,
+			e == ESRCH ? "process has exited" : e == ENOENT ? "not found" : strerror(e));
+		return 1;
+	}
+	print_counters(NULL, &s);
+	return 0;
+}
+
+static int usage_stats(void)
+{
+	fprintf(stderr, "usage: softrnic stats [-w] [-n COUNT] [PID]\n"
+			"  -w        watch: print again every second\n"
+			"  -n COUNT  with -w, stop after COUNT rounds\n");
+	return 2;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	bool watch = false;
+	long rounds = -1;
+	pid_t pid = 0;
+
+	for (int i = 1; i < argc; i++) {
+		char *end;
+		if (!strcmp(argv[i], "-w")) {
+			watch = true;
+		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			rounds = strtol(argv[++i], &end, 10);
+			if (*end || rounds <= 0)
+				return usage_stats();
+		} else {
+			long v = strtol(argv[i], &end, 10);
+			if (*end || v <= 0 || v > 0x7fffffffL || pid)
+				return usage_stats();
+			pid = (pid_t)v;
+		}
+	}
+	if (!watch)
+		return stats_once(pid);
+	for (long round = 0; rounds < 0 || round < rounds; round++) {
+		if (round)
+			sleep(1);
+		int rc = stats_once(pid);
+		if (rc)
+			return rc;
+		printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * harness.h — shared helpers for the transport tests in tests/rnic: two rnics
+ * on a seeded pair link, one connected RC QP on each, CQ helpers, and the
+ * CHECK macros that report the seed a failure can be replayed with.
+ *
+ * Tests stay plain C: every test binary has its own main(), runs its cases,
+ * prints "FAIL ..." lines and exits non-zero if any case failed.
+ */
+#ifndef SOFTRNIC_TESTS_RNIC_HARNESS_H
+#define SOFTRNIC_TESTS_RNIC_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ports/pair.h"
+#include "rnic/rnic.h"
+
+/* ---- failure reporting ------------------------------------------------- */
+
+/* The case being run, printed with every failure ("seed 17", "wrong rkey"). */
+extern char ht_case[128];
+extern int ht_failures;         /* failures in this process */
+extern int ht_case_failures;    /* failures in the current case */
+
+void ht_begin_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Returns 0 if the case passed, 1 if not (and prints a summary line). */
+int ht_end_case(void);
+void ht_fail_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define HT_FAIL(...) ht_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+/* CHECK records a failure and continues; REQUIRE returns `ret` from the
+ * calling function. */
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			HT_FAIL("check failed: %s: " "%s", #cond, ht_fmt(__VA_ARGS__)); \
+	} while (0)
+#define REQUIRE(cond, ret, ...)                                                \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			HT_FAIL("requirement failed: %s: " "%s", #cond, ht_fmt(__VA_ARGS__)); \
+			return ret;                                            \
+		}                                                              \
+	} while (0)
+#define CHECK_EQ_U(a, b, what)                                                 \
+	do {                                                                   \
+		unsigned long long ht_a_ = (unsigned long long)(a);            \
+		unsigned long long ht_b_ = (unsigned long long)(b);            \
+		if (ht_a_ != ht_b_)                                            \
+			HT_FAIL("%s: got %llu (0x%llx), expected %llu (0x%llx)", what, ht_a_, ht_a_, ht_b_, ht_b_); \
+	} while (0)
+
+/* printf into a rotating static buffer (for the macros above). */
+const char *ht_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+const char *ht_wc_status_str(int status);
+
+/* ---- a connected pair of RC QPs ------------------------------------------ */
+
+struct ht_opts {
+	uint64_t seed;                  /* pair PRNG seed (and rnic seeds)     */
+	enum ibv_mtu mtu;               /* path MTU, default IBV_MTU_1024     */
+	uint32_t psn[2];                /* initial sq_psn of node 0 / node 1   */
+	uint8_t timeout;                /* local ACK timeout exponent          */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer[2];       /* per node (the receiver's value)     */
+	uint8_t max_rd_atomic;          /* both directions                     */
+	uint32_t sq_depth, rq_depth;
+	uint32_t max_mr;                /* rnic config, 0 = default            */
+	int access;                     /* qp_access_flags on both QPs         */
+	bool sq_sig_all;
+};
+void ht_default_opts(struct ht_opts *o, uint64_t seed);
+
+struct ht_side {
+	struct rnic *r;
+	struct rnic_pd *pd;
+	struct rnic_cq *scq, *rcq;
+	struct rnic_qp *qp;
+	uint32_t qpn;
+	uint32_t max_inline;            /* actual max_inline_data of qp        */
+};
+
+struct ht {
+	struct pair *pair;
+	struct ht_side side[2];
+	struct ht_opts opts;
+};
+
+/* Build the pair, PDs, CQs and one RC QP per node, connected to each other
+ * (RESET -> INIT -> RTR -> RTS).  Returns 0 or reports a failure and returns
+ * -1 (everything created so far is freed by ht_teardown). */
+int ht_setup(struct ht *h, const struct ht_opts *o);
+void ht_teardown(struct ht *h);
+
+/* The three standard transitions, separately, for tests that need to stop
+ * half-way.  Return the rnic_qp_modify result. */
+int ht_to_init(struct rnic_qp *qp, int access, uint64_t now);
+int ht_to_rtr(struct rnic_qp *qp, const struct rnic_gid *dgid, uint32_t dqpn, uint32_t rq_psn,
+	      enum ibv_mtu mtu, uint8_t max_dest_rd_atomic, uint8_t min_rnr_timer, uint64_t now);
+int ht_to_rts(struct rnic_qp *qp, uint32_t sq_psn, uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry,
+	      uint8_t max_rd_atomic, uint64_t now);
+
+/* Run the pair until `cq` yields one completion (stored in *wc) or max_ns
+ * of simulated time pass.  Returns true if a completion was polled. */
+bool ht_wait_wc(struct ht *h, struct rnic_cq *cq, struct ibv_wc *wc, uint64_t max_ns);
+/* Drain up to n completions already queued (no simulated time passes). */
+int ht_poll(struct rnic_cq *cq, struct ibv_wc *wc, int n);
+
+/* Register `len` bytes at `buf` (iova = the address) with `access`. */
+struct rnic_mr *ht_reg(struct ht_side *s, void *buf, size_t len, int access);
+
+/* Sum of every rx_drop_* counter of an rnic. */
+uint64_t ht_drops(const struct rnic_counters *c);
+
+/* Seeds: parse "--seed N" / "--seeds A-B" / "--count N" from argv and the
+ * environment variable SOFTRNIC_SEED (one seed to replay).  Fills seeds[]
+ * and returns how many; `defaults` is used when nothing is given. */
+size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
+			  size_t ndefaults);
+
+#define HT_ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		       IBV_ACCESS_REMOTE_ATOMIC)
+#define HT_MS 1000000ull
+#define HT_US 1000ull
+
+#endif
