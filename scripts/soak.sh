@@ -8,6 +8,8 @@
 #   BUILD_DIR         default build (relative to the repo root); the binary is
 #                     BUILD_DIR/tests/rnic/rnic_fault_mix
 #   SEEDS_PER_BATCH   default 50 (one process runs a consecutive seed range)
+# Batches alternate between the CI fault profile and --heavy-reorder
+# (half of all packets held back, multipath-like).
 # The first seed is random (from /dev/urandom) unless SOAK_START is set, so
 # two soaks explore different seeds; the range is printed so a run can be
 # repeated.  Exit status 1 if any seed failed.
@@ -30,23 +32,27 @@ runs=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 echo "soak: seeds from $start, for ${duration}s, binary $bin"
+n=0
 while [ "$(date +%s)" -lt "$end_time" ]; do
 	last=$(( seed + batch - 1 ))
-	"$bin" --seeds "$seed-$last" >"$log" 2>&1
+	mode=""
+	[ $(( n % 2 )) -eq 1 ] && mode="--heavy-reorder"
+	n=$(( n + 1 ))
+	"$bin" --no-self-check $mode --seeds "$seed-$last" >"$log" 2>&1
 	rc=$?
 	if [ "$rc" -eq 1 ]; then
 		# assertion failures: print the failing seeds and their details
 		grep -E '^FAIL \[seed|^  \[seed' "$log"
 		for s in $(sed -n 's/^FAIL \[seed \([0-9]*\)\].*/\1/p' "$log"); do
-			echo "soak: FAILING SEED $s - replay: SOFTRNIC_SEED=$s $bin"
+			echo "soak: FAILING SEED $s - replay: SOFTRNIC_SEED=$s $bin $mode"
 			failed=$(( failed + 1 ))
 		done
 	elif [ "$rc" -ne 0 ]; then
 		# a crash (signal, sanitizer): find the seed one by one
 		echo "soak: batch $seed-$last crashed (exit $rc):"; tail -5 "$log"
 		for (( s = seed; s <= last; s++ )); do
-			if ! "$bin" --seed "$s" >"$log" 2>&1; then
-				echo "soak: FAILING SEED $s - replay: SOFTRNIC_SEED=$s $bin"
+			if ! "$bin" --no-self-check $mode --seed "$s" >"$log" 2>&1; then
+				echo "soak: FAILING SEED $s - replay: SOFTRNIC_SEED=$s $bin $mode"
 				tail -5 "$log"
 				failed=$(( failed + 1 ))
 			fi

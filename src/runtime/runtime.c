@@ -272,6 +272,25 @@ static void *progress_main(void *arg)
 
 /* ---- open / close --------------------------------------------------------- */
 
+/* SOFTRNIC_STATS_AT_EXIT=1: when the device closes, print its non-zero
+ * counters to stderr, so a short-lived program (a demo, a test) shows what
+ * the NIC did without racing `softrnic stats` against its exit. */
+static void print_stats_at_exit(const struct srt_device *dev)
+{
+	const char *want = getenv("SOFTRNIC_STATS_AT_EXIT");
+	const struct srt_stats_file *f = dev->stats.map;
+
+	if (!want || !*want || !strcmp(want, "0") || !f)
+		return;
+	fprintf(stderr, "softrnic: %s (pid %d) counters:", f->name, (int)getpid());
+#define PRINT_NONZERO(name)                                                        \
+	if (f->counters.name)                                                     \
+		fprintf(stderr, " %s=%llu", #name, (unsigned long long)f->counters.name);
+	RNIC_COUNTER_LIST(PRINT_NONZERO)
+#undef PRINT_NONZERO
+	fprintf(stderr, "\n");
+}
+
 static void destroy_device(struct srt_device *dev)
 {
 	if (dev->rnic) {
@@ -395,5 +414,6 @@ void srt_close(struct srt_device *dev)
 	srt_kick(dev);
 	pthread_join(dev->thread, NULL);
 	publish_stats(dev, srt_now());
+	print_stats_at_exit(dev);
 	destroy_device(dev);
 }

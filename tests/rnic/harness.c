@@ -11,6 +11,7 @@
 char ht_case[128];
 int ht_failures;
 int ht_case_failures;
+bool ht_quiet;
 
 /* ---- failure reporting ------------------------------------------------- */
 
@@ -37,7 +38,7 @@ void ht_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	ht_failures++;
 	/* Only the first few failures of a case: later ones are usually echoes. */
-	if (++ht_case_failures > 8)
+	if (++ht_case_failures > 8 || ht_quiet)
 		return;
 	char msg[512];
 	va_list ap;

@@ -22,6 +22,7 @@
 extern char ht_case[128];
 extern int ht_failures;         /* failures in this process */
 extern int ht_case_failures;    /* failures in the current case */
+extern bool ht_quiet;           /* count failures without printing them */
 
 void ht_begin_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Returns 0 if the case passed, 1 if not (and prints a summary line). */

@@ -567,6 +567,84 @@ static int opcode_seq_case(const char *name, uint8_t first, uint8_t second)
 	return ht_end_case();
 }
 
+/* Length rules of a multi-packet RDMA WRITE (IBTA 9.7.5.1.3 length
+ * check: FIRST and MIDDLE carry exactly one PMTU, ONLY/LAST at most one,
+ * and the total must equal the RETH DMA length): a message that would write
+ * past its own RETH length, a first packet shorter than the PMTU, an ONLY
+ * packet larger than the PMTU.  Nothing past the RETH range may be
+ * written, and the request is NAKed Invalid Request (or dropped). */
+static int write_length_case(const char *name, uint32_t dma_len, const uint32_t *pay, const uint8_t *ops, int n,
+			     uint32_t max_written)
+{
+	ht_begin_case("WRITE length: %s", name);
+	struct env e;
+	if (env_setup(&e, 33) == 0 && traffic_ok(&e, "setup")) {
+		uint8_t buf[WIRE_MAX_IB_PACKET];
+		struct snap s;
+		struct wire_ib ib;
+		take(&e, &s);
+		uint32_t psn = e.next_psn;
+		for (int i = 0; i < n; i++) {
+			memset(&ib, 0, sizeof(ib));
+			ib.bth.pkey = 0xffff;
+			ib.reth.va = (uint64_t)(uintptr_t)e.tgt;
+			ib.reth.rkey = rnic_mr_rkey(e.tmr);
+			ib.reth.dma_len = dma_len;
+			size_t len = craft(&e, ops[i], e.h.side[1].qpn, psn, pay[i], &ib, buf);
+			inject(&e, 1, buf, len);
+			psn = wire_psn_add(psn, 1);
+		}
+		pair_run_for(e.h.pair, 10 * HT_MS);
+		uint64_t refused = DELTA(&e, &s, 1, tx_nak_invalid_req) + drop_delta(&e, &s, 1);
+		CHECK(refused >= 1, "not refused: tx_nak_invalid_req +%llu, drops +%llu",
+		      (unsigned long long)DELTA(&e, &s, 1, tx_nak_invalid_req), (unsigned long long)drop_delta(&e, &s, 1));
+		for (size_t i = max_written; i < BUF; i++)
+			if (e.tgt[i] != e.tgt_copy[i]) {
+				HT_FAIL("byte %zu written (limit %u: the RETH range / what was legal)", i, max_written);
+				break;
+			}
+	}
+	env_teardown(&e);
+	return ht_end_case();
+}
+
+static int write_length_cases(void)
+{
+	const uint32_t mtu = 1024; /* ht_default_opts: IBV_MTU_1024 */
+	int failed = 0;
+	{
+		/* RETH says 1500; FIRST + MIDDLE would deliver 2048 */
+		const uint8_t ops[] = { WIRE_OP_WRITE_FIRST, WIRE_OP_WRITE_MIDDLE, WIRE_OP_WRITE_LAST };
+		const uint32_t pay[] = { mtu, mtu, 100 };
+		failed += write_length_case("more data than the RETH length", 1500, pay, ops, 3, 1500);
+	}
+	{
+		/* RETH says 3000; FIRST + LAST deliver 1124 */
+		const uint8_t ops[] = { WIRE_OP_WRITE_FIRST, WIRE_OP_WRITE_LAST };
+		const uint32_t pay[] = { mtu, 100 };
+		failed += write_length_case("less data than the RETH length", 3000, pay, ops, 2, 3000);
+	}
+	{
+		/* FIRST shorter than the PMTU */
+		const uint8_t ops[] = { WIRE_OP_WRITE_FIRST };
+		const uint32_t pay[] = { 512 };
+		failed += write_length_case("FIRST shorter than the PMTU", 2048, pay, ops, 1, 0);
+	}
+	{
+		/* ONLY with 2 KB of payload at a 1 KB PMTU, RETH says 2 KB */
+		const uint8_t ops[] = { WIRE_OP_WRITE_ONLY };
+		const uint32_t pay[] = { 2048 };
+		failed += write_length_case("ONLY larger than the PMTU", 2048, pay, ops, 1, 0);
+	}
+	{
+		/* ONLY with a RETH length smaller than its payload */
+		const uint8_t ops[] = { WIRE_OP_WRITE_ONLY };
+		const uint32_t pay[] = { 256 };
+		failed += write_length_case("ONLY payload beyond the RETH length", 100, pay, ops, 1, 100);
+	}
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	static const uint64_t defaults[] = { 1, 2, 3 };
@@ -576,6 +654,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		failed += survive_case(seeds[i]);
 	failed += wrong_rkey_case();
+	failed += write_length_cases();
 	failed += opcode_seq_case("SEND_MIDDLE without FIRST", 0xff, WIRE_OP_SEND_MIDDLE);
 	failed += opcode_seq_case("SEND_LAST without FIRST", 0xff, WIRE_OP_SEND_LAST);
 	failed += opcode_seq_case("WRITE_MIDDLE without FIRST", 0xff, WIRE_OP_WRITE_MIDDLE);

@@ -515,7 +515,47 @@ static int run_loopback(void)
 		CHECK(memcmp(a.buf + 50000, b.buf + 2000, 8000) == 0);
 	}
 
-	/* Tear down; destroy_cq returns because every event read was acked. */
+	/* RDMA WRITE with a wrong rkey: the requester completes with
+	 * REM_ACCESS_ERR, the responder QP goes to ERR and its owner hears
+	 * about it on the context's async fd (IBTA 10.8.3.1 / 11.6.3). */
+	{
+		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey };
+		struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+		struct ibv_async_event ev;
+		int got = 0;
+
+		memset(&swr, 0, sizeof(swr));
+		swr.wr_id = 55;
+		swr.sg_list = &ssge;
+		swr.num_sge = 1;
+		swr.opcode = IBV_WR_RDMA_WRITE;
+		swr.send_flags = IBV_SEND_SIGNALED;
+		swr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+		swr.wr.rdma.rkey = b.mr->rkey ^ 0x5a5a00;
+		REQUIRE(ibv_post_send(a.qp, &swr, &sbad) == 0);
+		for (int tries = 0; tries < 500 && !got; tries++) {
+			got = ibv_poll_cq(a.cq, 1, wc);
+			if (!got)
+				usleep(10000);
+		}
+		CHECK(got == 1 && wc[0].wr_id == 55 && wc[0].status == IBV_WC_REM_ACCESS_ERR);
+
+		REQUIRE(poll(&pfd, 1, 5000) == 1);
+		REQUIRE(ibv_get_async_event(ctx, &ev) == 0);
+		CHECK(ev.event_type == IBV_EVENT_QP_ACCESS_ERR);
+		CHECK(ev.element.qp == b.qp);
+		ibv_ack_async_event(&ev);
+		/* The responder QP that saw the violation is in ERR now. */
+		{
+			struct ibv_qp_attr qa;
+			struct ibv_qp_init_attr qi;
+
+			CHECK(ibv_query_qp(b.qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR);
+			CHECK(b.qp->state == IBV_QPS_ERR);
+		}
+	}
+
+	/* Tear down; destroy_cq/qp return because every event read was acked. */
 	CHECK(ibv_destroy_qp(a.qp) == 0);
 	CHECK(ibv_destroy_qp(b.qp) == 0);
 	CHECK(ibv_destroy_cq(a.cq) == 0);
