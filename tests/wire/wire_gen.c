@@ -437,7 +437,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->ipv6_share = 0.5;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *opt = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end = NULL;
@@ -466,7 +466,6 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 		}
 		if (errno || !end || *end || end == val)
 			return -1;
-		i++;
 	}
 	return have_seed && have_count && a->out ? 0 : -1;
 }
