@@ -89,6 +89,12 @@ struct sr_qp {
 	uint32_t events_reported;       /* under the context async lock */
 };
 
+struct sr_srq {
+	struct ibv_srq ibv;
+	struct rnic_srq *srq;
+	uint32_t events_reported;       /* under the context async lock */
+};
+
 static inline struct sr_context *to_sr_ctx(struct ibv_context *c)
 {
 	return (struct sr_context *)((char *)c - offsetof(struct sr_context, vctx.context));
@@ -97,6 +103,7 @@ static inline struct sr_pd *to_sr_pd(struct ibv_pd *p) { return (struct sr_pd *)
 static inline struct sr_mr *to_sr_mr(struct ibv_mr *m) { return (struct sr_mr *)m; }
 static inline struct sr_cq *to_sr_cq(struct ibv_cq *c) { return (struct sr_cq *)c; }
 static inline struct sr_qp *to_sr_qp(struct ibv_qp *q) { return (struct sr_qp *)q; }
+static inline struct sr_srq *to_sr_srq(struct ibv_srq *s) { return (struct sr_srq *)s; }
 static inline struct sr_channel *to_sr_channel(struct ibv_comp_channel *c)
 {
 	return (struct sr_channel *)c;
@@ -125,6 +132,9 @@ int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+/* SRQ ops (srq.c). */
+int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
 
 /* Event plumbing (events.c). */
 void sr_hook_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context);

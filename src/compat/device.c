@@ -130,11 +130,13 @@ static void install_ops(struct sr_context *ctx)
 	ops->req_notify_cq = sr_req_notify_cq;
 	ops->post_send = sr_post_send;
 	ops->post_recv = sr_post_recv;
+	ops->post_srq_recv = sr_post_srq_recv;
 	/* Extended ops we support; verbs_get_ctx_op() sees NULL for the
 	 * rest, so ibv_create_cq_ex, ibv_alloc_mw, ... return EOPNOTSUPP. */
 	ctx->vctx.query_port = sr_query_port_op;
 	ctx->vctx.query_device_ex = sr_query_device_ex_op;
 	ctx->vctx.create_qp_ex = sr_create_qp_ex;
+	ctx->vctx.create_srq_ex = sr_create_srq_ex;   /* XRC/TM: EOPNOTSUPP */
 }
 
 struct ibv_context *ibv_open_device_1_1(struct ibv_device *device)
@@ -245,7 +247,8 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr)
 	attr->hw_ver = 0;
 	attr->max_qp = (int)cfg->max_qp;
 	attr->max_qp_wr = (int)cfg->max_qp_wr;
-	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+				 IBV_DEVICE_SRQ_RESIZE;
 	attr->max_sge = (int)cfg->max_sge;
 	attr->max_sge_rd = (int)cfg->max_sge;
 	/* rnic_config has no CQ or PD limit: both live in lists sized only by
@@ -259,9 +262,12 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr)
 	attr->max_qp_init_rd_atom = (int)cfg->max_rd_atomic;
 	attr->max_res_rd_atom = (int)(cfg->max_rd_atomic * cfg->max_qp);
 	attr->atomic_cap = IBV_ATOMIC_HCA;
-	/* No SRQ, AH/UD, multicast or memory windows yet: zero, so programs
+	/* Basic SRQs (no XRC: no IBV_DEVICE_XRC); SGEs as for a QP. */
+	attr->max_srq = (int)cfg->max_srq;
+	attr->max_srq_wr = (int)cfg->max_srq_wr;
+	attr->max_srq_sge = (int)cfg->max_sge;
+	/* No AH/UD, multicast or memory windows yet: zero, so programs
 	 * that check capabilities do not try them. */
-	attr->max_srq = 0;
 	attr->max_ah = 0;
 	attr->max_mcast_grp = 0;
 	attr->max_mw = 0;

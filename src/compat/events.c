@@ -13,9 +13,15 @@
  * its progress thread or from a posting thread; they only queue.
  *
  * Event accounting follows rdma-core: each event handed to the program is
- * counted as reported on its CQ/QP; ibv_ack_*_events counts completed;
- * ibv_destroy_cq/qp wait until both match, and drop events that were
+ * counted as reported on its CQ/QP/SRQ; ibv_ack_*_events counts completed;
+ * ibv_destroy_cq/qp/srq wait until both match, and drop events that were
  * queued but never read (as the kernel does when an object goes away).
+ *
+ * IBV_EVENT_PORT_ACTIVE: not raised at ibv_open_device.  Like rxe, which
+ * raises it when its netdev comes up, it would mark a transition, and our
+ * port is active from the moment the device exists (ibv_query_port says
+ * so); a program opening a context finds the port already up, as it does
+ * on hardware.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -217,6 +223,11 @@ static bool is_qp_event(enum ibv_event_type t)
 	}
 }
 
+static bool is_srq_event(enum ibv_event_type t)
+{
+	return t == IBV_EVENT_SRQ_ERR || t == IBV_EVENT_SRQ_LIMIT_REACHED;
+}
+
 static bool is_port_event(enum ibv_event_type t)
 {
 	switch (t) {
@@ -255,10 +266,16 @@ void sr_hook_async_event(void *hook_ctx, enum ibv_event_type type, void *user_ob
 		if (!cq || cq->ibv.context != ibctx)
 			return;
 		ev.element.cq = &cq->ibv;
+	} else if (is_srq_event(type)) {
+		struct sr_srq *srq = user_obj;
+
+		if (!srq || srq->ibv.context != ibctx)
+			return;
+		ev.element.srq = &srq->ibv;
 	} else if (is_port_event(type)) {
 		ev.element.port_num = SR_PORT_NUM;
 	} else {
-		return;   /* SRQ / WQ events: we create no such objects */
+		return;   /* WQ events: we create no such objects */
 	}
 
 	e = malloc(sizeof(*e));
@@ -300,6 +317,8 @@ int ibv_get_async_event_1_1(struct ibv_context *context, struct ibv_async_event 
 				to_sr_qp(e->ev.element.qp)->events_reported++;
 			else if (e->ev.event_type == IBV_EVENT_CQ_ERR)
 				to_sr_cq(e->ev.element.cq)->async_events_reported++;
+			else if (is_srq_event(e->ev.event_type))
+				to_sr_srq(e->ev.element.srq)->events_reported++;
 		}
 		pthread_mutex_unlock(&ctx->async_lock);
 		if (e) {
@@ -328,6 +347,13 @@ void ibv_ack_async_event_1_1(struct ibv_async_event *event)
 		cq->async_events_completed++;
 		pthread_cond_signal(&cq->cond);
 		pthread_mutex_unlock(&cq->mutex);
+	} else if (is_srq_event(event->event_type)) {
+		struct ibv_srq *srq = event->element.srq;
+
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
 	}
 }
 SR_EXPORT_1_1(ibv_ack_async_event);
@@ -338,6 +364,8 @@ static bool event_is_for(const struct ibv_async_event *ev, void *obj)
 		return (void *)ev->element.qp == obj;
 	if (ev->event_type == IBV_EVENT_CQ_ERR)
 		return (void *)ev->element.cq == obj;
+	if (is_srq_event(ev->event_type))
+		return (void *)ev->element.srq == obj;
 	return false;
 }
 

@@ -336,8 +336,8 @@ static struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *in
 		errno = EINVAL;
 		return NULL;
 	}
-	if (init->srq) {
-		errno = EOPNOTSUPP;   /* no SRQ yet: none can exist */
+	if (init->srq && init->srq->context != context) {
+		errno = EINVAL;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -347,8 +347,9 @@ static struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *in
 	}
 	dev = dev_of(context);
 	srt_lock(dev);
-	qp->qp = rnic_qp_create(to_sr_pd(ibpd)->pd, to_sr_cq(init->send_cq)->cq,
-				to_sr_cq(init->recv_cq)->cq, init, qp);
+	qp->qp = rnic_qp_create_srq(to_sr_pd(ibpd)->pd, to_sr_cq(init->send_cq)->cq,
+				    to_sr_cq(init->recv_cq)->cq,
+				    init->srq ? to_sr_srq(init->srq)->srq : NULL, init, qp);
 	if (qp->qp)
 		qp->ibv.qp_num = rnic_qp_num(qp->qp);
 	srt_unlock(dev);
@@ -364,7 +365,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *in
 	qp->ibv.pd = ibpd;
 	qp->ibv.send_cq = init->send_cq;
 	qp->ibv.recv_cq = init->recv_cq;
-	qp->ibv.srq = NULL;
+	qp->ibv.srq = init->srq;
 	qp->ibv.state = IBV_QPS_RESET;
 	qp->ibv.qp_type = init->qp_type;
 	pthread_mutex_init(&qp->ibv.mutex, NULL);

@@ -4,7 +4,7 @@
  * libibverbs.so.1 (rdma-core 44) name for name and version for version.
  *
  * Three groups:
- *  1. Public verbs for objects we do not model yet (SRQ, AH/UD, multicast,
+ *  1. Public verbs for objects we do not model yet (AH/UD, multicast,
  *     import of kernel objects, ECE, dma-buf MRs).  They fail cleanly with
  *     the errno the man pages use for "not supported" (EOPNOTSUPP).
  *  2. IBVERBS_1.0 duplicates: in rdma-core these serve binaries linked
@@ -28,35 +28,6 @@
 #include "compat/compat.h"
 
 /* ---- 1. public verbs we do not support ----------------------------------- */
-
-struct ibv_srq *ibv_create_srq_1_1(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd; (void)attr;
-	errno = EOPNOTSUPP;   /* device reports max_srq = 0 */
-	return NULL;
-}
-SR_EXPORT_1_1(ibv_create_srq);
-
-int ibv_modify_srq_1_1(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq; (void)attr; (void)mask;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_modify_srq);
-
-int ibv_query_srq_1_1(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq; (void)attr;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_query_srq);
-
-int ibv_destroy_srq_1_1(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_destroy_srq);
 
 struct ibv_ah *ibv_create_ah_1_1(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {

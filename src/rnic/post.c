@@ -16,9 +16,10 @@ static bool opcode_allowed(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
+		return true;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return true;
+		return type != IBV_QPT_UD;      /* UD: SEND only (IBTA 9.8.1) */
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -32,6 +33,8 @@ static bool opcode_allowed(enum ibv_qp_type type, enum ibv_wr_opcode op)
 static int check_send_wr(const struct rnic_qp *qp, const struct ibv_send_wr *wr)
 {
 	if (!opcode_allowed(qp->type, wr->opcode))
+		return EINVAL;
+	if (qp->type == IBV_QPT_UD && ud_check_send_wr(qp, wr))
 		return EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
 		return EINVAL;
@@ -95,6 +98,8 @@ static void copy_send_wr(struct rnic_qp *qp, struct rnic_send_wqe *w, const stru
 		}
 		w->num_sge = (uint32_t)wr->num_sge;
 	}
+	if (qp->type == IBV_QPT_UD)
+		ud_copy_send_wr(w, wr);
 	w->too_long = total > RNIC_MAX_MSG;
 	w->length = w->too_long ? 0 : (uint32_t)total;
 	w->psn_valid = false;
@@ -126,7 +131,8 @@ int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 		}
 		copy_send_wr(qp, sq_at(&qp->sq, qp->sq.head), wr);
 		qp->sq.head++;
-		if (s == IBV_QPS_ERR) {
+		/* SQE (UD/UC send error) flushes new sends too (IBTA 10.3.1). */
+		if (s == IBV_QPS_ERR || s == IBV_QPS_SQE) {
 			rnic_qp_complete_send(qp, sq_at(&qp->sq, qp->sq.comp), IBV_WC_WR_FLUSH_ERR);
 			qp->sq.comp = qp->sq.req = qp->sq.head;
 		}
@@ -142,7 +148,8 @@ int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_w
 {
 	int err = 0;
 
-	if (!qp || qp->attr.qp_state == IBV_QPS_RESET)
+	/* A QP attached to an SRQ has no receive queue of its own. */
+	if (!qp || qp->attr.qp_state == IBV_QPS_RESET || qp->srq)
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
 		struct rnic_recv_wqe *w;

@@ -44,6 +44,12 @@ bool rnic_qp_can_receive(const struct rnic_qp *qp)
 enum ibv_wc_status rnic_scatter(struct rnic_qp *qp, const struct rnic_sge *sge, uint32_t num_sge,
 				uint32_t offset, const uint8_t *src, uint32_t len)
 {
+	return rnic_scatter_pd(qp->r, qp->pd, sge, num_sge, offset, src, len);
+}
+
+enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge,
+				   uint32_t num_sge, uint32_t offset, const uint8_t *src, uint32_t len)
+{
 	for (uint32_t i = 0; i < num_sge && len; i++) {
 		struct rnic_mr *mr;
 		uint32_t n;
@@ -55,7 +61,7 @@ enum ibv_wc_status rnic_scatter(struct rnic_qp *qp, const struct rnic_sge *sge, 
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		mr = rnic_mr_check(qp->r, qp->pd, sge[i].lkey, IBV_ACCESS_LOCAL_WRITE,
+		mr = rnic_mr_check(r, pd, sge[i].lkey, IBV_ACCESS_LOCAL_WRITE,
 				   sge[i].addr + offset, n);
 		if (!mr)
 			return IBV_WC_LOC_PROT_ERR;
@@ -134,6 +140,7 @@ void rnic_qp_to_error(struct rnic_qp *qp)
 	requester_reset(qp);
 	completer_reset(qp);
 	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+	rnic_srq_qp_error(qp);
 }
 
 /* ---- create / destroy ----------------------------------------------------- */
@@ -170,7 +177,10 @@ static int alloc_queues(struct rnic_qp *qp, const struct ibv_qp_cap *cap)
 	qp->sq.cap = cap->max_send_wr ? cap->max_send_wr : 1;
 	qp->sq.max_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->sq.max_inline = cap->max_inline_data;
-	qp->rq.cap = cap->max_recv_wr ? cap->max_recv_wr : 1;
+	/* One slot more than the depth: the WQE the responder is filling
+	 * (resp.wqe points at its SGEs) stays intact while the consumer
+	 * refills the queue behind it. */
+	qp->rq.cap = cap->max_recv_wr + 1;
 	qp->rq.max_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 
 	qp->sq.wqe = calloc(qp->sq.cap, sizeof(*qp->sq.wqe));
@@ -213,9 +223,8 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 		return NULL;
 	}
 	r = pd->r;
-	/* UD needs address handles, which rnic.h does not model yet. */
-	if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC) {
-		errno = init->qp_type == IBV_QPT_UD ? EOPNOTSUPP : EINVAL;
+	if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD) {
+		errno = EINVAL;
 		return NULL;
 	}
 	err = check_caps(&r->cfg, &init->cap);
@@ -251,6 +260,12 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.path_mtu = IBV_MTU_1024;
+	/* UD has no path MTU attribute: its messages may be as large as the
+	 * port's MTU (rxe: get_mtu() for UD is the port's mtu_cap). */
+	if (qp->type == IBV_QPT_UD) {
+		qp->attr.path_mtu = r->cfg.max_mtu;
+		qp->mtu = rnic_mtu_bytes(r->cfg.max_mtu);
+	}
 	qp->attr.port_num = 1;
 	qp->attr.cap = init->cap;
 	requester_reset(qp);
@@ -281,6 +296,8 @@ int rnic_qp_destroy(struct rnic_qp *qp)
 	qp->pd->refs--;
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
+	rnic_srq_detach(qp);
+	ud_detach_all(qp);
 	free_queues(qp);
 	free(qp);
 	return 0;
@@ -554,6 +571,7 @@ static void reset_qp(struct rnic_qp *qp)
 	/* RESET discards everything without completions (IBTA 10.3.1). */
 	qp->sq.head = qp->sq.req = qp->sq.comp = 0;
 	qp->rq.head = qp->rq.tail = 0;
+	qp->last_wqe_reported = false;
 	requester_reset(qp);
 	completer_reset(qp);
 	responder_reset(qp);
@@ -584,7 +602,8 @@ static void enter_state(struct rnic_qp *qp, enum ibv_qp_state from, enum ibv_qp_
 		break;
 	case IBV_QPS_RTR:
 		qp->resp.epsn = qp->attr.rq_psn;
-		qp->sport = wire_udp_sport_rc(qp->qpn, qp->attr.dest_qp_num);
+		qp->sport = qp->type == IBV_QPT_UD ? wire_udp_sport_ud(qp->qpn) :
+			    wire_udp_sport_rc(qp->qpn, qp->attr.dest_qp_num);
 		break;
 	case IBV_QPS_RTS:
 		if (from == IBV_QPS_RTR) {

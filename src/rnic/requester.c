@@ -140,7 +140,9 @@ static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 	/* READ and ATOMIC write into local memory; SEND/WRITE only read it. */
 	int access = is_read_or_atomic(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
-	if (w->too_long) {
+	/* A UD message is one packet: longer than the MTU is a local length
+	 * error (IBTA 9.8.1: a UD message is one packet; rxe does the same). */
+	if (w->too_long || (qp->type == IBV_QPT_UD && w->length > qp->mtu)) {
 		c->error = IBV_WC_LOC_LEN_ERR;
 		return REQ_LOCAL_ERROR;
 	}
@@ -221,7 +223,7 @@ static uint8_t choose_opcode(const struct rnic_send_wqe *w, bool first, bool las
 
 static uint8_t transport_prefix(const struct rnic_qp *qp)
 {
-	return qp->type == IBV_QPT_UC ? WIRE_TR_UC : WIRE_TR_RC;
+	return qp->type == IBV_QPT_UC ? WIRE_TR_UC : qp->type == IBV_QPT_UD ? WIRE_TR_UD : WIRE_TR_RC;
 }
 
 /* Build the packet at the send position.  Returns the encoded length, 0
@@ -271,6 +273,8 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	ib.bth.pkey = RNIC_DEFAULT_PKEY;
 	ib.bth.dqpn = qp->attr.dest_qp_num;
 	ib.bth.psn = qp->req.psn;
+	if (qp->type == IBV_QPT_UD)
+		ud_fill_deth(qp, w, &ib);       /* DestQP and DETH from the WR */
 	/* Ask for an ACK at the end of each message and periodically in long
 	 * ones (IBTA 9.7.2: the requester decides; responses answer READ and
 	 * ATOMIC anyway). */
@@ -312,7 +316,10 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	}
 	if (wire_psn_diff(psn, qp->req.psn_high) < 0)
 		qp->r->ctr.retransmits++;
-	rnic_xmit(qp->r, qp, len);
+	if (qp->type == IBV_QPT_UD)
+		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
+	else
+		rnic_xmit(qp->r, qp, len);
 
 	qp->req.psn = wire_psn_add(qp->req.psn, psns);
 	if (wire_psn_diff(qp->req.psn, qp->req.psn_high) > 0)
@@ -321,8 +328,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	qp->req.offset = done ? 0 : qp->req.offset + bytes;
 	if (done)
 		qp->sq.req++;
-	if (qp->type == IBV_QPT_UC) {
-		uc_sent(qp, w, done);
+	if (qp->type != IBV_QPT_RC) {
+		uc_sent(qp, w, done);   /* UD too: complete once sent (9.8.1) */
 	} else {
 		completer_on_sent(qp, psn, c->now);
 	}
@@ -337,6 +344,10 @@ static enum req_state req_local_error(struct rnic_qp *qp, struct req_ctx *c)
 	 * requester_run() after each retirement. */
 	if (qp->sq.comp != qp->sq.req)
 		return REQ_EXIT;
+	if (qp->type == IBV_QPT_UD) {
+		ud_send_error(qp, c->error);
+		return REQ_EXIT;
+	}
 	rnic_qp_complete_send(qp, c->wqe, c->error);
 	qp->sq.comp++;
 	qp->sq.req = qp->sq.comp;

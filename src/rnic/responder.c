@@ -272,10 +272,16 @@ static enum resp_state resp_check_resource(struct rnic_qp *qp, struct resp_ctx *
 
 	if (!needs_wqe || qp->resp.have_wqe)
 		return RESP_CHECK_LENGTH;
-	if (qp->rq.tail == qp->rq.head)
-		return is_rc(qp) ? RESP_ERR_RNR : RESP_DROP_MESSAGE;
-	qp->resp.wqe = qp->rq.wqe[qp->rq.tail % qp->rq.cap];
-	qp->rq.tail++;
+	if (qp->srq) {
+		/* An empty SRQ is answered like an empty RQ (IBTA 10.2.9.2). */
+		if (!rnic_srq_take(qp, &qp->resp.wqe))
+			return is_rc(qp) ? RESP_ERR_RNR : RESP_DROP_MESSAGE;
+	} else {
+		if (qp->rq.tail == qp->rq.head)
+			return is_rc(qp) ? RESP_ERR_RNR : RESP_DROP_MESSAGE;
+		qp->resp.wqe = qp->rq.wqe[qp->rq.tail % qp->rq.cap];
+		qp->rq.tail++;
+	}
 	qp->resp.have_wqe = true;
 	qp->resp.recv_offset = 0;
 	return RESP_CHECK_LENGTH;
@@ -375,8 +381,9 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 	const struct wire_ib *p = c->pkt;
 
 	if (c->flags & WIRE_F_SEND) {
-		enum ibv_wc_status st = rnic_scatter(qp, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
-						     qp->resp.recv_offset, p->payload, p->payload_len);
+		struct rnic_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
+		enum ibv_wc_status st = rnic_scatter_pd(qp->r, pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+							qp->resp.recv_offset, p->payload, p->payload_len);
 		if (st != IBV_WC_SUCCESS) {
 			c->status = st;
 			return RESP_ERR_LOCAL;

@@ -29,6 +29,11 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->max_inline = 512;
 	cfg->max_rd_atomic = 16;
 	cfg->seed = 1;
+	cfg->max_ah = 65536;
+	cfg->max_mcast_grp = 64;
+	cfg->max_mcast_qp_attach = 64;
+	cfg->max_srq = 1024;
+	cfg->max_srq_wr = 16384;
 }
 
 /* splitmix64: tiny, seedable, good enough for QPNs and key generations. */
@@ -74,6 +79,13 @@ struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (ud_init(r)) {
+		int err = errno;
+
+		rnic_destroy(r);
+		errno = err;
+		return NULL;
+	}
 	for (uint32_t i = 0; i <= cfg->max_mr; i++)
 		r->mr_gen[i] = (uint8_t)rnic_random(r);
 	r->mr_next = 1;
@@ -96,6 +108,7 @@ void rnic_destroy(struct rnic *r)
 	if (r->mrs)
 		for (uint32_t i = 0; i <= r->cfg.max_mr; i++)
 			free(r->mrs[i]);
+	ud_fini(r);
 	free(r->qps);
 	free(r->mrs);
 	free(r->mr_gen);
@@ -187,6 +200,12 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		r->ctr.rx_drop_bad_pkey++;
 		return;
 	}
+	/* Multicast: DestQP 0xFFFFFF, to every QP attached to the group the
+	 * IP destination names (IBTA 10.5.2.5; rxe_rcv_mcast_pkt). */
+	if (pkt.bth.dqpn == RNIC_MCAST_QPN) {
+		ud_receive_mcast(r, &pkt, rx);
+		return;
+	}
 	qp = rnic_qp_lookup(r, pkt.bth.dqpn);
 	if (!qp) {
 		r->ctr.rx_drop_unknown_qp++;
@@ -215,7 +234,9 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		r->ctr.rx_drop_bad_src++;
 		return;
 	}
-	if (info->flags & WIRE_F_REQUEST)
+	if (qp->type == IBV_QPT_UD)
+		ud_receive(qp, &pkt, rx);
+	else if (info->flags & WIRE_F_REQUEST)
 		responder_receive(qp, &pkt, now);
 	else
 		completer_receive(qp, &pkt, now);

@@ -40,6 +40,7 @@ struct rnic_pd;
 struct rnic_mr;
 struct rnic_cq;
 struct rnic_qp;
+struct rnic_srq;
 
 /* ---- the outside world, as the rnic sees it --------------------------- */
 
@@ -65,11 +66,19 @@ struct rnic_tx {
 /* One packet received, ICRC already checked by the port. */
 struct rnic_rx {
 	struct rnic_gid src;    /* source GID (from the IP source address) */
-	struct rnic_gid dst;    /* destination GID (our address)            */
+	struct rnic_gid dst;    /* destination GID (our address, or the
+	                           multicast group it was sent to)          */
 	uint16_t sport;
 	uint8_t ecn;            /* IP ECN bits as received (CE = 3)         */
 	const uint8_t *ib;      /* BTH .. ICRC */
 	size_t ib_len;
+	/* The rest of the IP header, for the GRH a UD receive reports
+	 * (IBTA 11.4.1.1 / rxe's rdma_network_hdr).  A port that does not
+	 * know them leaves them 0; ttl 0 then reads as 64. */
+	uint8_t dscp;           /* IP DSCP as received                      */
+	uint8_t ttl;            /* IPv4 TTL / IPv6 hop limit                */
+	uint16_t ip_id;         /* IPv4 identification                      */
+	uint32_t flow_label;    /* IPv6 flow label                          */
 };
 
 struct rnic_io {
@@ -81,9 +90,16 @@ struct rnic_io {
 	 * The notification is disarmed before this call.  May be NULL. */
 	void (*cq_event)(void *ctx, struct rnic_cq *cq, void *cq_context);
 	/* An affiliated or unaffiliated async event (ibv_async_event).  The
-	 * element (qp / cq) pointers are the rnic objects' user contexts.
+	 * element (qp / cq / srq) pointers are the rnic objects' user
+	 * contexts.
 	 * May be NULL. */
 	void (*async_event)(void *ctx, enum ibv_event_type type, void *user_obj);
+	/* Start (join = true) or stop receiving packets sent to multicast
+	 * group `mgid`: called when the first QP of this rnic attaches to the
+	 * group and when the last one detaches (rnic_attach_mcast).  Returns
+	 * 0 or an errno, which fails the attach.  May be NULL (a port that
+	 * delivers every packet anyway, e.g. a test loop). */
+	int (*mcast)(void *ctx, const struct rnic_gid *mgid, bool join);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -99,6 +115,11 @@ struct rnic_config {
 	uint32_t max_inline;            /* max_inline_data                     */
 	uint32_t max_rd_atomic;         /* max_qp_rd_atom / max_qp_init_rd_atom */
 	uint32_t seed;                  /* first QPN / key seed (determinism)  */
+	uint32_t max_srq;               /* SRQs (0: none can be created)       */
+	uint32_t max_srq_wr;            /* largest SRQ depth (SGEs: max_sge)   */
+	uint32_t max_ah;                /* address handles                     */
+	uint32_t max_mcast_grp;         /* multicast groups                    */
+	uint32_t max_mcast_qp_attach;   /* QPs of this rnic per group          */
 };
 void rnic_config_default(struct rnic_config *cfg);
 
@@ -124,7 +145,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(duplicate_requests) X(duplicate_reads) X(duplicate_atomics)           \
 	X(tx_acks) X(rx_acks) X(completions) X(completion_errors)               \
 	X(cnp_sent) X(cnp_received) X(ecn_marked)                              \
-	X(rx_drop_bad_src) X(cq_overflows)
+	X(rx_drop_bad_src) X(cq_overflows)                                      \
+	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -175,6 +197,66 @@ int rnic_qp_destroy(struct rnic_qp *qp);
  * inside this call when the QP may send (progress in the caller's thread). */
 int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, uint64_t now);
 int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* ---- shared receive queues (IBTA 10.2.9) ---------------------------------
+ * One pool of receive WQEs that any number of QPs consume from.  create:
+ * attr->attr.max_wr (1..max_srq_wr) and max_sge (1..max_sge); srq_limit is
+ * ignored at creation (the SRQ starts disarmed, as ibv_create_srq says);
+ * attr->attr is set to the actual values.  modify: IBV_SRQ_MAX_WR resizes
+ * (EINVAL below the WQEs queued or the armed limit), IBV_SRQ_LIMIT arms the
+ * limit (0 disarms): when the number of queued WQEs drops below it, the
+ * rnic raises IBV_EVENT_SRQ_LIMIT_REACHED once and disarms.  query reports
+ * srq_limit 0 when disarmed.  destroy: EBUSY while a QP uses the SRQ. */
+struct rnic_srq *rnic_srq_create(struct rnic_pd *pd, struct ibv_srq_init_attr *attr, void *srq_context);
+int rnic_srq_modify(struct rnic_srq *srq, const struct ibv_srq_attr *attr, int attr_mask);
+int rnic_srq_query(struct rnic_srq *srq, struct ibv_srq_attr *attr);
+int rnic_srq_destroy(struct rnic_srq *srq);
+int rnic_post_srq_recv(struct rnic_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* rnic_qp_create with receive WQEs taken from `srq` (NULL: same as
+ * rnic_qp_create).  init->cap.max_recv_wr/max_recv_sge are ignored and
+ * reported as 0; rnic_post_recv on such a QP fails with EINVAL.  When the
+ * QP enters ERR, IBV_EVENT_QP_LAST_WQE_REACHED follows the flush of the
+ * last WQE it took from the SRQ (IBTA 11.6.3.1, 10.3.1). */
+struct rnic_qp *rnic_qp_create_srq(struct rnic_pd *pd, struct rnic_cq *send_cq, struct rnic_cq *recv_cq,
+				   struct rnic_srq *srq, struct ibv_qp_init_attr *init, void *qp_context);
+
+/* ---- address handles and multicast (UD) ------------------------------- */
+
+/* An address handle: where a UD send goes (IBTA 10.5).  RoCEv2 routes by
+ * GID only, so ah_attr must be global (is_global, grh.dgid); the rest of
+ * the GRH gives the IP DSCP (traffic_class >> 2) and TTL (hop_limit).
+ *
+ * `verbs` is first on purpose: the compat layer fills it and hands
+ * &ah->verbs to the program as its struct ibv_ah, so rnic_post_send finds
+ * the rnic_ah behind wr->wr.ud.ah with a cast, no lookup.  Callers that
+ * are not compat (tests) pass &ah->verbs the same way.  The rnic never
+ * reads `verbs`. */
+struct rnic_ah {
+	struct ibv_ah verbs;
+	struct rnic_pd *pd;
+	struct ibv_ah_attr attr;        /* as created */
+	struct rnic_gid dgid;
+	uint8_t dscp, ttl;
+};
+static inline struct rnic_ah *rnic_ah_from_ibv(struct ibv_ah *ah)
+{
+	return (struct rnic_ah *)ah;
+}
+/* EINVAL if attr is not global or names port != 1 or a zero dgid. */
+struct rnic_ah *rnic_ah_create(struct rnic_pd *pd, const struct ibv_ah_attr *attr);
+int rnic_ah_destroy(struct rnic_ah *ah);
+
+/* Attach a UD QP to multicast group `gid` (IBTA 10.5.2.5): packets sent
+ * to the group (IP destination = the group's address, BTH DestQP =
+ * 0xFFFFFF) are then delivered to every attached QP.  A RoCEv2 group is a
+ * multicast IP address: ff00::/8, or IPv4-mapped ::ffff:224.0.0.0/4.
+ * EINVAL for another QP type or a non-multicast GID; attaching twice is a
+ * no-op (as in the kernel).  `lid` is ignored (RoCE has no LIDs).
+ * Detach: EINVAL if not attached. */
+int rnic_attach_mcast(struct rnic_qp *qp, const struct rnic_gid *gid, uint16_t lid);
+int rnic_detach_mcast(struct rnic_qp *qp, const struct rnic_gid *gid, uint16_t lid);
+/* The multicast QPN (IBTA 10.5.2.5: DestQP 0xFFFFFF). */
+#define RNIC_MCAST_QPN 0xffffffu
 
 /* ---- packets and time ------------------------------------------------- */
 

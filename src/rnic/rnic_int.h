@@ -55,7 +55,8 @@ struct rnic {
 	uint8_t *mr_gen;                /* generation per slot */
 	uint32_t mr_next;               /* where the next free-slot search starts */
 
-	uint32_t n_pd, n_mr, n_cq, n_qp;
+	uint32_t n_pd, n_mr, n_cq, n_qp, n_srq, n_ah;
+	struct rnic_mcast_group *mcast;  /* cfg.max_mcast_grp slots (ud.c) */
 	void (*trace)(void *ctx, const char *line);
 	void *trace_ctx;
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
@@ -138,6 +139,11 @@ struct rnic_send_wqe {
 	/* A local error the requester found; the completer reports it when
 	 * this WQE is the oldest (completions stay in order). */
 	enum ibv_wc_status status;
+	/* UD: the destination, copied from the AH at post time (ud.c), so
+	 * destroying the AH later cannot leave a dangling pointer. */
+	struct rnic_gid ud_dgid;
+	uint8_t ud_dscp, ud_ttl;
+	uint32_t ud_qpn, ud_qkey;
 };
 
 struct rnic_recv_wqe {
@@ -241,6 +247,10 @@ struct rnic_qp {
 	uint8_t dscp, ttl;
 	uint16_t sport;
 	bool drained_notify;            /* SQD: raise SQ_DRAINED when empty */
+	/* Receive WQEs come from here when set (srq.c), not from rq. */
+	struct rnic_srq *srq;
+	struct rnic_sge *srq_sge;       /* private copy of the WQE in use */
+	bool last_wqe_reported;         /* LAST_WQE_REACHED raised in this ERR */
 
 	struct rnic_sq sq;
 	struct rnic_rq rq;
@@ -248,6 +258,28 @@ struct rnic_qp {
 	struct rnic_comp_state comp;
 	struct rnic_resp_state resp;
 };
+
+/* ---- SRQ (srq.c) -------------------------------------------------------- */
+
+struct rnic_srq {
+	struct rnic *r;
+	struct rnic_pd *pd;
+	void *ctx;
+	struct rnic_rq rq;              /* the shared ring, as a QP's RQ */
+	uint32_t max_wr;                /* what the consumer asked for */
+	uint32_t limit;                 /* armed limit, 0 = disarmed */
+	uint32_t refs;                  /* QPs using it */
+};
+
+/* Take the oldest WQE of qp's SRQ into *wqe (its SGEs copied into
+ * qp->srq_sge, so the SRQ slot may be reused at once).  Raises
+ * SRQ_LIMIT_REACHED if this took the count below an armed limit.  Returns
+ * false if the SRQ is empty. */
+bool rnic_srq_take(struct rnic_qp *qp, struct rnic_recv_wqe *wqe);
+/* qp is going away: drop its reference on the SRQ. */
+void rnic_srq_detach(struct rnic_qp *qp);
+/* qp entered ERR and flushed: raise LAST_WQE_REACHED once (IBTA 11.6.3.1). */
+void rnic_srq_qp_error(struct rnic_qp *qp);
 
 struct rnic_qp *rnic_qp_lookup(struct rnic *r, uint32_t qpn);
 /* Move to ERR and flush both queues (IBTA 10.3.1, 10.8.3). */
@@ -263,6 +295,39 @@ bool rnic_qp_can_receive(const struct rnic_qp *qp);
  * (IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR or IBV_WC_LOC_PROT_ERR). */
 enum ibv_wc_status rnic_scatter(struct rnic_qp *qp, const struct rnic_sge *sge, uint32_t num_sge,
 				uint32_t offset, const uint8_t *src, uint32_t len);
+/* The same, checking lkeys against `pd` (a receive WQE from an SRQ is
+ * checked against the SRQ's PD, IBTA 10.2.9). */
+enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge,
+				   uint32_t num_sge, uint32_t offset, const uint8_t *src, uint32_t len);
+
+/* ---- UD and multicast (ud.c) --------------------------------------------- */
+
+/* One multicast group and the QPs of this rnic attached to it. */
+struct rnic_mcast_group {
+	bool used;
+	struct rnic_gid gid;
+	uint32_t nqp;
+	struct rnic_qp **qps;           /* cfg.max_mcast_qp_attach slots */
+};
+
+int ud_init(struct rnic *r);
+void ud_fini(struct rnic *r);
+/* post.c: check / copy the UD part of a send WR. */
+int ud_check_send_wr(const struct rnic_qp *qp, const struct ibv_send_wr *wr);
+void ud_copy_send_wr(struct rnic_send_wqe *w, const struct ibv_send_wr *wr);
+/* requester.c: BTH DestQP and the DETH of the UD packet for `w`. */
+void ud_fill_deth(const struct rnic_qp *qp, const struct rnic_send_wqe *w, struct wire_ib *ib);
+/* Hand the UD packet of `w` to the port (its own destination). */
+void ud_xmit(struct rnic_qp *qp, const struct rnic_send_wqe *w, size_t len);
+/* rnic.c: a UD packet for `qp`, or for multicast QPN 0xFFFFFF. */
+void ud_receive(struct rnic_qp *qp, const struct wire_ib *pkt, const struct rnic_rx *rx);
+void ud_receive_mcast(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx);
+/* qp.c: a destroyed QP leaves every group. */
+void ud_detach_all(struct rnic_qp *qp);
+/* A send-queue error of a UD QP: complete `w` with `st`, flush the rest
+ * and enter SQE (IBTA 10.3.1 / 11.6.2: a UD send error does not stop
+ * receives; ibv_modify_qp SQE -> RTS resumes). */
+void ud_send_error(struct rnic_qp *qp, enum ibv_wc_status st);
 
 /* ---- the state machines ------------------------------------------------- */
 

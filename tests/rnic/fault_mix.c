@@ -34,7 +34,8 @@
  *
  * Usage: rnic_fault_mix [--seed N | --seeds A-B] [--twice] [--clean]
  * [--no-reorder] [--heavy-reorder] [--no-self-check] [-v]; or
- * SOFTRNIC_SEED=N.  After the seeds, a self-check corrupts packets in ways
+ * SOFTRNIC_SEED=N.  SOFTRNIC_LOSS / _DUP / _REORDER / _CORRUPT=p fix a
+ * fault probability on both links (for exploring).  After the seeds, a self-check corrupts packets in ways
  * the ICRC cannot see and requires the model to notice each one.  A failure prints the seed and the replay command.
  */
 #include <arpa/inet.h>
@@ -738,12 +739,22 @@ static void random_faults(struct run *u, struct pair_faults *f)
 		f->reorder = 0;
 	}
 	if (opt_heavy_reorder) {
-		/* multipath-like: half the packets held back by up to 3 us
-		 * (SOFTRNIC_REORDER=1 shuffles every packet) */
-		const char *p = getenv("SOFTRNIC_REORDER");
-		f->reorder = p ? atof(p) : 0.5;
+		/* multipath-like: half the packets held back by up to 3 us */
+		f->reorder = 0.5;
 		f->reorder_ns = 3000;
 	}
+	/* exploration (soak by hand): fixed probabilities from the environment */
+	const char *env;
+	if ((env = getenv("SOFTRNIC_LOSS")))
+		f->loss = atof(env);
+	if ((env = getenv("SOFTRNIC_DUP")))
+		f->dup = atof(env);
+	if ((env = getenv("SOFTRNIC_REORDER"))) {
+		f->reorder = atof(env);
+		f->reorder_ns = 3000;
+	}
+	if ((env = getenv("SOFTRNIC_CORRUPT")))
+		f->corrupt = atof(env);
 }
 
 static uint32_t random_psn(struct run *u)

@@ -16,7 +16,7 @@ import zlib
 ROCEV2_PORT = 4791
 CNP_OPCODE = 0x81
 
-# Extended headers in wire order after the BTH (IBTA 9.2, table 38).
+# Extended headers in wire order after the BTH (IBTA 9.2).
 EXT_ORDER = ("deth", "reth", "atmeth", "aeth", "atmack", "imm", "ieth")
 
 # Size of each extended header in bytes (IBTA 9.3).
@@ -24,7 +24,7 @@ EXT_LEN = {"deth": 8, "reth": 16, "atmeth": 28, "aeth": 4,
            "atmack": 8, "imm": 4, "ieth": 4}
 
 # Payload rules: "none"; "full" = exactly one PMTU (FIRST/MIDDLE);
-# "last" = 1..PMTU; "only" = 0..PMTU; "cnp" = the 16 reserved bytes (A17.9.2).
+# "last" = 1..PMTU; "only" = 0..PMTU; "cnp" = the 16 reserved bytes (A17.9).
 # Opcode low 5 bits for RC and UC (IBTA 9.2.1, table 36):
 _RC_UC_OPS = {
     0x00: ("SEND_FIRST", (), "full"),
@@ -92,20 +92,20 @@ BTH_FIELDS = ("opcode", "se", "migreq", "pad", "tver", "pkey", "fecn", "becn",
 
 def pack_ext(name, f):
     """Bytes of one extended header from the JSON-style field dict f."""
-    if name == "deth":      # 9.3.2: Q_Key(32) | reserved(8) SrcQP(24)
+    if name == "deth":      # Q_Key(32) | reserved(8) SrcQP(24)
         return struct.pack(">II", f["deth_qkey"], f["deth_sqpn"] & 0xffffff)
-    if name == "reth":      # 9.3.3: VA(64) | R_Key(32) | DMA Length(32)
+    if name == "reth":      # VA(64) | R_Key(32) | DMA Length(32)
         return struct.pack(">QII", f["reth_va"], f["reth_rkey"], f["reth_dma_len"])
-    if name == "atmeth":    # 9.3.4: VA(64) | R_Key(32) | Swap/Add(64) | Compare(64)
+    if name == "atmeth":    # VA(64) | R_Key(32) | Swap/Add(64) | Compare(64)
         return struct.pack(">QIQQ", f["atmeth_va"], f["atmeth_rkey"],
                            f["atmeth_swap_add"], f["atmeth_compare"])
-    if name == "aeth":      # 9.3.5: Syndrome(8) MSN(24)
+    if name == "aeth":      # Syndrome(8) MSN(24)
         return struct.pack(">I", (f["aeth_syndrome"] << 24) | (f["aeth_msn"] & 0xffffff))
-    if name == "atmack":    # 9.5.7: original remote data (64)
+    if name == "atmack":    # original remote data (64)
         return struct.pack(">Q", f["atmack"])
-    if name == "imm":       # 9.3.6: immediate data (32)
+    if name == "imm":       # immediate data (32)
         return struct.pack(">I", f["imm"])
-    if name == "ieth":      # 9.3.7: R_Key to invalidate (32)
+    if name == "ieth":      # R_Key to invalidate (32)
         return struct.pack(">I", f["ieth"])
     raise ValueError("unknown extended header " + name)
 

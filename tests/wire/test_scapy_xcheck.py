@@ -18,6 +18,7 @@ against an independent struct/zlib model of RoCEv2 (roce_ref.py).
  (c) round trip: wire_dump of wire_gen's pcap equals the .fields.jsonl.
  (d) with --rxe-dir: every frame of the kernel Soft-RoCE captures decodes
      with icrc_ok and the same fields roce_ref reads.
+ (e) wire_gen and wire_dump reject bad arguments and bad files cleanly.
 
 scapy limitation (scapy 2.5 contrib/roce.py): BTH.compute_icrc only handles
 an IPv4 underlayer; for IPv6 it logs "not supported" and returns 0.  IPv6
@@ -33,9 +34,11 @@ import logging
 import os
 import random
 import struct
+import subprocess
 import sys
 import zlib
 
+sys.dont_write_bytecode = True        # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import roce_ref  # noqa: E402
 from xcheck_common import Checker, ensure_dir, run_wire_dump, run_wire_gen  # noqa: E402
@@ -99,7 +102,7 @@ def random_ib_fields(rng, opcode):
     cnp = rule == "cnp"
     response = roce_ref.is_response(opcode)
     pkey = 0
-    while pkey & 0x7fff == 0:           # 10.9.1.2: low 15 bits 0 = invalid P_Key
+    while pkey & 0x7fff == 0:           # IBTA 10.9: low 15 bits 0 = invalid P_Key
         pkey = rng.getrandbits(16)
     may_solicit = rule in ("last", "only") and ("imm" in hdrs or "SEND" in name)
     f = {"opcode": opcode, "tver": 0, "pkey": pkey, "dqpn": rng.getrandbits(24),
@@ -194,7 +197,8 @@ def part_a(chk, args, rng):
         f.update(ibf)
         frame = scapy_frame(rng, f, payload, vlan, real_csum)
         where = "a/frame %d (opcode 0x%02x, IPv%d)" % (i + 1, opcode, f["ip_version"])
-        # scapy's ICRC (IPv4) and roce_ref's must agree before softrnic is asked.
+        # scapy's ICRC (IPv4) and roce_ref's must agree before softrnic is
+        # asked (for IPv6 the ICRC was roce_ref's to begin with).
         ref = roce_ref.parse_frame(frame)
         zlib_icrc = roce_ref.icrc_of_ip_packet(ref["_ip_packet"][:-4])
         chk.equal(ref["icrc"], zlib_icrc, where, "scapy ICRC vs roce_ref zlib ICRC")
@@ -397,6 +401,35 @@ def part_d(chk, args):
     return "d) %d rxe frames in %d files" % (n, len(files))
 
 
+def part_e(chk, args):
+    """The two tools reject bad input with a message and an exit status."""
+    junk = os.path.join(args.workdir, "not_a_pcap.txt")
+    with open(junk, "w") as f:
+        f.write("this is not a capture\n")
+    good = os.path.join(args.workdir, "three.pcap")
+    run_wire_gen(args.wire_gen, good, 1, 3)
+    cut = os.path.join(args.workdir, "cut.pcap")
+    with open(good, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:24 + 16 + 30])    # file header, one record cut short
+    cases = [
+        ([args.wire_dump], 2, "usage"),
+        ([args.wire_dump, junk], 1, "not a pcap file"),
+        ([args.wire_dump, os.path.join(args.workdir, "missing.pcap")], 1, "No such file"),
+        ([args.wire_dump, cut], 1, "damaged record"),
+        ([args.wire_gen], 2, "usage"),
+        ([args.wire_gen, "--seed", "1", "--count", "0", "--out", good], 2, "usage"),
+        ([args.wire_gen, "--seed", "x", "--count", "1", "--out", good], 2, "usage"),
+        ([args.wire_gen, "--seed", "1", "--count", "1", "--out", good, "--ipv6-share", "2"], 2, "usage"),
+        ([args.wire_gen, "--seed", "1", "--count", "1", "--out", "/nonexistent/dir/x.pcap"], 1, "No such file"),
+    ]
+    for cmd, status, text in cases:
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        where = "e/" + " ".join(os.path.basename(c) for c in cmd)
+        chk.equal(res.returncode, status, where, "exit status")
+        chk.check(text in res.stderr, where, "stderr lacks %r: %r" % (text, res.stderr))
+    return "e) %d bad-input cases" % len(cases)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--wire-gen", required=True)
@@ -406,7 +439,7 @@ def main():
     ap.add_argument("--count", type=int, default=5000, help="scapy-built frames (a)")
     ap.add_argument("--gen-count", type=int, default=3000, help="wire_gen frames (b, c)")
     ap.add_argument("--rxe-dir", help="kernel Soft-RoCE captures to decode (d)")
-    ap.add_argument("--parts", default="abcd", help="which parts to run (debugging aid)")
+    ap.add_argument("--parts", default="abcde", help="which parts to run (debugging aid)")
     args = ap.parse_args()
     ensure_dir(args.workdir)
     chk = Checker("test_scapy_xcheck")
@@ -421,6 +454,8 @@ def main():
             details.append(part_c(chk, args, pcap, fields))
     if "d" in args.parts and args.rxe_dir:
         details.append(part_d(chk, args))
+    if "e" in args.parts:
+        details.append(part_e(chk, args))
     return chk.finish("; ".join(details) + "; seed %d" % args.seed)
 
 

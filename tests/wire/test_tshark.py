@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True        # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import roce_ref  # noqa: E402
 from xcheck_common import Checker, ensure_dir, run_wire_gen  # noqa: E402

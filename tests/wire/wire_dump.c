@@ -181,7 +181,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (pcap_open_read(&r, argv[1]) < 0) {
-		fprintf(stderr, "wire_dump: %s: %s\n", argv[1], strerror(errno));
+		fprintf(stderr, "wire_dump: %s: %s\n", argv[1],
+		        errno == EINVAL ? "not a pcap file" : strerror(errno));
 		return 1;
 	}
 	if (r.linktype != PCAP_LINKTYPE_ETHERNET) {

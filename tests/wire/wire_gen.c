@@ -52,14 +52,15 @@ static bool rng_bool(struct rng *r) { return rng_u64(r) >> 63; }
 
 /* ---- what each opcode carries (independent of the codec's table) ----- */
 
-/* Payload rule of an opcode (IBTA 9.7.3.1 / 9.5: FIRST and MIDDLE packets
- * carry exactly one path MTU, LAST carries 1..PMTU, ONLY 0..PMTU). */
+/* Payload rule of an opcode (IBTA ch. 9, packet sizes of multi-packet
+ * messages: FIRST and MIDDLE packets carry exactly one path MTU, LAST
+ * carries 1..PMTU, ONLY 0..PMTU). */
 enum gen_payload {
 	GP_NONE,        /* no payload allowed */
 	GP_FULL,        /* exactly PMTU bytes */
 	GP_LAST,        /* 1..PMTU bytes      */
 	GP_ONLY,        /* 0..PMTU bytes      */
-	GP_CNP,         /* the 16 reserved bytes of a CNP (A17.9.2) */
+	GP_CNP,         /* the 16 reserved bytes of a CNP (A17.9) */
 };
 
 struct gen_op {
@@ -115,7 +116,7 @@ static const struct gen_op gen_ops[] = {
 	/* Unreliable Datagram (011xxxxx): SEND Only, with and without Imm */
 	{ UD(0x04), WIRE_HDR_DETH, GP_ONLY, false, true },
 	{ UD(0x05), WIRE_HDR_DETH | WIRE_HDR_IMMDT, GP_ONLY, false, true },
-	/* RoCEv2 Congestion Notification Packet (A17.9.2) */
+	/* RoCEv2 Congestion Notification Packet (A17.9) */
 	{ WIRE_OPCODE_CNP, 0, GP_CNP, false, false },
 };
 #define GEN_NOPS (sizeof(gen_ops) / sizeof(gen_ops[0]))
@@ -138,7 +139,8 @@ static uint32_t pick_payload_len(struct rng *r, enum gen_payload rule)
 	return 0;
 }
 
-/* P_Keys whose low 15 bits are zero are the invalid P_Key (IBTA 10.9.1.2);
+/* P_Keys whose low 15 bits are zero are the invalid P_Key (IBTA 10.9,
+ * partitioning);
  * every other value is a legal key on the wire. */
 static uint16_t pick_pkey(struct rng *r)
 {
@@ -207,8 +209,8 @@ static void pick_ib(struct rng *r, const struct gen_op *op, struct wire_ib *ib, 
 	bth->fecn = rng_bool(r);
 	bth->becn = rng_bool(r);
 	if (cnp) {
-		/* A17.9.2: a CNP has PSN, SE, M, AckReq and pad all zero and
-		 * BECN set (it is itself the congestion notification). */
+		/* A CNP (A17.9) leaves PSN, SE, M, AckReq and pad reserved, sent
+		 * as 0; BECN is set, as scapy's cnp() helper does too. */
 		bth->fecn = false;
 		bth->becn = true;
 	} else {
@@ -243,7 +245,7 @@ static void pick_ib(struct rng *r, const struct gen_op *op, struct wire_ib *ib, 
 			ib->reth.dma_len = rng_u32(r);
 	}
 	if (op->headers & WIRE_HDR_ATMETH) {
-		ib->atmeth.va = rng_u64(r) & ~(uint64_t)7; /* 8-byte aligned, 9.4.5 */
+		ib->atmeth.va = rng_u64(r) & ~(uint64_t)7; /* atomics are 8-byte aligned */
 		ib->atmeth.rkey = rng_u32(r);
 		ib->atmeth.swap_add = rng_u64(r);
 		ib->atmeth.compare = rng_u64(r);
@@ -471,7 +473,7 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 }
 
 /* The pad count the packet must carry: payload + pad is a multiple of 4
- * (IBTA 9.2.3).  Worked out here, not read back, so that the Python side
+ * (IBTA 9.2, BTH PadCnt).  Worked out here, not read back, so that the Python side
  * compares the encoder's BTH against an independent expectation. */
 static uint8_t expected_pad(uint32_t payload_len)
 {

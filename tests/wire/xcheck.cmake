@@ -30,7 +30,7 @@ set(XCHECK_SCAPY ${SOFTRNIC_XCHECK_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_scapy_
 add_test(NAME wire_xcheck_scapy_decode
          COMMAND ${XCHECK_SCAPY} --parts a --workdir ${XCHECK_WORKDIR}/scapy_a)
 add_test(NAME wire_xcheck_scapy_encode
-         COMMAND ${XCHECK_SCAPY} --parts bc --workdir ${XCHECK_WORKDIR}/scapy_bc)
+         COMMAND ${XCHECK_SCAPY} --parts bce --workdir ${XCHECK_WORKDIR}/scapy_bc)
 set(XCHECK_TESTS wire_xcheck_scapy_decode wire_xcheck_scapy_encode wire_xcheck_tshark)
 if(DEFINED SOFTRNIC_VECTORS AND EXISTS ${SOFTRNIC_VECTORS})
   add_test(NAME wire_xcheck_rxe

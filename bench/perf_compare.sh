@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# perf_compare.sh — softrnic side by side with the kernel's TCP/UDP on the
+# same machine.  A benchmark, not a test: it measures and reports, it does
+# not pass or fail (exit status is non-zero only when a run could not be
+# made at all).
+#
+#   bench/perf_compare.sh [BUILD_DIR] [--quick] [--runs N] [--out DIR]
+#
+# What it runs, all over loopback on this machine:
+#   softrnic  unmodified perftest with LD_LIBRARY_PATH=BUILD_DIR/lib:
+#             ib_write_bw, ib_send_bw, ib_read_bw at 64 KiB (iteration mode,
+#             so bytes moved are exact), ib_send_bw -e (event mode),
+#             ib_write_lat, ib_send_lat, ib_read_lat at 2 bytes, ib_atomic_lat
+#   kernel    iperf3 single-stream TCP (bandwidth), sockperf ping-pong over
+#             UDP and TCP (latency, 14-byte messages: sockperf's minimum,
+#             its own header)
+# Every measurement is made N times (5; --quick: 1).  Within a round the
+# softrnic and kernel measurements alternate, and every other round runs the
+# list backwards, so slow drift of a shared machine (other builds, thermal)
+# falls on both sides alike.  The table reports medians.
+#
+# Like with like for latency: perftest's ib_send_lat / ib_write_lat report
+# half a round trip (t_typical = median ping-pong time / 2), ib_read_lat and
+# ib_atomic_lat a whole one (a READ or atomic is itself a round trip).
+# sockperf is run with --full-rtt, so it reports whole round trips.  The
+# table converts everything to round-trip times (RTT) before dividing.
+#
+# CPU per GiB: user+system time of both processes of a pair (/usr/bin/time,
+# which counts all threads, so softrnic's progress thread too) divided by
+# the bytes moved.  perftest busy-polls its CQ unless -e, so the polling
+# run charges the spinning application thread; the -e row shows the cost
+# without it.
+#
+# Event-mode idle check: (1) an ibv_rc_pingpong -e server waits 5 s for a
+# client; (2) an ib_send_lat -e pair is running when its client is frozen
+# (SIGSTOP) for 3 s.  For each we read the server's CPU time (sum over its
+# threads of /proc/PID/task/*/schedstat, nanoseconds) and its voluntary
+# context switches (wakeups) across the wait.
+#
+# Robustness: every process runs under timeout(1); an EXIT/INT/TERM trap
+# stops every process this script started (by PID); ports are random in
+# 30000-59999 and checked free; each softrnic process binds its own
+# 127.0.0.N on UDP 4791 (the runtime picks a free one).
+set -uo pipefail
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=""
+runs=5
+quick=0
+out=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--runs) shift; runs=${1:-}; [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage ;;
+	--out) shift; out=${1:-}; [ -n "$out" ] || usage ;;
+	-h|--help) usage ;;
+	-*) echo "perf_compare: unknown option $1" >&2; usage ;;
+	*) build=$1 ;;
+	esac
+	shift
+done
+[ "$quick" = 1 ] && [ "$runs" = 5 ] && runs=1
+build=$(realpath "${build:-$repo/build}")
+lib=$build/lib
+softrnic_cli=$build/bin/softrnic
+
+# Sizes of one measurement.  Full: ~10-12 minutes for 5 rounds on a
+# 2-core VM; quick: ~2 minutes for 1 round.
+if [ "$quick" = 1 ]; then
+	bw_iters=4000 ev_iters=2000 lat_iters=1000 kern_secs=2 idle_secs=3 stop_secs=2
+else
+	bw_iters=12000 ev_iters=6000 lat_iters=5000 kern_secs=3 idle_secs=5 stop_secs=3
+fi
+bw_size=65536
+lat_size=2
+sockperf_size=14 # sockperf refuses less than its 14-byte header
+
+# ---- preflight ----------------------------------------------------------------
+
+die() { echo "perf_compare: $*" >&2; exit 1; }
+[ -e "$lib/libibverbs.so.1" ] || die "no $lib/libibverbs.so.1 (build first: scripts/build.sh, or pass BUILD_DIR)"
+for t in ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat ib_read_lat ib_atomic_lat \
+	ibv_rc_pingpong iperf3 sockperf timeout ss awk; do
+	command -v "$t" >/dev/null || die "$t not found (scripts/deps.sh installs perftest, ibverbs-utils, iperf3, sockperf)"
+done
+[ -x /usr/bin/time ] || die "/usr/bin/time not found (Debian package: time)"
+
+out=${out:-$(mktemp -d /tmp/perf_compare.XXXXXX)}
+mkdir -p "$out" || die "cannot create $out"
+results=$out/samples.tsv # name <TAB> round <TAB> value ...
+: >"$results"
+
+# ---- process bookkeeping --------------------------------------------------------
+
+started=() # PIDs of the timeout(1) wrappers we started
+
+cleanup() {
+	local p
+	for p in "${started[@]}"; do
+		# Thaw first: a SIGSTOPped child would not act on SIGTERM.
+		pkill -CONT -P "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.2
+	for p in "${started[@]}"; do
+		kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	done
+}
+trap cleanup EXIT
+trap 'echo "perf_compare: interrupted" >&2; exit 130' INT TERM
+
+# bg LIMIT LOG ERR CMD...: start CMD under timeout(1) in the background; the
+# timeout wrapper's PID is left in $last_pid.
+bg() {
+	local limit=$1 log=$2 err=$3; shift 3
+	timeout -k 3 "$limit" "$@" >"$log" 2>"$err" &
+	last_pid=$!
+	started+=("$last_pid")
+}
+
+# The PID of the program timeout(1) runs (its only child).
+child_of() {
+	local i c
+	for i in $(seq 50); do
+		c=$(pgrep -P "$1" | head -1)
+		[ -n "$c" ] && { echo "$c"; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
+next_port=$((30000 + RANDOM % 30000))
+take_port() {
+	local p
+	while :; do
+		p=$next_port
+		next_port=$((next_port + 1))
+		[ "$next_port" -ge 60000 ] && next_port=30000
+		if [ -z "$(ss -Htanu "( sport = :$p )" 2>/dev/null)" ]; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# wait_listen PROTO PORT: until something listens there (max 10 s).
+wait_listen() {
+	local flag=-Hltn i
+	[ "$1" = udp ] && flag=-Hlun
+	for i in $(seq 200); do
+		[ -n "$(ss $flag "( sport = :$2 )" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+record() { printf '%s\t%s\n' "$1" "$2" >>"$results"; }
+
+# ---- one measurement each -------------------------------------------------------
+
+# perftest_pair NAME ROUND TOOL ARGS...: server and client of TOOL over
+# softrnic, both under /usr/bin/time.  Records NAME (MiB/s or usec as
+# perftest reports), NAME.cpu (CPU s per GiB, bandwidth tests only) and
+# NAME.retx (retransmissions seen by either device).
+perftest_pair() {
+	local name=$1 round=$2 tool=$3; shift 3
+	local port base=$out/$name.$round
+	port=$(take_port)
+	local env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
+	bg 120 "$base.srv" "$base.srv.err" "${env[@]}" /usr/bin/time -f '%e %U %S' -o "$base.srv.time" \
+		"$tool" -x 0 -F -p "$port" "$@"
+	local srv=$last_pid
+	if ! wait_listen tcp "$port"; then
+		echo "  $name: server did not start (see $base.srv*)" >&2
+		kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+		return 1
+	fi
+	bg 120 "$base.cli" "$base.cli.err" "${env[@]}" /usr/bin/time -f '%e %U %S' -o "$base.cli.time" \
+		"$tool" -x 0 -F -p "$port" "$@" 127.0.0.1
+	local cli=$last_pid rc_c rc_s
+	wait "$cli"; rc_c=$?
+	wait "$srv"; rc_s=$?
+	if [ "$rc_c" != 0 ] || [ "$rc_s" != 0 ]; then
+		echo "  $name: failed (client rc=$rc_c server rc=$rc_s; logs $base.*)" >&2
+		return 1
+	fi
+	grep -q 'Device *: softrnic' "$base.cli" ||
+		{ echo "  $name: client did not run on softrnic (see $base.cli)" >&2; return 1; }
+	local row
+	row=$(awk '/#bytes/ { getline; print; exit }' "$base.cli")
+	local retx
+	retx=$(cat "$base.srv.err" "$base.cli.err" | grep -o ' retransmits=[0-9]*' | awk -F= '{ s += $2 } END { print s + 0 }')
+	record "$name.retx" "$retx"
+	case "$tool" in
+	*_bw)
+		# #bytes #iterations BW-peak BW-average(MiB/s) MsgRate
+		local bytes iters mibs cpu
+		read -r bytes iters _ mibs _ <<<"$row"
+		record "$name" "$mibs"
+		cpu=$(cat "$base.srv.time" "$base.cli.time" | awk -v b="$bytes" -v n="$iters" \
+			'NF == 3 { s += $2 + $3 } END { if (b * n > 0) printf "%.3f", s / (b * n / 1073741824) }')
+		record "$name.cpu" "$cpu"
+		;;
+	*_lat)
+		# #bytes #iterations t_min t_max t_typical ...
+		local typical
+		typical=$(awk '{ print $5 }' <<<"$row")
+		record "$name" "$typical"
+		;;
+	esac
+}
+
+# iperf3_pair ROUND: single TCP stream, records iperf3 (MiB/s received) and
+# iperf3.cpu (CPU s per GiB, both processes).
+iperf3_pair() {
+	local round=$1 port base=$out/iperf3.$1
+	port=$(take_port)
+	bg 60 "$base.srv" "$base.srv.err" /usr/bin/time -f '%e %U %S' -o "$base.srv.time" \
+		iperf3 -s -1 -B 127.0.0.1 -p "$port"
+	local srv=$last_pid
+	wait_listen tcp "$port" || { echo "  iperf3: server did not start" >&2; kill "$srv"; wait "$srv"; return 1; }
+	bg 60 "$base.cli" "$base.cli.err" /usr/bin/time -f '%e %U %S' -o "$base.cli.time" \
+		iperf3 -c 127.0.0.1 -p "$port" -t "$kern_secs" -J
+	local cli=$last_pid
+	wait "$cli" || { echo "  iperf3: client failed (see $base.cli*)" >&2; kill "$srv"; wait "$srv"; return 1; }
+	wait "$srv"
+	local got
+	got=$(/usr/bin/python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["end"]["sum_received"]
+print("%.2f %d" % (e["bits_per_second"] / 8 / 1048576, e["bytes"]))' "$base.cli") || return 1
+	local mibs bytes
+	read -r mibs bytes <<<"$got"
+	record iperf3 "$mibs"
+	record iperf3.cpu "$(cat "$base.srv.time" "$base.cli.time" | awk -v b="$bytes" \
+		'NF == 3 { s += $2 + $3 } END { if (b > 0) printf "%.3f", s / (b / 1073741824) }')"
+}
+
+# sockperf_pair NAME ROUND [--tcp]: ping-pong, records the median RTT (usec).
+sockperf_pair() {
+	local name=$1 round=$2; shift 2
+	local port base=$out/$name.$round proto=udp
+	[ "${1:-}" = --tcp ] && proto=tcp
+	port=$(take_port)
+	bg 60 "$base.srv" "$base.srv.err" sockperf server -i 127.0.0.1 -p "$port" "$@"
+	local srv=$last_pid
+	wait_listen "$proto" "$port" || { echo "  $name: server did not start" >&2; kill "$srv"; wait "$srv"; return 1; }
+	timeout -k 3 60 sockperf ping-pong -i 127.0.0.1 -p "$port" -m "$sockperf_size" -t "$kern_secs" \
+		--full-rtt "$@" >"$base.cli" 2>&1
+	local rc=$?
+	kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+	[ "$rc" = 0 ] || { echo "  $name: client failed rc=$rc (see $base.cli)" >&2; return 1; }
+	local p50
+	p50=$(sed 's/\x1b\[[0-9;]*m//g' "$base.cli" | awk '/percentile 50.000/ { print $NF; exit }')
+	[ -n "$p50" ] || { echo "  $name: no median in $base.cli" >&2; return 1; }
+	record "$name" "$p50"
+}
+
+# ---- the rounds ------------------------------------------------------------------
+
+# One entry per measurement; softrnic and kernel alternate.
+measurements=(
+	"perftest_pair write_bw  ROUND ib_write_bw -s $bw_size -n $bw_iters"
+	"iperf3_pair ROUND"
+	"perftest_pair send_bw   ROUND ib_send_bw  -s $bw_size -n $bw_iters"
+	"sockperf_pair udp_rtt   ROUND"
+	"perftest_pair send_lat  ROUND ib_send_lat -s $lat_size -n $lat_iters"
+	"sockperf_pair tcp_rtt   ROUND --tcp"
+	"perftest_pair write_lat ROUND ib_write_lat -s $lat_size -n $lat_iters"
+	"perftest_pair read_bw   ROUND ib_read_bw  -s $bw_size -n $bw_iters"
+	"perftest_pair read_lat  ROUND ib_read_lat -s $lat_size -n $lat_iters"
+	"perftest_pair atomic_lat ROUND ib_atomic_lat -n $lat_iters"
+	"perftest_pair send_bw_ev ROUND ib_send_bw -e -s $bw_size -n $ev_iters"
+)
+
+echo "perf_compare: build $build, $runs round(s)$([ "$quick" = 1 ] && echo ' (quick)'), logs in $out"
+echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+start=$(date +%s)
+for round in $(seq "$runs"); do
+	order=("${measurements[@]}")
+	if [ $((round % 2)) = 0 ]; then # every other round backwards
+		order=()
+		for ((i = ${#measurements[@]} - 1; i >= 0; i--)); do order+=("${measurements[$i]}"); done
+	fi
+	for m in "${order[@]}"; do
+		read -r -a words <<<"${m//ROUND/$round}"
+		printf '  round %d/%d: %s\n' "$round" "$runs" "${words[1]}"
+		"${words[@]}" || true
+	done
+done
+
+# ---- event-mode idle check ---------------------------------------------------------
+
+# cpu_ns PID: CPU time of all threads, nanoseconds (schedstat field 1).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+# wakeups PID: voluntary context switches of all threads.
+wakeups() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { printf "%d", s }'; }
+
+echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
+idle1=$(
+	port=$(take_port)
+	bg 60 "$out/idle1.srv" "$out/idle1.srv.err" env LD_LIBRARY_PATH="$lib" \
+		ibv_rc_pingpong -e -g 0 -p "$port" -n 100 -s 64
+	srv=$last_pid
+	wait_listen tcp "$port" || { echo "fail - -"; exit 0; }
+	pid=$(child_of "$srv")
+	sleep 0.2 # let start-up settle
+	c0=$(cpu_ns "$pid") w0=$(wakeups "$pid")
+	sleep "$idle_secs"
+	c1=$(cpu_ns "$pid") w1=$(wakeups "$pid")
+	env LD_LIBRARY_PATH="$lib" timeout -k 3 30 ibv_rc_pingpong -e -g 0 -p "$port" -n 100 -s 64 127.0.0.1 \
+		>"$out/idle1.cli" 2>&1
+	rc=$?
+	wait "$srv"
+	echo "$([ "$rc" = 0 ] && echo ok || echo fail) $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
+)
+
+echo "  idle check 2: ib_send_lat -e server while its client is stopped ${stop_secs} s"
+idle2=$(
+	port=$(take_port)
+	env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
+	bg 90 "$out/idle2.srv" "$out/idle2.srv.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port"
+	srv=$last_pid
+	wait_listen tcp "$port" || { echo "fail - -"; exit 0; }
+	bg 90 "$out/idle2.cli" "$out/idle2.cli.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port" 127.0.0.1
+	cli=$last_pid
+	spid=$(child_of "$srv") cpid=$(child_of "$cli")
+	# Running once the server's device has received packets.
+	for i in $(seq 100); do
+		"$softrnic_cli" stats "$spid" 2>/dev/null | awk '$1 == "rx_packets" && $2 > 100 { f = 1 } END { exit !f }' && break
+		sleep 0.1
+	done
+	kill -STOP "$cpid"
+	sleep 0.3 # in-flight packets land, ACKs go out
+	c0=$(cpu_ns "$spid") w0=$(wakeups "$spid")
+	sleep "$stop_secs"
+	c1=$(cpu_ns "$spid") w1=$(wakeups "$spid")
+	kill -CONT "$cpid"
+	sleep 0.5
+	kill "$cli" "$srv" 2>/dev/null
+	wait "$cli" "$srv" 2>/dev/null
+	echo "ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
+)
+
+# ---- report -------------------------------------------------------------------
+
+# median NAME: median of the recorded samples ("-" when none).
+median() {
+	awk -F'\t' -v n="$1" '$1 == n && $2 != "" { print $2 }' "$results" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+count() { awk -F'\t' -v n="$1" '$1 == n { c++ } END { print c + 0 }' "$results"; }
+# calc EXPR: awk arithmetic on medians; "-" if any operand is missing.
+calc() { case "$*" in *-\ *|*\ -|-) echo "-" ;; *) awk "BEGIN { printf \"%.3f\", $* }" ;; esac; }
+retx() { awk -F'\t' -v n="$1.retx" '$1 == n { s += $2 } END { print s + 0 }' "$results"; }
+
+w_bw=$(median write_bw) s_bw=$(median send_bw) r_bw=$(median read_bw) e_bw=$(median send_bw_ev)
+tcp_bw=$(median iperf3)
+w_lat=$(median write_lat) s_lat=$(median send_lat) r_lat=$(median read_lat) a_lat=$(median atomic_lat)
+udp_rtt=$(median udp_rtt) tcp_rtt=$(median tcp_rtt)
+rtt2() { [ "$1" = - ] && echo - || calc "2 * $1"; } # half round trip -> round trip
+w_rtt=$(rtt2 "$w_lat") s_rtt=$(rtt2 "$s_lat")
+
+verdict() { # verdict VALUE OP TARGET
+	[ "$1" = - ] && { echo "no data"; return; }
+	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+		ok = (op == ">=") ? v >= t : v <= t
+		if (ok) print "met"
+		else if (op == ">=") printf "gap: %.1fx too slow\n", t / v
+		else printf "gap: %.1fx too slow\n", v / t }'
+}
+
+{
+	echo
+	echo "softrnic vs kernel loopback — medians of $runs run(s); $(nproc) CPUs, $(uname -r); $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo
+	printf '%-36s %12s %8s  %s\n' "measurement" "median" "runs" "notes"
+	printf '%-36s %12s %8s  %s\n' "ib_write_bw 64 KiB [MiB/s]" "$w_bw" "$(count write_bw)" "retransmits $(retx write_bw)"
+	printf '%-36s %12s %8s  %s\n' "ib_send_bw 64 KiB [MiB/s]" "$s_bw" "$(count send_bw)" "retransmits $(retx send_bw)"
+	printf '%-36s %12s %8s  %s\n' "ib_send_bw -e 64 KiB [MiB/s]" "$e_bw" "$(count send_bw_ev)" "event mode; retransmits $(retx send_bw_ev)"
+	printf '%-36s %12s %8s  %s\n' "ib_read_bw 64 KiB [MiB/s]" "$r_bw" "$(count read_bw)" "retransmits $(retx read_bw)"
+	printf '%-36s %12s %8s  %s\n' "iperf3 TCP 1 stream [MiB/s]" "$tcp_bw" "$(count iperf3)" "-t $kern_secs"
+	printf '%-36s %12s %8s  %s\n' "ib_write_lat 2 B [usec]" "$w_lat" "$(count write_lat)" "t_typical = RTT/2 -> RTT $w_rtt"
+	printf '%-36s %12s %8s  %s\n' "ib_send_lat 2 B [usec]" "$s_lat" "$(count send_lat)" "t_typical = RTT/2 -> RTT $s_rtt"
+	printf '%-36s %12s %8s  %s\n' "ib_read_lat 2 B [usec]" "$r_lat" "$(count read_lat)" "t_typical = full RTT"
+	printf '%-36s %12s %8s  %s\n' "ib_atomic_lat 8 B [usec]" "$a_lat" "$(count atomic_lat)" "t_typical = full RTT"
+	printf '%-36s %12s %8s  %s\n' "sockperf UDP ping-pong RTT [usec]" "$udp_rtt" "$(count udp_rtt)" "--full-rtt, 14 B, p50"
+	printf '%-36s %12s %8s  %s\n' "sockperf TCP ping-pong RTT [usec]" "$tcp_rtt" "$(count tcp_rtt)" "--full-rtt, 14 B, p50"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_write_bw (2 procs)" "$(median write_bw.cpu)" "$(count write_bw.cpu)" "perftest busy-polls"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw (2 procs)" "$(median send_bw.cpu)" "$(count send_bw.cpu)" "perftest busy-polls"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw -e (2 procs)" "$(median send_bw_ev.cpu)" "$(count send_bw_ev.cpu)" "event mode"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB iperf3 TCP (2 procs)" "$(median iperf3.cpu)" "$(count iperf3.cpu)" ""
+	echo
+	echo "ratios (targets from the performance issue)"
+	ratio() { # label value op target how
+		printf '%-44s %8s  target %s %-4s %s\n' "$1" "$2" "$3" "$4" "$(verdict "$2" "$3" "$4")"
+	}
+	ratio "ib_write_bw / iperf3" "$(calc "$w_bw / $tcp_bw")" ">=" 1.0
+	ratio "ib_send_bw / iperf3" "$(calc "$s_bw / $tcp_bw")" ">=" 1.0
+	ratio "ib_send_lat RTT / sockperf UDP RTT" "$(calc "$s_rtt / $udp_rtt")" "<=" 1.0
+	ratio "ib_write_lat RTT / sockperf UDP RTT" "$(calc "$w_rtt / $udp_rtt")" "<=" 1.0
+	ratio "ib_read_lat RTT / ib_write_lat RTT" "$(calc "$r_lat / $w_rtt")" "<=" 1.1
+	printf '%-44s %8s  (as printed: read t_typical / write t_typical; not like for like)\n' \
+		"  ib_read_lat / ib_write_lat, raw" "$(calc "$r_lat / $w_lat")"
+	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$(median write_bw.cpu) / $(median iperf3.cpu)")" "<=" 1.0
+	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$(median send_bw_ev.cpu) / $(median iperf3.cpu)")" "<=" 1.0
+	echo
+	echo "event-mode idle check (server CPU time and voluntary wakeups, all threads)"
+	read -r st us wk <<<"$idle1"
+	printf '  ibv_rc_pingpong -e server, %s s before its client connects: %s us CPU, %s wakeups (client run: %s)\n' \
+		"$idle_secs" "$us" "$wk" "$st"
+	read -r st us wk <<<"$idle2"
+	printf '  ib_send_lat -e server, client SIGSTOPped %s s mid-run:        %s us CPU, %s wakeups (%s)\n' \
+		"$stop_secs" "$us" "$wk" "$st"
+	echo
+	echo "raw samples: $results; logs: $out; wall time $(( $(date +%s) - start )) s"
+} | tee "$out/report.txt"
