@@ -94,18 +94,22 @@ results=$out/samples.tsv # name <TAB> round <TAB> value ...
 
 # ---- process bookkeeping --------------------------------------------------------
 
-started=() # PIDs of the timeout(1) wrappers we started
+# Every process is started by bg() as a background job of this shell, so
+# `jobs -p` names exactly the ones still running (or not yet reaped): the
+# cleanup signals those and no other PID, even if a PID was reused.
+stopped_pid="" # a client frozen by the idle check, if any
 
 cleanup() {
 	local p
-	for p in "${started[@]}"; do
-		# Thaw first: a SIGSTOPped child would not act on SIGTERM.
-		pkill -CONT -P "$p" 2>/dev/null
+	# Thaw first: a SIGSTOPped process would not act on SIGTERM.
+	[ -n "$stopped_pid" ] && kill -CONT "$stopped_pid" 2>/dev/null
+	# timeout(1) passes the signal on to the process group it leads.
+	for p in $(jobs -p); do
 		kill -TERM "$p" 2>/dev/null
 	done
 	sleep 0.2
-	for p in "${started[@]}"; do
-		kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	for p in $(jobs -p); do # still there: its whole group (timeout leads one)
+		kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
 	done
 }
 trap cleanup EXIT
@@ -117,7 +121,6 @@ bg() {
 	local limit=$1 log=$2 err=$3; shift 3
 	timeout -k 3 "$limit" "$@" >"$log" 2>"$err" &
 	last_pid=$!
-	started+=("$last_pid")
 }
 
 # The PID of the program timeout(1) runs (its only child).
@@ -286,7 +289,9 @@ for round in $(seq "$runs"); do
 	fi
 	for m in "${order[@]}"; do
 		read -r -a words <<<"${m//ROUND/$round}"
-		printf '  round %d/%d: %s\n' "$round" "$runs" "${words[1]}"
+		label=${words[1]}
+		[ "${words[0]}" = iperf3_pair ] && label=iperf3
+		printf '  round %d/%d: %s\n' "$round" "$runs" "$label"
 		"${words[@]}" || true
 	done
 done
@@ -298,14 +303,18 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { 
 # wakeups PID: voluntary context switches of all threads.
 wakeups() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { printf "%d", s }'; }
 
-echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
-idle1=$(
+# idle_listen: an ibv_rc_pingpong -e server, its device open and its QP
+# made, waits for a client that comes idle_secs later.  Sets idle1 to
+# "STATUS CPU_US WAKEUPS".
+idle_listen() {
+	local port srv pid c0 c1 w0 w1 rc
+	idle1="fail - -"
 	port=$(take_port)
 	bg 60 "$out/idle1.srv" "$out/idle1.srv.err" env LD_LIBRARY_PATH="$lib" \
 		ibv_rc_pingpong -e -g 0 -p "$port" -n 100 -s 64
 	srv=$last_pid
-	wait_listen tcp "$port" || { echo "fail - -"; exit 0; }
-	pid=$(child_of "$srv")
+	wait_listen tcp "$port" || return 1
+	pid=$(child_of "$srv") || return 1
 	sleep 0.2 # let start-up settle
 	c0=$(cpu_ns "$pid") w0=$(wakeups "$pid")
 	sleep "$idle_secs"
@@ -314,35 +323,48 @@ idle1=$(
 		>"$out/idle1.cli" 2>&1
 	rc=$?
 	wait "$srv"
-	echo "$([ "$rc" = 0 ] && echo ok || echo fail) $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
-)
+	idle1="$([ "$rc" = 0 ] && echo "pingpong-ok" || echo "pingpong-failed") $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
+}
 
-echo "  idle check 2: ib_send_lat -e server while its client is stopped ${stop_secs} s"
-idle2=$(
+# idle_stopped_peer: an ib_send_lat -e pair is running when its client is
+# frozen (SIGSTOP) for stop_secs; the server then waits in
+# ibv_get_cq_event with nothing due.  Sets idle2 like idle1.
+idle_stopped_peer() {
+	local port srv cli spid cpid c0 c1 w0 w1 i
+	local env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
+	idle2="fail - -"
 	port=$(take_port)
-	env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
 	bg 90 "$out/idle2.srv" "$out/idle2.srv.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port"
 	srv=$last_pid
-	wait_listen tcp "$port" || { echo "fail - -"; exit 0; }
+	wait_listen tcp "$port" || return 1
 	bg 90 "$out/idle2.cli" "$out/idle2.cli.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port" 127.0.0.1
 	cli=$last_pid
-	spid=$(child_of "$srv") cpid=$(child_of "$cli")
-	# Running once the server's device has received packets.
+	spid=$(child_of "$srv") || return 1
+	cpid=$(child_of "$cli") || return 1
+	# Running once the server's device has received some packets.
 	for i in $(seq 100); do
-		"$softrnic_cli" stats "$spid" 2>/dev/null | awk '$1 == "rx_packets" && $2 > 100 { f = 1 } END { exit !f }' && break
+		"$softrnic_cli" stats "$spid" 2>/dev/null |
+			awk '$1 == "rx_packets" && $2 > 100 { f = 1 } END { exit !f }' && break
 		sleep 0.1
 	done
+	stopped_pid=$cpid
 	kill -STOP "$cpid"
 	sleep 0.3 # in-flight packets land, ACKs go out
 	c0=$(cpu_ns "$spid") w0=$(wakeups "$spid")
 	sleep "$stop_secs"
 	c1=$(cpu_ns "$spid") w1=$(wakeups "$spid")
 	kill -CONT "$cpid"
+	stopped_pid=""
 	sleep 0.5
 	kill "$cli" "$srv" 2>/dev/null
 	wait "$cli" "$srv" 2>/dev/null
-	echo "ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
-)
+	idle2="ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
+}
+
+echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
+idle_listen || echo "  idle check 1 failed (logs $out/idle1.*)" >&2
+echo "  idle check 2: ib_send_lat -e server while its client is stopped ${stop_secs} s"
+idle_stopped_peer || echo "  idle check 2 failed (logs $out/idle2.*)" >&2
 
 # ---- report -------------------------------------------------------------------
 
@@ -360,16 +382,18 @@ w_bw=$(median write_bw) s_bw=$(median send_bw) r_bw=$(median read_bw) e_bw=$(med
 tcp_bw=$(median iperf3)
 w_lat=$(median write_lat) s_lat=$(median send_lat) r_lat=$(median read_lat) a_lat=$(median atomic_lat)
 udp_rtt=$(median udp_rtt) tcp_rtt=$(median tcp_rtt)
-rtt2() { [ "$1" = - ] && echo - || calc "2 * $1"; } # half round trip -> round trip
+rtt2() { # half round trip -> round trip
+	if [ "$1" = - ]; then echo -; else calc "2 * $1"; fi
+}
 w_rtt=$(rtt2 "$w_lat") s_rtt=$(rtt2 "$s_lat")
 
-verdict() { # verdict VALUE OP TARGET
+verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	[ "$1" = - ] && { echo "no data"; return; }
-	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+	awk -v v="$1" -v op="$2" -v t="$3" -v what="${4:-too slow}" 'BEGIN {
 		ok = (op == ">=") ? v >= t : v <= t
 		if (ok) print "met"
-		else if (op == ">=") printf "gap: %.1fx too slow\n", t / v
-		else printf "gap: %.1fx too slow\n", v / t }'
+		else if (op == ">=") printf "gap: %.1fx %s\n", t / v, what
+		else printf "gap: %.1fx %s\n", v / t, what }'
 }
 
 {
@@ -394,8 +418,8 @@ verdict() { # verdict VALUE OP TARGET
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB iperf3 TCP (2 procs)" "$(median iperf3.cpu)" "$(count iperf3.cpu)" ""
 	echo
 	echo "ratios (targets from the performance issue)"
-	ratio() { # label value op target how
-		printf '%-44s %8s  target %s %-4s %s\n' "$1" "$2" "$3" "$4" "$(verdict "$2" "$3" "$4")"
+	ratio() { # label value op target [what]
+		printf '%-44s %8s  target %s %-4s %s\n' "$1" "$2" "$3" "$4" "$(verdict "$2" "$3" "$4" "${5:-}")"
 	}
 	ratio "ib_write_bw / iperf3" "$(calc "$w_bw / $tcp_bw")" ">=" 1.0
 	ratio "ib_send_bw / iperf3" "$(calc "$s_bw / $tcp_bw")" ">=" 1.0
@@ -404,8 +428,8 @@ verdict() { # verdict VALUE OP TARGET
 	ratio "ib_read_lat RTT / ib_write_lat RTT" "$(calc "$r_lat / $w_rtt")" "<=" 1.1
 	printf '%-44s %8s  (as printed: read t_typical / write t_typical; not like for like)\n' \
 		"  ib_read_lat / ib_write_lat, raw" "$(calc "$r_lat / $w_lat")"
-	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$(median write_bw.cpu) / $(median iperf3.cpu)")" "<=" 1.0
-	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$(median send_bw_ev.cpu) / $(median iperf3.cpu)")" "<=" 1.0
+	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$(median write_bw.cpu) / $(median iperf3.cpu)")" "<=" 1.0 "more CPU per byte"
+	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$(median send_bw_ev.cpu) / $(median iperf3.cpu)")" "<=" 1.0 "more CPU per byte"
 	echo
 	echo "event-mode idle check (server CPU time and voluntary wakeups, all threads)"
 	read -r st us wk <<<"$idle1"

@@ -75,18 +75,36 @@ struct sr_mr {
 };
 
 struct sr_cq {
-	struct ibv_cq ibv;
+	/* ibv_create_cq_ex hands out an ibv_cq_ex, whose leading fields are
+	 * those of ibv_cq (ibv_cq_ex_to_cq is a cast): the union keeps `ibv`
+	 * valid for both kinds, so every CQ verb works on either. */
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;
+	};
 	struct rnic_cq *cq;
 	/* Events handed to the application; ibv_destroy_cq waits until the
 	 * application acknowledged as many (ibv_ack_cq_events). */
 	uint32_t comp_events_reported;  /* under the channel lock */
 	uint32_t async_events_reported; /* under the context async lock */
+	/* Extended CQs only (cq_ex.c): the completion that start_poll /
+	 * next_poll made current, read by the read_* ops. */
+	struct ibv_wc ex_cur;
 };
 
+struct sr_wr_builder;
+
 struct sr_qp {
-	struct ibv_qp ibv;
+	/* Likewise ibv_qp_ex starts with the ibv_qp (ibv_qp_to_qp_ex). */
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibv_ex;
+	};
 	struct rnic_qp *qp;
 	uint32_t events_reported;       /* under the context async lock */
+	/* The ibv_wr_* posting state when created with
+	 * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (qp_ex.c), else NULL. */
+	struct sr_wr_builder *wrb;
 };
 
 struct sr_srq {
@@ -132,6 +150,16 @@ int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+/* Extended CQ (cq_ex.c). */
+struct ibv_cq *ibv_create_cq_1_1(struct ibv_context *context, int cqe, void *cq_context,
+				 struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+/* The ibv_qp_ex send-ops API (qp_ex.c): check the requested operations
+ * before the QP exists, install the ops after, free with the QP. */
+int sr_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);
+int sr_qp_ex_setup(struct sr_qp *qp, const struct ibv_qp_init_attr_ex *attr);
+void sr_qp_ex_free(struct sr_qp *qp);
+int ibv_destroy_qp_1_1(struct ibv_qp *qp);
 /* SRQ ops (srq.c). */
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);

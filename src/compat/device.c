@@ -132,10 +132,11 @@ static void install_ops(struct sr_context *ctx)
 	ops->post_recv = sr_post_recv;
 	ops->post_srq_recv = sr_post_srq_recv;
 	/* Extended ops we support; verbs_get_ctx_op() sees NULL for the
-	 * rest, so ibv_create_cq_ex, ibv_alloc_mw, ... return EOPNOTSUPP. */
+	 * rest, so ibv_alloc_mw, ibv_alloc_dm, ... return EOPNOTSUPP. */
 	ctx->vctx.query_port = sr_query_port_op;
 	ctx->vctx.query_device_ex = sr_query_device_ex_op;
 	ctx->vctx.create_qp_ex = sr_create_qp_ex;
+	ctx->vctx.create_cq_ex = sr_create_cq_ex;
 	ctx->vctx.create_srq_ex = sr_create_srq_ex;   /* XRC/TM: EOPNOTSUPP */
 }
 
@@ -266,10 +267,14 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr)
 	attr->max_srq = (int)cfg->max_srq;
 	attr->max_srq_wr = (int)cfg->max_srq_wr;
 	attr->max_srq_sge = (int)cfg->max_sge;
-	/* No AH/UD, multicast or memory windows yet: zero, so programs
-	 * that check capabilities do not try them. */
-	attr->max_ah = 0;
-	attr->max_mcast_grp = 0;
+	/* UD address handles and multicast (ah.c).  Groups are per rnic
+	 * and QPs per group per rnic, so the total is their product. */
+	attr->max_ah = (int)cfg->max_ah;
+	attr->max_mcast_grp = (int)cfg->max_mcast_grp;
+	attr->max_mcast_qp_attach = (int)cfg->max_mcast_qp_attach;
+	attr->max_total_mcast_qp_attach = (int)(cfg->max_mcast_grp * cfg->max_mcast_qp_attach);
+	/* No memory windows yet: zero, so programs that check capabilities
+	 * do not try them. */
 	attr->max_mw = 0;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;           /* same as rxe */
@@ -295,12 +300,22 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 {
 	struct ibv_device_attr_ex full;
 
+	if (!sr_is_our_context(context) || !attr)
+		return EINVAL;
 	if (input && input->comp_mask)
 		return EINVAL;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
+	/* Every extension left 0 says "not supported", truthfully: no ODP,
+	 * no completion timestamps (completion_timestamp_mask and
+	 * hca_core_clock 0), no TSO/RSS/packet pacing/tag matching/CQ
+	 * moderation, no device memory (max_dm_size 0), no PCI atomics.
+	 * The output comp_mask is 0: no optional field is valid beyond
+	 * those. */
 	memset(&full, 0, sizeof(full));
 	sr_fill_device_attr(to_sr_ctx(context), &full.orig_attr);
+	/* The 64-bit flags repeat the legacy 32 (rdma-core fills both). */
+	full.device_cap_flags_ex = (uint32_t)full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = 1;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	if (attr_size > sizeof(full))

@@ -295,15 +295,10 @@ int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	if (n == 0)
 		return 0;
-	srt_lock(dev);
-	got = rnic_cq_poll(to_sr_cq(ibcq)->cq, n, wc);
-	srt_unlock(dev);
-	/* Trade-off: a busy-polling program (ibv_rc_pingpong, perftest) on a
-	 * loaded machine would otherwise keep the CPU the progress thread
-	 * needs to deliver the very packets it waits for; an empty poll
-	 * gives the CPU away once.  Costs one syscall per empty poll. */
-	if (got == 0)
-		sched_yield();
+	/* An empty CQ makes this thread receive and run timers itself, so a
+	 * busy-polling program needs no hand-off to the progress thread
+	 * (runtime.h, "Who reads the socket"). */
+	got = srt_poll_cq(dev, to_sr_cq(ibcq)->cq, n, wc);
 	return got;
 }
 
@@ -312,9 +307,9 @@ int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct srt_device *dev = dev_of(ibcq->context);
 	int ret;
 
-	srt_lock(dev);
-	ret = rnic_cq_req_notify(to_sr_cq(ibcq)->cq, solicited_only != 0);
-	srt_unlock(dev);
+	/* Also hands the socket back to the progress thread: the program
+	 * is about to sleep. */
+	ret = srt_req_notify_cq(dev, to_sr_cq(ibcq)->cq, solicited_only != 0);
 	return ret;
 }
 
@@ -379,12 +374,15 @@ struct ibv_qp *ibv_create_qp_1_1(struct ibv_pd *pd, struct ibv_qp_init_attr *ini
 }
 SR_EXPORT_1_1(ibv_create_qp);
 
-/* The extended create: only the legacy attributes (plus create_flags 0)
- * are supported; the send-ops API of ibv_qp_ex is not. */
+/* The extended create: the legacy attributes (plus create_flags 0) and
+ * the ibv_qp_ex send-ops API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, qp_ex.c). */
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	bool send_ops;
 	struct ibv_qp *qp;
+	int err;
 
 	if (!attr || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
 	    attr->pd->context != context) {
@@ -396,8 +394,18 @@ struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	send_ops = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (send_ops && (err = sr_qp_ex_check_ops(attr->qp_type, attr->send_ops_flags))) {
+		errno = err;
+		return NULL;
+	}
 	/* ibv_qp_init_attr is the prefix of ibv_qp_init_attr_ex. */
 	qp = create_qp(attr->pd, (struct ibv_qp_init_attr *)attr);
+	if (qp && send_ops && (err = sr_qp_ex_setup(to_sr_qp(qp), attr))) {
+		ibv_destroy_qp_1_1(qp);
+		errno = err;
+		return NULL;
+	}
 	return qp;
 }
 
@@ -480,6 +488,7 @@ int ibv_destroy_qp_1_1(struct ibv_qp *ibqp)
 
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
+	sr_qp_ex_free(qp);
 	free(qp);
 	return 0;
 }
@@ -493,10 +502,8 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	if (!bad)
 		bad = &scratch;
-	srt_lock(dev);
-	ret = rnic_post_send(to_sr_qp(ibqp)->qp, wr, bad, srt_now());
-	srt_unlock(dev);
-	srt_kick(dev);
+	/* Wakes the progress thread only if posting armed an earlier timer. */
+	ret = srt_post_send(dev, to_sr_qp(ibqp)->qp, wr, bad);
 	return ret;
 }
 
@@ -512,14 +519,6 @@ int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	ret = rnic_post_recv(to_sr_qp(ibqp)->qp, wr, bad);
 	srt_unlock(dev);
 	return ret;
-}
-
-/* QPs created here never carry the ibv_qp_ex send-ops API. */
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 /* 0 ("not guaranteed") is always a correct answer; promising in-order

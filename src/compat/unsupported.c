@@ -4,8 +4,8 @@
  * libibverbs.so.1 (rdma-core 44) name for name and version for version.
  *
  * Three groups:
- *  1. Public verbs for objects we do not model yet (AH/UD, multicast,
- *     import of kernel objects, ECE, dma-buf MRs).  They fail cleanly with
+ *  1. Public verbs for objects we do not model yet (import of kernel
+ *     objects, ECE, dma-buf MRs).  They fail cleanly with
  *     the errno the man pages use for "not supported" (EOPNOTSUPP).
  *  2. IBVERBS_1.0 duplicates: in rdma-core these serve binaries linked
  *     around 2006 against the pre-1.1 ABI, whose structs (ibv_device,
@@ -28,51 +28,6 @@
 #include "compat/compat.h"
 
 /* ---- 1. public verbs we do not support ----------------------------------- */
-
-struct ibv_ah *ibv_create_ah_1_1(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	(void)pd; (void)attr;
-	errno = EOPNOTSUPP;   /* no UD transport: max_ah = 0 */
-	return NULL;
-}
-SR_EXPORT_1_1(ibv_create_ah);
-
-int ibv_destroy_ah_1_1(struct ibv_ah *ah)
-{
-	(void)ah;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_destroy_ah);
-
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	(void)context; (void)port_num; (void)wc; (void)grh; (void)ah_attr;
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-				     struct ibv_grh *grh, uint8_t port_num)
-{
-	(void)pd; (void)wc; (void)grh; (void)port_num;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_attach_mcast_1_1(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp; (void)gid; (void)lid;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_attach_mcast);
-
-int ibv_detach_mcast_1_1(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp; (void)gid; (void)lid;
-	return EOPNOTSUPP;
-}
-SR_EXPORT_1_1(ibv_detach_mcast);
 
 /* Import shares kernel objects between processes via the uverbs fd; we
  * have no kernel objects to share. */

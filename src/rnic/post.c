@@ -144,6 +144,13 @@ int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 	return err;
 }
 
+uint32_t rnic_qp_sq_free(const struct rnic_qp *qp)
+{
+	uint32_t used = qp->sq.head - qp->sq.comp;
+
+	return used >= qp->cap.max_send_wr ? 0 : qp->cap.max_send_wr - used;
+}
+
 int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	int err = 0;

@@ -140,8 +140,8 @@ static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 	/* READ and ATOMIC write into local memory; SEND/WRITE only read it. */
 	int access = is_read_or_atomic(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
-	/* A UD message is one packet: longer than the MTU is a local length
-	 * error (IBTA 9.8.1: a UD message is one packet; rxe does the same). */
+	/* A UD message is one packet (IBTA 9.8.1): longer than the MTU is a
+	 * local length error, as in rxe. */
 	if (w->too_long || (qp->type == IBV_QPT_UD && w->length > qp->mtu)) {
 		c->error = IBV_WC_LOC_LEN_ERR;
 		return REQ_LOCAL_ERROR;

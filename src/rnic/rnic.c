@@ -249,11 +249,14 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 uint64_t rnic_next_deadline(const struct rnic *r)
 {
 	uint64_t best = RNIC_NO_DEADLINE;
+	uint32_t seen = 0;
 
-	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+	/* Stops after the last live QP: the runtime asks often. */
+	for (uint32_t i = 0; i < r->cfg.max_qp && seen < r->n_qp; i++) {
 		const struct rnic_qp *qp = r->qps[i];
 		if (!qp)
 			continue;
+		seen++;
 		if (qp->comp.retx_deadline < best)
 			best = qp->comp.retx_deadline;
 		if (qp->req.rnr_until < best)

@@ -197,6 +197,9 @@ int rnic_qp_destroy(struct rnic_qp *qp);
  * inside this call when the QP may send (progress in the caller's thread). */
 int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, uint64_t now);
 int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* Free send-queue slots: how many more WRs rnic_post_send accepts before
+ * ENOMEM, so a caller can post a batch all-or-nothing (ibv_wr_complete). */
+uint32_t rnic_qp_sq_free(const struct rnic_qp *qp);
 
 /* ---- shared receive queues (IBTA 10.2.9) ---------------------------------
  * One pool of receive WQEs that any number of QPs consume from.  create:

@@ -167,29 +167,36 @@ int srt_icrc_solve_id(uint32_t syndrome, size_t bytes_after_id, uint16_t *id)
 	return 1;
 }
 
-int srt_icrc_verify_ipv4(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len,
-			 uint16_t *id_out)
+int srt_icrc_verify_ipv4_hint(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len,
+			      uint16_t hint, uint16_t *id_out)
 {
 	if (ib_len < WIRE_ICRC_LEN || ip->version != 4)
 		return SRT_ICRC_BAD;
 
 	struct wire_ip as_sent = *ip;
-	as_sent.id = 0;
+	as_sent.id = hint;
 	as_sent.df = true;
 
 	size_t covered = ib_len - WIRE_ICRC_LEN;
 	uint32_t received = wire_icrc_load(ib + covered);
 	uint32_t syndrome = received ^ wire_icrc_udp_payload(&as_sent, sport, ib, covered);
-	uint16_t id = 0;
+	uint16_t delta = 0;
 
 	if (syndrome == 0) {
 		if (id_out)
-			*id_out = 0;
+			*id_out = hint;
 		return SRT_ICRC_OK;
 	}
-	if (!srt_icrc_solve_id(syndrome, IPV4_BYTES_AFTER_ID + WIRE_UDP_LEN + covered, &id))
+	/* crc(ID = hint ^ d) ^ crc(ID = hint) = L(d): solve for d. */
+	if (!srt_icrc_solve_id(syndrome, IPV4_BYTES_AFTER_ID + WIRE_UDP_LEN + covered, &delta))
 		return SRT_ICRC_BAD;
 	if (id_out)
-		*id_out = id;
-	return SRT_ICRC_OK_ID;
+		*id_out = (uint16_t)(hint ^ delta);
+	return SRT_ICRC_OK_ID;   /* solved: 16 of the 32 bits checked */
+}
+
+int srt_icrc_verify_ipv4(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len,
+			 uint16_t *id_out)
+{
+	return srt_icrc_verify_ipv4_hint(ip, sport, ib, ib_len, 0, id_out);
 }

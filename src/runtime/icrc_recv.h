@@ -31,6 +31,14 @@ enum srt_icrc_result {
 int srt_icrc_verify_ipv4(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len,
 			 uint16_t *id_out);
 
+/* The same, trying ID `hint` first instead of 0: a sender's UDP GSO burst
+ * gives segment k the ID k (the kernel numbers the segments it cuts from
+ * one datagram), so a receiver that sees the burst whole (UDP GRO) knows
+ * which ID to expect.  SRT_ICRC_OK when `hint` matches (all 32 bits
+ * checked); otherwise as above, the ID solved relative to `hint`. */
+int srt_icrc_verify_ipv4_hint(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len,
+			      uint16_t hint, uint16_t *id_out);
+
 /* The linear-algebra core, exposed for tests: `syndrome` is the received
  * ICRC XOR the ICRC computed with ID 0; `bytes_after_id` the number of bytes
  * of the ICRC'd message that follow the 2-byte ID field.  Returns 1 and the

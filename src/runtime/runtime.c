@@ -4,10 +4,17 @@
  *
  * One device per process, created by the first srt_open and destroyed when
  * the last opener calls srt_close.  The progress thread sleeps in ppoll on
- * the socket and an eventfd (srt_kick, shutdown) until a packet arrives,
- * the rnic's next timer is due, or the 100 ms stats refresh; then it
- * verifies ICRCs (outside the lock), feeds packets to the rnic and fires
- * timers (inside it).
+ * an epoll set holding the socket, and an eventfd (srt_kick, shutdown),
+ * until a packet arrives, the rnic's next timer is due, or the 100 ms
+ * stats refresh; then, under the device lock, it verifies ICRCs, feeds
+ * packets to the rnic and fires timers.  While an application thread
+ * busy-polls a CQ, that thread reads the socket instead and the socket is
+ * taken out of the epoll set (runtime.h, "Who reads the socket").
+ *
+ * Transmit: the rnic's packets are queued (io_xmit) and leave when the
+ * lock is released (srt_unlock), as one sendmmsg with UDP GSO runs
+ * (udp_port.c).  Measured on a 2-core VM, loopback, 64 KiB RDMA WRITEs:
+ * see the numbers in docs/performance.md.
  *
  * The runtime is the non-deterministic shell around the deterministic
  * rnic: it reads the clock, seeds the rnic from pid and time, and owns
@@ -22,11 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "runtime/icrc_recv.h"
+#include "runtime/mcast.h"
 #include "runtime/stats_file.h"
 #include "runtime/udp_port.h"
 
@@ -35,6 +44,16 @@
 #define SRT_STATS_PERIOD_NS (100ull * 1000 * 1000)
 /* Batches read per wake-up before timers get another look. */
 #define SRT_RX_BATCHES_PER_WAKE 8
+/* An application thread that polled an empty CQ reads the socket itself
+ * (runtime.h); if it has not polled for this long, the progress thread
+ * takes the socket back.  Trade-off: a program that polls once and then
+ * spins on memory without arming a notification gets its packets this
+ * much later; shorter means more idle wake-ups of the progress thread. */
+#define SRT_POLL_HANDOFF_NS (1000ull * 1000)
+/* How often a polling application thread scans the rnic's timers (a scan
+ * visits every QP slot).  Far below every timer the rnic arms (delayed
+ * ACK 20 us, retransmit >= 4 us * 2^timeout). */
+#define SRT_APP_TIMER_SCAN_NS (10ull * 1000)
 
 struct srt_hook_slot {
 	bool used;
@@ -45,8 +64,18 @@ struct srt_device {
 	pthread_mutex_t lock;           /* the device lock: guards rnic, hooks */
 	struct rnic *rnic;
 	struct srt_udp udp;
+	struct srt_mcast mcast;         /* group sockets (mcast.h) */
 	struct rnic_gid gid;
 	int wake_fd;                    /* eventfd: srt_kick and shutdown */
+	/* The progress thread waits on ep_fd, which holds the UDP socket
+	 * only while no application thread reads it (app_polling false);
+	 * toggled with epoll_ctl under the device lock, so handing the
+	 * socket over never wakes the thread. */
+	int ep_fd;
+	bool app_polling;               /* under the lock */
+	uint64_t app_poll_ns;           /* last empty poll (atomic) */
+	uint64_t app_timer_scan_ns;     /* under the lock */
+	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
 	pthread_t thread;
 	int stopping;                   /* atomic */
 	int refcount;                   /* guarded by open_lock */
@@ -56,6 +85,7 @@ struct srt_device {
 	/* Written by the progress thread only. */
 	struct srt_stats_writer stats;
 	uint64_t last_publish_ns;
+	/* Under the lock (whoever reads the socket). */
 	uint64_t rx_drop_bad_icrc;
 	uint64_t rx_drop_malformed;     /* truncated or shorter than BTH+ICRC */
 	uint64_t rx_icrc_id_recovered;  /* accepted with a non-zero IPv4 ID   */
@@ -73,7 +103,14 @@ uint64_t srt_now(void)
 }
 
 void srt_lock(struct srt_device *dev) { pthread_mutex_lock(&dev->lock); }
-void srt_unlock(struct srt_device *dev) { pthread_mutex_unlock(&dev->lock); }
+
+/* Packets the rnic produced under the lock leave here, in one batch. */
+void srt_unlock(struct srt_device *dev)
+{
+	if (srt_udp_pending(&dev->udp))
+		srt_udp_flush(&dev->udp);
+	pthread_mutex_unlock(&dev->lock);
+}
 struct rnic *srt_rnic(struct srt_device *dev) { return dev->rnic; }
 const struct rnic_gid *srt_gid(const struct srt_device *dev) { return &dev->gid; }
 const char *srt_name(const struct srt_device *dev) { (void)dev; return SRT_DEVICE_NAME; }
@@ -122,8 +159,9 @@ void srt_remove_hooks(struct srt_device *dev, int handle)
 static void io_xmit(void *ctx, const struct rnic_tx *tx)
 {
 	struct srt_device *dev = ctx;
-	/* Errors are counted in udp.tx_errors; RC retransmission recovers. */
-	(void)srt_udp_send(&dev->udp, tx);
+	/* Queued until srt_unlock.  Errors are counted in udp.tx_errors;
+	 * RC retransmission recovers. */
+	(void)srt_udp_queue(&dev->udp, tx);
 }
 
 static void io_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context)
@@ -142,6 +180,22 @@ static void io_async_event(void *ctx, enum ibv_event_type type, void *user_obj)
 			dev->hooks[i].hooks.async_event(dev->hooks[i].hooks.ctx, type, user_obj);
 }
 
+/* First attach / last detach of a multicast group by a QP of this
+ * process (device lock held): join or leave the IP group, and wake the
+ * progress thread so it polls the new set of sockets. */
+static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
+{
+	struct srt_device *dev = ctx;
+	int e = 0;
+
+	if (join)
+		e = srt_mcast_join(&dev->mcast, dev->udp.addr, mgid);
+	else
+		srt_mcast_leave(&dev->mcast, mgid);
+	srt_kick(dev);
+	return e;
+}
+
 /* ---- progress thread ---------------------------------------------------- */
 
 /* The rnic's counters plus the drops the runtime makes before the rnic
@@ -152,9 +206,9 @@ static void publish_stats(struct srt_device *dev, uint64_t now)
 
 	srt_lock(dev);
 	c = *rnic_counters(dev->rnic);
-	srt_unlock(dev);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
-	c.rx_drop_malformed += dev->rx_drop_malformed;
+	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, now);
 	dev->last_publish_ns = now;
 }
@@ -169,13 +223,18 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	}
 
 	struct wire_ip ip;
+	uint16_t id = 0;
 	memset(&ip, 0, sizeof(ip));
 	ip.version = 4;
 	srt_ipv4_to_gid(p->src, &rx->src);
+	/* The destination the packet carried: our address, or a multicast
+	 * group (IP_PKTINFO); the ICRC covers it. */
+	srt_ipv4_to_gid(p->dst, &rx->dst);
 	memcpy(ip.src, rx->src.raw, 16);
-	memcpy(ip.dst, dev->gid.raw, 16);
+	memcpy(ip.dst, rx->dst.raw, 16);
 
-	int verdict = srt_icrc_verify_ipv4(&ip, p->sport, p->data, p->len, NULL);
+	/* Segment k of a GSO run was sent with IPv4 ID k (udp_port.c). */
+	int verdict = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
 	if (verdict == SRT_ICRC_BAD) {
 		dev->rx_drop_bad_icrc++;
 		return false;
@@ -183,37 +242,138 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	if (verdict == SRT_ICRC_OK_ID)
 		dev->rx_icrc_id_recovered++;
 
-	rx->dst = dev->gid;
 	rx->sport = p->sport;
 	rx->ecn = p->tos & 3;
+	rx->dscp = p->tos >> 2;
+	rx->ttl = p->ttl;
+	rx->ip_id = id;                 /* as the ICRC check recovered it */
+	rx->flow_label = 0;
 	rx->ib = p->data;
 	rx->ib_len = p->len;
 	return true;
 }
 
-/* Read and deliver what is waiting on the socket. */
-static void receive_packets(struct srt_device *dev)
+/* Read and deliver what is waiting on socket `u` (the device's own, or
+ * a multicast group's), device lock held.  Trade-off: the ICRC check runs
+ * under the lock too, so the batch buffer needs no lock of its own and
+ * any thread may receive; it serialises multi-threaded programs a little
+ * more.  Returns the number of packets read. */
+static int receive_packets(struct srt_device *dev, struct srt_udp *u)
 {
+	int total = 0;
+
 	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
-		struct rnic_rx rx[SRT_RX_BATCH];
-		int n = srt_udp_recv(&dev->udp, &dev->batch);
-		int good = 0;
+		int n = srt_udp_recv(u, &dev->batch);
+		uint64_t now;
 
 		if (n <= 0)
-			return;
-		for (int i = 0; i < n; i++)
-			if (accept_datagram(dev, &dev->batch.pkt[i], &rx[good]))
-				good++;
-		if (good) {
-			uint64_t now = srt_now();
-			srt_lock(dev);
-			for (int i = 0; i < good; i++)
-				rnic_receive(dev->rnic, &rx[i], now);
-			srt_unlock(dev);
+			break;
+		now = srt_now();
+		for (int i = 0; i < n; i++) {
+			struct rnic_rx rx;
+			if (accept_datagram(dev, &dev->batch.pkt[i], &rx))
+				rnic_receive(dev->rnic, &rx, now);
 		}
-		if (n < SRT_RX_BATCH)
-			return;
+		total += n;
 	}
+	return total;
+}
+
+/* ---- who reads the socket (runtime.h) --------------------------------------- */
+
+static void socket_to_thread(struct srt_device *dev, bool listen)
+{
+	struct epoll_event ev = { .events = listen ? EPOLLIN : 0, .data.fd = dev->udp.fd };
+
+	(void)epoll_ctl(dev->ep_fd, EPOLL_CTL_MOD, dev->udp.fd, &ev);
+}
+
+static void wake_thread(struct srt_device *dev)
+{
+	uint64_t one = 1;
+	ssize_t n = write(dev->wake_fd, &one, sizeof(one));
+	(void)n;
+}
+
+/* Lock held.  The progress thread reads the socket and runs the timers
+ * again; wake it if a timer armed meanwhile is due before it would wake
+ * by itself (a pending datagram wakes it through ep_fd anyway). */
+static void hand_back(struct srt_device *dev)
+{
+	if (!dev->app_polling)
+		return;
+	dev->app_polling = false;
+	socket_to_thread(dev, true);
+	if (rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE))
+		wake_thread(dev);
+}
+
+/* Lock held: an application thread found its CQ empty; receive what is
+ * waiting and fire due timers in its place. */
+static void drive_from_app(struct srt_device *dev)
+{
+	uint64_t now = srt_now();
+
+	if (!dev->app_polling) {
+		dev->app_polling = true;
+		socket_to_thread(dev, false);
+	}
+	__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
+	receive_packets(dev, &dev->udp);
+	if (now >= dev->app_timer_scan_ns) {
+		uint64_t deadline = rnic_next_deadline(dev->rnic);
+		if (deadline <= now) {
+			rnic_advance(dev->rnic, now);
+			deadline = rnic_next_deadline(dev->rnic);
+		}
+		dev->app_timer_scan_ns = deadline < now + SRT_APP_TIMER_SCAN_NS ? deadline
+										 : now + SRT_APP_TIMER_SCAN_NS;
+	}
+}
+
+int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got;
+
+	srt_lock(dev);
+	got = rnic_cq_poll(cq, n, wc);
+	if (got == 0) {
+		drive_from_app(dev);
+		got = rnic_cq_poll(cq, n, wc);
+	}
+	/* A completion may end the polling (a program that now waits on
+	 * memory, or sleeps): the socket goes back to the progress thread. */
+	if (got > 0)
+		hand_back(dev);
+	srt_unlock(dev);
+	return got;
+}
+
+int srt_req_notify_cq(struct srt_device *dev, struct rnic_cq *cq, bool solicited_only)
+{
+	int ret;
+
+	srt_lock(dev);
+	ret = rnic_cq_req_notify(cq, solicited_only);
+	hand_back(dev);         /* the program is about to sleep */
+	srt_unlock(dev);
+	return ret;
+}
+
+int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	bool wake = false;
+	int ret;
+
+	srt_lock(dev);
+	ret = rnic_post_send(qp, wr, bad, srt_now());
+	/* A polling application thread runs the timers itself. */
+	if (!dev->app_polling)
+		wake = rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE);
+	srt_unlock(dev);
+	if (wake)
+		wake_thread(dev);
+	return ret;
 }
 
 static void drain_eventfd(int fd)
@@ -234,38 +394,62 @@ static void *progress_main(void *arg)
 
 	while (!__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t now = srt_now();
-		uint64_t deadline;
+		uint64_t deadline, wake_at;
+		struct pollfd fds[2 + SRT_MCAST_MAX];
+		struct srt_udp *group[SRT_MCAST_MAX];
+		int ngroups;
 
 		srt_lock(dev);
+		/* An application thread that stopped polling without saying so
+		 * (runtime.h): take the socket back. */
+		if (dev->app_polling &&
+		    now - __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) >= SRT_POLL_HANDOFF_NS) {
+			dev->app_polling = false;
+			socket_to_thread(dev, true);
+		}
+		if (!dev->app_polling)
+			receive_packets(dev, &dev->udp);
 		if (rnic_next_deadline(dev->rnic) <= now)
 			rnic_advance(dev->rnic, now);
 		deadline = rnic_next_deadline(dev->rnic);
+		ngroups = srt_mcast_poll_set(&dev->mcast, fds + 2, group, SRT_MCAST_MAX);
+
+		/* The next stats refresh (a due one is published below). */
+		wake_at = dev->last_publish_ns + SRT_STATS_PERIOD_NS;
+		if (wake_at <= now || wake_at > now + SRT_STATS_PERIOD_NS)
+			wake_at = now + SRT_STATS_PERIOD_NS;
+		if (deadline < wake_at)
+			wake_at = deadline;
+		if (dev->app_polling) {
+			uint64_t handoff = __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) + SRT_POLL_HANDOFF_NS;
+			if (handoff < wake_at)
+				wake_at = handoff;
+		}
+		/* Read by posting threads under the lock (srt_post_send). */
+		__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
 		srt_unlock(dev);
 
 		if (now - dev->last_publish_ns >= SRT_STATS_PERIOD_NS)
 			publish_stats(dev, now);
 
-		uint64_t wait = dev->last_publish_ns + SRT_STATS_PERIOD_NS - now;
-		if (wait > SRT_STATS_PERIOD_NS)
-			wait = SRT_STATS_PERIOD_NS;
-		if (deadline <= now)
-			wait = 0;
-		else if (deadline - now < wait)
-			wait = deadline - now;
-
+		uint64_t wait = wake_at > now ? wake_at - now : 0;
 		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ull),
 				       .tv_nsec = (long)(wait % 1000000000ull) };
-		struct pollfd fds[2] = {
-			{ .fd = dev->udp.fd, .events = POLLIN },
-			{ .fd = dev->wake_fd, .events = POLLIN },
-		};
-		int ready = ppoll(fds, 2, &ts, NULL);
+		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = dev->wake_fd, .events = POLLIN };
+		int ready = ppoll(fds, (nfds_t)(2 + ngroups), &ts, NULL);
 		if (ready <= 0)
 			continue;
 		if (fds[1].revents & POLLIN)
 			drain_eventfd(dev->wake_fd);
-		if (fds[0].revents & POLLIN)
-			receive_packets(dev);
+		/* fds[0]: the socket is read at the top of the loop. */
+		if (ngroups) {
+			srt_lock(dev);
+			for (int i = 0; i < ngroups; i++)
+				if (fds[2 + i].revents & POLLIN)
+					receive_packets(dev, group[i]);
+			srt_unlock(dev);
+		}
 	}
 	return NULL;
 }
@@ -300,9 +484,12 @@ static void destroy_device(struct srt_device *dev)
 		srt_unlock(dev);
 	}
 	srt_stats_remove(&dev->stats);
+	srt_mcast_close_all(&dev->mcast);
 	srt_udp_close(&dev->udp);
 	if (dev->wake_fd >= 0)
 		close(dev->wake_fd);
+	if (dev->ep_fd >= 0)
+		close(dev->ep_fd);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
@@ -320,8 +507,16 @@ static struct srt_device *create_device(void)
 
 	if (!dev)
 		return NULL;
-	pthread_mutex_init(&dev->lock, NULL);
+	/* Adaptive: critical sections are short (a poll, a post), so a
+	 * contending thread spins a little before it sleeps in the kernel. */
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&dev->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	srt_mcast_init(&dev->mcast);
 	dev->wake_fd = -1;
+	dev->ep_fd = -1;
 	dev->owner = getpid();
 	dev->refcount = 1;
 
@@ -339,15 +534,26 @@ static struct srt_device *create_device(void)
 		fprintf(stderr, "softrnic: eventfd: %s\n", strerror(e));
 		goto fail;
 	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = dev->udp.fd };
+	dev->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (dev->ep_fd < 0 || epoll_ctl(dev->ep_fd, EPOLL_CTL_ADD, dev->udp.fd, &ev) != 0) {
+		e = errno;
+		fprintf(stderr, "softrnic: epoll: %s\n", strerror(e));
+		goto fail;
+	}
 
 	struct rnic_config cfg;
 	rnic_config_default(&cfg);
 	cfg.gid = dev->gid;
 	cfg.max_mtu = smaller_mtu(cfg.max_mtu, dev->udp.active_mtu);
+	/* One socket per multicast group (mcast.h). */
+	if (cfg.max_mcast_grp > SRT_MCAST_MAX)
+		cfg.max_mcast_grp = SRT_MCAST_MAX;
 	/* Non-deterministic on purpose: QPNs and keys differ between runs. */
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
+		.mcast = io_mcast,
 	};
 	dev->rnic = rnic_create(&cfg, &io);
 	if (!dev->rnic) {
@@ -384,7 +590,9 @@ struct srt_device *srt_open(void)
 	 * memory is left alone). */
 	if (the_device && the_device->owner != getpid()) {
 		srt_udp_close(&the_device->udp);
+		srt_mcast_close_all(&the_device->mcast);
 		close(the_device->wake_fd);
+		close(the_device->ep_fd);
 		the_device = NULL;
 	}
 	if (the_device) {

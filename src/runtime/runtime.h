@@ -16,6 +16,16 @@
  * (srt_lock/srt_unlock).  The progress thread receives packets, fires
  * timers and publishes counters; application threads post and poll under
  * the same lock, and posting sends directly from the caller's thread.
+ * Packets the rnic produces while the lock is held are queued and leave
+ * in one batch (sendmmsg, UDP GSO) when srt_unlock releases it.
+ *
+ * Who reads the socket: an application thread that polls an empty CQ
+ * (srt_poll_cq) reads the socket itself, without blocking, and the
+ * progress thread stops listening to it, so a busy-polling program needs
+ * no thread hand-off per packet.  The progress thread takes the socket
+ * back when that thread's poll finds a completion (it may now stop
+ * polling), when it arms a CQ notification (srt_req_notify_cq: it is
+ * about to sleep), or when it has not polled for SRT_POLL_HANDOFF_NS.
  */
 #ifndef SOFTRNIC_RUNTIME_H
 #define SOFTRNIC_RUNTIME_H
@@ -53,6 +63,17 @@ uint64_t srt_now(void);
 /* Call after posting with the lock released: lets the progress thread
  * re-read rnic_next_deadline. */
 void srt_kick(struct srt_device *dev);
+
+/* The data-path verbs with the progress model above (each takes and
+ * releases the device lock).  srt_poll_cq: rnic_cq_poll, and if the CQ is
+ * empty, receive and fire due timers in the caller's thread and poll
+ * again.  srt_req_notify_cq: rnic_cq_req_notify, and hand the socket
+ * back to the progress thread.  srt_post_send: rnic_post_send, then wake
+ * the progress thread only if posting armed a timer earlier than the one
+ * it sleeps towards. */
+int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc *wc);
+int srt_req_notify_cq(struct srt_device *dev, struct rnic_cq *cq, bool solicited_only);
+int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 
 /* Our address as an IPv4-mapped GID, and the name ("softrnic0"). */
 const struct rnic_gid *srt_gid(const struct srt_device *dev);

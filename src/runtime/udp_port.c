@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -185,22 +186,55 @@ static int try_bind(struct srt_udp *u, struct in_addr addr)
 	return 0;
 }
 
+int srt_udp_rx_options(int fd)
+{
+	/* TOS (ECN, DSCP), TTL and the destination address of every
+	 * datagram: the rnic reports them in a UD receive's GRH. */
+	if (set_int_option(fd, IPPROTO_IP, IP_RECVTOS, 1) ||
+	    set_int_option(fd, IPPROTO_IP, IP_RECVTTL, 1) ||
+	    set_int_option(fd, IPPROTO_IP, IP_PKTINFO, 1))
+		return errno;
+	return 0;
+}
+
 /* DF on every datagram (hence IPv4 ID 0, see the top of this file), TTL
  * 64, report the received TOS byte, generous buffers. */
-static int configure_socket(int fd)
+static int configure_socket(struct srt_udp *u)
 {
+	int fd = u->fd;
+	const char *env_gso = getenv("SOFTRNIC_GSO");
+
 	if (set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
 	    set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ||
-	    set_int_option(fd, IPPROTO_IP, IP_RECVTOS, 1))
+	    srt_udp_rx_options(fd))
 		return errno;
-	/* UDP checksum 0, as kernel rxe sends: RoCEv2 relies on the ICRC
-	 * (A17.4.2: a zero UDP checksum is allowed for RoCEv2).  Also keeps
-	 * captures on lo clean, where checksum offload leaves partial sums. */
-	if (set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1))
+	/* Batching: UDP GSO (one send for a run of packets, cut by the kernel
+	 * or the NIC) and GRO (such runs received whole).  Trade-off: Linux
+	 * refuses GSO on a socket without UDP checksums, so with GSO our
+	 * datagrams carry a real UDP checksum (A17.4.2 allows either; rxe
+	 * and we accept both; on lo it is offloaded and costs nothing), and a
+	 * capture on lo shows a GSO run as one large datagram.
+	 * SOFTRNIC_GSO=0 restores one datagram per packet with checksum 0,
+	 * exactly as kernel rxe sends. */
+	u->gso = !(env_gso && !strcmp(env_gso, "0")) && set_int_option(fd, SOL_UDP, UDP_SEGMENT, 0) == 0;
+	u->gro = u->gso && set_int_option(fd, SOL_UDP, UDP_GRO, 1) == 0;
+	/* UDP checksum 0 otherwise, as kernel rxe sends: RoCEv2 relies on the
+	 * ICRC (A17.4.2).  Also keeps captures on lo clean, where checksum
+	 * offload leaves partial sums. */
+	if (!u->gso && set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1))
 		return errno;
-	/* Best effort: the kernel caps these at net.core.[rw]mem_max. */
-	(void)set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20);
-	(void)set_int_option(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20);
+	/* Generous buffers: a full send window of every QP fits.  As root
+	 * the *BUFFORCE variants pass net.core.[rw]mem_max; otherwise the
+	 * kernel caps the request there. */
+	if (set_int_option(fd, SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20))
+		(void)set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 16 << 20);
+	if (set_int_option(fd, SOL_SOCKET, SO_SNDBUFFORCE, 16 << 20))
+		(void)set_int_option(fd, SOL_SOCKET, SO_SNDBUF, 16 << 20);
+	u->txq = malloc(sizeof(*u->txq));
+	if (!u->txq)
+		return ENOMEM;
+	u->txq->n = 0;
+	u->txq->used = 0;
 	return 0;
 }
 
@@ -265,12 +299,15 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 	if (e)
 		return e;
 
-	e = configure_socket(u->fd);
+	e = configure_socket(u);
 	if (e) {
 		snprintf(err, errlen, "socket options: %s", strerror(e));
 		srt_udp_close(u);
 		return e;
 	}
+	/* Multicast sends (UD to a group, mcast.c) leave through the
+	 * interface of our address; best effort, unicast does not need it. */
+	(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	lookup_interface(u);
 	return 0;
 }
@@ -280,6 +317,8 @@ void srt_udp_close(struct srt_udp *u)
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
+	free(u->txq);
+	u->txq = NULL;
 }
 
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
@@ -353,20 +392,262 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	return 0;
 }
 
+/* ---- batched transmit ---------------------------------------------------- */
+
+int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
+{
+	struct srt_tx_queue *q = u->txq;
+	struct in_addr dst;
+
+	if (!q)
+		return srt_udp_send(u, tx);
+	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || tx->ib_len > WIRE_MAX_IB_PACKET ||
+	    !srt_gid_to_ipv4(&tx->dst, &dst)) {
+		u->tx_unroutable++;
+		return EINVAL;
+	}
+	if (q->n == SRT_TX_MAX_PKTS || q->used + tx->ib_len > SRT_TX_BUF_BYTES)
+		srt_udp_flush(u);
+
+	struct srt_tx_slot *slot = &q->slot[q->n++];
+	slot->dst = dst;
+	slot->tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3));
+	slot->ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
+	slot->off = (uint32_t)q->used;
+	slot->len = (uint32_t)tx->ib_len;
+	/* The ICRC bytes are filled at flush time, when the packet's place
+	 * in a GSO run (hence its IPv4 ID) is known. */
+	memcpy(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
+	/* Keep every packet 4-byte aligned (its headers are read as such by
+	 * nobody, but the CRC code runs faster on aligned data). */
+	q->used += (tx->ib_len + 3u) & ~3u;
+	return 0;
+}
+
+/* Most bytes one UDP datagram carries (65535 - IPv4 20 - UDP 8), and the
+ * most segments one GSO send may have (the kernel's UDP_MAX_SEGMENTS is
+ * 64 on older kernels). */
+#define SRT_GSO_MAX_BYTES 65507u
+#define SRT_GSO_MAX_SEGS 64u
+
+static bool same_flow(const struct srt_tx_slot *a, const struct srt_tx_slot *b)
+{
+	return a->dst.s_addr == b->dst.s_addr && a->tos == b->tos && a->ttl == b->ttl;
+}
+
+/* How many packets from `first` form one send: a run to one destination
+ * whose packets are all as long as the first, except that the last may
+ * be shorter (the UDP GSO rule).  The run must be contiguous in buf: it
+ * is, as RoCE packets are padded to 4 bytes (IBTA 9.2: PadCnt) and slots
+ * are 4-byte aligned; an odd length (not a valid packet) goes alone. */
+static unsigned gso_run(const struct srt_tx_queue *q, unsigned first, bool gso)
+{
+	const struct srt_tx_slot *s0 = &q->slot[first];
+	uint32_t seg = s0->len, total = seg;
+	unsigned n = 1;
+
+	if (!gso || (seg & 3u))
+		return 1;
+	while (first + n < q->n && n < SRT_GSO_MAX_SEGS) {
+		const struct srt_tx_slot *s = &q->slot[first + n];
+		if (!same_flow(s0, s) || s->len > seg || total + s->len > SRT_GSO_MAX_BYTES)
+			break;
+		if (s->len < seg) {
+			/* A shorter packet ends the run, unless it starts a run
+			 * of its own (WRITE_FIRST with its RETH is longer than
+			 * the MIDDLEs after it: send it alone). */
+			const struct srt_tx_slot *next = first + n + 1 < q->n ? &q->slot[first + n + 1] : NULL;
+			if (n == 1 && next && same_flow(s, next) && next->len == s->len)
+				break;
+			n++;
+			break;
+		}
+		total += s->len;
+		n++;
+	}
+	return n;
+}
+
+/* The ICRC of every packet of a run: segment k leaves with IPv4 ID k (the
+ * kernel numbers the datagrams it cuts from one GSO send from the ID of
+ * the send, which is 0 for a DF datagram on an unconnected socket; see
+ * the top of this file). */
+static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, unsigned first, unsigned n)
+{
+	struct wire_ip ip;
+
+	memset(&ip, 0, sizeof(ip));
+	ip.version = 4;
+	ip.df = true;
+	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
+	for (unsigned k = 0; k < n; k++) {
+		struct srt_tx_slot *s = &q->slot[first + k];
+		uint8_t *pkt = q->buf + s->off;
+		size_t covered = s->len - WIRE_ICRC_LEN;
+
+		ip.id = n > 1 ? (uint16_t)k : 0;
+		ip.ttl = s->ttl;
+		ip.dscp = s->tos >> 2;
+		ip.ecn = s->tos & 3;
+		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
+		wire_icrc_store(pkt + covered, wire_icrc_udp_payload(&ip, SRT_UDP_SPORT, pkt, covered));
+	}
+}
+
+/* Control messages of one send: GSO segment size, TOS, TTL. */
+union srt_tx_control {
+	char buf[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int)) * 2];
+	struct cmsghdr align;
+};
+
+static void build_control(struct msghdr *m, union srt_tx_control *c, const struct srt_tx_slot *s, unsigned nseg)
+{
+	struct cmsghdr *h;
+	size_t len = 0;
+
+	m->msg_control = c->buf;
+	m->msg_controllen = sizeof(c->buf);
+	h = CMSG_FIRSTHDR(m);
+	if (nseg > 1) {
+		uint16_t seg = (uint16_t)s->len;
+		h->cmsg_level = SOL_UDP;
+		h->cmsg_type = UDP_SEGMENT;
+		h->cmsg_len = CMSG_LEN(sizeof(seg));
+		memcpy(CMSG_DATA(h), &seg, sizeof(seg));
+		len += CMSG_SPACE(sizeof(seg));
+		h = CMSG_NXTHDR(m, h);
+	}
+	if (s->tos) {
+		int tos = s->tos;
+		h->cmsg_level = IPPROTO_IP;
+		h->cmsg_type = IP_TOS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &tos, sizeof(int));
+		len += CMSG_SPACE(sizeof(int));
+		h = CMSG_NXTHDR(m, h);
+	}
+	if (s->ttl != SRT_DEFAULT_TTL) {
+		int ttl = s->ttl;
+		h->cmsg_level = IPPROTO_IP;
+		h->cmsg_type = IP_TTL;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &ttl, sizeof(int));
+		len += CMSG_SPACE(sizeof(int));
+	}
+	m->msg_controllen = len;
+	if (!len)
+		m->msg_control = NULL;
+}
+
+unsigned srt_udp_flush(struct srt_udp *u)
+{
+	struct srt_tx_queue *q = u->txq;
+	struct mmsghdr msgs[SRT_TX_MAX_PKTS];
+	struct iovec iov[SRT_TX_MAX_PKTS];
+	struct sockaddr_in sin[SRT_TX_MAX_PKTS];
+	union srt_tx_control control[SRT_TX_MAX_PKTS];
+	unsigned npkts[SRT_TX_MAX_PKTS];
+	unsigned nmsg = 0, lost = 0;
+
+	if (!q || !q->n)
+		return 0;
+	for (unsigned i = 0; i < q->n;) {
+		unsigned n = gso_run(q, i, u->gso);
+		const struct srt_tx_slot *s = &q->slot[i];
+		const struct srt_tx_slot *last = &q->slot[i + n - 1];
+
+		fill_icrcs(u, q, i, n);
+		memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
+		sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
+						  .sin_addr = s->dst };
+		iov[nmsg].iov_base = q->buf + s->off;
+		iov[nmsg].iov_len = last->off + last->len - s->off;
+		msgs[nmsg].msg_hdr.msg_name = &sin[nmsg];
+		msgs[nmsg].msg_hdr.msg_namelen = sizeof(sin[nmsg]);
+		msgs[nmsg].msg_hdr.msg_iov = &iov[nmsg];
+		msgs[nmsg].msg_hdr.msg_iovlen = 1;
+		build_control(&msgs[nmsg].msg_hdr, &control[nmsg], s, n);
+		npkts[nmsg] = n;
+		if (n > 1)
+			u->tx_gso_sends++;
+		nmsg++;
+		i += n;
+	}
+	u->tx_sends += nmsg;
+
+	/* A message the kernel refuses is lost (RC retransmission recovers
+	 * it); a full socket buffer loses the rest, like a full NIC queue. */
+	for (unsigned sent = 0; sent < nmsg;) {
+		int r = sendmmsg(u->fd, &msgs[sent], nmsg - sent, MSG_DONTWAIT);
+		if (r > 0) {
+			sent += (unsigned)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+			for (; sent < nmsg; sent++)
+				lost += npkts[sent];
+			break;
+		}
+		lost += npkts[sent++];
+	}
+	u->tx_errors += lost;
+	q->n = 0;
+	q->used = 0;
+	return lost;
+}
+
+/* ---- receive --------------------------------------------------------------- */
+
+/* Split datagram `i` of a receive into packets: `seg` bytes each (the GRO
+ * segment size; 0 = one packet). */
+static int split_datagram(struct srt_rx_batch *b, int np, const struct srt_rx_pkt *proto, uint8_t *data,
+			  size_t len, size_t seg)
+{
+	uint16_t k = 0;
+
+	if (!seg || seg >= len) {
+		b->pkt[np] = *proto;
+		b->pkt[np].data = data;
+		b->pkt[np].len = len;
+		b->pkt[np].seg_index = 0;
+		return np + 1;
+	}
+	for (size_t off = 0; off < len; off += seg, k++) {
+		if (k == SRT_RX_MAX_SEGS) {
+			b->dropped += (uint32_t)((len - off + seg - 1) / seg);
+			break;
+		}
+		b->pkt[np] = *proto;
+		b->pkt[np].data = data + off;
+		b->pkt[np].len = len - off < seg ? len - off : seg;
+		b->pkt[np].seg_index = k;
+		np++;
+	}
+	return np;
+}
+
 int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 {
 	struct mmsghdr msgs[SRT_RX_BATCH];
 	struct iovec iov[SRT_RX_BATCH];
 	struct sockaddr_in from[SRT_RX_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) * 3 + CMSG_SPACE(sizeof(struct in_pktinfo))];
 		struct cmsghdr align;
 	} control[SRT_RX_BATCH];
+	/* With GRO a datagram may be a 64 KiB run of packets. */
+	int nmsg = u->gro ? SRT_RX_GRO_MSGS : SRT_RX_BATCH;
+	size_t bufsz = u->gro ? SRT_RX_GRO_MSG_BYTES : SRT_RX_BUFSZ;
+	int np = 0;
 
+	_Static_assert(SRT_RX_BATCH * SRT_RX_BUFSZ <= SRT_RX_BUF_BYTES, "receive buffer");
+	_Static_assert(SRT_RX_BATCH <= SRT_RX_PKTS, "receive descriptors");
 	memset(msgs, 0, sizeof(msgs));
-	for (int i = 0; i < SRT_RX_BATCH; i++) {
-		iov[i].iov_base = b->buf[i];
-		iov[i].iov_len = SRT_RX_BUFSZ;
+	for (int i = 0; i < nmsg; i++) {
+		iov[i].iov_base = b->buf + (size_t)i * bufsz;
+		iov[i].iov_len = bufsz;
 		msgs[i].msg_hdr.msg_name = &from[i];
 		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -374,23 +655,42 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 		msgs[i].msg_hdr.msg_control = control[i].buf;
 		msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
 	}
-	int n = recvmmsg(u->fd, msgs, SRT_RX_BATCH, MSG_DONTWAIT, NULL);
+	int n = recvmmsg(u->fd, msgs, (unsigned)nmsg, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
 
+	b->dropped = 0;
 	for (int i = 0; i < n; i++) {
-		struct srt_rx_pkt *p = &b->pkt[i];
+		struct srt_rx_pkt p;
 		struct msghdr *h = &msgs[i].msg_hdr;
+		size_t seg = 0;
 
-		p->data = b->buf[i];
-		p->len = msgs[i].msg_len;
-		p->truncated = (h->msg_flags & MSG_TRUNC) != 0;
-		p->src = from[i].sin_addr;
-		p->sport = ntohs(from[i].sin_port);
-		p->tos = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
-			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
-				p->tos = *(const uint8_t *)CMSG_DATA(c);
+		memset(&p, 0, sizeof(p));
+		p.truncated = (h->msg_flags & MSG_TRUNC) != 0;
+		p.src = from[i].sin_addr;
+		p.sport = ntohs(from[i].sin_port);
+		p.dst = u->addr;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+				int gso_size;
+				memcpy(&gso_size, CMSG_DATA(c), sizeof(gso_size));
+				seg = gso_size > 0 ? (size_t)gso_size : 0;
+			}
+			if (c->cmsg_level != IPPROTO_IP)
+				continue;
+			if (c->cmsg_type == IP_TOS) {
+				p.tos = *(const uint8_t *)CMSG_DATA(c);
+			} else if (c->cmsg_type == IP_TTL) {
+				int ttl;
+				memcpy(&ttl, CMSG_DATA(c), sizeof(ttl));
+				p.ttl = (uint8_t)ttl;
+			} else if (c->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				p.dst = pi.ipi_addr;
+			}
+		}
+		np = split_datagram(b, np, &p, iov[i].iov_base, msgs[i].msg_len, p.truncated ? 0 : seg);
 	}
-	return n;
+	return np;
 }

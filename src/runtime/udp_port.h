@@ -33,6 +33,14 @@ struct srt_udp {
 	enum ibv_mtu active_mtu;        /* largest IB MTU that fits       */
 	uint64_t tx_errors;             /* sendmsg failures (packet lost) */
 	uint64_t tx_unroutable;         /* destination GID not IPv4       */
+	/* Batching (srt_udp_queue / srt_udp_flush).  gso: runs of equal-sized
+	 * packets to one destination leave as one UDP GSO send; gro: the
+	 * socket takes such runs whole (UDP_GRO).  Both on unless the kernel
+	 * lacks them or SOFTRNIC_GSO=0. */
+	bool gso, gro;
+	struct srt_tx_queue *txq;       /* NULL: every packet sent at once */
+	uint64_t tx_sends;              /* send system-call messages       */
+	uint64_t tx_gso_sends;          /* ... of which carried > 1 packet */
 };
 
 /* Bind UDP 4791 as configured by the environment (see runtime.h).  Returns
@@ -51,27 +59,73 @@ void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid);
  * counted in tx_errors; RC retransmission recovers it). */
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx);
 
+/* Queue one packet for the next srt_udp_flush (copied: tx->ib is only
+ * valid during the rnic's call).  Flushes first when the queue is full.
+ * Errors as for srt_udp_send. */
+int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx);
+/* Send everything queued: ICRCs computed, equal-sized runs to one
+ * destination coalesced into UDP GSO sends, one sendmmsg.  Returns the
+ * number of packets lost (counted in tx_errors). */
+unsigned srt_udp_flush(struct srt_udp *u);
+
 /* The UDP source port every packet carries (see udp_port.c). */
 #define SRT_UDP_SPORT WIRE_ROCEV2_UDP_PORT
 
-/* A batch of received datagrams. */
+/* The transmit queue: packets stored back to back with their ICRC room. */
+#define SRT_TX_MAX_PKTS 192
+#define SRT_TX_BUF_BYTES (SRT_TX_MAX_PKTS * (WIRE_MAX_IB_PACKET + 8))
+struct srt_tx_slot {
+	struct in_addr dst;
+	uint8_t tos, ttl;
+	uint32_t off, len;              /* in buf; len includes the ICRC  */
+};
+struct srt_tx_queue {
+	unsigned n;
+	size_t used;
+	struct srt_tx_slot slot[SRT_TX_MAX_PKTS];
+	uint8_t buf[SRT_TX_BUF_BYTES];
+};
+static inline bool srt_udp_pending(const struct srt_udp *u)
+{
+	return u->txq && u->txq->n;
+}
+
+/* A batch of received packets.  Without GRO: up to SRT_RX_BATCH
+ * datagrams of up to SRT_RX_BUFSZ bytes.  With GRO: up to SRT_RX_GRO_MSGS
+ * datagrams of up to 64 KiB, each a run of segments (packets) that a
+ * sender's GSO made, or the kernel coalesced; SRT_RX_MAX_SEGS per
+ * datagram at most (the kernel's own GRO limit), more are dropped. */
 #define SRT_RX_BATCH 16
 #define SRT_RX_BUFSZ (WIRE_MAX_IB_PACKET + 64)
+#define SRT_RX_GRO_MSGS 4
+#define SRT_RX_GRO_MSG_BYTES 65536u
+#define SRT_RX_BUF_BYTES (SRT_RX_GRO_MSGS * SRT_RX_GRO_MSG_BYTES)
+#define SRT_RX_MAX_SEGS 64
+#define SRT_RX_PKTS (SRT_RX_GRO_MSGS * SRT_RX_MAX_SEGS)
 struct srt_rx_pkt {
 	size_t len;
 	bool truncated;                 /* larger than SRT_RX_BUFSZ        */
 	struct in_addr src;
+	struct in_addr dst;             /* IP destination (IP_PKTINFO): our
+	                                   address or a multicast group    */
 	uint16_t sport;
 	uint8_t tos;                    /* DSCP | ECN as received          */
+	uint8_t ttl;                    /* IP TTL as received (IP_RECVTTL) */
+	uint16_t seg_index;             /* position in a GRO'd datagram: the
+	                                   IPv4 ID a GSO sender gave it    */
 	uint8_t *data;
 };
 struct srt_rx_batch {
-	struct srt_rx_pkt pkt[SRT_RX_BATCH];
-	uint8_t buf[SRT_RX_BATCH][SRT_RX_BUFSZ];
+	uint32_t dropped;               /* segments past SRT_RX_MAX_SEGS   */
+	struct srt_rx_pkt pkt[SRT_RX_PKTS];
+	uint8_t buf[SRT_RX_BUF_BYTES];
 };
 
-/* Receive up to SRT_RX_BATCH datagrams without blocking.  Returns the
- * number received (0 if none are waiting) or -errno. */
+/* Receive what is waiting without blocking, split into packets.  Returns
+ * the number of packets (0 if none are waiting) or -errno. */
 int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b);
+/* The receive options srt_udp_recv relies on (TOS, TTL, destination
+ * address); also used for the multicast sockets (mcast.c).  0 or errno. */
+int srt_udp_rx_options(int fd);
 
 #endif

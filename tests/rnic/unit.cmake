@@ -1,7 +1,7 @@
 # unit.cmake — the rnic layer's own tests (owned by rnic, included by
 # tests/rnic/CMakeLists.txt).  They need only wire + rnic, not ports/pair.
 if(TARGET softrnic_rnic)
-  foreach(t unit_loop)
+  foreach(t unit_loop unit_srq unit_ud)
     add_executable(rnic_${t} ${t}.c)
     target_link_libraries(rnic_${t} PRIVATE softrnic_rnic)
     add_test(NAME rnic_${t} COMMAND rnic_${t})

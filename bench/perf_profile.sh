@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# perf_profile.sh — where softrnic's time goes under perftest.  A companion
+# of perf_compare.sh (which measures how fast); this one says why.
+#
+#   bench/perf_profile.sh [BUILD_DIR] [--out DIR]
+#
+# Profiles two runs over loopback, server and client each recorded on its
+# own: ib_write_bw at 64 KiB (the bandwidth path) and ib_send_lat at 2 bytes
+# (the latency path).  With a usable `perf` (cpu-clock sampling: works in
+# VMs without hardware counters) it samples user and kernel code; without
+# one it falls back to valgrind --tool=callgrind (instruction counts, user
+# code only, and far slower, so the runs are shortened).
+#
+# For each run it prints the top symbols and a breakdown of the samples
+# into buckets: kernel UDP/IP stack, syscall entry/exit, scheduler and
+# wakeups, copies, ICRC (libdeflate CRC-32), locking, softrnic's transport
+# (the rest of libibverbs.so.1), the application.  The bucket rules are
+# regular expressions on symbol names (bucket_of below): a heuristic, good
+# for proportions, not a cycle-exact accounting.
+#
+# Last, an strace -c of one short ib_write_bw client, next to the device's
+# packet counters: how many syscalls each packet costs.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build="" out=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) shift; out=${1:-} ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	*) build=$1 ;;
+	esac
+	shift
+done
+build=$(realpath "${build:-$repo/build}")
+lib=$build/lib
+[ -e "$lib/libibverbs.so.1" ] || { echo "perf_profile: no $lib/libibverbs.so.1" >&2; exit 1; }
+out=${out:-$(mktemp -d /tmp/perf_profile.XXXXXX)}
+mkdir -p "$out"
+
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in $(jobs -p); do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+trap 'echo "perf_profile: interrupted" >&2; exit 130' INT TERM
+
+tool_mode=callgrind
+if perf record -q -e cpu-clock -o "$out/probe.data" -- true >/dev/null 2>&1; then
+	tool_mode=perf
+fi
+rm -f "$out/probe.data"
+echo "perf_profile: using $tool_mode; output in $out"
+
+port=$((30000 + RANDOM % 30000))
+wait_listen() {
+	for _ in $(seq 400); do
+		[ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# profiler NAME SIDE: sets prof=(the command prefix that runs a program
+# under the chosen profiler, output $out/NAME.SIDE.*).
+profiler() {
+	if [ "$tool_mode" = perf ]; then
+		prof=(perf record -q -e cpu-clock -F 1999 -o "$out/$1.$2.data" -- env LD_LIBRARY_PATH="$lib")
+	else
+		prof=(env LD_LIBRARY_PATH="$lib" valgrind -q --tool=callgrind --callgrind-out-file="$out/$1.$2.callgrind")
+	fi
+}
+
+# pair NAME TOOL ARGS...: a profiled server and client.
+pair() {
+	local name=$1 tool=$2 prof; shift 2
+	port=$((port + 1))
+	profiler "$name" srv
+	timeout -k 3 240 "${prof[@]}" "$tool" -x 0 -F -p "$port" "$@" >"$out/$name.srv.log" 2>&1 &
+	local srv=$!
+	wait_listen "$port" || { echo "perf_profile: $name server did not start" >&2; return 1; }
+	profiler "$name" cli
+	timeout -k 3 240 "${prof[@]}" "$tool" -x 0 -F -p "$port" "$@" 127.0.0.1 >"$out/$name.cli.log" 2>&1
+	local rc=$?
+	wait "$srv"
+	echo "  $name: client rc=$rc; $(awk '/#bytes/ { getline; print; exit }' "$out/$name.cli.log")"
+}
+
+# Symbol -> bucket.  Order matters: the first rule that matches wins.
+bucket_awk='
+function bucket(dso, sym) {
+	if (sym ~ /memcpy|memmove|copy_user|rep_movs|copy_to_iter|copy_from_iter|copy_page|csum_partial_copy|skb_copy_datagram/) return "copies (user memcpy + kernel copy to/from user)"
+	if (dso ~ /libdeflate/ || sym ~ /crc32/) return "ICRC (libdeflate CRC-32)"
+	if (sym ~ /pthread_mutex|lll_lock|lll_unlock|futex/) return "locking (pthread mutex, futex)"
+	if (sym ~ /sched_yield|do_sched_yield|schedule|finish_task_switch|pick_next|try_to_wake_up|enqueue_task|dequeue_task|update_curr|update_load|psi_|ttwu|select_task_rq|set_next_entity|put_prev|switch_mm|__switch_to|context_switch|idle|hrtimer|ppoll|do_poll|poll_schedule|eventfd|ep_poll|__pollwait|remove_wait_queue|add_wait_queue|wake_up|do_select|sock_poll|udp_poll/) return "scheduler, wakeups, poll/eventfd"
+	if (sym ~ /entry_SYSCALL|do_syscall|syscall_exit|syscall_return|exit_to_user|__x64_sys|syscall_enter|__fdget|fput|fget|srso|retbleed|untrain_ret|clear_bhb/ || sym ~ /^(__)?(libc_)?(sendmsg|recvmmsg|write|read|__GI___sendmsg|__libc_sendmsg|__libc_write|__libc_read|__GI___recvmmsg)$/) return "syscall entry/exit"
+	if (dso ~ /kernel/ && sym ~ /udp|ip_|ip4|ipv4|skb|sock|sk_|net_rx|netif|loopback|dev_queue|dev_hard|napi|backlog|kfree|kmem_cache|kmalloc|alloc|page_frag|fib|dst_|neigh|nf_|__dev|xmit|recvmsg|sendmsg|msg|softirq|rcu|lock_sock|release_sock|memcg|__build_skb|gro|rx_|tx_|csum/) return "kernel UDP/IP stack, skb alloc, softirq"
+	if (dso ~ /kernel/) return "kernel, other"
+	if (dso ~ /libibverbs/) return "softrnic transport + verbs (libibverbs.so.1)"
+	if (dso ~ /^ib_|perftest|ibv_/) return "application (perftest)"
+	if (dso ~ /libc/) return "libc, other"
+	return "other"
+}'
+
+# report NAME SIDE: top symbols and buckets of one recording.
+report() {
+	local name=$1 side=$2
+	echo
+	echo "== $name $side"
+	if [ "$tool_mode" = perf ]; then
+		local data=$out/$name.$side.data
+		[ -s "$data" ] || { echo "  (no data)"; return; }
+		perf report -i "$data" --stdio --no-children --sort comm,dso,sym -g none 2>/dev/null \
+			>"$out/$name.$side.report.txt"
+		echo "  threads (share of samples):"
+		perf report -i "$data" --stdio --no-children --sort tid -g none 2>/dev/null |
+			awk '/^ *[0-9.]+%/ { printf "    %s\n", $0 }' | head -6
+		echo "  top symbols:"
+		awk '/^ *[0-9.]+%/ { printf "    %s\n", $0 }' "$out/$name.$side.report.txt" | head -22
+		echo "  buckets:"
+		# Line: "  12.34%  comm  dso  [k] symbol"
+		awk "$bucket_awk"'
+			/^ *[0-9.]+%/ {
+				pct = $1; sub(/%/, "", pct)
+				sym = ""; for (i = 5; i <= NF; i++) sym = sym (i > 5 ? " " : "") $i
+				b = bucket($3, sym); share[b] += pct
+			}
+			END { for (b in share) printf "    %6.2f%%  %s\n", share[b], b }' \
+			"$out/$name.$side.report.txt" | sort -rn
+	else
+		local f=$out/$name.$side.callgrind
+		[ -s "$f" ] || { echo "  (no data)"; return; }
+		callgrind_annotate --inclusive=no "$f" 2>/dev/null >"$out/$name.$side.report.txt"
+		echo "  top functions (instructions, user space only):"
+		awk '/^ *[0-9,]+ \(/ { printf "    %s\n", $0 }' "$out/$name.$side.report.txt" | head -22
+		echo "  buckets:"
+		# Line: "  1,234,567 (12.34%)  file:function [dso]"
+		awk "$bucket_awk"'
+			/^ *[0-9,]+ \(/ {
+				pct = $2; gsub(/[()%]/, "", pct)
+				what = $3; dso = $NF; sym = what; sub(/^.*:/, "", sym)
+				b = bucket(dso, sym); share[b] += pct
+			}
+			END { for (b in share) printf "    %6.2f%%  %s\n", share[b], b }' \
+			"$out/$name.$side.report.txt" | sort -rn
+	fi
+}
+
+if [ "$tool_mode" = perf ]; then
+	write_iters=8000 lat_iters=20000
+else
+	write_iters=300 lat_iters=500
+fi
+echo "profiling ib_write_bw 64 KiB x $write_iters and ib_send_lat 2 B x $lat_iters"
+pair write_bw ib_write_bw -s 65536 -n "$write_iters"
+pair send_lat ib_send_lat -s 2 -n "$lat_iters"
+for r in "write_bw srv" "write_bw cli" "send_lat srv" "send_lat cli"; do
+	# shellcheck disable=SC2086
+	report $r
+done
+
+# Syscalls per packet: strace -c on an ib_write_bw client (requester: all
+# data packets leave from it).  strace slows the process, so the counts, not
+# the times, are the evidence.
+if command -v strace >/dev/null; then
+	echo
+	echo "== syscalls of one ib_write_bw client (64 KiB x 1000), strace -f -c"
+	port=$((port + 1))
+	env LD_LIBRARY_PATH="$lib" timeout -k 3 120 ib_write_bw -x 0 -F -s 65536 -n 1000 -p "$port" \
+		>"$out/strace.srv.log" 2>&1 &
+	srv=$!
+	if wait_listen "$port"; then
+		env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1 timeout -k 3 120 \
+			strace -f -c -o "$out/strace.cli.txt" ib_write_bw -x 0 -F -s 65536 -n 1000 -p "$port" 127.0.0.1 \
+			>"$out/strace.cli.log" 2>&1
+		wait "$srv"
+		grep -o 'tx_packets=[0-9]*\|rx_packets=[0-9]*\|completions=[0-9]*' "$out/strace.cli.log" | tr '\n' ' '
+		echo
+		awk 'NR <= 2 || /sendmsg|recvmmsg|sched_yield|write|read|ppoll|futex|total/' "$out/strace.cli.txt" | head -14
+	fi
+fi
+echo
+echo "perf_profile: raw reports in $out"
