@@ -27,8 +27,10 @@
 #
 # CPU per GiB: user+system time of both processes of a pair (/usr/bin/time,
 # which counts all threads, so softrnic's progress thread too) divided by
-# the bytes moved.  perftest busy-polls its CQ unless -e, so the polling
-# run charges the spinning application thread; the -e row shows the cost
+# the bytes moved.  perftest's fixed cost (set-up and its ~0.2 s clock
+# calibration busy loop per process) is measured with a 5-iteration run
+# and subtracted.  perftest busy-polls its CQ unless -e, so the polling
+# rows charge the spinning application thread; the -e row shows the cost
 # without it.
 #
 # Event-mode idle check: (1) an ibv_rc_pingpong -e server waits 5 s for a
@@ -165,8 +167,9 @@ record() { printf '%s\t%s\n' "$1" "$2" >>"$results"; }
 
 # perftest_pair NAME ROUND TOOL ARGS...: server and client of TOOL over
 # softrnic, both under /usr/bin/time.  Records NAME (MiB/s or usec as
-# perftest reports), NAME.cpu (CPU s per GiB, bandwidth tests only) and
-# NAME.retx (retransmissions seen by either device).
+# perftest reports), NAME.retx (retransmissions seen by either device) and,
+# for bandwidth tests, NAME.cpus (CPU seconds of both processes) and
+# NAME.bytes (bytes moved).
 perftest_pair() {
 	local name=$1 round=$2 tool=$3; shift 3
 	local port base=$out/$name.$round
@@ -202,9 +205,9 @@ perftest_pair() {
 		local bytes iters mibs cpu
 		read -r bytes iters _ mibs _ <<<"$row"
 		record "$name" "$mibs"
-		cpu=$(cat "$base.srv.time" "$base.cli.time" | awk -v b="$bytes" -v n="$iters" \
-			'NF == 3 { s += $2 + $3 } END { if (b * n > 0) printf "%.3f", s / (b * n / 1073741824) }')
-		record "$name.cpu" "$cpu"
+		cpu=$(cat "$base.srv.time" "$base.cli.time" | awk 'NF == 3 { s += $2 + $3 } END { printf "%.3f", s }')
+		record "$name.cpus" "$cpu"
+		record "$name.bytes" "$((bytes * iters))"
 		;;
 	*_lat)
 		# #bytes #iterations t_min t_max t_typical ...
@@ -276,11 +279,19 @@ measurements=(
 	"perftest_pair read_lat  ROUND ib_read_lat -s $lat_size -n $lat_iters"
 	"perftest_pair atomic_lat ROUND ib_atomic_lat -n $lat_iters"
 	"perftest_pair send_bw_ev ROUND ib_send_bw -e -s $bw_size -n $ev_iters"
+	# perftest's fixed CPU cost (set-up, MR registration, and get_cpu_mhz's
+	# ~0.2 s gettimeofday busy loop in each process): the same pair with 5
+	# iterations, subtracted from the CPU of the runs above.
+	"perftest_pair fixed_write ROUND ib_write_bw -s $bw_size -n 5"
+	"perftest_pair fixed_send ROUND ib_send_bw -s $bw_size -n 5"
+	"perftest_pair fixed_read ROUND ib_read_bw -s $bw_size -n 5"
+	"perftest_pair fixed_send_ev ROUND ib_send_bw -e -s $bw_size -n 5"
 )
 
 echo "perf_compare: build $build, $runs round(s)$([ "$quick" = 1 ] && echo ' (quick)'), logs in $out"
 echo "machine: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
 start=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$runs"); do
 	order=("${measurements[@]}")
 	if [ $((round % 2)) = 0 ]; then # every other round backwards
@@ -368,27 +379,38 @@ idle_stopped_peer || echo "  idle check 2 failed (logs $out/idle2.*)" >&2
 
 # ---- report -------------------------------------------------------------------
 
-# median NAME: median of the recorded samples ("-" when none).
+# median NAME: median of the recorded samples ("n/a" when none).
 median() {
 	awk -F'\t' -v n="$1" '$1 == n && $2 != "" { print $2 }' "$results" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 count() { awk -F'\t' -v n="$1" '$1 == n { c++ } END { print c + 0 }' "$results"; }
-# calc EXPR: awk arithmetic on medians; "-" if any operand is missing.
-calc() { case "$*" in *-\ *|*\ -|-) echo "-" ;; *) awk "BEGIN { printf \"%.3f\", $* }" ;; esac; }
+# calc EXPR: awk arithmetic on medians; "n/a" if any operand is missing.
+calc() { case "$*" in *n/a*) echo "n/a" ;; *) awk "BEGIN { printf \"%.3f\", $* }" ;; esac; }
 retx() { awk -F'\t' -v n="$1.retx" '$1 == n { s += $2 } END { print s + 0 }' "$results"; }
+
+# net_cpu NAME FIXED: CPU s per GiB of run NAME, the fixed cost removed.
+net_cpu() {
+	local c f b
+	c=$(median "$1.cpus") f=$(median "$2.cpus") b=$(median "$1.bytes")
+	if [ "$c" = n/a ] || [ "$f" = n/a ] || [ "$b" = n/a ]; then echo n/a; return; fi
+	calc "($c - $f) / ($b / 1073741824)"
+}
+cpu_w=$(net_cpu write_bw fixed_write) cpu_s=$(net_cpu send_bw fixed_send)
+cpu_r=$(net_cpu read_bw fixed_read) cpu_e=$(net_cpu send_bw_ev fixed_send_ev)
+cpu_tcp=$(median iperf3.cpu)
 
 w_bw=$(median write_bw) s_bw=$(median send_bw) r_bw=$(median read_bw) e_bw=$(median send_bw_ev)
 tcp_bw=$(median iperf3)
 w_lat=$(median write_lat) s_lat=$(median send_lat) r_lat=$(median read_lat) a_lat=$(median atomic_lat)
 udp_rtt=$(median udp_rtt) tcp_rtt=$(median tcp_rtt)
 rtt2() { # half round trip -> round trip
-	if [ "$1" = - ]; then echo -; else calc "2 * $1"; fi
+	if [ "$1" = n/a ]; then echo n/a; else calc "2 * $1"; fi
 }
 w_rtt=$(rtt2 "$w_lat") s_rtt=$(rtt2 "$s_lat")
 
 verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
-	[ "$1" = - ] && { echo "no data"; return; }
+	[ "$1" = n/a ] && { echo "no data"; return; }
 	awk -v v="$1" -v op="$2" -v t="$3" -v what="${4:-too slow}" 'BEGIN {
 		ok = (op == ">=") ? v >= t : v <= t
 		if (ok) print "met"
@@ -399,6 +421,7 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 {
 	echo
 	echo "softrnic vs kernel loopback — medians of $runs run(s); $(nproc) CPUs, $(uname -r); $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "load average at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine adds noise)"
 	echo
 	printf '%-36s %12s %8s  %s\n' "measurement" "median" "runs" "notes"
 	printf '%-36s %12s %8s  %s\n' "ib_write_bw 64 KiB [MiB/s]" "$w_bw" "$(count write_bw)" "retransmits $(retx write_bw)"
@@ -412,10 +435,11 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	printf '%-36s %12s %8s  %s\n' "ib_atomic_lat 8 B [usec]" "$a_lat" "$(count atomic_lat)" "t_typical = full RTT"
 	printf '%-36s %12s %8s  %s\n' "sockperf UDP ping-pong RTT [usec]" "$udp_rtt" "$(count udp_rtt)" "--full-rtt, 14 B, p50"
 	printf '%-36s %12s %8s  %s\n' "sockperf TCP ping-pong RTT [usec]" "$tcp_rtt" "$(count tcp_rtt)" "--full-rtt, 14 B, p50"
-	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_write_bw (2 procs)" "$(median write_bw.cpu)" "$(count write_bw.cpu)" "perftest busy-polls"
-	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw (2 procs)" "$(median send_bw.cpu)" "$(count send_bw.cpu)" "perftest busy-polls"
-	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw -e (2 procs)" "$(median send_bw_ev.cpu)" "$(count send_bw_ev.cpu)" "event mode"
-	printf '%-36s %12s %8s  %s\n' "CPU s/GiB iperf3 TCP (2 procs)" "$(median iperf3.cpu)" "$(count iperf3.cpu)" ""
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_write_bw (2 procs)" "$cpu_w" "$(count write_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_write.cpus) s removed"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw (2 procs)" "$cpu_s" "$(count send_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_send.cpus) s removed"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_read_bw (2 procs)" "$cpu_r" "$(count read_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_read.cpus) s removed"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw -e (2 procs)" "$cpu_e" "$(count send_bw_ev.cpus)" "event mode; fixed cost $(median fixed_send_ev.cpus) s removed"
+	printf '%-36s %12s %8s  %s\n' "CPU s/GiB iperf3 TCP (2 procs)" "$cpu_tcp" "$(count iperf3.cpu)" ""
 	echo
 	echo "ratios (targets from the performance issue)"
 	ratio() { # label value op target [what]
@@ -428,8 +452,9 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	ratio "ib_read_lat RTT / ib_write_lat RTT" "$(calc "$r_lat / $w_rtt")" "<=" 1.1
 	printf '%-44s %8s  (as printed: read t_typical / write t_typical; not like for like)\n' \
 		"  ib_read_lat / ib_write_lat, raw" "$(calc "$r_lat / $w_lat")"
-	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$(median write_bw.cpu) / $(median iperf3.cpu)")" "<=" 1.0 "more CPU per byte"
-	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$(median send_bw_ev.cpu) / $(median iperf3.cpu)")" "<=" 1.0 "more CPU per byte"
+	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$cpu_w / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
+	ratio "CPU/GiB ib_send_bw / iperf3" "$(calc "$cpu_s / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
+	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$cpu_e / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
 	echo
 	echo "event-mode idle check (server CPU time and voluntary wakeups, all threads)"
 	read -r st us wk <<<"$idle1"

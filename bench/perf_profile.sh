@@ -67,7 +67,7 @@ wait_listen() {
 # under the chosen profiler, output $out/NAME.SIDE.*).
 profiler() {
 	if [ "$tool_mode" = perf ]; then
-		prof=(perf record -q -e cpu-clock -F 1999 -o "$out/$1.$2.data" -- env LD_LIBRARY_PATH="$lib")
+		prof=(perf record -q -e cpu-clock -c 500000 -o "$out/$1.$2.data" -- env LD_LIBRARY_PATH="$lib")
 	else
 		prof=(env LD_LIBRARY_PATH="$lib" valgrind -q --tool=callgrind --callgrind-out-file="$out/$1.$2.callgrind")
 	fi
@@ -94,9 +94,10 @@ function bucket(dso, sym) {
 	if (sym ~ /memcpy|memmove|copy_user|rep_movs|copy_to_iter|copy_from_iter|copy_page|csum_partial_copy|skb_copy_datagram/) return "copies (user memcpy + kernel copy to/from user)"
 	if (dso ~ /libdeflate/ || sym ~ /crc32/) return "ICRC (libdeflate CRC-32)"
 	if (sym ~ /pthread_mutex|lll_lock|lll_unlock|futex/) return "locking (pthread mutex, futex)"
-	if (sym ~ /sched_yield|do_sched_yield|schedule|finish_task_switch|pick_next|try_to_wake_up|enqueue_task|dequeue_task|update_curr|update_load|psi_|ttwu|select_task_rq|set_next_entity|put_prev|switch_mm|__switch_to|context_switch|idle|hrtimer|ppoll|do_poll|poll_schedule|eventfd|ep_poll|__pollwait|remove_wait_queue|add_wait_queue|wake_up|do_select|sock_poll|udp_poll/) return "scheduler, wakeups, poll/eventfd"
-	if (sym ~ /entry_SYSCALL|do_syscall|syscall_exit|syscall_return|exit_to_user|__x64_sys|syscall_enter|__fdget|fput|fget|srso|retbleed|untrain_ret|clear_bhb/ || sym ~ /^(__)?(libc_)?(sendmsg|recvmmsg|write|read|__GI___sendmsg|__libc_sendmsg|__libc_write|__libc_read|__GI___recvmmsg)$/) return "syscall entry/exit"
-	if (dso ~ /kernel/ && sym ~ /udp|ip_|ip4|ipv4|skb|sock|sk_|net_rx|netif|loopback|dev_queue|dev_hard|napi|backlog|kfree|kmem_cache|kmalloc|alloc|page_frag|fib|dst_|neigh|nf_|__dev|xmit|recvmsg|sendmsg|msg|softirq|rcu|lock_sock|release_sock|memcg|__build_skb|gro|rx_|tx_|csum/) return "kernel UDP/IP stack, skb alloc, softirq"
+	if (dso ~ /vdso/) return "perftest clock calibration (gettimeofday busy loop in get_cpu_mhz; outside the timed loop)"
+	if (sym ~ /sched_yield|schedule|finish_task_switch|pick_next|try_to_wake_up|enqueue_task|dequeue_task|update_curr|update_load|psi_|ttwu|select_task_rq|set_next_entity|put_prev|switch_mm|__switch_to|context_switch|idle|hrtimer|ppoll|do_poll|poll_select|do_sys_poll|poll_schedule|eventfd|ep_poll|__pollwait|remove_wait_queue|add_wait_queue|wake_up|do_select|sock_poll|udp_poll|_raw_spin_unlock_irq|rseq|pv_queued_spin|read_tsc|ktime_get/) return "scheduler, wakeups, poll/eventfd"
+	if (sym ~ /entry_SYSCALL|do_syscall|syscall_exit|syscall_return|exit_to_user|__x64_sys|syscall_enter|fdget|fput|fget|srso|retbleed|untrain_ret|clear_bhb|msghdr|iovec|check_object_size|check_heap_object|check_stack_object|virt_addr_valid|put_user|get_user|move_addr_to_user|put_cmsg|__sys_sendmsg|__sys_recvmsg|___sys_|____sys_|do_recvmmsg|sock_recvmsg|sock_sendmsg/) return "per-syscall cost (entry/exit, msghdr/iovec/cmsg handling)"
+	if (dso ~ /kernel/ && sym ~ /udp|ip_|ip4|ipv4|skb|sock|sk_|net_rx|netif|loopback|dev_queue|dev_hard|napi|backlog|kfree|kmem_cache|kmalloc|alloc|slab|free_frozen|page|fib|dst_|neigh|nf_|__dev|xmit|recvmsg|sendmsg|msg|softirq|bh_|rcu|lock_sock|release_sock|memcg|__build_skb|gro|rx_|tx_|csum|cmsg/) return "kernel UDP/IP stack, skb alloc/free, softirq"
 	if (dso ~ /kernel/) return "kernel, other"
 	if (dso ~ /libibverbs/) return "softrnic transport + verbs (libibverbs.so.1)"
 	if (dso ~ /^ib_|perftest|ibv_/) return "application (perftest)"
@@ -114,9 +115,14 @@ report() {
 		[ -s "$data" ] || { echo "  (no data)"; return; }
 		perf report -i "$data" --stdio --no-children --sort comm,dso,sym -g none 2>/dev/null \
 			>"$out/$name.$side.report.txt"
-		echo "  threads (share of samples):"
-		perf report -i "$data" --stdio --no-children --sort tid -g none 2>/dev/null |
-			awk '/^ *[0-9.]+%/ { printf "    %s\n", $0 }' | head -6
+		# One sample per 0.5 ms of CPU time (-c 500000 ns); the main thread's
+		# id is the process id, the lowest of the process's threads.
+		echo "  CPU time sampled, per thread (lowest id = the application's main thread):"
+		perf script -i "$data" -F tid 2>/dev/null | sort -n | uniq -c |
+			awk '{ n[NR] = $1; t[NR] = $2; all += $1 }
+			     END { for (i = 1; i <= NR; i++)
+			             printf "    tid %-8s %6.2f s  %5.1f%%\n", t[i], n[i] / 2000, 100 * n[i] / all
+			           printf "    total        %6.2f s\n", all / 2000 }'
 		echo "  top symbols:"
 		awk '/^ *[0-9.]+%/ { printf "    %s\n", $0 }' "$out/$name.$side.report.txt" | head -22
 		echo "  buckets:"
@@ -149,8 +155,10 @@ report() {
 }
 
 if [ "$tool_mode" = perf ]; then
+	perf_ok=1
 	write_iters=8000 lat_iters=20000
 else
+	perf_ok=0
 	write_iters=300 lat_iters=500
 fi
 echo "profiling ib_write_bw 64 KiB x $write_iters and ib_send_lat 2 B x $lat_iters"
@@ -160,6 +168,43 @@ for r in "write_bw srv" "write_bw cli" "send_lat srv" "send_lat cli"; do
 	# shellcheck disable=SC2086
 	report $r
 done
+
+# Context switches and CPU per operation: perf stat (software counters,
+# which work without hardware PMU access) on both processes of a pair.
+stat_pair() { # stat_pair FILE ITERS TOOL ARGS...: prints "task_ms context_switches migrations"
+	local f=$1 iters=$2 tool=$3; shift 3
+	port=$((port + 1))
+	timeout -k 3 120 perf stat -x, -e task-clock,context-switches,cpu-migrations -o "$f.srv" -- \
+		env LD_LIBRARY_PATH="$lib" "$tool" -x 0 -F -p "$port" -n "$iters" "$@" >"$f.srv.log" 2>&1 &
+	local srv=$!
+	wait_listen "$port" || return 1
+	timeout -k 3 120 perf stat -x, -e task-clock,context-switches,cpu-migrations -o "$f.cli" -- \
+		env LD_LIBRARY_PATH="$lib" "$tool" -x 0 -F -p "$port" -n "$iters" "$@" 127.0.0.1 >"$f.cli.log" 2>&1
+	wait "$srv"
+	cat "$f.srv" "$f.cli" | awk -F, '$3 == "task-clock" { ms += $1 } $3 == "context-switches" { cs += $1 }
+		$3 == "cpu-migrations" { mig += $1 } END { print ms, cs, mig }'
+}
+# counted NAME ITERS TOOL ARGS...: per-operation CPU and context switches
+# of both processes.  perftest's fixed costs (set-up, and get_cpu_mhz's
+# ~0.2 s gettimeofday busy loop) are measured by a 5-iteration run and
+# subtracted.
+counted() {
+	local name=$1 iters=$2 tool=$3; shift 3
+	local base full
+	base=$(stat_pair "$out/stat.$tool.base" 5 "$tool" "$@") || return 1
+	full=$(stat_pair "$out/stat.$tool.full" "$iters" "$tool" "$@") || return 1
+	awk -v b="$base" -v f="$full" -v n="$iters" -v name="$name" 'BEGIN {
+		split(b, B, " "); split(f, F, " ")
+		printf "  %-20s %8.1f us CPU/op  %6.2f context switches/op  %6.3f migrations/op  (both processes, %d ops; fixed cost %.0f ms CPU subtracted)\n",
+		       name, 1000 * (F[1] - B[1]) / (n - 5), (F[2] - B[2]) / (n - 5), (F[3] - B[3]) / (n - 5), n, B[1] }'
+}
+if [ "$perf_ok" = 1 ]; then
+	echo
+	echo "== per operation, both processes (perf stat)"
+	counted "ib_send_lat 2 B" 20000 ib_send_lat -s 2
+	counted "ib_write_lat 2 B" 20000 ib_write_lat -s 2
+	counted "ib_write_bw 64 KiB" 8000 ib_write_bw -s 65536
+fi
 
 # Syscalls per packet: strace -c on an ib_write_bw client (requester: all
 # data packets leave from it).  strace slows the process, so the counts, not

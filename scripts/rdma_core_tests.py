@@ -74,6 +74,8 @@ def describe_exception(err, suite_dir):
     """One line: 'ExcType: message (at file.py:123 in func)'."""
     etype, value, tb = err
     msg = first_line(''.join(traceback.format_exception_only(etype, value)))
+    # "pyverbs.pyverbs_error.PyverbsRDMAError: ..." -> "PyverbsRDMAError: ..."
+    msg = re.sub(r'^(?:\w+\.)+(?=\w+:)', '', msg)
     where = ''
     # The innermost frame inside the suite says which verb call failed.
     for frame in traceback.extract_tb(tb):

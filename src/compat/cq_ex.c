@@ -51,15 +51,11 @@ static int take_one(struct sr_cq *cq)
 	struct srt_device *dev = to_sr_ctx(cq->ibv.context)->dev;
 	int got;
 
-	srt_lock(dev);
-	got = rnic_cq_poll(cq->cq, 1, &cq->ex_cur);
-	srt_unlock(dev);
-	if (got <= 0) {
-		/* As in sr_poll_cq: a busy-polling program must leave the CPU
-		 * to the progress thread that delivers what it waits for. */
-		sched_yield();
+	/* As in sr_poll_cq: an empty CQ makes this thread receive and run
+	 * timers itself (runtime.h, "Who reads the socket"). */
+	got = srt_poll_cq(dev, cq->cq, 1, &cq->ex_cur);
+	if (got <= 0)
 		return ENOENT;
-	}
 	cq->ibv_ex.status = cq->ex_cur.status;
 	cq->ibv_ex.wr_id = cq->ex_cur.wr_id;
 	return 0;

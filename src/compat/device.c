@@ -12,6 +12,7 @@
  * max_pd) we say so below.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,11 @@ struct ibv_context *ibv_open_device_1_1(struct ibv_device *device)
 
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.context.device = device;
-	ctx->vctx.context.cmd_fd = -1;   /* no kernel: nothing to talk to */
+	/* No kernel to talk to, but programs dup() cmd_fd to share the
+	 * context with ibv_import_device (pyverbs' shared-PD tests): a real
+	 * descriptor lets that reach import's EOPNOTSUPP instead of failing
+	 * on EBADF.  -1 if even /dev/null cannot be opened. */
+	ctx->vctx.context.cmd_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ctx->vctx.context.async_fd = async_fd;
 	ctx->vctx.context.num_comp_vectors = 1;
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -182,6 +187,8 @@ struct ibv_context *ibv_open_device_1_1(struct ibv_device *device)
 		srt_close(ctx->dev);
 		pthread_mutex_destroy(&ctx->async_lock);
 		pthread_mutex_destroy(&ctx->vctx.context.mutex);
+		if (ctx->vctx.context.cmd_fd >= 0)
+			close(ctx->vctx.context.cmd_fd);
 		close(async_fd);
 		free(ctx);
 		errno = err;
@@ -219,6 +226,8 @@ int ibv_close_device_1_1(struct ibv_context *context)
 	srt_close(ctx->dev);
 	sr_async_drain(ctx);
 	close(context->async_fd);
+	if (context->cmd_fd >= 0)
+		close(context->cmd_fd);
 	pthread_mutex_destroy(&ctx->async_lock);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

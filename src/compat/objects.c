@@ -9,11 +9,11 @@
  * verbs pass its answer through unchanged.
  *
  * Posting sends from the caller's thread (the rnic starts transmitting
- * inside rnic_post_send); srt_kick afterwards lets the progress thread see
- * the timers that posting armed.
+ * inside rnic_post_send); srt_post_send wakes the progress thread only
+ * when posting armed a timer it must see.  Polling an empty CQ drives
+ * receive and timers from the caller's thread (srt_poll_cq).
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 

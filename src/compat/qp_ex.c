@@ -178,22 +178,26 @@ static int post_batch(struct sr_qp *qp, struct sr_wr_builder *b)
 {
 	struct srt_device *dev = to_sr_ctx(qp->ibv.context)->dev;
 	struct ibv_send_wr *bad = NULL;
+	uint32_t room;
 	int err;
 
 	err = link_batch(b);
 	if (err)
 		return err;
+	/* The room can only grow between this check and the post (the
+	 * completer retires WRs; ibv_wr_post(3) forbids other posts to this
+	 * QP inside our critical section), so checking under a separate
+	 * hold of the lock is enough and the post itself goes through the
+	 * runtime's srt_post_send like ibv_post_send's. */
 	srt_lock(dev);
-	if (b->n > rnic_qp_sq_free(qp->qp))
-		err = ENOMEM;   /* would overflow the send queue: post nothing */
-	else
-		err = rnic_post_send(qp->qp, &b->slots[0].wr, &bad, srt_now());
+	room = rnic_qp_sq_free(qp->qp);
 	srt_unlock(dev);
-	srt_kick(dev);
+	if (b->n > room)
+		return ENOMEM;   /* would overflow the send queue: post nothing */
 	/* rnic_post_send fails a list before any WR is queued only for the
 	 * QP state; every per-WR check it makes was made above, so a
 	 * partial post cannot happen short of a bug we would want to see. */
-	return err;
+	return srt_post_send(dev, qp->qp, &b->slots[0].wr, &bad);
 }
 
 static int qpx_wr_complete(struct ibv_qp_ex *qpx)

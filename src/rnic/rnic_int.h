@@ -26,7 +26,7 @@
 /* Largest number of unacknowledged request packets a requester keeps in
  * flight (rxe uses the same figure).  Bounds how much Go-Back-N resends
  * and how much one post_send call transmits. */
-#define RNIC_SEND_WINDOW 128u
+#define RNIC_SEND_WINDOW 512u
 /* The requester asks for an ACK (BTH.AckReq) on the last packet of every
  * message and on every Nth packet of a long message. */
 #define RNIC_ACKREQ_EVERY 16u

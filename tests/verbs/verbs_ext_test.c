@@ -12,8 +12,9 @@
  *             traffic posted with ibv_wr_* and reaped with the ibv_cq_ex
  *             iterator: SEND (SGE and inline), SEND with immediate and
  *             with invalidate, RDMA WRITE (+imm), RDMA READ, both atomics,
- *             batches, wr_flags / wr_id semantics, ibv_wr_abort, and
- *             all-or-nothing ibv_wr_complete (needs the RC transport)
+ *             batches, wr_flags / wr_id semantics, ibv_wr_abort,
+ *             all-or-nothing ibv_wr_complete, and UD sends addressed with
+ *             ibv_wr_set_ud_addr (needs the RC and UD transports)
  */
 #include <errno.h>
 #include <poll.h>
@@ -814,6 +815,97 @@ static void test_all_or_nothing(struct ibv_context *ctx, struct ibv_pd *pd,
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)) == 0);
 }
 
+/* UD through ibv_wr_set_ud_addr: the address is per WR (an AH, the
+ * remote QPN and Q_Key); a UD WR without one is refused whole.  The
+ * receive buffer starts with the 40-byte GRH slot (IBTA 11.4.1.1). */
+static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_ah_attr aha;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp[2];
+	struct ibv_qp_ex *qpx;
+	struct ibv_cq_ex *cqx;
+	struct excomp c[1];
+	struct side r;
+	struct ibv_ah *ah;
+
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	REQUIRE(cqx);
+	for (int i = 0; i < 2; i++) {
+		qp[i] = create_qp_ex(ctx, pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_UD,
+				     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 8, 1, 64);
+		REQUIRE(qp[i]);
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = IBV_QPS_INIT;
+		qa.port_num = 1;
+		qa.qkey = 0x11111111;
+		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						     IBV_QP_QKEY) == 0);
+		qa.qp_state = IBV_QPS_RTR;
+		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE) == 0);
+		qa.qp_state = IBV_QPS_RTS;
+		qa.sq_psn = 7;
+		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	}
+	/* UD has no RDMA: refused at creation. */
+	errno = 0;
+	CHECK(create_qp_ex(ctx, pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE,
+			   8, 1, 0) == NULL && errno == EOPNOTSUPP);
+	memset(&aha, 0, sizeof(aha));
+	aha.is_global = 1;
+	aha.grh.dgid = *gid;
+	aha.grh.hop_limit = 1;
+	aha.port_num = 1;
+	ah = ibv_create_ah(pd, &aha);
+	REQUIRE(ah);
+
+	r.qp = qp[1];
+	r.buf = aligned_alloc(64, 4096);
+	REQUIRE(r.buf);
+	r.mr = ibv_reg_mr(pd, r.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(r.mr);
+	post_recv(&r, 501, 0, 40 + 256);
+
+	qpx = ibv_qp_to_qp_ex(qp[0]);
+	REQUIRE(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_start(qpx);                        /* no address: refused */
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, "lost", 4);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 50;
+	ibv_wr_send_imm(qpx, htobe32(0xfeed));
+	ibv_wr_set_ud_addr(qpx, ah, qp[1]->qp_num, 0x11111111);
+	ibv_wr_set_inline_data(qpx, "datagram", 8);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	/* Both completions land on the shared CQ, in either order. */
+	for (int seen = 0; seen != 3;) {
+		reap(cqx, 1, c);
+		if (c[0].wr_id == 50) {
+			CHECK(c[0].status == IBV_WC_SUCCESS && c[0].opcode == IBV_WC_SEND);
+			seen |= 1;
+		} else {
+			CHECK(c[0].wr_id == 501 && c[0].status == IBV_WC_SUCCESS);
+			CHECK(c[0].opcode == IBV_WC_RECV && c[0].byte_len == 40 + 8);
+			CHECK(c[0].src_qp == qp[0]->qp_num && c[0].qp_num == qp[1]->qp_num);
+			CHECK((c[0].wc_flags & IBV_WC_GRH) && (c[0].wc_flags & IBV_WC_WITH_IMM));
+			CHECK(c[0].imm == htobe32(0xfeed));
+			CHECK(memcmp(r.buf + 40, "datagram", 8) == 0);
+			seen |= 2;
+		}
+	}
+	CHECK(stays_empty(cqx, 20));   /* the refused WR never went out */
+
+	CHECK(ibv_destroy_qp(qp[0]) == 0);
+	CHECK(ibv_destroy_qp(qp[1]) == 0);
+	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK(ibv_dereg_mr(r.mr) == 0);
+	free(r.buf);
+	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)) == 0);
+}
+
 static int run_loopback(void)
 {
 	struct ibv_context *ctx = open_softrnic();
@@ -838,6 +930,7 @@ static int run_loopback(void)
 	test_abort(&a, &b);
 	test_cq_ex_events(ch, &a, &b);
 	test_all_or_nothing(ctx, pd, &gid);
+	test_ud(ctx, pd, &gid);
 
 	CHECK(ibv_destroy_qp(a.qp) == 0);
 	CHECK(ibv_destroy_qp(b.qp) == 0);
