@@ -359,6 +359,13 @@ def run_all(ids, args, suite_dir, env, log_dir):
                 rest = [t for t in leftover if t != victim]
                 if rest:
                     work.insert(0, rest)
+            elif job.proc.returncode != 0:
+                # Every test reported, then the process died on the way out
+                # (a destructor, an atexit handler): still a crash, and the
+                # last test is the one that left the state behind.
+                last = job.ids[-1]
+                results[last] = (why[0], f'{why[1]} at exit, after the test '
+                                         f'reported "{results[last][0]}"')
             if args.progress:
                 n = len(results)
                 for tid in job.ids:

@@ -88,8 +88,11 @@ struct sr_cq {
 	uint32_t comp_events_reported;  /* under the channel lock */
 	uint32_t async_events_reported; /* under the context async lock */
 	/* Extended CQs only (cq_ex.c): the completion that start_poll /
-	 * next_poll made current, read by the read_* ops. */
+	 * next_poll made current, read by the read_* ops, and the lock held
+	 * from start_poll to end_poll (not taken if ex_single_threaded). */
 	struct ibv_wc ex_cur;
+	bool is_ex, ex_single_threaded;
+	pthread_mutex_t ex_lock;
 };
 
 struct sr_wr_builder;
@@ -154,6 +157,7 @@ struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 struct ibv_cq *ibv_create_cq_1_1(struct ibv_context *context, int cqe, void *cq_context,
 				 struct ibv_comp_channel *channel, int comp_vector);
 struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+void sr_cq_ex_free(struct sr_cq *cq);
 /* The ibv_qp_ex send-ops API (qp_ex.c): check the requested operations
  * before the QP exists, install the ops after, free with the QP. */
 int sr_qp_ex_check_ops(enum ibv_qp_type type, uint64_t send_ops_flags);

@@ -29,7 +29,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <string.h>
 
 #include "compat/compat.h"
@@ -61,15 +60,25 @@ static int take_one(struct sr_cq *cq)
 	return 0;
 }
 
-/* No lock is held between start_poll and end_poll: every step takes the
- * device lock for itself, so a program that stops iterating, or one that
- * returns ENOENT from start_poll (after which end_poll must not be
- * called), leaves nothing behind. */
+/* rdma-core's contract (ibv_create_cq_ex(3)): unless the CQ was created
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED, it is locked from a successful
+ * start_poll until end_poll, so threads polling one CQ never see each
+ * other's current completion.  A start_poll that returns ENOENT (after
+ * which end_poll must not be called) leaves it unlocked.  The device lock
+ * is taken per step, inside srt_poll_cq, never across calls. */
 static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
+	struct sr_cq *cq = ex_to_sr_cq(ibcq);
+	int ret;
+
 	if (attr && attr->comp_mask)
 		return EINVAL;   /* no poll attributes are defined */
-	return take_one(ex_to_sr_cq(ibcq));
+	if (!cq->ex_single_threaded)
+		pthread_mutex_lock(&cq->ex_lock);
+	ret = take_one(cq);
+	if (ret && !cq->ex_single_threaded)
+		pthread_mutex_unlock(&cq->ex_lock);
+	return ret;
 }
 
 static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
@@ -79,7 +88,10 @@ static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
 
 static void cq_ex_end_poll(struct ibv_cq_ex *ibcq)
 {
-	(void)ibcq;
+	struct sr_cq *cq = ex_to_sr_cq(ibcq);
+
+	if (!cq->ex_single_threaded)
+		pthread_mutex_unlock(&cq->ex_lock);
 }
 
 /* ---- accessors of the current completion --------------------------------- */
@@ -153,6 +165,7 @@ static void install_poll_ops(struct ibv_cq_ex *ex)
 struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
 {
 	struct ibv_cq *ibcq;
+	struct sr_cq *cq;
 	int err;
 
 	if (!sr_is_our_context(context) || !attr) {
@@ -170,6 +183,18 @@ struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 				 (int)attr->comp_vector);
 	if (!ibcq)
 		return NULL;
-	install_poll_ops(&to_sr_cq(ibcq)->ibv_ex);
-	return &to_sr_cq(ibcq)->ibv_ex;
+	cq = to_sr_cq(ibcq);
+	cq->is_ex = true;
+	cq->ex_single_threaded = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+				 (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	pthread_mutex_init(&cq->ex_lock, NULL);
+	install_poll_ops(&cq->ibv_ex);
+	return &cq->ibv_ex;
+}
+
+/* Called by ibv_destroy_cq for every CQ. */
+void sr_cq_ex_free(struct sr_cq *cq)
+{
+	if (cq->is_ex)
+		pthread_mutex_destroy(&cq->ex_lock);
 }

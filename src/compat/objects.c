@@ -279,6 +279,7 @@ int ibv_destroy_cq_1_1(struct ibv_cq *ibcq)
 	}
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
+	sr_cq_ex_free(cq);
 	free(cq);
 	return 0;
 }

@@ -49,7 +49,12 @@
  * takes the socket back.  Trade-off: a program that polls once and then
  * spins on memory without arming a notification gets its packets this
  * much later; shorter means more idle wake-ups of the progress thread. */
-#define SRT_POLL_HANDOFF_NS (1000ull * 1000)
+#define SRT_POLL_HANDOFF_NS (200ull * 1000)
+/* Only a thread that polls in a loop takes the socket: an empty poll less
+ * than this long after its previous empty poll.  A program that polls
+ * once and then waits elsewhere (perftest's write_lat spins on memory)
+ * leaves the socket with the progress thread. */
+#define SRT_BUSY_POLL_GAP_NS (5ull * 1000)
 /* How often a polling application thread scans the rnic's timers (a scan
  * visits every QP slot).  Far below every timer the rnic arms (delayed
  * ACK 20 us, retransmit >= 4 us * 2^timeout). */
@@ -75,7 +80,10 @@ struct srt_device {
 	bool app_polling;               /* under the lock */
 	uint64_t app_poll_ns;           /* last empty poll (atomic) */
 	uint64_t app_timer_scan_ns;     /* under the lock */
+	uint64_t app_last_empty_ns;     /* under the lock */
 	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
+	/* Under the lock: who received how much (SOFTRNIC_STATS_AT_EXIT). */
+	uint64_t rx_by_app, rx_by_thread, handoff_timeouts, thread_wakeups;
 	pthread_t thread;
 	int stopping;                   /* atomic */
 	int refcount;                   /* guarded by open_lock */
@@ -313,13 +321,15 @@ static void hand_back(struct srt_device *dev)
 static void drive_from_app(struct srt_device *dev)
 {
 	uint64_t now = srt_now();
+	bool looping = now - dev->app_last_empty_ns < SRT_BUSY_POLL_GAP_NS;
 
-	if (!dev->app_polling) {
+	dev->app_last_empty_ns = now;
+	if (looping && !dev->app_polling) {
 		dev->app_polling = true;
 		socket_to_thread(dev, false);
 	}
 	__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
-	receive_packets(dev, &dev->udp);
+	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp);
 	if (now >= dev->app_timer_scan_ns) {
 		uint64_t deadline = rnic_next_deadline(dev->rnic);
 		if (deadline <= now) {
@@ -406,9 +416,11 @@ static void *progress_main(void *arg)
 		    now - __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) >= SRT_POLL_HANDOFF_NS) {
 			dev->app_polling = false;
 			socket_to_thread(dev, true);
+			dev->handoff_timeouts++;
 		}
+		dev->thread_wakeups++;
 		if (!dev->app_polling)
-			receive_packets(dev, &dev->udp);
+			dev->rx_by_thread += (uint64_t)receive_packets(dev, &dev->udp);
 		if (rnic_next_deadline(dev->rnic) <= now)
 			rnic_advance(dev->rnic, now);
 		deadline = rnic_next_deadline(dev->rnic);
@@ -473,6 +485,12 @@ static void print_stats_at_exit(const struct srt_device *dev)
 	RNIC_COUNTER_LIST(PRINT_NONZERO)
 #undef PRINT_NONZERO
 	fprintf(stderr, "\n");
+	fprintf(stderr, "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
+		"thread_wakeups=%llu udp_sends=%llu gso_sends=%llu tx_errors=%llu\n",
+		(unsigned long long)dev->rx_by_app, (unsigned long long)dev->rx_by_thread,
+		(unsigned long long)dev->handoff_timeouts, (unsigned long long)dev->thread_wakeups,
+		(unsigned long long)dev->udp.tx_sends, (unsigned long long)dev->udp.tx_gso_sends,
+		(unsigned long long)dev->udp.tx_errors);
 }
 
 static void destroy_device(struct srt_device *dev)

@@ -79,6 +79,7 @@ def main():
             'tests.test_fake.Outcomes.test_exit': 'crash',
             'tests.test_fake.Outcomes.test_hang': 'timeout',
             'tests.test_fake.Outcomes.test_fork_helper': 'pass',
+            'tests.test_fake.Outcomes.test_crash_at_exit': 'crash',
             'tests.test_fake.SkippedClass.test_never_runs': 'skip',
             'tests.test_fake.SignalKill.test_segv': 'crash',
             'tests.test_mlx5_fake.Vendor.test_a': 'pass',
@@ -102,8 +103,10 @@ def main():
               'skip reason names the error that caused the skip: ' + why)
         check('SIGABRT' in res['tests.test_fake.Outcomes.test_abort'][1], 'abort named')
         check('SIGSEGV' in res['tests.test_mlx5_fake.Vendor.test_b'][1], 'SIGSEGV named')
+        check('SIGABRT at exit, after the test reported "pass"'
+              in res['tests.test_fake.Outcomes.test_crash_at_exit'][1], 'crash at exit named')
         check('status 3' in res['tests.test_fake.Outcomes.test_exit'][1], 'exit status named')
-        check('rdma-core suite: 2 passed, 7 failed, 3 skipped of 12 '
+        check('rdma-core suite: 2 passed, 8 failed, 3 skipped of 13 '
               '(vendor-specific excluded: 3)' in out, 'summary line counts')
         check(rc == 1, f'exit status 1 when tests crash or hang (got {rc})')
         helper = int(open(pid_file).read())

@@ -1,4 +1,5 @@
 # One test per outcome the driver must tell apart.
+import atexit
 import os
 import signal
 import time
@@ -51,6 +52,11 @@ class Outcomes(unittest.TestCase):
             os._exit(0)
         with open(os.environ['FAKE_HELPER_PID_FILE'], 'w') as f:
             f.write(str(pid))
+
+
+    def test_crash_at_exit(self):
+        # Passes, then the process aborts while exiting.
+        atexit.register(os.abort)
 
 
 class SkippedClass(unittest.TestCase):
