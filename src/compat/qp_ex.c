@@ -27,8 +27,9 @@
  * recorded and makes ibv_wr_complete fail with nothing posted.  All-or-
  * nothing holds because every check rnic_post_send would make per WR is
  * made here first (opcode for the QP type, SGE count, inline size, UD
- * address) and the send queue's free room is checked, under the same
- * device lock, before the one rnic_post_send call.
+ * address) and the send queue's free room is checked before the one
+ * rnic_post_send call (see post_batch for why the room cannot shrink in
+ * between).
  *
  * Storage: WRs, SGEs and inline bytes live in three arrays that grow on
  * demand and are reused by later batches, so a steady-state poster does

@@ -226,12 +226,16 @@ static uint8_t transport_prefix(const struct rnic_qp *qp)
 	return qp->type == IBV_QPT_UC ? WIRE_TR_UC : qp->type == IBV_QPT_UD ? WIRE_TR_UD : WIRE_TR_RC;
 }
 
-/* Build the packet at the send position.  Returns the encoded length, 0
+/* Build the packet at the send position into *out (the port's buffer
+ * when it offers one: the payload is copied once, from the MR straight
+ * into the batch that goes to the socket).  Returns the encoded length, 0
  * for a local protection failure (an SGE's key went away). */
 static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t *psns_used,
-			   uint32_t *bytes)
+			   uint32_t *bytes, uint8_t **out)
 {
 	struct rnic *r = qp->r;
+	/* UD packets leave through ud_xmit, which sends r->tx. */
+	uint8_t *buf = qp->type == IBV_QPT_UD ? r->tx : rnic_tx_buffer(r);
 	uint32_t off = qp->req.offset;
 	uint32_t remaining = w->length - off;
 	uint32_t payload = 0;
@@ -282,11 +286,12 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 			(last || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY);
 	ib.payload = NULL;
 	ib.payload_len = payload;
-	n = wire_encode_ib(&ib, r->tx, sizeof(r->tx));
+	n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
 	if (n < 0)
 		return 0;
-	if (payload && !gather(qp, w, off, r->tx + wire_payload_offset(ib.bth.opcode), payload))
+	if (payload && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
 		return 0;
+	*out = buf;
 	qp->req.since_ackreq = ib.bth.ackreq ? 0 : qp->req.since_ackreq + 1;
 	*bytes = payload;
 	return (size_t)n;
@@ -307,7 +312,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 {
 	struct rnic_send_wqe *w = c->wqe;
 	uint32_t psns, bytes = 0, psn = qp->req.psn;
-	size_t len = build_packet(qp, w, &psns, &bytes);
+	uint8_t *buf = NULL;
+	size_t len = build_packet(qp, w, &psns, &bytes, &buf);
 	bool done;
 
 	if (!len) {
@@ -319,7 +325,7 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	if (qp->type == IBV_QPT_UD)
 		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
 	else
-		rnic_xmit(qp->r, qp, len);
+		rnic_xmit_buf(qp->r, qp, buf, len);
 
 	qp->req.psn = wire_psn_add(qp->req.psn, psns);
 	if (wire_psn_diff(qp->req.psn, qp->req.psn_high) > 0)

@@ -152,9 +152,11 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		ib.aeth.msn = qp->resp.msn & 0xffffff;
 		ib.payload = chunk ? rnic_mr_ptr(mr, va) : NULL;
 		ib.payload_len = chunk;
-		enc = wire_encode_ib(&ib, qp->r->tx, sizeof(qp->r->tx));
+		/* Built in the port's buffer if it has one (rnic_tx_buffer). */
+		uint8_t *buf = rnic_tx_buffer(qp->r);
+		enc = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
 		if (enc > 0)
-			rnic_xmit(qp->r, qp, (size_t)enc);
+			rnic_xmit_buf(qp->r, qp, buf, (size_t)enc);
 		va += chunk;
 		len -= chunk;
 	}

@@ -131,7 +131,7 @@ void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj)
 		r->io.async_event(r->io.ctx, type, obj);
 }
 
-void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)
+void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len)
 {
 	struct rnic_tx tx = {
 		.dst = qp->dgid,
@@ -139,12 +139,24 @@ void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)
 		.ecn = 0,
 		.dscp = qp->dscp,
 		.ttl = qp->ttl,
-		.ib = r->tx,
+		.ib = buf,
 		.ib_len = len,
 	};
 	r->ctr.tx_packets++;
 	r->ctr.tx_bytes += len;
 	r->io.xmit(r->io.ctx, &tx);
+}
+
+void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)
+{
+	rnic_xmit_buf(r, qp, r->tx, len);
+}
+
+uint8_t *rnic_tx_buffer(struct rnic *r)
+{
+	uint8_t *buf = r->io.tx_buffer ? r->io.tx_buffer(r->io.ctx) : NULL;
+
+	return buf ? buf : r->tx;
 }
 
 struct rnic_qp *rnic_qp_lookup(struct rnic *r, uint32_t qpn)

@@ -100,6 +100,11 @@ struct rnic_io {
 	 * 0 or an errno, which fails the attach.  May be NULL (a port that
 	 * delivers every packet anyway, e.g. a test loop). */
 	int (*mcast)(void *ctx, const struct rnic_gid *mgid, bool join);
+	/* Optional, for ports that batch: where the rnic should build its
+	 * next packet (WIRE_MAX_IB_PACKET bytes, valid until the next call of
+	 * any io hook).  An xmit whose tx->ib is that buffer hands the packet
+	 * over without a copy.  NULL: the rnic builds in its own buffer. */
+	uint8_t *(*tx_buffer)(void *ctx);
 };
 
 /* ---- device ----------------------------------------------------------- */

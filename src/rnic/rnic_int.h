@@ -26,7 +26,7 @@
 /* Largest number of unacknowledged request packets a requester keeps in
  * flight (rxe uses the same figure).  Bounds how much Go-Back-N resends
  * and how much one post_send call transmits. */
-#define RNIC_SEND_WINDOW 512u
+#define RNIC_SEND_WINDOW 2048u
 /* The requester asks for an ACK (BTH.AckReq) on the last packet of every
  * message and on every Nth packet of a long message. */
 #define RNIC_ACKREQ_EVERY 16u
@@ -65,6 +65,12 @@ struct rnic {
 uint64_t rnic_random(struct rnic *r);
 /* Hand one built packet (r->tx, len bytes) to the port. */
 void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len);
+/* Where to build a bulk packet (payload-carrying: requests, READ
+ * responses): the port's own buffer if it offers one (rnic_io.tx_buffer,
+ * saves a copy of every payload byte), else r->tx.  Send it with
+ * rnic_xmit_buf. */
+uint8_t *rnic_tx_buffer(struct rnic *r);
+void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len);
 void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj);
 /* Report one state-machine step ("req", "resp", "comp") if tracing. */
 void rnic_trace_step(const struct rnic_qp *qp, const char *machine, const char *state);

@@ -172,6 +172,12 @@ static void io_xmit(void *ctx, const struct rnic_tx *tx)
 	(void)srt_udp_queue(&dev->udp, tx);
 }
 
+static uint8_t *io_tx_buffer(void *ctx)
+{
+	struct srt_device *dev = ctx;
+	return srt_udp_tx_buffer(&dev->udp);
+}
+
 static void io_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context)
 {
 	struct srt_device *dev = ctx;
@@ -571,7 +577,7 @@ static struct srt_device *create_device(void)
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
-		.mcast = io_mcast,
+		.mcast = io_mcast, .tx_buffer = io_tx_buffer,
 	};
 	dev->rnic = rnic_create(&cfg, &io);
 	if (!dev->rnic) {

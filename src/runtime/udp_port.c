@@ -406,7 +406,9 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 		u->tx_unroutable++;
 		return EINVAL;
 	}
-	if (q->n == SRT_TX_MAX_PKTS || q->used + tx->ib_len > SRT_TX_BUF_BYTES)
+	/* Built in place (srt_udp_tx_buffer): no flush, no copy. */
+	bool in_place = tx->ib == q->buf + q->used && q->n < SRT_TX_MAX_PKTS;
+	if (!in_place && (q->n == SRT_TX_MAX_PKTS || q->used + tx->ib_len > SRT_TX_BUF_BYTES))
 		srt_udp_flush(u);
 
 	struct srt_tx_slot *slot = &q->slot[q->n++];
@@ -417,11 +419,23 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	slot->len = (uint32_t)tx->ib_len;
 	/* The ICRC bytes are filled at flush time, when the packet's place
 	 * in a GSO run (hence its IPv4 ID) is known. */
-	memcpy(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
+	if (!in_place)
+		memcpy(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
 	/* Keep every packet 4-byte aligned (its headers are read as such by
 	 * nobody, but the CRC code runs faster on aligned data). */
 	q->used += (tx->ib_len + 3u) & ~3u;
 	return 0;
+}
+
+uint8_t *srt_udp_tx_buffer(struct srt_udp *u)
+{
+	struct srt_tx_queue *q = u->txq;
+
+	if (!q)
+		return NULL;
+	if (q->n == SRT_TX_MAX_PKTS || q->used + WIRE_MAX_IB_PACKET > SRT_TX_BUF_BYTES)
+		srt_udp_flush(u);
+	return q->buf + q->used;
 }
 
 /* Most bytes one UDP datagram carries (65535 - IPv4 20 - UDP 8), and the

@@ -63,6 +63,10 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx);
  * valid during the rnic's call).  Flushes first when the queue is full.
  * Errors as for srt_udp_send. */
 int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx);
+/* Room for the next packet in the queue (flushing first if full), so the
+ * rnic can build it in place (rnic_io.tx_buffer): srt_udp_queue then
+ * takes it without a copy.  NULL if this port does not batch. */
+uint8_t *srt_udp_tx_buffer(struct srt_udp *u);
 /* Send everything queued: ICRCs computed, equal-sized runs to one
  * destination coalesced into UDP GSO sends, one sendmmsg.  Returns the
  * number of packets lost (counted in tx_errors). */

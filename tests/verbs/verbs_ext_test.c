@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -906,6 +907,67 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)) == 0);
 }
 
+/* A CQ is locked from a successful ibv_start_poll to ibv_end_poll: a
+ * second thread's start_poll waits, then gets the next completion. */
+struct poller {
+	struct ibv_cq_ex *cqx;
+	int ret;
+	uint64_t wr_id;
+	int done;
+};
+
+static void *poll_in_thread(void *arg)
+{
+	struct poller *p = arg;
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+
+	p->ret = ibv_start_poll(p->cqx, &attr);
+	if (p->ret == 0) {
+		p->wr_id = p->cqx->wr_id;
+		ibv_end_poll(p->cqx);
+	}
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_cq_ex_lock(struct side *a, struct side *b)
+{
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	struct poller p = { .cqx = b->cqx };
+	struct excomp c[2];
+	pthread_t t;
+	double deadline;
+	int ret;
+
+	post_recv(b, 601, 0, 64);
+	post_recv(b, 602, 64, 64);
+	ibv_wr_start(a->qpx);
+	a->qpx->wr_id = 60;
+	ibv_wr_send(a->qpx);
+	ibv_wr_set_inline_data(a->qpx, "one", 3);
+	a->qpx->wr_id = 61;
+	ibv_wr_send(a->qpx);
+	ibv_wr_set_inline_data(a->qpx, "two", 3);
+	CHECK(ibv_wr_complete(a->qpx) == 0);
+	reap(a->cqx, 2, c);
+	CHECK(c[0].wr_id == 60 && c[1].wr_id == 61);
+
+	deadline = now_s() + 5;
+	while ((ret = ibv_start_poll(b->cqx, &attr)) == ENOENT)
+		REQUIRE(now_s() < deadline);
+	REQUIRE(ret == 0);
+	CHECK(b->cqx->wr_id == 601);
+	REQUIRE(pthread_create(&t, NULL, poll_in_thread, &p) == 0);
+	usleep(50000);
+	CHECK(!__atomic_load_n(&p.done, __ATOMIC_ACQUIRE));   /* waits for end_poll */
+	CHECK(b->cqx->wr_id == 601 && ibv_wc_read_byte_len(b->cqx) == 3);
+	ibv_end_poll(b->cqx);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	/* Both SENDs were acknowledged, so both receives had completed
+	 * before we started: the thread found the second one. */
+	CHECK(p.ret == 0 && p.wr_id == 602);
+}
+
 static int run_loopback(void)
 {
 	struct ibv_context *ctx = open_softrnic();
@@ -929,6 +991,7 @@ static int run_loopback(void)
 	test_atomics(&a, &b);
 	test_abort(&a, &b);
 	test_cq_ex_events(ch, &a, &b);
+	test_cq_ex_lock(&a, &b);
 	test_all_or_nothing(ctx, pd, &gid);
 	test_ud(ctx, pd, &gid);
 
