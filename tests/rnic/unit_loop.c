@@ -782,9 +782,12 @@ static void test_modify_rules(void)
 	at.ah_attr.is_global = 0;
 	CHECK(rnic_qp_modify(a.qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l.now) == EINVAL);
-	/* A QP type the rnic does not implement is invalid (UD: unit_ud.c). */
+	/* A QP type verbs defines but the rnic does not implement is "not
+	 * supported"; a value verbs does not define is invalid (UD: unit_ud.c). */
 	{
 		struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RAW_PACKET, .cap = { .max_send_wr = 1 } };
+		CHECK(rnic_qp_create(a.pd, a.cq, a.cq, &init, NULL) == NULL && errno == EOPNOTSUPP);
+		init.qp_type = (enum ibv_qp_type)77;
 		CHECK(rnic_qp_create(a.pd, a.cq, a.cq, &init, NULL) == NULL && errno == EINVAL);
 	}
 	/* Stale key after dereg fails; PD busy while MR exists. */
