@@ -4,7 +4,7 @@
 # not pass or fail (exit status is non-zero only when a run could not be
 # made at all).
 #
-#   bench/perf_compare.sh [BUILD_DIR] [--quick] [--runs N] [--out DIR]
+#   bench/perf_compare.sh [BUILD_DIR] [--quick] [--runs N] [--out DIR] [--no-netns]
 #
 # What it runs, all over loopback on this machine:
 #   softrnic  unmodified perftest with LD_LIBRARY_PATH=BUILD_DIR/lib:
@@ -27,17 +27,28 @@
 #
 # CPU per GiB: user+system time of both processes of a pair (/usr/bin/time,
 # which counts all threads, so softrnic's progress thread too) divided by
-# the bytes moved.  perftest's fixed cost (set-up and its ~0.2 s clock
+# the bytes moved.  perftest's fixed cost (set-up and its 0.1-0.45 s clock
 # calibration busy loop per process) is measured with a 5-iteration run
 # and subtracted.  perftest busy-polls its CQ unless -e, so the polling
 # rows charge the spinning application thread; the -e row shows the cost
 # without it.
 #
 # Event-mode idle check: (1) an ibv_rc_pingpong -e server waits 5 s for a
-# client; (2) an ib_send_lat -e pair is running when its client is frozen
-# (SIGSTOP) for 3 s.  For each we read the server's CPU time (sum over its
-# threads of /proc/PID/task/*/schedstat, nanoseconds) and its voluntary
-# context switches (wakeups) across the wait.
+# client; (2) an ib_send_lat -e pair whose client pauses about a second
+# before each send (--latency_gap), so the server sleeps in
+# ibv_get_cq_event with nothing in flight.  (Freezing a client with SIGSTOP
+# is no good: a packet caught unacknowledged makes the server's RC QP
+# exhaust its retries, as it should.)  For each we read the server's CPU
+# time (sum over its threads of /proc/PID/task/*/schedstat, nanoseconds)
+# and its voluntary context switches (wakeups) across the wait.
+#
+# Isolation: when it may (root, or unprivileged user namespaces), the script
+# re-runs itself in a private network namespace (unshare -n) with only
+# loopback up, so other programs' traffic neither collides with its ports
+# nor muddies the kernel's UDP counters: the "kernel UDP drops" it reports
+# per softrnic run (Udp RcvbufErrors in /proc/net/snmp: datagrams the
+# kernel dropped because a socket's receive buffer was full) are then
+# exactly softrnic's.  --no-netns runs in the current namespace.
 #
 # Robustness: every process runs under timeout(1); an EXIT/INT/TERM trap
 # stops every process this script started (by PID); ports are random in
@@ -48,6 +59,8 @@ set -uo pipefail
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+all_args=("$@")
+netns=1
 build=""
 runs=5
 quick=0
@@ -57,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1 ;;
 	--runs) shift; runs=${1:-}; [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage ;;
 	--out) shift; out=${1:-}; [ -n "$out" ] || usage ;;
+	--no-netns) netns=0 ;;
 	-h|--help) usage ;;
 	-*) echo "perf_compare: unknown option $1" >&2; usage ;;
 	*) build=$1 ;;
@@ -64,16 +78,31 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ "$quick" = 1 ] && [ "$runs" = 5 ] && runs=1
+
+# Into a private network namespace (see the top of this file).
+if [ "$netns" = 1 ] && [ -z "${PERF_COMPARE_NETNS:-}" ]; then
+	if unshare -n true 2>/dev/null; then
+		exec unshare -n -- env PERF_COMPARE_NETNS=1 bash "$0" "${all_args[@]}"
+	elif unshare -rn true 2>/dev/null; then
+		exec unshare -rn -- env PERF_COMPARE_NETNS=1 bash "$0" "${all_args[@]}"
+	fi
+	echo "perf_compare: cannot make a network namespace; running in the current one" >&2
+fi
+where="current network namespace (shared with other programs)"
+if [ -n "${PERF_COMPARE_NETNS:-}" ]; then
+	ip link set lo up || { echo "perf_compare: cannot bring lo up in the new namespace" >&2; exit 1; }
+	where="private network namespace (unshare -n), loopback only"
+fi
 build=$(realpath "${build:-$repo/build}")
 lib=$build/lib
 softrnic_cli=$build/bin/softrnic
 
-# Sizes of one measurement.  Full: ~10-12 minutes for 5 rounds on a
-# 2-core VM; quick: ~2 minutes for 1 round.
+# Sizes of one measurement.  Full: 3-5 minutes for 5 rounds on a
+# 2-core VM; quick: 30-45 s for 1 round.
 if [ "$quick" = 1 ]; then
-	bw_iters=4000 ev_iters=2000 lat_iters=1000 kern_secs=2 idle_secs=3 stop_secs=2
+	bw_iters=4000 ev_iters=2000 lat_iters=1000 kern_secs=2 idle_secs=3 idle_iters=5 idle_window=1.2
 else
-	bw_iters=12000 ev_iters=6000 lat_iters=5000 kern_secs=3 idle_secs=5 stop_secs=3
+	bw_iters=12000 ev_iters=6000 lat_iters=5000 kern_secs=3 idle_secs=5 idle_iters=8 idle_window=2.5
 fi
 bw_size=65536
 lat_size=2
@@ -99,12 +128,8 @@ results=$out/samples.tsv # name <TAB> round <TAB> value ...
 # Every process is started by bg() as a background job of this shell, so
 # `jobs -p` names exactly the ones still running (or not yet reaped): the
 # cleanup signals those and no other PID, even if a PID was reused.
-stopped_pid="" # a client frozen by the idle check, if any
-
 cleanup() {
 	local p
-	# Thaw first: a SIGSTOPped process would not act on SIGTERM.
-	[ -n "$stopped_pid" ] && kill -CONT "$stopped_pid" 2>/dev/null
 	# timeout(1) passes the signal on to the process group it leads.
 	for p in $(jobs -p); do
 		kill -TERM "$p" 2>/dev/null
@@ -163,6 +188,12 @@ wait_listen() {
 
 record() { printf '%s\t%s\n' "$1" "$2" >>"$results"; }
 
+# Datagrams the kernel dropped for a full socket receive buffer, in this
+# network namespace (Udp RcvbufErrors).
+udp_rcvbuf_errors() {
+	awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $6; exit }' /proc/net/snmp
+}
+
 # ---- one measurement each -------------------------------------------------------
 
 # perftest_pair NAME ROUND TOOL ARGS...: server and client of TOOL over
@@ -172,8 +203,9 @@ record() { printf '%s\t%s\n' "$1" "$2" >>"$results"; }
 # NAME.bytes (bytes moved).
 perftest_pair() {
 	local name=$1 round=$2 tool=$3; shift 3
-	local port base=$out/$name.$round
+	local port base=$out/$name.$round drops0
 	port=$(take_port)
+	drops0=$(udp_rcvbuf_errors)
 	local env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
 	bg 120 "$base.srv" "$base.srv.err" "${env[@]}" /usr/bin/time -f '%e %U %S' -o "$base.srv.time" \
 		"$tool" -x 0 -F -p "$port" "$@"
@@ -199,6 +231,7 @@ perftest_pair() {
 	local retx
 	retx=$(cat "$base.srv.err" "$base.cli.err" | grep -o ' retransmits=[0-9]*' | awk -F= '{ s += $2 } END { print s + 0 }')
 	record "$name.retx" "$retx"
+	record "$name.drops" "$(( $(udp_rcvbuf_errors) - drops0 ))"
 	case "$tool" in
 	*_bw)
 		# #bytes #iterations BW-peak BW-average(MiB/s) MsgRate
@@ -280,7 +313,7 @@ measurements=(
 	"perftest_pair atomic_lat ROUND ib_atomic_lat -n $lat_iters"
 	"perftest_pair send_bw_ev ROUND ib_send_bw -e -s $bw_size -n $ev_iters"
 	# perftest's fixed CPU cost (set-up, MR registration, and get_cpu_mhz's
-	# ~0.2 s gettimeofday busy loop in each process): the same pair with 5
+	# 0.1-0.45 s gettimeofday busy loop in each process): the same pair with 5
 	# iterations, subtracted from the CPU of the runs above.
 	"perftest_pair fixed_write ROUND ib_write_bw -s $bw_size -n 5"
 	"perftest_pair fixed_send ROUND ib_send_bw -s $bw_size -n 5"
@@ -337,45 +370,74 @@ idle_listen() {
 	idle1="$([ "$rc" = 0 ] && echo "pingpong-ok" || echo "pingpong-failed") $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
 }
 
-# idle_stopped_peer: an ib_send_lat -e pair is running when its client is
-# frozen (SIGSTOP) for stop_secs; the server then waits in
-# ibv_get_cq_event with nothing due.  Sets idle2 like idle1.
-idle_stopped_peer() {
-	local port srv cli spid cpid c0 c1 w0 w1 i
+# idle_slow_peer: an ib_send_lat -e pair whose client waits long between
+# its sends (--latency_gap=1000000000: perftest counts the gap in TSC
+# cycles, so about 0.4 s at 2.5 GHz; 2e9 overflows inside perftest and
+# gives no gap at all).  Between two exchanges the server waits in
+# ibv_get_cq_event with nothing in flight and no completion due.  Sets
+# idle2 to "STATUS CPU_US WAKEUPS RX_PACKETS" over idle_window seconds.
+idle_slow_peer() {
+	local port srv cli spid c0 c1 w0 w1 r0 r1 rc_c rc_s
 	local env=(env LD_LIBRARY_PATH="$lib" SOFTRNIC_STATS_AT_EXIT=1)
-	idle2="fail - -"
+	idle2="fail - - -"
 	port=$(take_port)
-	bg 90 "$out/idle2.srv" "$out/idle2.srv.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port"
+	bg 90 "$out/idle2.srv" "$out/idle2.srv.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n "$idle_iters" -p "$port"
 	srv=$last_pid
 	wait_listen tcp "$port" || return 1
-	bg 90 "$out/idle2.cli" "$out/idle2.cli.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n 1000000 -p "$port" 127.0.0.1
-	cli=$last_pid
 	spid=$(child_of "$srv") || return 1
-	cpid=$(child_of "$cli") || return 1
-	# Running once the server's device has received some packets.
-	for i in $(seq 100); do
-		"$softrnic_cli" stats "$spid" 2>/dev/null |
-			awk '$1 == "rx_packets" && $2 > 100 { f = 1 } END { exit !f }' && break
-		sleep 0.1
+	bg 90 "$out/idle2.cli" "$out/idle2.cli.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n "$idle_iters" -p "$port" \
+		--latency_gap=1000000000 127.0.0.1
+	cli=$last_pid
+	rx_of() { # the server's rx_packets; retried, as a read can race the writer
+		local v
+		for _ in 1 2 3 4 5; do
+			v=$("$softrnic_cli" stats "$spid" 2>/dev/null | awk '$1 == "rx_packets" { print $2 }')
+			[ -n "$v" ] && { echo "$v"; return 0; }
+			sleep 0.02
+		done
+		return 1
+	}
+	# The measured exchanges have begun once the server has received.
+	for _ in $(seq 200); do
+		[ "$(rx_of)" ] && [ "$(rx_of)" -gt 0 ] && break
+		sleep 0.05
 	done
-	stopped_pid=$cpid
-	kill -STOP "$cpid"
-	sleep 0.3 # in-flight packets land, ACKs go out
-	c0=$(cpu_ns "$spid") w0=$(wakeups "$spid")
-	sleep "$stop_secs"
-	c1=$(cpu_ns "$spid") w1=$(wakeups "$spid")
-	kill -CONT "$cpid"
-	stopped_pid=""
-	sleep 0.5
-	kill "$cli" "$srv" 2>/dev/null
-	wait "$cli" "$srv" 2>/dev/null
-	idle2="ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 ))"
+	sleep 0.2
+	c0=$(cpu_ns "$spid") w0=$(wakeups "$spid") r0=$(rx_of)
+	sleep "$idle_window"
+	c1=$(cpu_ns "$spid") w1=$(wakeups "$spid") r1=$(rx_of)
+	local alive=0
+	[ -d "/proc/$spid/task" ] && alive=1
+	wait "$cli"; rc_c=$?
+	wait "$srv"; rc_s=$?
+	if [ "$alive" = 0 ]; then
+		# perftest derives the gap from its own CPU-frequency estimate,
+		# which a loaded VM sometimes spoils (it then prints "inf"
+		# latencies elsewhere): no gap, and the run is over too soon.
+		echo "  idle check 2: perftest applied no --latency_gap (run ended early); retrying" >&2
+		return 2
+	fi
+	if [ "$rc_c" != 0 ] || [ "$rc_s" != 0 ]; then
+		echo "  idle check 2: ib_send_lat failed (client rc=$rc_c, server rc=$rc_s)" >&2
+		return 1
+	fi
+	if [ -z "$r0" ] || [ -z "$r1" ]; then
+		echo "  idle check 2: could not read the server's counters (softrnic stats $spid)" >&2
+		return 1
+	fi
+	idle2="ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 )) $(( r1 - r0 ))"
 }
 
 echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
 idle_listen || echo "  idle check 1 failed (logs $out/idle1.*)" >&2
-echo "  idle check 2: ib_send_lat -e server while its client is stopped ${stop_secs} s"
-idle_stopped_peer || echo "  idle check 2 failed (logs $out/idle2.*)" >&2
+echo "  idle check 2: ib_send_lat -e server whose client pauses ~0.4 s before each send"
+for attempt in 1 2 3; do
+	idle_slow_peer && break
+	rc=$?
+	[ "$rc" = 2 ] && [ "$attempt" -lt 3 ] && continue
+	echo "  idle check 2 failed (logs $out/idle2.*)" >&2
+	break
+done
 
 # ---- report -------------------------------------------------------------------
 
@@ -387,7 +449,10 @@ median() {
 count() { awk -F'\t' -v n="$1" '$1 == n { c++ } END { print c + 0 }' "$results"; }
 # calc EXPR: awk arithmetic on medians; "n/a" if any operand is missing.
 calc() { case "$*" in *n/a*) echo "n/a" ;; *) awk "BEGIN { printf \"%.3f\", $* }" ;; esac; }
-retx() { awk -F'\t' -v n="$1.retx" '$1 == n { s += $2 } END { print s + 0 }' "$results"; }
+retx() { # retransmissions, and kernel UDP drops, summed over the runs
+	awk -F'\t' -v r="$1.retx" -v d="$1.drops" '$1 == r { s += $2 } $1 == d { k += $2 }
+		END { printf "retransmits %d, kernel UDP drops %d", s, k }' "$results"
+}
 
 # net_cpu NAME FIXED: CPU s per GiB of run NAME, the fixed cost removed.
 net_cpu() {
@@ -422,12 +487,14 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	echo
 	echo "softrnic vs kernel loopback — medians of $runs run(s); $(nproc) CPUs, $(uname -r); $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "load average at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine adds noise)"
+	echo "network: $where"
+	echo "retransmits/drops: summed over all runs of a row, from the devices' counters (SOFTRNIC_STATS_AT_EXIT)"
 	echo
 	printf '%-36s %12s %8s  %s\n' "measurement" "median" "runs" "notes"
-	printf '%-36s %12s %8s  %s\n' "ib_write_bw 64 KiB [MiB/s]" "$w_bw" "$(count write_bw)" "retransmits $(retx write_bw)"
-	printf '%-36s %12s %8s  %s\n' "ib_send_bw 64 KiB [MiB/s]" "$s_bw" "$(count send_bw)" "retransmits $(retx send_bw)"
-	printf '%-36s %12s %8s  %s\n' "ib_send_bw -e 64 KiB [MiB/s]" "$e_bw" "$(count send_bw_ev)" "event mode; retransmits $(retx send_bw_ev)"
-	printf '%-36s %12s %8s  %s\n' "ib_read_bw 64 KiB [MiB/s]" "$r_bw" "$(count read_bw)" "retransmits $(retx read_bw)"
+	printf '%-36s %12s %8s  %s\n' "ib_write_bw 64 KiB [MiB/s]" "$w_bw" "$(count write_bw)" "$(retx write_bw)"
+	printf '%-36s %12s %8s  %s\n' "ib_send_bw 64 KiB [MiB/s]" "$s_bw" "$(count send_bw)" "$(retx send_bw)"
+	printf '%-36s %12s %8s  %s\n' "ib_send_bw -e 64 KiB [MiB/s]" "$e_bw" "$(count send_bw_ev)" "event mode; $(retx send_bw_ev)"
+	printf '%-36s %12s %8s  %s\n' "ib_read_bw 64 KiB [MiB/s]" "$r_bw" "$(count read_bw)" "$(retx read_bw)"
 	printf '%-36s %12s %8s  %s\n' "iperf3 TCP 1 stream [MiB/s]" "$tcp_bw" "$(count iperf3)" "-t $kern_secs"
 	printf '%-36s %12s %8s  %s\n' "ib_write_lat 2 B [usec]" "$w_lat" "$(count write_lat)" "t_typical = RTT/2 -> RTT $w_rtt"
 	printf '%-36s %12s %8s  %s\n' "ib_send_lat 2 B [usec]" "$s_lat" "$(count send_lat)" "t_typical = RTT/2 -> RTT $s_rtt"
@@ -452,6 +519,8 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	ratio "ib_read_lat RTT / ib_write_lat RTT" "$(calc "$r_lat / $w_rtt")" "<=" 1.1
 	printf '%-44s %8s  (as printed: read t_typical / write t_typical; not like for like)\n' \
 		"  ib_read_lat / ib_write_lat, raw" "$(calc "$r_lat / $w_lat")"
+	printf '%-44s %8s  (a READ round trip against a SEND ping-pong round trip)\n' \
+		"  ib_read_lat RTT / ib_send_lat RTT" "$(calc "$r_lat / $s_rtt")"
 	ratio "CPU/GiB ib_write_bw / iperf3" "$(calc "$cpu_w / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
 	ratio "CPU/GiB ib_send_bw / iperf3" "$(calc "$cpu_s / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
 	ratio "CPU/GiB ib_send_bw -e / iperf3" "$(calc "$cpu_e / $cpu_tcp")" "<=" 1.0 "more CPU per byte"
@@ -460,9 +529,9 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	read -r st us wk <<<"$idle1"
 	printf '  ibv_rc_pingpong -e server, %s s before its client connects: %s us CPU, %s wakeups (client run: %s)\n' \
 		"$idle_secs" "$us" "$wk" "$st"
-	read -r st us wk <<<"$idle2"
-	printf '  ib_send_lat -e server, client SIGSTOPped %s s mid-run:        %s us CPU, %s wakeups (%s)\n' \
-		"$stop_secs" "$us" "$wk" "$st"
+	read -r st us wk rx <<<"$idle2"
+	printf '  ib_send_lat -e server, client pausing ~0.4 s per send, over %s s: %s us CPU, %s wakeups, %s packets received (%s)\n' \
+		"$idle_window" "$us" "$wk" "$rx" "$st"
 	echo
 	echo "raw samples: $results; logs: $out; wall time $(( $(date +%s) - start )) s"
 } | tee "$out/report.txt"

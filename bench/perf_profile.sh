@@ -15,11 +15,15 @@
 # into buckets: kernel UDP/IP stack, syscall entry/exit, scheduler and
 # wakeups, copies, ICRC (libdeflate CRC-32), locking, softrnic's transport
 # (the rest of libibverbs.so.1), the application.  The bucket rules are
-# regular expressions on symbol names (bucket_of below): a heuristic, good
+# regular expressions on symbol names (bucket_awk below): a heuristic, good
 # for proportions, not a cycle-exact accounting.
 #
-# Last, an strace -c of one short ib_write_bw client, next to the device's
+# Then, with perf, CPU time and context switches per operation (perf stat,
+# software counters) for ib_send_lat, ib_write_lat and ib_write_bw, and
+# last an strace -c of one short ib_write_bw client next to the device's
 # packet counters: how many syscalls each packet costs.
+#
+# PERF_PROFILE_TOOL=callgrind forces the valgrind fallback.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +52,9 @@ trap cleanup EXIT
 trap 'echo "perf_profile: interrupted" >&2; exit 130' INT TERM
 
 tool_mode=callgrind
-if perf record -q -e cpu-clock -o "$out/probe.data" -- true >/dev/null 2>&1; then
+if [ "${PERF_PROFILE_TOOL:-}" = callgrind ]; then
+	:
+elif perf record -q -e cpu-clock -o "$out/probe.data" -- true >/dev/null 2>&1; then
 	tool_mode=perf
 fi
 rm -f "$out/probe.data"
@@ -100,7 +106,7 @@ function bucket(dso, sym) {
 	if (dso ~ /kernel/ && sym ~ /udp|ip_|ip4|ipv4|skb|sock|sk_|net_rx|netif|loopback|dev_queue|dev_hard|napi|backlog|kfree|kmem_cache|kmalloc|alloc|slab|free_frozen|page|fib|dst_|neigh|nf_|__dev|xmit|recvmsg|sendmsg|msg|softirq|bh_|rcu|lock_sock|release_sock|memcg|__build_skb|gro|rx_|tx_|csum|cmsg/) return "kernel UDP/IP stack, skb alloc/free, softirq"
 	if (dso ~ /kernel/) return "kernel, other"
 	if (dso ~ /libibverbs/) return "softrnic transport + verbs (libibverbs.so.1)"
-	if (dso ~ /^ib_|perftest|ibv_/) return "application (perftest)"
+	if (dso ~ /(^|\/)(ib_|ibv_)|perftest/) return "application (perftest)"
 	if (dso ~ /libc/) return "libc, other"
 	return "other"
 }'
@@ -144,9 +150,12 @@ report() {
 		echo "  buckets:"
 		# Line: "  1,234,567 (12.34%)  file:function [dso]"
 		awk "$bucket_awk"'
-			/^ *[0-9,]+ \(/ {
-				pct = $2; gsub(/[()%]/, "", pct)
-				what = $3; dso = $NF; sym = what; sub(/^.*:/, "", sym)
+			/^ *[0-9,]+ \( *[0-9.]+%\)/ && !/PROGRAM TOTALS/ {
+				match($0, /\( *[0-9.]+%\)/)
+				pct = substr($0, RSTART + 1, RLENGTH - 3); gsub(/ /, "", pct)
+				rest = substr($0, RSTART + RLENGTH); sub(/^ +/, "", rest)
+				dso = rest; sub(/^.*\[/, "", dso); sub(/\].*$/, "", dso)
+				sym = rest; sub(/ \[.*$/, "", sym); sub(/^.*:/, "", sym)
 				b = bucket(dso, sym); share[b] += pct
 			}
 			END { for (b in share) printf "    %6.2f%%  %s\n", share[b], b }' \
@@ -186,7 +195,7 @@ stat_pair() { # stat_pair FILE ITERS TOOL ARGS...: prints "task_ms context_switc
 }
 # counted NAME ITERS TOOL ARGS...: per-operation CPU and context switches
 # of both processes.  perftest's fixed costs (set-up, and get_cpu_mhz's
-# ~0.2 s gettimeofday busy loop) are measured by a 5-iteration run and
+# 0.1-0.45 s gettimeofday busy loop) are measured by a 5-iteration run and
 # subtracted.
 counted() {
 	local name=$1 iters=$2 tool=$3; shift 3
@@ -223,7 +232,7 @@ if command -v strace >/dev/null; then
 		wait "$srv"
 		grep -o 'tx_packets=[0-9]*\|rx_packets=[0-9]*\|completions=[0-9]*' "$out/strace.cli.log" | tr '\n' ' '
 		echo
-		awk 'NR <= 2 || /sendmsg|recvmmsg|sched_yield|write|read|ppoll|futex|total/' "$out/strace.cli.txt" | head -14
+		awk 'NR <= 2 || /send|recv|sched_yield|write|read|poll|futex|total/' "$out/strace.cli.txt" | head -16
 	fi
 fi
 echo

@@ -11,7 +11,8 @@ PACKAGES=(
   perftest rdmacm-utils python3-pyverbs # unmodified rdma-core programs run on softrnic
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
-  iperf3 sockperf                      # the kernel baselines of bench/perf_compare.sh
+  iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh
+  linux-perf strace valgrind           # bench/perf_profile.sh
 )
 
 missing=()
