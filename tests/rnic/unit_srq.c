@@ -1,8 +1,8 @@
 /*
  * unit_srq.c — shared receive queues, async events and UC message loss,
  * checked on two rnics wired back to back through an in-test packet queue
- * with a simulated clock (the same shape as unit_loop.c; only wire + rnic
- * are needed).
+ * with a simulated clock (the loop of unit_util.c, shared with
+ * unit_loop.c; only wire + rnic are needed).
  *
  * Cases: several QPs sharing one SRQ (wc.qp_num names the receiving QP,
  * every WQE used once, data intact), the SRQ limit event (once, then
@@ -25,148 +25,12 @@
 #include "rnic/rnic.h"
 #include "rnic/rnic_int.h"
 
-static int failures;
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "unit_util.h"
 
-/* ---- the loop ------------------------------------------------------------ */
-
+/* The packet loop (unit_util.h): queue depth and rnic seeds of this file;
+ * async events are recorded. */
 #define MAXQ 8192
-
-struct pkt {
-	int to;
-	size_t len;
-	uint8_t data[WIRE_MAX_IB_PACKET];
-};
-
-struct event {
-	enum ibv_event_type type;
-	void *obj;
-};
-
-struct loop {
-	struct rnic *r[2];
-	struct rnic_gid gid[2];
-	struct pkt *q;
-	size_t qhead, qlen;
-	uint64_t now;
-	uint64_t sent[2];
-	/* return true to drop a packet node `from` sends */
-	bool (*drop)(struct loop *l, int from, const uint8_t *ib, size_t len);
-	void *drop_ctx;
-	struct event ev[64];
-	int nev;
-};
-
-struct node_ctx {
-	struct loop *l;
-	int id;
-};
-static struct node_ctx nctx[2];
-
-static void xmit(void *ctx, const struct rnic_tx *tx)
-{
-	struct node_ctx *n = ctx;
-	struct loop *l = n->l;
-	struct pkt *p;
-
-	l->sent[n->id]++;
-	if (l->drop && l->drop(l, n->id, tx->ib, tx->ib_len))
-		return;
-	if (l->qlen == MAXQ) {
-		fprintf(stderr, "queue overflow\n");
-		exit(1);
-	}
-	p = &l->q[(l->qhead + l->qlen) % MAXQ];
-	p->to = 1 - n->id;
-	p->len = tx->ib_len;
-	memcpy(p->data, tx->ib, tx->ib_len);
-	l->qlen++;
-}
-
-static void on_async(void *ctx, enum ibv_event_type type, void *obj)
-{
-	struct loop *l = ((struct node_ctx *)ctx)->l;
-
-	if (l->nev < (int)(sizeof(l->ev) / sizeof(l->ev[0])))
-		l->ev[l->nev++] = (struct event){ type, obj };
-}
-
-static int count_events(const struct loop *l, enum ibv_event_type type, void *obj)
-{
-	int n = 0;
-
-	for (int i = 0; i < l->nev; i++)
-		n += l->ev[i].type == type && l->ev[i].obj == obj;
-	return n;
-}
-
-static void loop_init(struct loop *l)
-{
-	memset(l, 0, sizeof(*l));
-	l->q = calloc(MAXQ, sizeof(*l->q));
-	l->now = 1000;
-	for (int i = 0; i < 2; i++) {
-		struct rnic_io io = { .ctx = &nctx[i], .xmit = xmit, .async_event = on_async };
-		struct rnic_config c;
-
-		rnic_config_default(&c);
-		c.seed = 200 + (uint32_t)i;
-		c.gid.raw[10] = c.gid.raw[11] = 0xff;
-		c.gid.raw[12] = 10;
-		c.gid.raw[15] = (uint8_t)(i + 1);
-		l->gid[i] = c.gid;
-		nctx[i].l = l;
-		nctx[i].id = i;
-		l->r[i] = rnic_create(&c, &io);
-		CHECK(l->r[i] != NULL);
-	}
-}
-
-static void loop_fini(struct loop *l)
-{
-	rnic_destroy(l->r[0]);
-	rnic_destroy(l->r[1]);
-	free(l->q);
-}
-
-static bool loop_step(struct loop *l)
-{
-	static struct pkt tmp;
-
-	if (l->qlen) {
-		struct rnic_rx rx;
-
-		tmp = l->q[l->qhead];   /* receive may xmit into the queue */
-		l->qhead = (l->qhead + 1) % MAXQ;
-		l->qlen--;
-		l->now += 100;
-		rx = (struct rnic_rx){ .src = l->gid[1 - tmp.to], .dst = l->gid[tmp.to],
-				       .ib = tmp.data, .ib_len = tmp.len };
-		rnic_receive(l->r[tmp.to], &rx, l->now);
-		return true;
-	}
-	uint64_t d0 = rnic_next_deadline(l->r[0]), d1 = rnic_next_deadline(l->r[1]);
-	uint64_t d = d0 < d1 ? d0 : d1;
-	if (d == UINT64_MAX)
-		return false;
-	if (d > l->now)
-		l->now = d;
-	rnic_advance(l->r[0], l->now);
-	rnic_advance(l->r[1], l->now);
-	return true;
-}
-
-static void loop_run(struct loop *l, int max_steps)
-{
-	while (max_steps-- > 0 && loop_step(l))
-		;
-}
+#define SEED_BASE 200
 
 /* ---- objects ------------------------------------------------------------------ */
 
@@ -179,7 +43,7 @@ struct node {
 	struct rnic_mr *mr;
 };
 
-static void node_init(struct loop *l, int i, struct node *n, int cqe)
+static void node_init(struct ut_loop *l, int i, struct node *n, int cqe)
 {
 	n->pd = rnic_pd_alloc(l->r[i]);
 	n->cq = rnic_cq_create(l->r[i], cqe, n);
@@ -213,7 +77,7 @@ static struct rnic_qp *make_qp(struct node *n, struct rnic_srq *srq, enum ibv_qp
 
 /* RESET -> INIT -> RTR -> RTS toward (gid, dqpn); PSNs from the QPNs so
  * both ends agree without being told.  RC gets a short RNR timer. */
-static int connect_qp(struct loop *l, int side, struct rnic_qp *qp, uint32_t dqpn, uint8_t rnr_retry)
+static int connect_qp(struct ut_loop *l, int side, struct rnic_qp *qp, uint32_t dqpn, uint8_t rnr_retry)
 {
 	bool rc = qp->type == IBV_QPT_RC;
 	struct ibv_qp_attr a;
@@ -253,7 +117,7 @@ static int connect_qp(struct loop *l, int side, struct rnic_qp *qp, uint32_t dqp
 	return rnic_qp_modify(qp, &a, mask, l->now);
 }
 
-static void connect_pair(struct loop *l, struct rnic_qp *a, struct rnic_qp *b, uint8_t rnr_retry)
+static void connect_pair(struct ut_loop *l, struct rnic_qp *a, struct rnic_qp *b, uint8_t rnr_retry)
 {
 	CHECK(connect_qp(l, 0, a, rnic_qp_num(b), rnr_retry) == 0);
 	CHECK(connect_qp(l, 1, b, rnic_qp_num(a), rnr_retry) == 0);
@@ -275,7 +139,7 @@ static int qp_post_recv(struct rnic_qp *qp, struct node *n, uint64_t wr_id, uint
 	return rnic_post_recv(qp, &wr, &bad);
 }
 
-static int send_msg(struct loop *l, struct rnic_qp *qp, struct node *n, enum ibv_wr_opcode op, uint64_t wr_id,
+static int send_msg(struct ut_loop *l, struct rnic_qp *qp, struct node *n, enum ibv_wr_opcode op, uint64_t wr_id,
 		    uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(n->buf + off), .length = len, .lkey = rnic_mr_lkey(n->mr) };
@@ -291,12 +155,6 @@ static int send_msg(struct loop *l, struct rnic_qp *qp, struct node *n, enum ibv
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return rnic_post_send(qp, &wr, &bad, l->now);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
 }
 
 static struct rnic_srq *make_srq(struct node *n, uint32_t max_wr, uint32_t max_sge, void *ctx)
@@ -318,7 +176,7 @@ static struct rnic_srq *make_srq(struct node *n, uint32_t max_wr, uint32_t max_s
 #define PER_QP 6
 static void test_shared(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa[NQP], *qb[NQP];
 	struct rnic_srq *srq;
@@ -326,7 +184,7 @@ static void test_shared(void)
 	bool used[NQP * PER_QP] = { false };
 	int got = 0;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 256);
 	node_init(&l, 1, &b, 256);
 	srq = make_srq(&b, NQP * PER_QP, 1, &b);
@@ -343,10 +201,10 @@ static void test_shared(void)
 		for (int m = 0; m < PER_QP; m++) {
 			uint32_t off = (uint32_t)(i * PER_QP + m) * 1024, len = 300 + (uint32_t)(i * 97 + m * 211);
 
-			fill(a.buf + off, len, (uint32_t)(i * 16 + m));
+			ut_fill(a.buf + off, len, (uint32_t)(i * 16 + m));
 			CHECK(send_msg(&l, qa[i], &a, IBV_WR_SEND, (uint64_t)(i * 100 + m), off, len, 0, 0, 0) == 0);
 		}
-	loop_run(&l, 100000);
+	ut_loop_run(&l, 100000);
 	while (rnic_cq_poll(b.cq, 1, &wc) == 1) {
 		int k = (int)(wc.wr_id - 1000), qi = -1;
 		uint8_t expect[4096];
@@ -367,7 +225,7 @@ static void test_shared(void)
 		for (int m = 0; m < PER_QP; m++) {
 			uint32_t len = 300 + (uint32_t)(qi * 97 + m * 211);
 			if (wc.byte_len == len) {
-				fill(expect, len, (uint32_t)(qi * 16 + m));
+				ut_fill(expect, len, (uint32_t)(qi * 16 + m));
 				CHECK(memcmp(b.buf + (size_t)k * 4096, expect, len) == 0);
 			}
 		}
@@ -383,21 +241,21 @@ static void test_shared(void)
 	CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* Limit armed at 4 on an SRQ of 8: the event fires exactly when the fifth
  * WQE is taken (count 3 < 4), once, and the SRQ is disarmed. */
 static void test_limit(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct rnic_srq *srq;
 	struct ibv_srq_attr at;
 	struct ibv_wc wc;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 64);
 	srq = make_srq(&b, 8, 1, &b.buf);
@@ -418,18 +276,18 @@ static void test_limit(void)
 	CHECK(rnic_srq_modify(srq, &at, IBV_SRQ_MAX_WR) == EINVAL);
 	for (int m = 0; m < 6; m++) {
 		CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, (uint64_t)m, 0, 100, 0, 0, 0) == 0);
-		loop_run(&l, 10000);
+		ut_loop_run(&l, 10000);
 		CHECK(rnic_cq_poll(b.cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 		/* after m+1 messages, 7-m WQEs remain; below 4 from m == 4 */
-		CHECK(count_events(&l, IBV_EVENT_SRQ_LIMIT_REACHED, &b.buf) == (m >= 4 ? 1 : 0));
+		CHECK(ut_count_events(&l, IBV_EVENT_SRQ_LIMIT_REACHED, &b.buf) == (m >= 4 ? 1 : 0));
 	}
 	CHECK(rnic_srq_query(srq, &at) == 0 && at.srq_limit == 0);
 	/* Re-armed: fires again on the next WQE taken below it. */
 	at.srq_limit = 3;
 	CHECK(rnic_srq_modify(srq, &at, IBV_SRQ_LIMIT) == 0);
 	CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, 50, 0, 100, 0, 0, 0) == 0);
-	loop_run(&l, 10000);
-	CHECK(count_events(&l, IBV_EVENT_SRQ_LIMIT_REACHED, &b.buf) == 2);
+	ut_loop_run(&l, 10000);
+	CHECK(ut_count_events(&l, IBV_EVENT_SRQ_LIMIT_REACHED, &b.buf) == 2);
 	/* 1 WQE queued: a depth of 1 would hold it, but not an armed limit of 2. */
 	at.srq_limit = 2;
 	CHECK(rnic_srq_modify(srq, &at, IBV_SRQ_LIMIT) == 0);
@@ -442,33 +300,33 @@ static void test_limit(void)
 	CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* An empty SRQ answers with RNR NAKs; once a WQE is posted the resend is
  * accepted and the message completes successfully. */
 static void test_rnr(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct rnic_srq *srq;
 	struct ibv_wc wc;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 64);
 	srq = make_srq(&b, 4, 1, NULL);
 	qa = make_qp(&a, NULL, IBV_QPT_RC, NULL);
 	qb = make_qp(&b, srq, IBV_QPT_RC, NULL);
 	connect_pair(&l, qa, qb, 7);
-	fill(a.buf, 700, 3);
+	ut_fill(a.buf, 700, 3);
 	CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, 7, 0, 700, 0, 0, 0) == 0);
-	loop_run(&l, 40);
+	ut_loop_run(&l, 40);
 	CHECK(rnic_counters(l.r[1])->tx_rnr_nak >= 1);
 	CHECK(rnic_cq_poll(a.cq, 1, &wc) == 0);
 	CHECK(srq_post(srq, &b, 77, 8192, 1024) == 0);
-	loop_run(&l, 10000);
+	ut_loop_run(&l, 10000);
 	CHECK(rnic_cq_poll(a.cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7);
 	CHECK(rnic_cq_poll(b.cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 77 &&
 	      wc.byte_len == 700 && wc.qp_num == rnic_qp_num(qb));
@@ -478,11 +336,12 @@ static void test_rnr(void)
 	CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
-static bool drop_last_from_0(struct loop *l, int from, const uint8_t *ib, size_t len)
+static bool drop_last_from_0(struct ut_loop *l, int from, uint64_t n, const uint8_t *ib, size_t len)
 {
+	(void)n;
 	(void)l;
 	(void)len;
 	/* lose every SEND LAST: the message stays in progress on node 1 */
@@ -495,7 +354,7 @@ static bool drop_last_from_0(struct loop *l, int from, const uint8_t *ib, size_t
  * QP_REQ_ERR and Last WQE Reached on another QP. */
 static void test_last_wqe(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb, *qa2, *qb2;
 	struct rnic_srq *srq;
@@ -504,7 +363,7 @@ static void test_last_wqe(void)
 	struct ibv_wc wc;
 	int n;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 64);
 	srq = make_srq(&b, 8, 2, NULL);
@@ -519,26 +378,26 @@ static void test_last_wqe(void)
 
 	l.drop = drop_last_from_0;
 	CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, 1, 0, 600, 0, 0, 0) == 0);   /* 3 packets */
-	loop_run(&l, 2);   /* FIRST and MIDDLE delivered */
+	ut_loop_run(&l, 2);   /* FIRST and MIDDLE delivered */
 	l.drop = NULL;
-	CHECK(count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 0);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 0);
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_ERR;
 	CHECK(rnic_qp_modify(qb, &at, IBV_QP_STATE, l.now) == 0);
-	CHECK(count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 1);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 1);
 	n = rnic_cq_poll(b.cq, 1, &wc);
 	CHECK(n == 1 && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 10 && wc.qp_num == rnic_qp_num(qb));
 	CHECK(rnic_cq_poll(b.cq, 1, &wc) == 0);   /* the SRQ's WQEs are not flushed */
 	CHECK(rnic_srq_query(srq, &sa) == 0);
 	/* ERR -> ERR: no second event */
 	CHECK(rnic_qp_modify(qb, &at, IBV_QP_STATE, l.now) == 0);
-	CHECK(count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 1);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 1);
 
 	/* Fatal responder error on qb2: 2000 bytes into a 1024-byte WQE. */
 	CHECK(send_msg(&l, qa2, &a, IBV_WR_SEND, 2, 0, 2000, 0, 0, 0) == 0);
-	loop_run(&l, 10000);
-	CHECK(count_events(&l, IBV_EVENT_QP_REQ_ERR, &qb2) == 1);
-	CHECK(count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb2) == 1);
+	ut_loop_run(&l, 10000);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_REQ_ERR, &qb2) == 1);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb2) == 1);
 	CHECK(rnic_cq_poll(b.cq, 1, &wc) == 1 && wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 11 &&
 	      wc.qp_num == rnic_qp_num(qb2));
 	CHECK(rnic_cq_poll(a.cq, 8, (struct ibv_wc[8]){ 0 }) >= 1);
@@ -549,7 +408,7 @@ static void test_last_wqe(void)
 	CHECK(rnic_qp_modify(qb, &at, IBV_QP_STATE, l.now) == 0);
 	at.qp_state = IBV_QPS_ERR;
 	CHECK(rnic_qp_modify(qb, &at, IBV_QP_STATE, l.now) == 0);
-	CHECK(count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 2);
+	CHECK(ut_count_events(&l, IBV_EVENT_QP_LAST_WQE_REACHED, &qb) == 2);
 
 	CHECK(rnic_qp_destroy(qa) == 0);
 	CHECK(rnic_qp_destroy(qb) == 0);
@@ -558,19 +417,19 @@ static void test_last_wqe(void)
 	CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* A CQ of 2 entries receiving 4 completions: 2 are kept, the overflow is
  * counted and raises IBV_EVENT_CQ_ERR with the CQ's context. */
 static void test_cq_overflow(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct ibv_wc wc[4];
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 2);
 	qa = make_qp(&a, NULL, IBV_QPT_RC, NULL);
@@ -580,23 +439,23 @@ static void test_cq_overflow(void)
 		CHECK(qp_post_recv(qb, &b, (uint64_t)k, (uint32_t)k * 512, 512) == 0);
 	for (int m = 0; m < 4; m++)
 		CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, (uint64_t)m, 0, 64, 0, 0, 0) == 0);
-	loop_run(&l, 10000);
-	CHECK(count_events(&l, IBV_EVENT_CQ_ERR, &b) >= 1);
-	CHECK(count_events(&l, IBV_EVENT_CQ_ERR, &a) == 0);
+	ut_loop_run(&l, 10000);
+	CHECK(ut_count_events(&l, IBV_EVENT_CQ_ERR, &b) >= 1);
+	CHECK(ut_count_events(&l, IBV_EVENT_CQ_ERR, &a) == 0);
 	CHECK(rnic_counters(l.r[1])->cq_overflows == 2);
 	CHECK(rnic_cq_poll(b.cq, 4, wc) == 2);
 	CHECK(rnic_qp_destroy(qa) == 0);
 	CHECK(rnic_qp_destroy(qb) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* The SRQ verbs' argument rules, and a resize that keeps queued WQEs in
  * order (checked by consuming them afterwards). */
 static void test_srq_args(void)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct rnic_srq *srq;
@@ -606,7 +465,7 @@ static void test_srq_args(void)
 	struct ibv_recv_wr wr, *bad;
 	struct ibv_wc wc;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 64);
 	memset(&init, 0, sizeof(init));
@@ -643,7 +502,7 @@ static void test_srq_args(void)
 	connect_pair(&l, qa, qb, 7);
 	for (int m = 0; m < 16; m++)
 		CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, (uint64_t)m, 0, 32, 0, 0, 0) == 0);
-	loop_run(&l, 100000);
+	ut_loop_run(&l, 100000);
 	for (int k = 0; k < 16; k++)   /* FIFO across the resize */
 		CHECK(rnic_cq_poll(b.cq, 1, &wc) == 1 && wc.wr_id == (uint64_t)k && wc.status == IBV_WC_SUCCESS);
 	/* UD with an SRQ is not modelled here. */
@@ -656,20 +515,20 @@ static void test_srq_args(void)
 	CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* UC with no receive WQE: the SEND is dropped silently (no RNR NAK, no
  * completion, IBTA 9.8.2); the next SEND, with a WQE posted, arrives. */
 static void test_uc_no_wqe(bool use_srq)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct rnic_srq *srq = NULL;
 	struct ibv_wc wc;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 64);
 	node_init(&l, 1, &b, 64);
 	if (use_srq)
@@ -677,9 +536,9 @@ static void test_uc_no_wqe(bool use_srq)
 	qa = make_qp(&a, NULL, IBV_QPT_UC, NULL);
 	qb = make_qp(&b, srq, IBV_QPT_UC, NULL);
 	connect_pair(&l, qa, qb, 0);
-	fill(a.buf, 4096, 9);
+	ut_fill(a.buf, 4096, 9);
 	CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, 1, 0, 600, 0, 0, 0) == 0);
-	loop_run(&l, 1000);
+	ut_loop_run(&l, 1000);
 	CHECK(rnic_cq_poll(a.cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
 	CHECK(rnic_cq_poll(b.cq, 1, &wc) == 0);
 	CHECK(l.sent[1] == 0);
@@ -688,7 +547,7 @@ static void test_uc_no_wqe(bool use_srq)
 	else
 		CHECK(qp_post_recv(qb, &b, 5, 8192, 1024) == 0);
 	CHECK(send_msg(&l, qa, &a, IBV_WR_SEND, 2, 1000, 700, 0, 0, 0) == 0);
-	loop_run(&l, 1000);
+	ut_loop_run(&l, 1000);
 	CHECK(rnic_cq_poll(b.cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5 &&
 	      wc.byte_len == 700 && wc.qp_num == rnic_qp_num(qb));
 	CHECK(memcmp(b.buf + 8192, a.buf + 1000, 700) == 0);
@@ -699,7 +558,7 @@ static void test_uc_no_wqe(bool use_srq)
 		CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 }
 
 /* ---- UC under loss ---------------------------------------------------------- */
@@ -723,11 +582,12 @@ static uint64_t splitmix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-static bool uc_drop(struct loop *l, int from, const uint8_t *ib, size_t len)
+static bool uc_drop(struct ut_loop *l, int from, uint64_t n, const uint8_t *ib, size_t len)
 {
-	struct uc_loss *u = l->drop_ctx;
+	struct uc_loss *u = l->hook_ctx;
 	const struct wire_opcode_info *info = wire_opcode_info(ib[0]);
 
+	(void)n;
 	(void)len;
 	if (from != 0 || !info)
 		return false;
@@ -748,7 +608,7 @@ static bool uc_drop(struct loop *l, int from, const uint8_t *ib, size_t len)
  * no ACKs to report failure) and node 1 never transmits. */
 static void test_uc_loss(uint64_t seed, bool use_srq)
 {
-	struct loop l;
+	struct ut_loop l;
 	struct node a, b;
 	struct rnic_qp *qa, *qb;
 	struct rnic_srq *srq = NULL;
@@ -758,7 +618,7 @@ static void test_uc_loss(uint64_t seed, bool use_srq)
 	struct ibv_wc wc;
 	uint64_t rng = seed;
 
-	loop_init(&l);
+	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, true);
 	node_init(&l, 0, &a, 1024);
 	node_init(&l, 1, &b, 1024);
 	if (use_srq)
@@ -770,9 +630,9 @@ static void test_uc_loss(uint64_t seed, bool use_srq)
 	u->cur = -1;
 	u->drop_per_mille = 30 + (uint32_t)(seed % 5) * 20;
 	l.drop = uc_drop;
-	l.drop_ctx = u;
+	l.hook_ctx = u;
 
-	fill(a.buf, BUFSZ, (uint32_t)seed);
+	ut_fill(a.buf, BUFSZ, (uint32_t)seed);
 	/* Receive WQEs: the SEND data lands in a per-WQE 2 KiB slot; WRITEs
 	 * into their own area at 128 KiB + msg * 256 (overlap is harmless: we
 	 * only check delivered messages, right after they complete). */
@@ -794,7 +654,7 @@ static void test_uc_loss(uint64_t seed, bool use_srq)
 			CHECK(wc.status == IBV_WC_SUCCESS);
 			sends_done++;
 		}
-		loop_run(&l, 100000);
+		ut_loop_run(&l, 100000);
 		/* Check each delivery at once, before a later message reuses
 		 * the buffer. */
 		while (rnic_cq_poll(b.cq, 1, &wc) == 1) {
@@ -845,7 +705,7 @@ static void test_uc_loss(uint64_t seed, bool use_srq)
 		CHECK(rnic_srq_destroy(srq) == 0);
 	node_fini(&a);
 	node_fini(&b);
-	loop_fini(&l);
+	ut_loop_fini(&l);
 	free(u);
 }
 
@@ -871,8 +731,8 @@ int main(int argc, char **argv)
 			test_uc_loss(seeds[i], true);
 		}
 	}
-	if (failures) {
-		fprintf(stderr, "unit_srq: %d failures\n", failures);
+	if (ut_failures) {
+		fprintf(stderr, "unit_srq: %d failures\n", ut_failures);
 		return 1;
 	}
 	printf("unit_srq: all passed\n");

@@ -23,14 +23,7 @@
 #include "rnic/rnic.h"
 #include "wire/wire.h"
 
-static int failures;
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "unit_util.h"
 
 #define NODES 3
 #define MAXQ 256
@@ -761,8 +754,8 @@ int main(void)
 	test_multicast();
 	test_validation();
 	test_ipv6_grh();
-	if (failures) {
-		fprintf(stderr, "unit_ud: %d failure(s)\n", failures);
+	if (ut_failures) {
+		fprintf(stderr, "unit_ud: %d failure(s)\n", ut_failures);
 		return 1;
 	}
 	printf("unit_ud: all passed\n");

@@ -22,39 +22,11 @@
 
 #include <infiniband/verbs.h>
 
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
-
-#define REQUIRE(cond)                                                          \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "verbs_test_util.h"
 
 static struct ibv_context *open_softrnic(void)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-	int n = -1;
-
-	list = ibv_get_device_list(&n);
-	REQUIRE(list && n == 1);
-	REQUIRE(strcmp(ibv_get_device_name(list[0]), "softrnic0") == 0);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
+	return vt_open_device("softrnic0");
 }
 
 /* ---- basic ---------------------------------------------------------------- */
@@ -314,7 +286,7 @@ static int run_basic(void)
 	test_async_fd(ctx);
 	CHECK(ibv_close_device(ctx2) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return failures ? 1 : 0;
+	return vt_failures ? 1 : 0;
 }
 
 /* ---- loopback ------------------------------------------------------------- */
@@ -331,8 +303,6 @@ enum { BUF = 1 << 16 };
 static void setup_side(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_comp_channel *ch,
 		       struct side *s)
 {
-	struct ibv_qp_init_attr init;
-
 	s->buf = calloc(1, BUF);
 	REQUIRE(s->buf);
 	s->mr = ibv_reg_mr(pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -340,55 +310,16 @@ static void setup_side(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_co
 	REQUIRE(s->mr);
 	s->cq = ibv_create_cq(ctx, 32, s, ch, 0);
 	REQUIRE(s->cq);
-	memset(&init, 0, sizeof(init));
-	init.send_cq = s->cq;
-	init.recv_cq = s->cq;
-	init.qp_type = IBV_QPT_RC;
-	init.cap.max_send_wr = 16;
-	init.cap.max_recv_wr = 16;
-	init.cap.max_send_sge = 1;
-	init.cap.max_recv_sge = 1;
-	s->qp = ibv_create_qp(pd, &init);
-	REQUIRE(s->qp);
+	s->qp = vt_create_rc_qp(pd, s->cq, s->cq, NULL);
 }
 
-static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *gid)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					  IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = 0;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 100;
-	a.max_rd_atomic = 1;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					  IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-	CHECK(qp->state == IBV_QPS_RTS);
-}
+/* SEND, RDMA WRITE and RDMA READ toward the peer; PSN 100 both ways. */
+static const struct vt_rc_attr loop_rc = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	.psn = 100,
+	.rd_atomic = 1,
+	.timeout = 14,
+};
 
 /* Waits (poll() with a timeout, then ibv_get_cq_event) for n completions
  * on cq, all successful; returns them in wc. */
@@ -436,8 +367,6 @@ static int run_loopback(void)
 	struct ibv_pd *pd;
 	struct side a, b;
 	union ibv_gid gid;
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_send_wr swr, *sbad;
 	struct ibv_wc wc[4];
 
@@ -448,20 +377,13 @@ static int run_loopback(void)
 	setup_side(ctx, pd, ch, &a);
 	setup_side(ctx, pd, ch, &b);
 	REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
-	connect_qp(a.qp, b.qp->qp_num, &gid);
-	connect_qp(b.qp, a.qp->qp_num, &gid);
+	vt_connect_rc(a.qp, b.qp->qp_num, &gid, &loop_rc);
+	vt_connect_rc(b.qp, a.qp->qp_num, &gid, &loop_rc);
 
 	/* SEND 3000 bytes a -> b (3 packets at MTU 1024). */
 	for (int i = 0; i < 3000; i++)
 		a.buf[i] = (char)(i * 7 + 1);
-	sge.addr = (uintptr_t)b.buf;
-	sge.length = BUF;
-	sge.lkey = b.mr->lkey;
-	memset(&rwr, 0, sizeof(rwr));
-	rwr.wr_id = 11;
-	rwr.sg_list = &sge;
-	rwr.num_sge = 1;
-	REQUIRE(ibv_post_recv(b.qp, &rwr, &rbad) == 0);
+	vt_post_recv(b.qp, b.mr, b.buf, BUF, 11);
 
 	{
 		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf, .length = 3000, .lkey = a.mr->lkey };
@@ -573,22 +495,12 @@ static int run_loopback(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a.buf);
 	free(b.buf);
-	return failures ? 1 : 0;
+	return vt_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *what = argc > 1 ? argv[1] : "basic";
-	int rc;
+	static const struct vt_mode modes[] = { { "basic", run_basic }, { "loopback", run_loopback } };
 
-	if (strcmp(what, "basic") == 0)
-		rc = run_basic();
-	else if (strcmp(what, "loopback") == 0)
-		rc = run_loopback();
-	else {
-		fprintf(stderr, "usage: %s [basic|loopback]\n", argv[0]);
-		return 2;
-	}
-	printf("%s: %s (%d failed checks)\n", what, rc ? "FAIL" : "PASS", failures);
-	return rc;
+	return vt_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
 }

@@ -28,38 +28,11 @@
 
 #include <infiniband/verbs.h>
 
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
-
-#define REQUIRE(cond)                                                          \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "verbs_test_util.h"
 
 static struct ibv_context *open_softrnic(void)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx;
-	int n = -1;
-
-	list = ibv_get_device_list(&n);
-	REQUIRE(list && n == 1);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
-	ibv_free_device_list(list);
-	return ctx;
+	return vt_open_device(NULL);
 }
 
 #define RC_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                    \
@@ -394,7 +367,7 @@ static int run_api(void)
 	test_wr_errors(ctx, pd);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return failures ? 1 : 0;
+	return vt_failures ? 1 : 0;
 }
 
 /* ---- loopback ------------------------------------------------------------- */
@@ -509,50 +482,24 @@ static void setup_side(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_co
 	REQUIRE(s->qpx);
 }
 
+/* Every RC operation toward the peer, 4 reads/atomics in flight; PSN
+ * 200 both ways. */
 static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *gid,
 		       uint8_t timeout)
 {
-	struct ibv_qp_attr a;
+	const struct vt_rc_attr attr = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		.psn = 200,
+		.rd_atomic = 4,
+		.timeout = timeout,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					  IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 200;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 200;
-	a.max_rd_atomic = 4;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					  IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	vt_connect_rc(qp, dest_qpn, gid, &attr);
 }
 
 static void post_recv(struct side *s, uint64_t wr_id, size_t off, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	REQUIRE(ibv_post_recv(s->qp, &wr, &bad) == 0);
+	vt_post_recv(s->qp, s->mr, s->buf + off, len, wr_id);
 }
 
 static void fill(char *p, size_t n, unsigned seed)
@@ -822,8 +769,6 @@ static void test_all_or_nothing(struct ibv_context *ctx, struct ibv_pd *pd,
 static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid)
 {
 	struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS };
-	struct ibv_ah_attr aha;
-	struct ibv_qp_attr qa;
 	struct ibv_qp *qp[2];
 	struct ibv_qp_ex *qpx;
 	struct ibv_cq_ex *cqx;
@@ -837,28 +782,13 @@ static void test_ud(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 		qp[i] = create_qp_ex(ctx, pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_UD,
 				     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 8, 1, 64);
 		REQUIRE(qp[i]);
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_state = IBV_QPS_INIT;
-		qa.port_num = 1;
-		qa.qkey = 0x11111111;
-		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						     IBV_QP_QKEY) == 0);
-		qa.qp_state = IBV_QPS_RTR;
-		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE) == 0);
-		qa.qp_state = IBV_QPS_RTS;
-		qa.sq_psn = 7;
-		REQUIRE(ibv_modify_qp(qp[i], &qa, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+		vt_ud_to_rts(qp[i], 0x11111111, 7);
 	}
 	/* UD has no RDMA: refused at creation. */
 	errno = 0;
 	CHECK(create_qp_ex(ctx, pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE,
 			   8, 1, 0) == NULL && errno == EOPNOTSUPP);
-	memset(&aha, 0, sizeof(aha));
-	aha.is_global = 1;
-	aha.grh.dgid = *gid;
-	aha.grh.hop_limit = 1;
-	aha.port_num = 1;
-	ah = ibv_create_ah(pd, &aha);
+	ah = vt_create_ah(pd, gid, 1);
 	REQUIRE(ah);
 
 	r.qp = qp[1];
@@ -1006,22 +936,12 @@ static int run_loopback(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a.buf);
 	free(b.buf);
-	return failures ? 1 : 0;
+	return vt_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *what = argc > 1 ? argv[1] : "api";
-	int rc;
+	static const struct vt_mode modes[] = { { "api", run_api }, { "loopback", run_loopback } };
 
-	if (strcmp(what, "api") == 0)
-		rc = run_api();
-	else if (strcmp(what, "loopback") == 0)
-		rc = run_loopback();
-	else {
-		fprintf(stderr, "usage: %s [api|loopback]\n", argv[0]);
-		return 2;
-	}
-	printf("%s: %s (%d failed checks)\n", what, rc ? "FAIL" : "PASS", failures);
-	return rc;
+	return vt_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
 }

@@ -24,25 +24,7 @@
 
 #include <infiniband/verbs.h>
 
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
-
-#define REQUIRE(cond)                                                          \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno %d %s)\n", \
-				__FILE__, __LINE__, #cond, errno, strerror(errno)); \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "verbs_test_util.h"
 
 enum { BUF = 1 << 16, MSG = 2000 };
 
@@ -54,58 +36,23 @@ static union ibv_gid gid;
 
 static struct ibv_qp *make_qp(struct ibv_cq *cq, struct ibv_srq *srq)
 {
-	struct ibv_qp_init_attr init;
-	struct ibv_qp *qp;
+	struct ibv_qp *qp = vt_create_rc_qp(pd, cq, cq, srq);
 
-	memset(&init, 0, sizeof(init));
-	init.send_cq = cq;
-	init.recv_cq = cq;
-	init.srq = srq;
-	init.qp_type = IBV_QPT_RC;
-	init.cap.max_send_wr = 16;
-	init.cap.max_recv_wr = 16;
-	init.cap.max_send_sge = 1;
-	init.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &init);
-	REQUIRE(qp);
 	CHECK(qp->srq == srq);
 	return qp;
 }
 
+/* SEND and RDMA WRITE toward the peer; PSN 7 both ways. */
 static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn)
 {
-	struct ibv_qp_attr a;
+	static const struct vt_rc_attr attr = {
+		.access = IBV_ACCESS_REMOTE_WRITE,
+		.psn = 7,
+		.rd_atomic = 1,
+		.timeout = 14,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					  IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.rq_psn = 7;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 7;
-	a.max_rd_atomic = 1;
-	REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					  IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	vt_connect_rc(qp, dest_qpn, &gid, &attr);
 }
 
 static int post_send(struct ibv_qp *qp, uint64_t wr_id, uint32_t off, uint32_t len)
@@ -342,11 +289,7 @@ static void test_cq_err(void)
 
 int main(void)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-
-	REQUIRE(list && list[0]);
-	ctx = ibv_open_device(list[0]);
-	REQUIRE(ctx);
+	ctx = vt_open_device(NULL);
 	REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
 	pd = ibv_alloc_pd(ctx);
 	buf = calloc(1, BUF);
@@ -361,10 +304,9 @@ int main(void)
 	CHECK(ibv_dereg_mr(mr) == 0);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	ibv_free_device_list(list);
 	free(buf);
-	if (failures) {
-		fprintf(stderr, "verbs_srq_test: %d failures\n", failures);
+	if (vt_failures) {
+		fprintf(stderr, "verbs_srq_test: %d failures\n", vt_failures);
 		return 1;
 	}
 	printf("verbs_srq_test: all passed\n");

@@ -42,25 +42,7 @@
 #define SLOT (SIZE + 40)
 #define MCAST_QPN 0xffffffu
 
-static int failures;
-static const char *who = "parent";
-
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s: %s:%d: CHECK failed: %s (errno %d)\n", who, \
-				__FILE__, __LINE__, #cond, errno);                     \
-			failures++;                                                    \
-		}                                                                      \
-	} while (0)
-#define REQUIRE(cond)                                                                  \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s: %s:%d: REQUIRE failed: %s (errno %d %s)\n", who, \
-				__FILE__, __LINE__, #cond, errno, strerror(errno));    \
-			exit(1);                                                       \
-		}                                                                      \
-	} while (0)
+#include "verbs_test_util.h"
 
 struct ep {
 	struct ibv_context *ctx;
@@ -88,16 +70,9 @@ static uint64_t now_ms(void)
 
 static void ep_open(struct ep *e)
 {
-	struct ibv_device **list;
 	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr a;
-	int n;
 
-	list = ibv_get_device_list(&n);
-	REQUIRE(list && n == 1);
-	e->ctx = ibv_open_device(list[0]);
-	REQUIRE(e->ctx);
-	ibv_free_device_list(list);
+	e->ctx = vt_open_device(NULL);
 	REQUIRE(ibv_query_gid(e->ctx, 1, 0, &e->gid) == 0);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->cq = ibv_create_cq(e->ctx, 2 * NRECV, NULL, NULL, 0);
@@ -116,16 +91,7 @@ static void ep_open(struct ep *e)
 	init.cap.max_recv_sge = 1;
 	e->qp = ibv_create_qp(e->pd, &init);
 	REQUIRE(e->qp);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = QKEY;
-	REQUIRE(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
-	a.qp_state = IBV_QPS_RTR;
-	REQUIRE(ibv_modify_qp(e->qp, &a, IBV_QP_STATE) == 0);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	REQUIRE(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	vt_ud_to_rts(e->qp, QKEY, 1);
 }
 
 static void ep_close(struct ep *e)
@@ -140,12 +106,7 @@ static void ep_close(struct ep *e)
 
 static void post_recv(struct ep *e, int slot)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)(e->buf + (size_t)slot * SLOT), .length = SLOT, .lkey = e->mr->lkey,
-	};
-	struct ibv_recv_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	REQUIRE(ibv_post_recv(e->qp, &wr, &bad) == 0);
+	vt_post_recv(e->qp, e->mr, e->buf + (size_t)slot * SLOT, SLOT, (uint64_t)slot);
 }
 
 static void send_to(struct ep *e, struct ibv_ah *ah, uint32_t qpn, uint32_t tag)
@@ -200,18 +161,6 @@ static bool payload_ok(const uint8_t *p, uint32_t tag)
 	return true;
 }
 
-static struct ibv_ah *make_ah(struct ep *e, const union ibv_gid *dgid)
-{
-	struct ibv_ah_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.is_global = 1;
-	a.port_num = 1;
-	a.grh.dgid = *dgid;
-	a.grh.hop_limit = 64;
-	return ibv_create_ah(e->pd, &a);
-}
-
 static void write_all(int fd, const void *p, size_t n)
 {
 	REQUIRE(write(fd, p, n) == (ssize_t)n);
@@ -236,7 +185,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 	int slot_next = 0;
 
 	snprintf(name, sizeof(name), "child%d", id);
-	who = name;
+	vt_who = name;
 	ep_open(&e);
 	for (int i = 0; i < NRECV; i++)
 		post_recv(&e, i);
@@ -249,7 +198,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 	for (uint32_t tag = 0; tag < MSGS; tag++) {
 		if (wait_recv(&e, &wc, 5000)) {
 			CHECK(!"multicast message missing");
-			fprintf(stderr, "%s: got %u of %d multicast messages\n", who, tag, MSGS);
+			fprintf(stderr, "%s: got %u of %d multicast messages\n", vt_who, tag, MSGS);
 			break;
 		}
 		const uint8_t *slot = e.buf + wc.wr_id * SLOT;
@@ -314,7 +263,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 		CHECK(ibv_detach_mcast(e.qp, mgid, 0) == 0);
 	}
 	ep_close(&e);
-	return failures ? 1 : 0;
+	return vt_failures ? 1 : 0;
 }
 
 /* ---- sender ------------------------------------------------------------------ */
@@ -331,6 +280,7 @@ int main(void)
 	uint8_t go;
 	int status, got;
 
+	vt_who = "parent";
 	memset(&mgid, 0, sizeof(mgid));
 	mgid.raw[10] = mgid.raw[11] = 0xff;
 	mgid.raw[12] = 239;
@@ -357,7 +307,7 @@ int main(void)
 	for (int i = 0; i < NRECV; i++)
 		post_recv(&e, i);
 	CHECK(memcmp(h[0].gid.raw, h[1].gid.raw, 16) && memcmp(h[0].gid.raw, e.gid.raw, 16));
-	group_ah = make_ah(&e, &mgid);
+	group_ah = vt_create_ah(e.pd, &mgid, 64);
 	REQUIRE(group_ah);
 
 	/* 1. multicast; pace a little so neither receiver runs dry of WQEs. */
@@ -371,7 +321,7 @@ int main(void)
 
 	/* 2. unicast to each child; each replies through its WC-made AH. */
 	for (int i = 0; i < 2; i++) {
-		ah[i] = make_ah(&e, &h[i].gid);
+		ah[i] = vt_create_ah(e.pd, &h[i].gid, 64);
 		REQUIRE(ah[i]);
 		send_to(&e, ah[i], h[i].qpn, 500u + (uint32_t)i);
 	}
@@ -401,8 +351,8 @@ int main(void)
 	}
 	CHECK(ibv_destroy_ah(ah[0]) == 0 && ibv_destroy_ah(ah[1]) == 0 && ibv_destroy_ah(group_ah) == 0);
 	ep_close(&e);
-	if (failures) {
-		fprintf(stderr, "ud_mcast_test: %d failure(s)\n", failures);
+	if (vt_failures) {
+		fprintf(stderr, "ud_mcast_test: %d failure(s)\n", vt_failures);
 		return 1;
 	}
 	printf("ud_mcast_test: multicast to 2 processes x %d, unicast replies via ibv_create_ah_from_wc, detach: ok\n",

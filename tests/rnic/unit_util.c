@@ -1,0 +1,132 @@
+/*
+ * unit_util.c — the two-node packet loop and helpers of the rnic unit
+ * tests (see unit_util.h).
+ */
+#include "unit_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ut_failures;
+
+static void enqueue(struct ut_loop *l, int to, const uint8_t *ib, size_t len)
+{
+	struct ut_pkt *p;
+
+	if (l->qlen == l->cap) {
+		fprintf(stderr, "queue overflow\n");
+		exit(1);
+	}
+	p = &l->q[(l->qhead + l->qlen) % l->cap];
+	p->to = to;
+	p->len = len;
+	memcpy(p->data, ib, len);
+	l->qlen++;
+}
+
+static void xmit(void *ctx, const struct rnic_tx *tx)
+{
+	struct ut_node *n = ctx;
+	struct ut_loop *l = n->l;
+	int to = 1 - n->id;
+	uint64_t idx = l->sent[n->id]++;
+
+	CHECK(memcmp(tx->dst.raw, l->gid[to].raw, 16) == 0);
+	CHECK(tx->ib_len <= WIRE_MAX_IB_PACKET);
+	if (l->drop && l->drop(l, n->id, idx, tx->ib, tx->ib_len))
+		return;
+	enqueue(l, to, tx->ib, tx->ib_len);
+	if (l->dup && l->dup(l, n->id, idx, tx->ib, tx->ib_len))
+		enqueue(l, to, tx->ib, tx->ib_len);
+}
+
+static void record_event(void *ctx, enum ibv_event_type type, void *obj)
+{
+	struct ut_loop *l = ((struct ut_node *)ctx)->l;
+
+	if (l->nev < (int)(sizeof(l->ev) / sizeof(l->ev[0])))
+		l->ev[l->nev++] = (struct ut_event){ type, obj };
+}
+
+int ut_count_events(const struct ut_loop *l, enum ibv_event_type type, void *obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->nev; i++)
+		n += l->ev[i].type == type && l->ev[i].obj == obj;
+	return n;
+}
+
+void ut_loop_init(struct ut_loop *l, size_t cap, const struct rnic_config *cfg, uint32_t seed_base,
+		  bool record_events)
+{
+	memset(l, 0, sizeof(*l));
+	l->q = calloc(cap, sizeof(*l->q));
+	l->cap = cap;
+	l->now = 1000;
+	for (int i = 0; i < 2; i++) {
+		struct rnic_io io = { .ctx = &l->node[i], .xmit = xmit,
+				      .async_event = record_events ? record_event : NULL };
+		struct rnic_config c;
+
+		if (cfg)
+			c = *cfg;
+		else
+			rnic_config_default(&c);
+		c.seed = seed_base + (uint32_t)i;
+		c.gid.raw[10] = c.gid.raw[11] = 0xff;
+		c.gid.raw[12] = 10;
+		c.gid.raw[15] = (uint8_t)(i + 1);
+		l->gid[i] = c.gid;
+		l->node[i].l = l;
+		l->node[i].id = i;
+		l->r[i] = rnic_create(&c, &io);
+		CHECK(l->r[i] != NULL);
+	}
+}
+
+void ut_loop_fini(struct ut_loop *l)
+{
+	rnic_destroy(l->r[0]);
+	rnic_destroy(l->r[1]);
+	free(l->q);
+}
+
+bool ut_loop_step(struct ut_loop *l)
+{
+	static struct ut_pkt tmp;
+
+	if (l->qlen) {
+		struct rnic_rx rx;
+
+		tmp = l->q[l->qhead];   /* receive may xmit, which may reuse the slot */
+		l->qhead = (l->qhead + 1) % l->cap;
+		l->qlen--;
+		l->now += 100;
+		rx = (struct rnic_rx){ .src = l->gid[1 - tmp.to], .dst = l->gid[tmp.to],
+				       .ib = tmp.data, .ib_len = tmp.len };
+		rnic_receive(l->r[tmp.to], &rx, l->now);
+		return true;
+	}
+	uint64_t d0 = rnic_next_deadline(l->r[0]), d1 = rnic_next_deadline(l->r[1]);
+	uint64_t d = d0 < d1 ? d0 : d1;
+	if (d == UINT64_MAX)
+		return false;
+	if (d > l->now)
+		l->now = d;
+	rnic_advance(l->r[0], l->now);
+	rnic_advance(l->r[1], l->now);
+	return true;
+}
+
+void ut_loop_run(struct ut_loop *l, int max_steps)
+{
+	while (max_steps-- > 0 && ut_loop_step(l))
+		;
+}
+
+void ut_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
