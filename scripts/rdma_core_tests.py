@@ -291,7 +291,11 @@ class Job:
         if self.killed:
             why = ('timeout', f'no result after {self.timeout:.0f} s (killed)')
         elif rc < 0:
-            why = ('crash', f'killed by signal {signal.Signals(-rc).name}' + self.log_hint())
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = str(-rc)
+            why = ('crash', f'killed by signal {name}' + self.log_hint())
         elif rc != 0:
             why = ('crash', f'process exited with status {rc}' + self.log_hint())
         else:
@@ -409,11 +413,31 @@ def normalize_reason(reason):
     return r[:160]
 
 
-def render(ids, results, summary, count, counted, vendor, cmdline):
+def versions():
+    """What was measured: the suite's package version and softrnic's
+    git revision (best effort; empty when not available)."""
+    def run(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ''
+    suite = run(['dpkg-query', '-W', '-f=${Version}', 'python3-pyverbs'])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rev = run(['git', '-C', root, 'rev-parse', '--short', 'HEAD'])
+    if rev and run(['git', '-C', root, 'status', '--porcelain', '--untracked-files=no']):
+        rev += ' + uncommitted changes'
+    return suite or 'unknown', rev or 'unknown'
+
+
+def render(ids, results, summary, count, counted, vendor, cmdline, elapsed):
+    suite_version, revision = versions()
     out = []
     out.append(GEN_BEGIN)
     out.append('')
-    out.append(f'Run: {datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}')
+    out.append(f'Run: {datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}, '
+               f'{elapsed:.0f} s; suite: python3-pyverbs {suite_version}; '
+               f'softrnic: git {revision}')
     out.append('')
     out.append('Command: `' + cmdline + '`')
     out.append('')
@@ -566,7 +590,8 @@ def main(argv):
     cmdline = 'scripts/rdma_core_tests.sh ' + ' '.join(
         a for a in [args.build_dir, args.out or ''] if a)
     if args.out:
-        write_report(args.out, render(ids, results, summary, count, counted, vendor, cmdline))
+        write_report(args.out, render(ids, results, summary, count, counted, vendor, cmdline,
+                                       elapsed))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump({t: list(results[t]) for t in ids}, f, indent=1)

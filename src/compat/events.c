@@ -146,6 +146,10 @@ int ibv_get_cq_event_1_1(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 		return -1;
 	}
 	ch = to_sr_channel(channel);
+	/* This thread may sleep now: the progress thread must be the one
+	 * that reads the socket (runtime.h, "Who reads the socket"). */
+	if (sr_is_our_context(channel->context))
+		srt_will_sleep(to_sr_ctx(channel->context)->dev);
 	for (;;) {
 		/* Blocks unless the program set O_NONBLOCK on channel->fd. */
 		if (sr_eventfd_take(channel->fd))

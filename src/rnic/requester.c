@@ -106,7 +106,7 @@ static enum req_state req_check_wait(struct rnic_qp *qp, struct req_ctx *c)
 {
 	if (qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return REQ_EXIT;
-	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= RNIC_SEND_WINDOW)
+	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= rnic_send_window(qp->r))
 		return REQ_EXIT;
 	/* A WQE (re)started from its first PSN, or a READ resumed mid-way,
 	 * must pass the fence and rd_atomic checks again. */
@@ -283,7 +283,10 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	 * ones (IBTA 9.7.2: the requester decides; responses answer READ and
 	 * ATOMIC anyway). */
 	ib.bth.ackreq = qp->type == IBV_QPT_RC && !is_read_or_atomic(w->opcode) &&
-			(last || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY);
+			(last || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY ||
+			 /* the window is full after this one: ask now rather
+			  * than wait for the responder's delayed ACK */
+			 (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1 >= rnic_send_window(r));
 	ib.payload = NULL;
 	ib.payload_len = payload;
 	n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);

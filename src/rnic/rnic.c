@@ -262,9 +262,14 @@ uint64_t rnic_next_deadline(const struct rnic *r)
 {
 	uint64_t best = RNIC_NO_DEADLINE;
 	uint32_t seen = 0;
+	uint32_t max = r->cfg.max_qp;
 
-	/* Stops after the last live QP: the runtime asks often. */
-	for (uint32_t i = 0; i < r->cfg.max_qp && seen < r->n_qp; i++) {
+	/* The runtime asks after every post and from polling threads, so the
+	 * scan starts at the newest QP (QPNs are handed out in sequence,
+	 * qp.c) and walks back, stopping once every live QP was seen: one
+	 * step for a program with one QP, never more than max_qp. */
+	for (uint32_t k = 0, i = (r->next_qpn + max - 1) % max; k < max && seen < r->n_qp;
+	     k++, i = (i + max - 1) % max) {
 		const struct rnic_qp *qp = r->qps[i];
 		if (!qp)
 			continue;

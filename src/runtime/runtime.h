@@ -26,6 +26,10 @@
  * back when that thread's poll finds a completion (it may now stop
  * polling), when it arms a CQ notification (srt_req_notify_cq: it is
  * about to sleep), or when it has not polled for SRT_POLL_HANDOFF_NS.
+ * A thread that keeps polling an empty CQ for more than 10 us yields the
+ * CPU after each further empty poll (runtime.c: two busy-polling
+ * processes sharing one CPU would otherwise trade it only once per time
+ * slice).
  */
 #ifndef SOFTRNIC_RUNTIME_H
 #define SOFTRNIC_RUNTIME_H
@@ -74,6 +78,9 @@ void srt_kick(struct srt_device *dev);
 int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc *wc);
 int srt_req_notify_cq(struct srt_device *dev, struct rnic_cq *cq, bool solicited_only);
 int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* The calling thread is about to block waiting for an event (e.g. in
+ * ibv_get_cq_event): hand the socket back to the progress thread. */
+void srt_will_sleep(struct srt_device *dev);
 
 /* Our address as an IPv4-mapped GID, and the name ("softrnic0"). */
 const struct rnic_gid *srt_gid(const struct srt_device *dev);

@@ -31,6 +31,20 @@
  * Sends never block (MSG_DONTWAIT), because they happen with the device
  * lock held: a full socket buffer loses the packet, like a full NIC queue,
  * and RC retransmission recovers it.
+ *
+ * Batching (srt_udp_queue / srt_udp_flush): the runtime queues every
+ * packet the rnic produces while it holds the device lock (the rnic may
+ * build them in place, srt_udp_tx_buffer, so the payload is copied once,
+ * from the MR into the queue) and flushes when it releases the lock: one
+ * sendmmsg, in which each run of equal-sized packets to one destination
+ * (the MIDDLEs of a long message; the last may be shorter) is one UDP GSO
+ * send of up to 64 KiB.  The kernel, or a NIC, cuts it into datagrams
+ * with IPv4 IDs 0, 1, 2... (inet_gso_segment counts up from the send's ID,
+ * 0 here), so packet k of a run carries the ICRC for ID k.  Over loopback
+ * the run reaches a receiver with UDP_GRO whole, and srt_udp_recv splits
+ * it at the GRO segment size; the receiver checks segment k against ID k
+ * (srt_icrc_verify_ipv4_hint), all 32 bits.  Measured with perftest
+ * ib_write_bw, 64 KiB, 2-core VM: ~2.5x the packets-one-by-one rate.
  */
 #include "runtime/udp_port.h"
 
@@ -419,10 +433,10 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	slot->len = (uint32_t)tx->ib_len;
 	/* The ICRC bytes are filled at flush time, when the packet's place
 	 * in a GSO run (hence its IPv4 ID) is known. */
-	if (!in_place)
-		memcpy(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
-	/* Keep every packet 4-byte aligned (its headers are read as such by
-	 * nobody, but the CRC code runs faster on aligned data). */
+	if (!in_place)   /* memmove: tx->ib may lie in buf (built in place, then flushed) */
+		memmove(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
+	/* Slots start 4-byte aligned, so a run of padded RoCE packets is
+	 * contiguous (gso_run). */
 	q->used += (tx->ib_len + 3u) & ~3u;
 	return 0;
 }

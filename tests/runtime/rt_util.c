@@ -66,6 +66,12 @@ void rt_qp_info(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t psn, struct
 int rt_qp_connect(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn, const struct rt_qp_info *peer,
 		  enum ibv_mtu mtu)
 {
+	return rt_qp_connect_timeout(ep, qp, my_psn, peer, mtu, 12);   /* 4.096 us * 2^12 = 16.8 ms */
+}
+
+int rt_qp_connect_timeout(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn,
+			  const struct rt_qp_info *peer, enum ibv_mtu mtu, uint8_t timeout)
+{
 	struct ibv_qp_attr a;
 	uint64_t now = srt_now();
 	int e;
@@ -99,7 +105,7 @@ int rt_qp_connect(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn, c
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 12;  /* 4.096 us * 2^12 = 16.8 ms */
+	a.timeout = timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = my_psn;

@@ -53,6 +53,10 @@ void rt_qp_info(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t psn, struct
 /* RESET -> INIT -> RTR -> RTS towards `peer`.  Returns 0 or an errno. */
 int rt_qp_connect(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn, const struct rt_qp_info *peer,
 		  enum ibv_mtu mtu);
+/* The same with the local ACK timeout exponent (IBTA: 4.096 us * 2^t);
+ * rt_qp_connect uses 12 (16.8 ms). */
+int rt_qp_connect_timeout(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn,
+			  const struct rt_qp_info *peer, enum ibv_mtu mtu, uint8_t timeout);
 
 /* Post one WR on the endpoint's buffer [off, off+len).  0 or errno. */
 int rt_post_recv(struct rt_endpoint *ep, struct rnic_qp *qp, size_t off, size_t len, uint64_t wr_id);
