@@ -23,20 +23,22 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 pair() {
   local name=$1; shift
   local port=$((port_base++))
-  local srv_log cli_log
-  srv_log=$(mktemp); cli_log=$(mktemp)
-  LD_LIBRARY_PATH=$lib SOFTRNIC_STATS_AT_EXIT=1 "$@" -p "$port" >"$srv_log" 2>&1 &
+  local srv_log cli_log srv_err cli_err
+  srv_log=$(mktemp); cli_log=$(mktemp); srv_err=$(mktemp); cli_err=$(mktemp)
+  LD_LIBRARY_PATH=$lib SOFTRNIC_STATS_AT_EXIT=1 "$@" -p "$port" >"$srv_log" 2>"$srv_err" &
   local srv=$!
   local rc=1
   for _ in $(seq 50); do
     sleep 0.2
-    if LD_LIBRARY_PATH=$lib SOFTRNIC_STATS_AT_EXIT=1 timeout 120 "$@" -p "$port" 127.0.0.1 >"$cli_log" 2>&1; then rc=0; break; fi
-    grep -q "Couldn't connect\|Unable to connect\|Connection refused" "$cli_log" || break
+    if LD_LIBRARY_PATH=$lib SOFTRNIC_STATS_AT_EXIT=1 timeout 120 "$@" -p "$port" 127.0.0.1 >"$cli_log" 2>"$cli_err"; then rc=0; break; fi
+    grep -q "Couldn't connect\|Unable to connect\|Connection refused" "$cli_log" "$cli_err" || break
   done
   wait "$srv" || rc=1
-  sed "s/^/  [$name server] /" "$srv_log"
-  sed "s/^/  [$name client] /" "$cli_log"
-  rm -f "$srv_log" "$cli_log"
+  # perftest prints a long banner; show the lines that tell what happened.
+  local keep='GID ::|bytes in|iters in|#bytes|^ *[0-9]+ +[0-9]+ |counters|error|fail|Fail|Couldn'
+  cat "$srv_log" "$srv_err" | grep -E "$keep" | sed "s/^/  [$name server] /"
+  cat "$cli_log" "$cli_err" | grep -E "$keep" | sed "s/^/  [$name client] /"
+  rm -f "$srv_log" "$cli_log" "$srv_err" "$cli_err"
   return $rc
 }
 
@@ -65,5 +67,19 @@ pair read ib_read_bw -x 0 -F -s 65536 -n 2000
 
 say "ib_atomic_bw: FETCH_AND_ADD"
 pair atomic ib_atomic_bw -x 0 -F -A FETCH_AND_ADD -n 2000
+
+say "softrnic decode: the demo's own first packets, captured on loopback"
+if command -v tshark >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  cap=$(mktemp --suffix=.pcap)
+  tshark -q -i lo -F pcap -f "udp port 4791" -c 12 -w "$cap" >/dev/null 2>&1 &
+  tpid=$!
+  sleep 1.5
+  SOFTRNIC_GSO=0 pair capture ibv_rc_pingpong -g 0 -s 64 -n 3 >/dev/null || true
+  sleep 0.5; kill "$tpid" 2>/dev/null || true; wait "$tpid" 2>/dev/null || true
+  "$bin/softrnic" decode "$cap" || true
+  rm -f "$cap"
+else
+  echo "(needs root and tshark to capture on lo; skipped)"
+fi
 
 say "done: every exchange above ran over RoCEv2/UDP on loopback, through softrnic"
