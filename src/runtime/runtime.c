@@ -518,8 +518,9 @@ static void *progress_main(void *arg)
  * the NIC did without racing `softrnic stats` against its exit.  A second
  * line tells how the progress model behaved: packets read by polling
  * application threads vs the progress thread, the thread's wake-ups
- * (hand-off timeouts among them), and send system calls (GSO sends
- * among them). */
+ * (hand-off timeouts among them), send system calls (GSO sends among
+ * them), and the per-source-port sockets open and source ports that fell
+ * back to 4791 (udp_port.c). */
 static void print_stats_at_exit(const struct srt_device *dev)
 {
 	const char *want = getenv("SOFTRNIC_STATS_AT_EXIT");
@@ -535,12 +536,14 @@ static void print_stats_at_exit(const struct srt_device *dev)
 #undef PRINT_NONZERO
 	fprintf(stderr, "\n");
 	fprintf(stderr, "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
-		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu tx_errors=%llu\n",
+		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu tx_errors=%llu "
+		"sport_sockets=%u sport_fallbacks=%llu\n",
 		(unsigned long long)dev->rx_by_app, (unsigned long long)dev->rx_by_thread,
 		(unsigned long long)dev->handoff_timeouts, (unsigned long long)dev->thread_wakeups,
 		(unsigned long long)dev->takeover_wakes,
 		(unsigned long long)dev->udp.tx_sends, (unsigned long long)dev->udp.tx_gso_sends,
-		(unsigned long long)dev->udp.tx_errors);
+		(unsigned long long)dev->udp.tx_errors, dev->udp.sport_sockets,
+		(unsigned long long)dev->udp.tx_sport_fallbacks);
 }
 
 static void destroy_device(struct srt_device *dev)

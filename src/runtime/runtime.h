@@ -12,6 +12,18 @@
  * SOFTRNIC_ADDR=<ipv4> binds that address instead; SOFTRNIC_IFACE=<name>
  * binds the first IPv4 address of that interface.
  *
+ * UDP source port: as kernel rxe, RC/UC use rdma_get_udp_sport(0, lqpn,
+ * rqpn) and UD 0xC000 + hash_32(qpn, 14) (flow entropy for ECMP); the
+ * destination port is 4791.  Packets leave from a send-only socket bound
+ * to <addr>:<sport>, one per port in use, opened on first use and closed
+ * with the device (udp_port.c); a port that cannot be bound (EADDRINUSE)
+ * or exceeds the socket budget (a quarter of RLIMIT_NOFILE) leaves from
+ * 4791 instead, counted as sport_fallbacks (SOFTRNIC_STATS_AT_EXIT).
+ * Nothing is ever received on those sockets.  SOFTRNIC_SPORT=fixed sends
+ * everything from the one socket on 4791 (the old behaviour);
+ * SOFTRNIC_SPORT=flow (or unset) is the default; other values fail
+ * srt_open with EINVAL.
+ *
  * Threading: all calls into the rnic happen with the device lock held
  * (srt_lock/srt_unlock).  The progress thread receives packets, fires
  * timers and publishes counters; application threads post and poll under

@@ -1,6 +1,7 @@
 /*
  * udp_port.c — the runtime's UDP port: one socket bound to <addr>:4791 that
- * both receives and sends.
+ * receives everything (and sends what has no source port of its own),
+ * plus send-only sockets bound to <addr>:<source port>, one per port.
  *
  * Address choice (runtime.h): SOFTRNIC_ADDR, else SOFTRNIC_IFACE, else the
  * first 127.0.0.N (N = 1..254) whose port 4791 is free.  IPv4 only for now;
@@ -15,18 +16,41 @@
  * (kernel 6.18, tests/runtime/test_two_process running):
  *   tshark -i lo -f 'udp port 4791' -T fields -e ip.id -e ip.flags.df
  *          -e ip.ttl -e udp.srcport -e udp.checksum
- * gives 0x0000, DF 1, TTL 64, port 4791, checksum 0 on every frame, and
+ * gives 0x0000, DF 1, TTL 64, checksum 0 on every frame (SOFTRNIC_GSO=0;
+ * the source ports: tests/runtime/sport_capture.sh), and
  * `softrnic decode` of that capture (which recomputes the ICRC from the
  * real captured IP header) reports every ICRC ok.  A
  * side-effect is that we never fragment: a packet bigger than the path MTU
  * fails with EMSGSIZE, which is what a NIC does too.
  *
- * UDP source port: RoCEv2 uses it as flow entropy (rnic_tx.sport, rxe's
- * rdma_get_udp_sport).  We send everything from the one socket bound to
- * port 4791, so the source port on the wire is always 4791 and tx->sport is
- * ignored.  Trade-off: simple and honest (the ICRC is computed for the port
- * that is really sent, receivers accept any source port), but ECMP fabrics
- * see one flow per address pair.  Per-sport sockets would fix that later.
+ * UDP source port: RoCEv2 uses it as flow entropy, so that ECMP fabrics
+ * spread the QPs over their paths; the rnic picks it (rnic_tx.sport) with
+ * kernel rxe's rules: RC/UC rdma_get_udp_sport(0, lqpn, rqpn), the same
+ * at both ends; UD 0xC000 + hash_32(qpn, 14).  The destination port is
+ * always 4791.  A UDP socket sends from the port it is bound to, so
+ * besides the main socket (<addr>:4791, which receives everything and
+ * sends what has no port of its own) we keep one send-only socket per
+ * source port in use, bound to <addr>:sport, created on first use, cached
+ * in a small open-addressing map (struct srt_sport_map) and closed by
+ * srt_udp_close.  They get the main socket's send options (DF, TTL 64,
+ * GSO or SO_NO_CHECK, send buffer, multicast interface), so the IP header
+ * the kernel builds, and hence the ICRC, differs only in the port, which
+ * fill_icrcs takes from the slot.  Trade-offs:
+ *  - one fd per port: the sockets are capped at a quarter of the fd limit
+ *    (RLIMIT_NOFILE, at most 16384 = every port 0xC000..0xFFFF); past
+ *    the cap, or when the port cannot be bound (EADDRINUSE: another
+ *    program holds <addr>:sport or the wildcard), packets of that port
+ *    leave from 4791, the failure is remembered (no retry until close)
+ *    and counted once in tx_sport_fallbacks.  Receivers accept any
+ *    source port and the ICRC is computed for the port really sent, so a
+ *    fallback costs only entropy.
+ *  - a datagram someone sends to one of these ports is not RoCE traffic
+ *    for us: the sockets are never polled, and a classic BPF filter that
+ *    accepts nothing (plus the smallest receive buffer) makes the kernel
+ *    drop such datagrams before they are queued.
+ *  - SOFTRNIC_SPORT=fixed restores one socket for everything (source port
+ *    always 4791), e.g. where binding extra ports is unwelcome.
+ *  - a packet with tx->sport 0 (no preference) leaves from 4791.
  *
  * Sends never block (MSG_DONTWAIT), because they happen with the device
  * lock held: a full socket buffer loses the packet, like a full NIC queue,
@@ -36,7 +60,8 @@
  * packet the rnic produces while it holds the device lock (the rnic may
  * build them in place, srt_udp_tx_buffer, so the payload is copied once,
  * from the MR into the queue) and flushes when it releases the lock: one
- * sendmmsg, in which each run of equal-sized packets to one destination
+ * sendmmsg per source-port socket (group_by_socket), in which each run of
+ * equal-sized packets to one destination
  * (the MIDDLEs of a long message; the last may be shorter) is one UDP GSO
  * send of up to 64 KiB.  The kernel, or a NIC, cuts it into datagrams
  * with IPv4 IDs 0, 1, 2... (inet_gso_segment counts up from the send's ID,
@@ -55,7 +80,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/filter.h>
 #include <netinet/udp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -211,6 +238,15 @@ int srt_udp_rx_options(int fd)
 	return 0;
 }
 
+/* Generous send buffer: a full send window of every QP fits.  As root
+ * the FORCE variant passes net.core.wmem_max; otherwise the kernel caps
+ * the request there. */
+static void set_send_buffer(int fd)
+{
+	if (set_int_option(fd, SOL_SOCKET, SO_SNDBUFFORCE, 16 << 20))
+		(void)set_int_option(fd, SOL_SOCKET, SO_SNDBUF, 16 << 20);
+}
+
 /* DF on every datagram (hence IPv4 ID 0, see the top of this file), TTL
  * 64, report the received TOS byte, generous buffers. */
 static int configure_socket(struct srt_udp *u)
@@ -237,18 +273,173 @@ static int configure_socket(struct srt_udp *u)
 	 * offload leaves partial sums. */
 	if (!u->gso && set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1))
 		return errno;
-	/* Generous buffers: a full send window of every QP fits.  As root
-	 * the *BUFFORCE variants pass net.core.[rw]mem_max; otherwise the
-	 * kernel caps the request there. */
 	if (set_int_option(fd, SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20))
 		(void)set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 16 << 20);
-	if (set_int_option(fd, SOL_SOCKET, SO_SNDBUFFORCE, 16 << 20))
-		(void)set_int_option(fd, SOL_SOCKET, SO_SNDBUF, 16 << 20);
+	set_send_buffer(fd);
 	u->txq = malloc(sizeof(*u->txq));
 	if (!u->txq)
 		return ENOMEM;
 	u->txq->n = 0;
 	u->txq->used = 0;
+	return 0;
+}
+
+/* ---- per-source-port send sockets (top of this file) ----------------------- */
+
+/* Open addressing, linear probing, keyed by port (0 = empty slot); fd -1
+ * remembers a port that fell back to the main socket. */
+struct srt_sport_entry {
+	uint16_t sport;
+	int fd;
+};
+struct srt_sport_map {
+	unsigned cap;                   /* power of two */
+	unsigned used;
+	struct srt_sport_entry *e;
+};
+
+#define SRT_SPORT_MAP_MIN 64u
+/* Every port kernel rxe derives lies in 0xC000..0xFFFF. */
+#define SRT_SPORT_MAX_SOCKETS 16384u
+
+static unsigned sport_hash(uint16_t sport, unsigned cap)
+{
+	return ((uint32_t)sport * 0x9E3779B1u >> 16) & (cap - 1);
+}
+
+static struct srt_sport_entry *sport_find(struct srt_sport_map *m, uint16_t sport)
+{
+	for (unsigned i = sport_hash(sport, m->cap);; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].sport == sport || m->e[i].sport == 0)
+			return &m->e[i];
+}
+
+/* Make room for one more entry (load at most 1/2).  0 or ENOMEM. */
+static int sport_map_reserve(struct srt_udp *u)
+{
+	struct srt_sport_map *m = u->sports;
+
+	if (!m) {
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return ENOMEM;
+		m->e = calloc(SRT_SPORT_MAP_MIN, sizeof(*m->e));
+		if (!m->e) {
+			free(m);
+			return ENOMEM;
+		}
+		m->cap = SRT_SPORT_MAP_MIN;
+		u->sports = m;
+	}
+	if (2 * (m->used + 1) <= m->cap)
+		return 0;
+	struct srt_sport_map bigger = { .cap = m->cap * 2, .used = m->used };
+	bigger.e = calloc(bigger.cap, sizeof(*bigger.e));
+	if (!bigger.e)
+		return ENOMEM;
+	for (unsigned i = 0; i < m->cap; i++)
+		if (m->e[i].sport)
+			*sport_find(&bigger, m->e[i].sport) = m->e[i];
+	free(m->e);
+	*m = bigger;
+	return 0;
+}
+
+/* A send-only socket bound to <addr>:sport with the main socket's send
+ * options, or -1 with errno set. */
+static int open_sport_socket(const struct srt_udp *u, uint16_t sport)
+{
+	/* Accept nothing: datagrams sent to this port are dropped by the
+	 * kernel before they are queued (nobody reads this socket). */
+	static struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+	static const struct sock_fprog drop_prog = { .len = 1, .filter = drop_all };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(sport), .sin_addr = u->addr };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop_prog, sizeof(drop_prog)) ||
+	    set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 0) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
+	    set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ||
+	    (u->gso && set_int_option(fd, SOL_UDP, UDP_SEGMENT, 0)) ||
+	    (!u->gso && set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1)))
+		goto fail;
+	set_send_buffer(fd);
+	(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
+	return fd;
+fail:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+int srt_udp_sport_socket(struct srt_udp *u, uint16_t sport, uint16_t *wire_sport)
+{
+	*wire_sport = WIRE_ROCEV2_UDP_PORT;
+	if (u->sport_fixed || sport == 0 || sport == WIRE_ROCEV2_UDP_PORT)
+		return u->fd;
+	if (u->sports) {
+		const struct srt_sport_entry *hit = sport_find(u->sports, sport);
+		if (hit->sport == sport) {
+			if (hit->fd < 0)
+				return u->fd;
+			*wire_sport = sport;
+			return hit->fd;
+		}
+	}
+	if (sport_map_reserve(u)) {     /* out of memory: not remembered */
+		u->tx_sport_fallbacks++;
+		return u->fd;
+	}
+	int fd = u->sport_sockets < u->sport_max_sockets ? open_sport_socket(u, sport) : -1;
+	struct srt_sport_entry *slot = sport_find(u->sports, sport);
+	slot->sport = sport;
+	slot->fd = fd;
+	u->sports->used++;
+	if (fd < 0) {
+		u->tx_sport_fallbacks++;
+		return u->fd;
+	}
+	u->sport_sockets++;
+	*wire_sport = sport;
+	return fd;
+}
+
+static void close_sport_sockets(struct srt_udp *u)
+{
+	struct srt_sport_map *m = u->sports;
+
+	if (!m)
+		return;
+	for (unsigned i = 0; i < m->cap; i++)
+		if (m->e[i].sport && m->e[i].fd >= 0)
+			close(m->e[i].fd);
+	free(m->e);
+	free(m);
+	u->sports = NULL;
+	u->sport_sockets = 0;
+}
+
+/* SOFTRNIC_SPORT: unset, "" or "flow" = a port per flow, "fixed" = 4791.
+ * The socket budget: a quarter of the fd limit. */
+static int configure_sports(struct srt_udp *u, char *err, size_t errlen)
+{
+	const char *env = getenv("SOFTRNIC_SPORT");
+	struct rlimit rl;
+
+	if (env && *env && strcmp(env, "flow") && strcmp(env, "fixed")) {
+		snprintf(err, errlen, "SOFTRNIC_SPORT=%s: expected \"flow\" (default) or \"fixed\"", env);
+		return EINVAL;
+	}
+	u->sport_fixed = env && !strcmp(env, "fixed");
+	u->sport_max_sockets = SRT_SPORT_MAX_SOCKETS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < u->sport_max_sockets)
+		u->sport_max_sockets = (unsigned)(rl.rlim_cur / 4);
 	return 0;
 }
 
@@ -313,6 +504,11 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 	if (e)
 		return e;
 
+	e = configure_sports(u, err, errlen);
+	if (e) {
+		srt_udp_close(u);
+		return e;
+	}
 	e = configure_socket(u);
 	if (e) {
 		snprintf(err, errlen, "socket options: %s", strerror(e));
@@ -328,6 +524,7 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 
 void srt_udp_close(struct srt_udp *u)
 {
+	close_sport_sockets(u);
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
@@ -356,9 +553,11 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
 	memcpy(ip.dst, tx->dst.raw, 16);
 
+	uint16_t sport;
+	int fd = srt_udp_sport_socket(u, tx->sport, &sport);
 	size_t covered = tx->ib_len - WIRE_ICRC_LEN;
 	uint8_t icrc[WIRE_ICRC_LEN];
-	wire_icrc_store(icrc, wire_icrc_udp_payload(&ip, SRT_UDP_SPORT, tx->ib, covered));
+	wire_icrc_store(icrc, wire_icrc_udp_payload(&ip, sport, tx->ib, covered));
 
 	/* No copy of the packet: the payload goes out from the rnic's
 	 * buffer, the ICRC from ours. */
@@ -399,7 +598,7 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	if (!control_len)
 		msg.msg_control = NULL;
 
-	if (sendmsg(u->fd, &msg, MSG_DONTWAIT) < 0) {
+	if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0) {
 		u->tx_errors++;
 		return errno;
 	}
@@ -426,6 +625,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 		srt_udp_flush(u);
 
 	struct srt_tx_slot *slot = &q->slot[q->n++];
+	slot->fd = srt_udp_sport_socket(u, tx->sport, &slot->sport);
 	slot->dst = dst;
 	slot->tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3));
 	slot->ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
@@ -435,8 +635,8 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	 * in a GSO run (hence its IPv4 ID) is known. */
 	if (!in_place)   /* memmove: tx->ib may lie in buf (built in place, then flushed) */
 		memmove(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
-	/* Slots start 4-byte aligned, so a run of padded RoCE packets is
-	 * contiguous (gso_run). */
+	/* Slots start 4-byte aligned (each packet is an iovec of its own
+	 * when sent, so this is only tidiness). */
 	q->used += (tx->ib_len + 3u) & ~3u;
 	return 0;
 }
@@ -460,31 +660,32 @@ uint8_t *srt_udp_tx_buffer(struct srt_udp *u)
 
 static bool same_flow(const struct srt_tx_slot *a, const struct srt_tx_slot *b)
 {
-	return a->dst.s_addr == b->dst.s_addr && a->tos == b->tos && a->ttl == b->ttl;
+	return a->fd == b->fd && a->dst.s_addr == b->dst.s_addr && a->tos == b->tos && a->ttl == b->ttl;
 }
 
-/* How many packets from `first` form one send: a run to one destination
- * whose packets are all as long as the first, except that the last may
- * be shorter (the UDP GSO rule).  The run must be contiguous in buf: it
- * is, as RoCE packets are padded to 4 bytes (IBTA 9.2: PadCnt) and slots
- * are 4-byte aligned; an odd length (not a valid packet) goes alone. */
-static unsigned gso_run(const struct srt_tx_queue *q, unsigned first, bool gso)
+/* How many packets from position `first` of `order` (up to `end`) form
+ * one send: a run to one destination from one socket whose packets are
+ * all as long as the first, except that the last may be shorter (the UDP
+ * GSO rule).  Each packet is an iovec of its own, so a run need not be
+ * contiguous in buf. */
+static unsigned gso_run(const struct srt_tx_queue *q, const uint16_t *order, unsigned first, unsigned end,
+			bool gso)
 {
-	const struct srt_tx_slot *s0 = &q->slot[first];
+	const struct srt_tx_slot *s0 = &q->slot[order[first]];
 	uint32_t seg = s0->len, total = seg;
 	unsigned n = 1;
 
-	if (!gso || (seg & 3u))
+	if (!gso)
 		return 1;
-	while (first + n < q->n && n < SRT_GSO_MAX_SEGS) {
-		const struct srt_tx_slot *s = &q->slot[first + n];
+	while (first + n < end && n < SRT_GSO_MAX_SEGS) {
+		const struct srt_tx_slot *s = &q->slot[order[first + n]];
 		if (!same_flow(s0, s) || s->len > seg || total + s->len > SRT_GSO_MAX_BYTES)
 			break;
 		if (s->len < seg) {
 			/* A shorter packet ends the run, unless it starts a run
 			 * of its own (WRITE_FIRST with its RETH is longer than
 			 * the MIDDLEs after it: send it alone). */
-			const struct srt_tx_slot *next = first + n + 1 < q->n ? &q->slot[first + n + 1] : NULL;
+			const struct srt_tx_slot *next = first + n + 1 < end ? &q->slot[order[first + n + 1]] : NULL;
 			if (n == 1 && next && same_flow(s, next) && next->len == s->len)
 				break;
 			n++;
@@ -496,11 +697,11 @@ static unsigned gso_run(const struct srt_tx_queue *q, unsigned first, bool gso)
 	return n;
 }
 
-/* The ICRC of every packet of a run: segment k leaves with IPv4 ID k (the
- * kernel numbers the datagrams it cuts from one GSO send from the ID of
- * the send, which is 0 for a DF datagram on an unconnected socket; see
- * the top of this file). */
-static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, unsigned first, unsigned n)
+/* The ICRC of every packet of a run, for the source port its socket
+ * really has: segment k leaves with IPv4 ID k (the kernel numbers the
+ * datagrams it cuts from one GSO send from the ID of the send, which is 0
+ * for a DF datagram on an unconnected socket; see the top of this file). */
+static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned n)
 {
 	struct wire_ip ip;
 
@@ -509,7 +710,7 @@ static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, unsigned first
 	ip.df = true;
 	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
 	for (unsigned k = 0; k < n; k++) {
-		struct srt_tx_slot *s = &q->slot[first + k];
+		struct srt_tx_slot *s = &q->slot[order[k]];
 		uint8_t *pkt = q->buf + s->off;
 		size_t covered = s->len - WIRE_ICRC_LEN;
 
@@ -518,7 +719,7 @@ static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, unsigned first
 		ip.dscp = s->tos >> 2;
 		ip.ecn = s->tos & 3;
 		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
-		wire_icrc_store(pkt + covered, wire_icrc_udp_payload(&ip, SRT_UDP_SPORT, pkt, covered));
+		wire_icrc_store(pkt + covered, wire_icrc_udp_payload(&ip, s->sport, pkt, covered));
 	}
 }
 
@@ -567,46 +768,41 @@ static void build_control(struct msghdr *m, union srt_tx_control *c, const struc
 		m->msg_control = NULL;
 }
 
-unsigned srt_udp_flush(struct srt_udp *u)
+/* Queue positions grouped by socket, each group in queue order (a stable
+ * partition), so each socket's packets leave in one sendmmsg and every
+ * flow (one QP: one port, one socket) keeps its order.  Packets of
+ * different sockets may overtake each other, as packets of different QPs
+ * may on any NIC.  Returns the number of groups; group g is
+ * order[start[g] .. start[g + 1]).  O(n * groups), n <= SRT_TX_MAX_PKTS. */
+static unsigned group_by_socket(const struct srt_tx_queue *q, uint16_t *order, unsigned *start)
 {
-	struct srt_tx_queue *q = u->txq;
-	struct mmsghdr msgs[SRT_TX_MAX_PKTS];
-	struct iovec iov[SRT_TX_MAX_PKTS];
-	struct sockaddr_in sin[SRT_TX_MAX_PKTS];
-	union srt_tx_control control[SRT_TX_MAX_PKTS];
-	unsigned npkts[SRT_TX_MAX_PKTS];
-	unsigned nmsg = 0, lost = 0;
+	bool taken[SRT_TX_MAX_PKTS] = { false };
+	unsigned npos = 0, ngroups = 0;
 
-	if (!q || !q->n)
-		return 0;
-	for (unsigned i = 0; i < q->n;) {
-		unsigned n = gso_run(q, i, u->gso);
-		const struct srt_tx_slot *s = &q->slot[i];
-		const struct srt_tx_slot *last = &q->slot[i + n - 1];
-
-		fill_icrcs(u, q, i, n);
-		memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
-		sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
-						  .sin_addr = s->dst };
-		iov[nmsg].iov_base = q->buf + s->off;
-		iov[nmsg].iov_len = last->off + last->len - s->off;
-		msgs[nmsg].msg_hdr.msg_name = &sin[nmsg];
-		msgs[nmsg].msg_hdr.msg_namelen = sizeof(sin[nmsg]);
-		msgs[nmsg].msg_hdr.msg_iov = &iov[nmsg];
-		msgs[nmsg].msg_hdr.msg_iovlen = 1;
-		build_control(&msgs[nmsg].msg_hdr, &control[nmsg], s, n);
-		npkts[nmsg] = n;
-		if (n > 1)
-			u->tx_gso_sends++;
-		nmsg++;
-		i += n;
+	for (unsigned i = 0; i < q->n; i++) {
+		if (taken[i])
+			continue;
+		start[ngroups++] = npos;
+		for (unsigned j = i; j < q->n; j++) {
+			if (!taken[j] && q->slot[j].fd == q->slot[i].fd) {
+				taken[j] = true;
+				order[npos++] = (uint16_t)j;
+			}
+		}
 	}
-	u->tx_sends += nmsg;
+	start[ngroups] = npos;
+	return ngroups;
+}
 
-	/* A message the kernel refuses is lost (RC retransmission recovers
-	 * it); a full socket buffer loses the rest, like a full NIC queue. */
+/* sendmmsg all of msgs[0..nmsg) on fd.  Returns the packets lost: a
+ * message the kernel refuses is lost (RC retransmission recovers it); a
+ * full socket buffer loses the rest, like a full NIC queue. */
+static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkts, unsigned nmsg)
+{
+	unsigned lost = 0;
+
 	for (unsigned sent = 0; sent < nmsg;) {
-		int r = sendmmsg(u->fd, &msgs[sent], nmsg - sent, MSG_DONTWAIT);
+		int r = sendmmsg(fd, &msgs[sent], nmsg - sent, MSG_DONTWAIT);
 		if (r > 0) {
 			sent += (unsigned)r;
 			continue;
@@ -620,6 +816,55 @@ unsigned srt_udp_flush(struct srt_udp *u)
 		}
 		lost += npkts[sent++];
 	}
+	return lost;
+}
+
+unsigned srt_udp_flush(struct srt_udp *u)
+{
+	struct srt_tx_queue *q = u->txq;
+	struct mmsghdr msgs[SRT_TX_MAX_PKTS];
+	struct iovec iov[SRT_TX_MAX_PKTS];          /* one per packet, in order[] order */
+	struct sockaddr_in sin[SRT_TX_MAX_PKTS];
+	union srt_tx_control control[SRT_TX_MAX_PKTS];
+	unsigned npkts[SRT_TX_MAX_PKTS];
+	uint16_t order[SRT_TX_MAX_PKTS];
+	unsigned start[SRT_TX_MAX_PKTS + 1];
+	unsigned nmsg = 0, lost = 0;
+
+	if (!q || !q->n)
+		return 0;
+	unsigned ngroups = group_by_socket(q, order, start);
+	for (unsigned g = 0; g < ngroups; g++) {
+		unsigned first_msg = nmsg;
+
+		for (unsigned i = start[g]; i < start[g + 1];) {
+			unsigned n = gso_run(q, order, i, start[g + 1], u->gso);
+			const struct srt_tx_slot *s = &q->slot[order[i]];
+
+			fill_icrcs(u, q, order + i, n);
+			for (unsigned k = 0; k < n; k++) {
+				const struct srt_tx_slot *p = &q->slot[order[i + k]];
+				iov[i + k] = (struct iovec){ .iov_base = q->buf + p->off, .iov_len = p->len };
+			}
+			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
+			sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET,
+							  .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
+							  .sin_addr = s->dst };
+			msgs[nmsg].msg_hdr.msg_name = &sin[nmsg];
+			msgs[nmsg].msg_hdr.msg_namelen = sizeof(sin[nmsg]);
+			msgs[nmsg].msg_hdr.msg_iov = &iov[i];
+			msgs[nmsg].msg_hdr.msg_iovlen = n;
+			build_control(&msgs[nmsg].msg_hdr, &control[nmsg], s, n);
+			npkts[nmsg] = n;
+			if (n > 1)
+				u->tx_gso_sends++;
+			nmsg++;
+			i += n;
+		}
+		lost += send_messages(q->slot[order[start[g]]].fd, &msgs[first_msg], &npkts[first_msg],
+				      nmsg - first_msg);
+	}
+	u->tx_sends += nmsg;
 	u->tx_errors += lost;
 	q->n = 0;
 	q->used = 0;

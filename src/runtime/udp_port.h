@@ -41,6 +41,17 @@ struct srt_udp {
 	struct srt_tx_queue *txq;       /* NULL: every packet sent at once */
 	uint64_t tx_sends;              /* send system-call messages       */
 	uint64_t tx_gso_sends;          /* ... of which carried > 1 packet */
+	/* UDP source ports (udp_port.c, "UDP source port"): packets leave
+	 * from a socket bound to <addr>:tx->sport, created on first use and
+	 * kept until srt_udp_close.  sport_fixed (SOFTRNIC_SPORT=fixed):
+	 * everything leaves from fd, source port 4791. */
+	bool sport_fixed;
+	struct srt_sport_map *sports;   /* NULL until the first such send  */
+	unsigned sport_max_sockets;     /* cap on the sockets (fd budget)  */
+	unsigned sport_sockets;         /* sockets open now                */
+	uint64_t tx_sport_fallbacks;    /* source ports sent from 4791
+	                                   instead: bind failed (port taken,
+	                                   EADDRINUSE) or cap reached      */
 };
 
 /* Bind UDP 4791 as configured by the environment (see runtime.h).  Returns
@@ -68,18 +79,25 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx);
  * takes it without a copy.  NULL if this port does not batch. */
 uint8_t *srt_udp_tx_buffer(struct srt_udp *u);
 /* Send everything queued: ICRCs computed, equal-sized runs to one
- * destination coalesced into UDP GSO sends, one sendmmsg.  Returns the
+ * destination coalesced into UDP GSO sends, one sendmmsg per source-port
+ * socket (each flow keeps its order).  Returns the
  * number of packets lost (counted in tx_errors). */
 unsigned srt_udp_flush(struct srt_udp *u);
 
-/* The UDP source port every packet carries (see udp_port.c). */
-#define SRT_UDP_SPORT WIRE_ROCEV2_UDP_PORT
+/* The socket that sends packets with UDP source port `sport` (created
+ * on first use) and, in *wire_sport, the port they really carry: sport,
+ * or 4791 (the main socket, fd) when sport is 0 (no preference),
+ * SOFTRNIC_SPORT=fixed is set, or no socket could be bound to it (counted
+ * in tx_sport_fallbacks once per port).  Never fails. */
+int srt_udp_sport_socket(struct srt_udp *u, uint16_t sport, uint16_t *wire_sport);
 
 /* The transmit queue: packets stored back to back with their ICRC room. */
 #define SRT_TX_MAX_PKTS 192
 #define SRT_TX_BUF_BYTES (SRT_TX_MAX_PKTS * (WIRE_MAX_IB_PACKET + 8))
 struct srt_tx_slot {
 	struct in_addr dst;
+	int fd;                         /* srt_udp_sport_socket            */
+	uint16_t sport;                 /* the source port it will carry   */
 	uint8_t tos, ttl;
 	uint32_t off, len;              /* in buf; len includes the ICRC  */
 };
