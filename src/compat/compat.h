@@ -67,6 +67,16 @@ struct sr_context {
 struct sr_pd {
 	struct ibv_pd ibv;
 	struct rnic_pd *pd;
+	/* A parent domain (pd_ex.c) is an sr_pd whose `pd` is the rnic PD
+	 * of the protection domain it wraps, so every verb that takes a PD
+	 * takes it unchanged.  parent: that protection domain, NULL for a
+	 * plain PD.  n_children: parent domains wrapping this PD (it cannot
+	 * be freed before them). */
+	struct sr_pd *parent;
+	uint32_t n_children;
+	/* Parent domains only: QPs, SRQs and CQs created on it (it cannot
+	 * be freed before them, as with mlx5).  Under context->mutex. */
+	uint32_t n_users;
 };
 
 struct sr_mr {
@@ -93,6 +103,8 @@ struct sr_cq {
 	struct ibv_wc ex_cur;
 	bool is_ex, ex_single_threaded;
 	pthread_mutex_t ex_lock;
+	/* The parent domain named by IBV_CQ_INIT_ATTR_MASK_PD, else NULL. */
+	struct ibv_pd *parent_domain;
 };
 
 struct sr_wr_builder;
@@ -151,6 +163,10 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr);
 int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* mw.c: memory windows (context ops alloc_mw / dealloc_mw / bind_mw). */
+struct ibv_mw *sr_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sr_dealloc_mw(struct ibv_mw *mw);
+int sr_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 /* Extended CQ (cq_ex.c). */
@@ -167,6 +183,20 @@ int ibv_destroy_qp_1_1(struct ibv_qp *qp);
 /* SRQ ops (srq.c). */
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+
+/* Parent and thread domains, ibv_advise_mr (pd_ex.c). */
+struct ibv_pd *sr_alloc_parent_domain(struct ibv_context *context,
+				      struct ibv_parent_domain_init_attr *attr);
+struct ibv_td *sr_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr);
+int sr_dealloc_td(struct ibv_td *td);
+/* Frees a parent domain (ibv_dealloc_pd on one): 0 or an errno. */
+int sr_dealloc_parent_domain(struct sr_pd *pd);
+/* A QP, SRQ or CQ was created on / destroyed from pd: counts the users of
+ * a parent domain, nothing for a plain PD (its rnic PD counts). */
+void sr_pd_use(struct ibv_pd *pd);
+void sr_pd_unuse(struct ibv_pd *pd);
+int sr_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge);
 
 /* Event plumbing (events.c). */
 void sr_hook_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context);

@@ -124,8 +124,12 @@ static int check_cq_init_attr(const struct ibv_cq_init_attr_ex *attr)
 {
 	if (attr->comp_mask & ~SR_CQ_EX_COMP_MASK)
 		return EINVAL;
-	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
-		return EOPNOTSUPP;   /* parent domains: none can exist */
+	/* A CQ may name a parent domain (never a plain PD): accepted, its
+	 * allocators unused (pd_ex.c says why). */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || !sr_is_our_context(attr->parent_domain->context) ||
+	     !to_sr_pd(attr->parent_domain)->parent))
+		return EINVAL;
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (attr->flags & ~SR_CQ_EX_ATTR_FLAGS))
 		return EOPNOTSUPP;   /* IGNORE_OVERRUN: the rnic always reports overruns */
@@ -189,6 +193,10 @@ struct ibv_cq_ex *sr_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 				 (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
 	pthread_mutex_init(&cq->ex_lock, NULL);
 	install_poll_ops(&cq->ibv_ex);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->parent_domain = attr->parent_domain;
+		sr_pd_use(cq->parent_domain);
+	}
 	return &cq->ibv_ex;
 }
 
@@ -197,4 +205,6 @@ void sr_cq_ex_free(struct sr_cq *cq)
 {
 	if (cq->is_ex)
 		pthread_mutex_destroy(&cq->ex_lock);
+	if (cq->parent_domain)
+		sr_pd_unuse(cq->parent_domain);
 }

@@ -132,6 +132,10 @@ static void install_ops(struct sr_context *ctx)
 	ops->post_send = sr_post_send;
 	ops->post_recv = sr_post_recv;
 	ops->post_srq_recv = sr_post_srq_recv;
+	/* Memory windows (mw.c). */
+	ops->alloc_mw = sr_alloc_mw;
+	ops->dealloc_mw = sr_dealloc_mw;
+	ops->bind_mw = sr_bind_mw;
 	/* Extended ops we support; verbs_get_ctx_op() sees NULL for the
 	 * rest, so ibv_alloc_mw, ibv_alloc_dm, ... return EOPNOTSUPP. */
 	ctx->vctx.query_port = sr_query_port_op;
@@ -139,6 +143,11 @@ static void install_ops(struct sr_context *ctx)
 	ctx->vctx.create_qp_ex = sr_create_qp_ex;
 	ctx->vctx.create_cq_ex = sr_create_cq_ex;
 	ctx->vctx.create_srq_ex = sr_create_srq_ex;   /* XRC/TM: EOPNOTSUPP */
+	/* Parent and thread domains, prefetch advice (pd_ex.c). */
+	ctx->vctx.alloc_parent_domain = sr_alloc_parent_domain;
+	ctx->vctx.alloc_td = sr_alloc_td;
+	ctx->vctx.dealloc_td = sr_dealloc_td;
+	ctx->vctx.advise_mr = sr_advise_mr;
 }
 
 struct ibv_context *ibv_open_device_1_1(struct ibv_device *device)
@@ -257,8 +266,11 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr)
 	attr->hw_ver = 0;
 	attr->max_qp = (int)cfg->max_qp;
 	attr->max_qp_wr = (int)cfg->max_qp_wr;
+	/* Memory windows: type 1 and type 2B (bound to a QP), mw.c. */
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-				 IBV_DEVICE_SRQ_RESIZE;
+				 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_MEM_WINDOW |
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IBV_DEVICE_PORT_ACTIVE_EVENT;   /* link_monitor.h */
 	attr->max_sge = (int)cfg->max_sge;
 	attr->max_sge_rd = (int)cfg->max_sge;
 	/* rnic_config has no CQ or PD limit: both live in lists sized only by
@@ -282,9 +294,8 @@ void sr_fill_device_attr(struct sr_context *ctx, struct ibv_device_attr *attr)
 	attr->max_mcast_grp = (int)cfg->max_mcast_grp;
 	attr->max_mcast_qp_attach = (int)cfg->max_mcast_qp_attach;
 	attr->max_total_mcast_qp_attach = (int)(cfg->max_mcast_grp * cfg->max_mcast_qp_attach);
-	/* No memory windows yet: zero, so programs that check capabilities
-	 * do not try them. */
-	attr->max_mw = 0;
+	/* Memory windows share the MR key table (src/rnic/mw.c). */
+	attr->max_mw = (int)cfg->max_mr;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;           /* same as rxe */
 	attr->phys_port_cnt = 1;
@@ -299,6 +310,26 @@ int ibv_query_device_1_1(struct ibv_context *context, struct ibv_device_attr *at
 	return 0;
 }
 SR_EXPORT_1_1(ibv_query_device);
+
+/* On-demand paging: softrnic never pins memory, and an ODP MR (explicit,
+ * or implicit over the whole address space) is probed before each access
+ * so an unmapped page is an access error, not a crash (src/rnic/odp.c).
+ * Every operation of the transports softrnic has (RC, UC, UD) works on
+ * ODP memory. */
+static void fill_odp_caps(struct ibv_odp_caps *odp)
+{
+	const uint32_t rc_ops = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+				IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+				IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+
+	odp->general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	odp->per_transport_caps.rc_odp_caps = rc_ops;
+	/* UC has no READ or atomics (IBTA 9.7.1); UD only SEND/RECV. */
+	odp->per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+					      IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+	odp->per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+					      IBV_ODP_SUPPORT_SRQ_RECV;
+}
 
 /* The extended query: the legacy attributes plus the extension fields the
  * caller's struct has room for (attr_size is sizeof in the caller's
@@ -315,8 +346,8 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 		return EINVAL;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
-	/* Every extension left 0 says "not supported", truthfully: no ODP,
-	 * no completion timestamps (completion_timestamp_mask and
+	/* Every extension left 0 says "not supported", truthfully (ODP is
+	 * filled in below): no completion timestamps (completion_timestamp_mask and
 	 * hca_core_clock 0), no TSO/RSS/packet pacing/tag matching/CQ
 	 * moderation, no device memory (max_dm_size 0), no PCI atomics.
 	 * The output comp_mask is 0: no optional field is valid beyond
@@ -326,6 +357,7 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 	/* The 64-bit flags repeat the legacy 32 (rdma-core fills both). */
 	full.device_cap_flags_ex = (uint32_t)full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = 1;
+	fill_odp_caps(&full.odp_caps);
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	if (attr_size > sizeof(full))
 		memset((char *)attr + sizeof(full), 0, attr_size - sizeof(full));
@@ -343,9 +375,10 @@ static void fill_port_attr(struct sr_context *ctx, struct ibv_port_attr *pa)
 	cfg = rnic_get_config(srt_rnic(ctx->dev));
 	pa->max_mtu = cfg->max_mtu;
 	pa->active_mtu = srt_active_mtu(ctx->dev);
+	/* Follows the interface's link, as rxe's port follows its netdev. */
+	pa->state = srt_port_state(ctx->dev, &pa->phys_state);
 	srt_unlock(ctx->dev);
 
-	pa->state = IBV_PORT_ACTIVE;
 	pa->gid_tbl_len = 1;
 	pa->port_cap_flags = IBV_PORT_CM_SUP;     /* what rxe reports */
 	pa->max_msg_sz = 1u << 31;                /* IBTA: RC message <= 2^31 */
@@ -354,7 +387,6 @@ static void fill_port_attr(struct sr_context *ctx, struct ibv_port_attr *pa)
 	pa->max_vl_num = 1;
 	pa->active_width = 1;                     /* 1X ...            */
 	pa->active_speed = 32;                    /* ... EDR: 25 Gb/s  */
-	pa->phys_state = 5;                       /* LinkUp            */
 	pa->link_layer = IBV_LINK_LAYER_ETHERNET;
 	pa->flags = IBV_QPF_GRH_REQUIRED;         /* RoCE: every AH needs a GRH */
 }

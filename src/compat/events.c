@@ -17,11 +17,14 @@
  * ibv_destroy_cq/qp/srq wait until both match, and drop events that were
  * queued but never read (as the kernel does when an object goes away).
  *
- * IBV_EVENT_PORT_ACTIVE: not raised at ibv_open_device.  Like rxe, which
- * raises it when its netdev comes up, it would mark a transition, and our
- * port is active from the moment the device exists (ibv_query_port says
- * so); a program opening a context finds the port already up, as it does
- * on hardware.
+ * Port events: the runtime watches the link of the interface our address
+ * lives on (runtime/link_monitor.h) and, like rxe with its netdev, raises
+ * IBV_EVENT_PORT_ERR when it goes down (set down, carrier lost, address
+ * removed) and IBV_EVENT_PORT_ACTIVE when it comes back, with user_obj
+ * NULL; every open context gets them, element.port_num = 1.  Nothing is
+ * raised at ibv_open_device: the port's state then is what
+ * ibv_query_port reports.  On loopback (the default) the port never goes
+ * down.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -63,6 +63,13 @@ int ibv_dealloc_pd_1_1(struct ibv_pd *ibpd)
 
 	if (!ibpd || !sr_is_our_context(ibpd->context))
 		return EINVAL;
+	if (to_sr_pd(ibpd)->parent)
+		return sr_dealloc_parent_domain(to_sr_pd(ibpd));
+	pthread_mutex_lock(&ibpd->context->mutex);
+	ret = to_sr_pd(ibpd)->n_children ? EBUSY : 0;   /* parent domains wrap it */
+	pthread_mutex_unlock(&ibpd->context->mutex);
+	if (ret)
+		return ret;
 	dev = dev_of(ibpd->context);
 	srt_lock(dev);
 	ret = rnic_pd_free(to_sr_pd(ibpd)->pd);   /* EBUSY while in use */
@@ -86,10 +93,9 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (access & IBV_ACCESS_ON_DEMAND) {
-		errno = EOPNOTSUPP;   /* we advertise no ODP */
-		return NULL;
-	}
+	/* IBV_ACCESS_ON_DEMAND is accepted: softrnic never pins, and the
+	 * rnic probes ODP ranges before touching them (src/rnic/odp.c).
+	 * Implicit ODP is (NULL, SIZE_MAX). */
 	/* The optional range (relaxed ordering, ...) is best effort by
 	 * definition: a device that cannot honour a bit ignores it. */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
@@ -157,14 +163,70 @@ int ibv_dereg_mr_1_1(struct ibv_mr *ibmr)
 }
 SR_EXPORT_1_1(ibv_dereg_mr);
 
-/* Re-registration is not supported; the man page's "old MR is still
- * valid, bad input" code says exactly that to the caller. */
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+/* Re-registration in place: the ibv_mr the program holds stays, with new
+ * keys.  Return codes as ibv_rereg_mr(3) defines them: 0, or
+ * IBV_REREG_MR_ERR_INPUT with errno for anything we reject, in which case
+ * the old registration is still valid (the rnic changes nothing unless
+ * every check passed).  Being library and "kernel" at once, softrnic has
+ * no command stage that can fail after validation, so
+ * IBV_REREG_MR_ERR_CMD and the fork-related codes never occur. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 		 size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+			  IBV_REREG_MR_CHANGE_ACCESS;
+	struct rnic_pd *new_pd = NULL;
+	struct srt_device *dev;
+	struct sr_mr *mr;
+	int ret;
+
+	_Static_assert(IBV_REREG_MR_CHANGE_TRANSLATION == RNIC_REREG_TRANSLATION &&
+		       IBV_REREG_MR_CHANGE_PD == RNIC_REREG_PD &&
+		       IBV_REREG_MR_CHANGE_ACCESS == RNIC_REREG_ACCESS,
+		       "rnic rereg flags mirror the verbs ones");
+	if (!ibmr || !sr_is_our_context(ibmr->context) || !flags || (flags & ~known)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	/* As rdma-core: an access mask without CHANGE_ACCESS is a mistake. */
+	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		if (!ibpd || ibpd->context != ibmr->context) {
+			errno = EINVAL;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+		new_pd = to_sr_pd(ibpd)->pd;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		access &= ~IBV_ACCESS_OPTIONAL_RANGE;   /* best effort, as in reg_mr */
+
+	mr = to_sr_mr(ibmr);
+	dev = dev_of(ibmr->context);
+	srt_lock(dev);
+	ret = rnic_mr_rereg(mr->mr, flags, new_pd, addr, length, (uintptr_t)addr, access);
+	if (!ret) {
+		ibmr->lkey = rnic_mr_lkey(mr->mr);
+		ibmr->rkey = rnic_mr_rkey(mr->mr);
+	}
+	srt_unlock(dev);
+	if (ret) {
+		errno = ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = ibpd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	return 0;
 }
 
 /* ---- completion queues -------------------------------------------------- */
@@ -359,6 +421,7 @@ static struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *in
 	qp->ibv.context = context;
 	qp->ibv.qp_context = init->qp_context;
 	qp->ibv.pd = ibpd;
+	sr_pd_use(ibpd);
 	qp->ibv.send_cq = init->send_cq;
 	qp->ibv.recv_cq = init->recv_cq;
 	qp->ibv.srq = init->srq;
@@ -489,6 +552,7 @@ int ibv_destroy_qp_1_1(struct ibv_qp *ibqp)
 
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
+	sr_pd_unuse(ibqp->pd);
 	sr_qp_ex_free(qp);
 	free(qp);
 	return 0;

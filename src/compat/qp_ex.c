@@ -36,8 +36,7 @@
  * not allocate.  SGE and inline positions are kept as offsets while the
  * arrays may still move and become pointers at ibv_wr_complete.
  *
- * Unsupported operations (memory windows, local invalidate, TSO, XRC,
- * atomic write) are refused at QP creation with EOPNOTSUPP, as rdma-core
+ * Unsupported operations (TSO, XRC) are refused at QP creation with EOPNOTSUPP, as rdma-core
  * providers do; their entry points exist anyway and record EOPNOTSUPP, so
  * a program that calls one cannot crash on a NULL pointer.
  */
@@ -52,7 +51,8 @@
 #define OPS_UD (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define OPS_UC (OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
 #define OPS_RC (OPS_UC | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_READ |      \
-		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |     \
+		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct sr_wr_slot {
 	struct ibv_send_wr wr;
@@ -341,17 +341,34 @@ static void record_unsupported(struct ibv_qp_ex *qpx)
 		fail(b, EOPNOTSUPP);
 }
 
+/* Memory windows (src/rnic/mw.c): a type 2 window only (ibv_wr_post(3);
+ * type 1 goes through ibv_bind_mw).  Neither op takes setters. */
 static void qpx_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 			const struct ibv_mw_bind_info *info)
 {
-	(void)mw; (void)rkey; (void)info;
-	record_unsupported(qpx);
+	struct ibv_send_wr *wr = new_wr(qpx, IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW);
+	struct sr_wr_builder *b = qpx_to_sr(qpx)->wrb;
+
+	if (!wr)
+		return;
+	if (!mw || !info || mw->type != IBV_MW_TYPE_2 || mw->context != qpx->qp_base.context) {
+		fail(b, EINVAL);
+		return;
+	}
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+	b->have_cur = false;
 }
 
 static void qpx_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	(void)rkey;
-	record_unsupported(qpx);
+	struct ibv_send_wr *wr = new_wr(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
+
+	if (wr) {
+		wr->invalidate_rkey = rkey;
+		qpx_to_sr(qpx)->wrb->have_cur = false;
+	}
 }
 
 static void qpx_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -366,11 +383,39 @@ static void qpx_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 	record_unsupported(qpx);
 }
 
+/* RDMA ATOMIC WRITE: the 8 bytes at `data` are copied now, as inline
+ * data (ibv_wr_post(3): the buffer may be reused on return); the rnic
+ * keeps them in the WQE, so max_inline_data does not apply.  No setters
+ * follow. */
 static void qpx_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 			     const void *data)
 {
-	(void)rkey; (void)remote_addr; (void)data;
-	record_unsupported(qpx);
+	struct ibv_send_wr *wr = new_wr(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE);
+	struct sr_wr_builder *b = qpx_to_sr(qpx)->wrb;
+	struct sr_wr_slot *s;
+
+	if (!wr)
+		return;
+	b->have_cur = false;
+	if (!data || b->max_sge == 0) {
+		fail(b, EINVAL);
+		return;
+	}
+	if (!reserve(b, (void **)&b->inl, &b->inl_cap, b->inl_len, 8, 1) ||
+	    !reserve(b, (void **)&b->sges, &b->sges_cap, b->nsge, 1, sizeof(*b->sges)))
+		return;
+	s = &b->slots[b->n - 1];
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	memcpy(b->inl + b->inl_len, data, 8);
+	b->inl_len += 8;
+	b->sges[b->nsge].addr = 0;   /* an inl offset until link_batch */
+	b->sges[b->nsge].length = 8;
+	b->sges[b->nsge].lkey = 0;
+	b->nsge++;
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
+	s->is_inline = true;
 }
 
 /* ---- setters -------------------------------------------------------------- */

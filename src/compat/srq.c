@@ -52,6 +52,7 @@ struct ibv_srq *ibv_create_srq_1_1(struct ibv_pd *pd, struct ibv_srq_init_attr *
 	srq->ibv.context = context;
 	srq->ibv.srq_context = attr->srq_context;
 	srq->ibv.pd = pd;
+	sr_pd_use(pd);
 	pthread_mutex_init(&srq->ibv.mutex, NULL);
 	pthread_cond_init(&srq->ibv.cond, NULL);
 	return &srq->ibv;
@@ -149,6 +150,7 @@ int ibv_destroy_srq_1_1(struct ibv_srq *ibsrq)
 
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
+	sr_pd_unuse(ibsrq->pd);
 	free(srq);
 	return 0;
 }

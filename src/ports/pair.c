@@ -276,7 +276,9 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 	struct pair_node *self = ctx;
 	struct pair *p = self->pair;
 	p->stats.sent++;
-	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || tx->ib_len > WIRE_MAX_IB_PACKET) {
+	size_t ib_len = tx->ib_len + tx->payload_len;
+	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || ib_len > WIRE_MAX_IB_PACKET ||
+	    (tx->payload_len && (!tx->payload || tx->hdr_len + WIRE_ICRC_LEN > tx->ib_len))) {
 		p->stats.runt++;
 		return;
 	}
@@ -287,27 +289,36 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 	}
 	/* Work on a private copy: the tap may edit it, and we write the ICRC. */
 	uint8_t buf[WIRE_MAX_IB_PACKET];
-	memcpy(buf, tx->ib, tx->ib_len);
+	if (tx->payload_len) {
+		/* Payload by reference (rnic_tx.payload): headers, payload,
+		 * then the pad and ICRC room. */
+		p->stats.payload_by_ref++;
+		memcpy(buf, tx->ib, tx->hdr_len);
+		memcpy(buf + tx->hdr_len, tx->payload, tx->payload_len);
+		memcpy(buf + tx->hdr_len + tx->payload_len, tx->ib + tx->hdr_len, tx->ib_len - tx->hdr_len);
+	} else {
+		memcpy(buf, tx->ib, tx->ib_len);
+	}
 	struct pair_packet pkt = {
 		.from = self->index,
 		.to = (unsigned)to,
 		.now = p->now,
 		.ib = buf,
-		.ib_len = tx->ib_len,
+		.ib_len = ib_len,
 		.sport = tx->sport,
 	};
 	if (p->tap && !p->tap(p->tap_arg, &pkt)) {
 		p->stats.tapped++;
 		return;
 	}
-	wire_icrc_store(buf + tx->ib_len - WIRE_ICRC_LEN,
-			icrc_of(p, self->index, (unsigned)to, tx->sport, buf, tx->ib_len));
+	wire_icrc_store(buf + ib_len - WIRE_ICRC_LEN,
+			icrc_of(p, self->index, (unsigned)to, tx->sport, buf, ib_len));
 
 	const struct pair_faults *f = &p->faults[self->index][to];
-	schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, tx->ib_len);
+	schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len);
 	if (chance(p, f->dup)) {
 		p->stats.duplicated++;
-		schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, tx->ib_len);
+		schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len);
 	}
 }
 
@@ -436,7 +447,10 @@ struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cf
 		struct rnic_config c = base;
 		c.gid = nd->gid;
 		c.seed = base.seed ^ (uint32_t)(i * 0x9e3779b9u);
-		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit };
+		/* Even nodes take payloads by reference (rnic_tx.payload),
+		 * odd ones get them copied into the packet, so every transport
+		 * test runs both of the rnic's send paths. */
+		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit, .tx_payload_ref = i % 2 == 0 };
 		nd->rnic = rnic_create(&c, &io);
 		if (!nd->rnic) {
 			int err = errno;

@@ -57,6 +57,8 @@ struct pair_stats {
 	uint64_t no_route;      /* destination GID matches no node            */
 	uint64_t runt;          /* shorter than BTH + ICRC: not sent          */
 	uint64_t alloc_failures; /* packet lost because malloc failed         */
+	uint64_t payload_by_ref; /* xmits with the payload by reference (even
+	                            nodes take them: rnic_io.tx_payload_ref) */
 };
 
 /* A packet passing through the pair, as the tap sees it at xmit time.

@@ -87,6 +87,22 @@ int rnic_cq_poll(struct rnic_cq *cq, int n, struct ibv_wc *wc)
 	return got;
 }
 
+void rnic_cq_purge_qp(struct rnic_cq *cq, uint32_t qpn)
+{
+	uint32_t kept = 0;
+
+	/* Compact in place, oldest first, so the survivors keep their order. */
+	for (uint32_t i = 0; i < cq->count; i++) {
+		const struct ibv_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
+
+		if (wc->qp_num == qpn)
+			continue;
+		cq->ring[(cq->head + kept) % cq->cap] = *wc;
+		kept++;
+	}
+	cq->count = kept;
+}
+
 int rnic_cq_req_notify(struct rnic_cq *cq, bool solicited_only)
 {
 	if (!cq)

@@ -33,13 +33,24 @@ static uint32_t find_free_slot(struct rnic *r)
 	return 0;
 }
 
+uint32_t rnic_key_slot_alloc(struct rnic *r)
+{
+	return find_free_slot(r);
+}
+
 struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t iova, int access)
 {
 	struct rnic_mr *mr;
 	struct rnic *r;
 	uint32_t slot;
 
-	if (!pd || (!addr && len) || (access & ~MR_KNOWN_ACCESS)) {
+	if (!pd || (access & ~MR_KNOWN_ACCESS)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* A NULL address is only meaningful as implicit ODP: the whole
+	 * address space, length SIZE_MAX (rdma-core's convention). */
+	if (!addr && len && !(len == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -77,13 +88,95 @@ struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t
 	return mr;
 }
 
+/* Re-registration (ibv_rereg_mr): the MR keeps its slot and its keys, as
+ * mlx5 does when it can modify the key in place; rdma-core's own tests
+ * rely on that (they exchange rkeys once, before re-registering).  Work
+ * already posted with the key is judged against the new translation, PD
+ * and access.  Everything is validated before anything changes: on error
+ * the old registration stands untouched. */
+int rnic_mr_rereg(struct rnic_mr *mr, int flags, struct rnic_pd *pd, void *addr, size_t len,
+		  uint64_t iova, int access)
+{
+	if (!mr)
+		return EINVAL;
+	if (flags & RNIC_REREG_PD) {
+		if (!pd || pd->r != mr->pd->r)
+			return EINVAL;
+	} else {
+		pd = mr->pd;
+	}
+	if (flags & RNIC_REREG_TRANSLATION) {
+		if (!addr || !len || iova + len < iova)
+			return EINVAL;
+	} else {
+		addr = mr->addr;
+		len = mr->len;
+		iova = mr->iova;
+	}
+	if (flags & RNIC_REREG_ACCESS) {
+		if (access & ~MR_KNOWN_ACCESS)
+			return EINVAL;
+		/* IBTA 10.6.3.1 C10-35, as at registration. */
+		if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		    !(access & IBV_ACCESS_LOCAL_WRITE))
+			return EINVAL;
+	} else {
+		access = mr->access;
+	}
+	/* An implicit ODP MR (NULL, SIZE_MAX) cannot take a new translation
+	 * without ODP, nor lose ODP while keeping its NULL address. */
+	if (!addr && !(access & IBV_ACCESS_ON_DEMAND))
+		return EINVAL;
+
+	/* Windows bound to the old registration must not keep pointing
+	 * into it (mw.c). */
+	rnic_mw_unbind_all(mr);
+	if (pd != mr->pd) {
+		mr->pd->refs--;
+		pd->refs++;
+		mr->pd = pd;
+	}
+	mr->addr = addr;
+	mr->len = len;
+	mr->iova = iova;
+	mr->access = access;
+	return 0;
+}
+
+/* ibv_advise_mr prefetch of one SGE: the key must name an ODP MR of pd
+ * covering the range (with local write for a write prefetch).  Faulting
+ * the pages in is the probe itself; no_fault only validates. */
+int rnic_mr_prefetch(struct rnic *r, struct rnic_pd *pd, uint32_t lkey, uint64_t addr,
+		     uint64_t len, bool for_write, bool no_fault)
+{
+	uint32_t slot = lkey >> 8;
+	struct rnic_mr *mr;
+
+	if (slot == 0 || slot > r->cfg.max_mr)
+		return EINVAL;
+	mr = r->mrs[slot];
+	if (!mr || mr->key != lkey || mr->pd != pd || !(mr->access & IBV_ACCESS_ON_DEMAND))
+		return EINVAL;
+	if (for_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	if (addr < mr->iova || len > mr->len || addr - mr->iova > mr->len - len)
+		return EINVAL;
+	if (!no_fault && !rnic_odp_range_ok((uintptr_t)rnic_mr_ptr(mr, addr), len, for_write))
+		return EFAULT;
+	return 0;
+}
+
 int rnic_mr_dereg(struct rnic_mr *mr)
 {
 	struct rnic *r;
 
-	if (!mr)
+	if (!mr || mr->window)
 		return EINVAL;
 	r = mr->pd->r;
+	/* Trade-off: rxe refuses (EINVAL) while windows are bound; we unbind
+	 * them instead, so teardown in any order works and the windows'
+	 * rkeys simply fail from now on. */
+	rnic_mw_unbind_all(mr);
 	r->mrs[mr->key >> 8] = NULL;
 	mr->pd->refs--;
 	r->n_mr--;
@@ -112,10 +205,21 @@ struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, 
 	mr = r->mrs[slot];
 	if (!mr || mr->key != key || mr->pd != pd)
 		return NULL;
+	/* A window's rkey is for remote access only (IBTA 10.6.7). */
+	if (mr->window && !(access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_ATOMIC)))
+		return NULL;
 	if ((mr->access & access) != access)
 		return NULL;
 	/* [iova, iova+len) inside [mr->iova, mr->iova+mr->len), overflow-safe. */
 	if (iova < mr->iova || len > mr->len || iova - mr->iova > mr->len - len)
+		return NULL;
+	/* On-demand paging: the range may be unmapped; probe it so the caller
+	 * completes with an access error instead of faulting (odp.c). */
+	if ((mr->access & IBV_ACCESS_ON_DEMAND) &&
+	    !rnic_odp_range_ok((uintptr_t)rnic_mr_ptr(mr, iova), len,
+			       access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_ATOMIC)))
 		return NULL;
 	return mr;
 }

@@ -20,7 +20,12 @@ static bool opcode_allowed(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return type != IBV_QPT_UD;      /* UD: SEND only (IBTA 9.8.1) */
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		/* Memory window operations (IBTA 10.6.7): connected QPs. */
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE:
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -34,23 +39,31 @@ static int check_send_wr(const struct rnic_qp *qp, const struct ibv_send_wr *wr)
 {
 	if (!opcode_allowed(qp->type, wr->opcode))
 		return EINVAL;
+	/* Local operations carry no data: their SGE fields are not read. */
+	if (wr->opcode == IBV_WR_LOCAL_INV)
+		return 0;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		return wr->bind_mw.mw ? 0 : EINVAL;
 	if (qp->type == IBV_QPT_UD && ud_check_send_wr(qp, wr))
 		return EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t total = 0;
+		/* ATOMIC WRITE's 8 inline bytes travel in the WQE itself, not
+		 * the inline pool, so max_inline_data does not limit them. */
+		uint64_t limit = wr->opcode == IBV_WR_ATOMIC_WRITE ? 8 : qp->cap.max_inline_data;
 
 		if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
 		    wr->opcode != IBV_WR_SEND_WITH_INV && wr->opcode != IBV_WR_RDMA_WRITE &&
-		    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM && wr->opcode != IBV_WR_ATOMIC_WRITE)
 			return EINVAL;
 		for (int i = 0; i < wr->num_sge; i++) {
 			total += wr->sg_list[i].length;
 			if (wr->sg_list[i].length && !wr->sg_list[i].addr)
 				return EINVAL;
 		}
-		if (total > qp->cap.max_inline_data)
+		if (total > limit)
 			return EINVAL;
 	}
 	return 0;
@@ -75,11 +88,35 @@ static void copy_send_wr(struct rnic_qp *qp, struct rnic_send_wqe *w, const stru
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 	} else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-		   wr->opcode == IBV_WR_RDMA_READ) {
+		   wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_WRITE) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+
+		/* The rnic knows its objects by key: the window by the rkey
+		 * its ibv_mw has now, the region by its lkey (rnic.h). */
+		w->bind_mw_rkey = wr->bind_mw.mw->rkey;
+		w->bind_new_rkey = wr->bind_mw.rkey;
+		w->bind_has_mr = bi->mr != NULL;
+		w->bind_mr_lkey = bi->mr ? bi->mr->lkey : 0;
+		w->bind_addr = bi->addr;
+		w->bind_len = bi->length;
+		w->bind_access = bi->mw_access_flags;
+	}
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+		w->num_sge = 0;
+		w->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+	} else if (wr->opcode == IBV_WR_ATOMIC_WRITE && (wr->send_flags & IBV_SEND_INLINE)) {
+		uint8_t *dst = (uint8_t *)&w->compare_add;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(dst + total, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			total += wr->sg_list[i].length;
+		}
+		w->num_sge = 0;
+	} else if (wr->send_flags & IBV_SEND_INLINE) {
 		uint32_t off = 0;
 
 		for (int i = 0; i < wr->num_sge; i++) {

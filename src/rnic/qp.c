@@ -81,6 +81,9 @@ static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
+	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
 	default: return IBV_WC_SEND;
 	}
 }
@@ -452,9 +455,12 @@ static int type_index(enum ibv_qp_type t)
 	return t == IBV_QPT_RC ? T_RC : t == IBV_QPT_UC ? T_UC : T_UD;
 }
 
+/* IBV_ACCESS_ON_DEMAND is a property of MRs; programs (rdma-core's own
+ * tests) pass their MR access mask to the QP as well, and kernel
+ * providers ignore the bit there, so it is accepted and has no effect. */
 #define QP_KNOWN_ACCESS                                                          \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
 
 /* Check every attribute value named in the mask. */
 static int check_values(const struct rnic_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -573,7 +579,14 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 
 static void reset_qp(struct rnic_qp *qp)
 {
-	/* RESET discards everything without completions (IBTA 10.3.1). */
+	/* RESET discards everything without completions (IBTA 10.3.1).
+	 * Completions already in the CQs that the program has not polled go
+	 * too, as mlx5 does (rdma-core's tests reset a QP in error and expect
+	 * its flushed completions gone); rxe leaves them, the spec does not
+	 * say, and a program that resets a QP has given up on them. */
+	rnic_cq_purge_qp(qp->send_cq, qp->qpn);
+	if (qp->recv_cq != qp->send_cq)
+		rnic_cq_purge_qp(qp->recv_cq, qp->qpn);
 	qp->sq.head = qp->sq.req = qp->sq.comp = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->last_wqe_reported = false;

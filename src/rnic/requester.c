@@ -27,6 +27,7 @@ enum req_state {
 	REQ_CHECK_LOCAL,        /* local keys and lengths, assign PSNs      */
 	REQ_BUILD_SEND,         /* build and transmit one packet            */
 	REQ_LOCAL_ERROR,        /* the WQE failed locally                   */
+	REQ_LOCAL_OP,           /* bind a window / local invalidate (mw.c)  */
 	REQ_EXIT,
 	REQ_NSTATES
 };
@@ -38,6 +39,7 @@ static const char *const req_state_names[REQ_NSTATES] = {
 	[REQ_CHECK_LOCAL] = "CHECK_LOCAL",
 	[REQ_BUILD_SEND] = "BUILD_SEND",
 	[REQ_LOCAL_ERROR] = "LOCAL_ERROR",
+	[REQ_LOCAL_OP] = "LOCAL_OP",
 	[REQ_EXIT] = "EXIT",
 };
 
@@ -99,6 +101,8 @@ static enum req_state req_get_wqe(struct rnic_qp *qp, struct req_ctx *c)
 		c->error = c->wqe->status;
 		return REQ_LOCAL_ERROR;
 	}
+	if (c->wqe->opcode == IBV_WR_BIND_MW || c->wqe->opcode == IBV_WR_LOCAL_INV)
+		return REQ_LOCAL_OP;
 	return REQ_CHECK_WAIT;
 }
 
@@ -146,7 +150,8 @@ static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 		c->error = IBV_WC_LOC_LEN_ERR;
 		return REQ_LOCAL_ERROR;
 	}
-	if (is_atomic(w->opcode) && w->length != 8) {
+	/* ATOMIC WRITE carries exactly 8 bytes, like the other atomics. */
+	if ((is_atomic(w->opcode) || w->opcode == IBV_WR_ATOMIC_WRITE) && w->length != 8) {
 		c->error = IBV_WC_LOC_LEN_ERR;
 		return REQ_LOCAL_ERROR;
 	}
@@ -169,7 +174,11 @@ static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
 {
 	if (w->send_flags & IBV_SEND_INLINE) {
-		memcpy(dst, w->inline_data + off, len);
+		/* ATOMIC WRITE keeps its inline 8 bytes in compare_add (post.c). */
+		const uint8_t *src = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->compare_add
+								     : w->inline_data;
+
+		memcpy(dst, src + off, len);
 		return true;
 	}
 	for (uint32_t i = 0; i < w->num_sge && len; i++) {
@@ -191,6 +200,37 @@ static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t o
 		off = 0;
 	}
 	return len == 0;
+}
+
+/* For a port that sends payloads by reference (rnic_tx.payload): where
+ * the `len` payload bytes at message offset `off` lie when they are one
+ * piece (the inline copy, or inside one SGE) in *piece; NULL when they
+ * span SGEs (gather then copies them).  false: an SGE's key went away. */
+static bool payload_piece(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint32_t len,
+			  const uint8_t **piece)
+{
+	*piece = NULL;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		*piece = w->inline_data + off;
+		return true;
+	}
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		const struct rnic_sge *s = &w->sge[i];
+		struct rnic_mr *mr;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		if (s->length - off < len)
+			return true;
+		mr = rnic_mr_check(qp->r, qp->pd, s->lkey, 0, s->addr + off, len);
+		if (!mr)
+			return false;
+		*piece = rnic_mr_ptr(mr, s->addr + off);
+		return true;
+	}
+	return true;
 }
 
 /* Opcode for the packet at the current position (IBTA 9.8.3 table 39). */
@@ -216,6 +256,8 @@ static uint8_t choose_opcode(const struct rnic_send_wqe *w, bool first, bool las
 		return WIRE_OP_READ_REQUEST;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		return WIRE_OP_CMP_SWAP;
+	case IBV_WR_ATOMIC_WRITE:
+		return WIRE_OP_ATOMIC_WRITE;    /* one packet: 8 bytes < any MTU */
 	default:
 		return WIRE_OP_FETCH_ADD;
 	}
@@ -231,7 +273,7 @@ static uint8_t transport_prefix(const struct rnic_qp *qp)
  * into the batch that goes to the socket).  Returns the encoded length, 0
  * for a local protection failure (an SGE's key went away). */
 static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t *psns_used,
-			   uint32_t *bytes, uint8_t **out)
+			   uint32_t *bytes, uint8_t **out, const uint8_t **ref)
 {
 	struct rnic *r = qp->r;
 	/* UD packets leave through ud_xmit, which sends r->tx. */
@@ -292,7 +334,13 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
 	if (n < 0)
 		return 0;
-	if (payload && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
+	/* Zero copy when the port allows it: the payload goes from the MR
+	 * (or the inline copy) straight to the socket (rnic_tx.payload). */
+	*ref = NULL;
+	if (payload && r->io.tx_payload_ref && qp->type != IBV_QPT_UD &&
+	    !payload_piece(qp, w, off, payload, ref))
+		return 0;
+	if (payload && !*ref && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
 		return 0;
 	*out = buf;
 	qp->req.since_ackreq = ib.bth.ackreq ? 0 : qp->req.since_ackreq + 1;
@@ -316,7 +364,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	struct rnic_send_wqe *w = c->wqe;
 	uint32_t psns, bytes = 0, psn = qp->req.psn;
 	uint8_t *buf = NULL;
-	size_t len = build_packet(qp, w, &psns, &bytes, &buf);
+	const uint8_t *ref = NULL;
+	size_t len = build_packet(qp, w, &psns, &bytes, &buf, &ref);
 	bool done;
 
 	if (!len) {
@@ -327,6 +376,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 		qp->r->ctr.retransmits++;
 	if (qp->type == IBV_QPT_UD)
 		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
+	else if (ref)
+		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
 	else
 		rnic_xmit_buf(qp->r, qp, buf, len);
 
@@ -342,6 +393,31 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	} else {
 		completer_on_sent(qp, psn, c->now);
 	}
+	return REQ_GET_WQE;
+}
+
+/* A memory window operation (IBTA 10.6.7.2): no packet, done here.
+ * Trade-off: it waits until every older WQE has completed, like a fenced
+ * WR.  That keeps completions in order with no extra bookkeeping, and a
+ * bind after an RDMA op may rely on it (rxe orders them the same way). */
+static enum req_state req_local_op(struct rnic_qp *qp, struct req_ctx *c)
+{
+	struct rnic_send_wqe *w = c->wqe;
+	enum ibv_wc_status st;
+
+	if (qp->sq.comp != qp->sq.req)
+		return REQ_EXIT;        /* the completer runs us again */
+	if (w->opcode == IBV_WR_BIND_MW)
+		st = rnic_mw_bind_wqe(qp, w);
+	else
+		st = rnic_mw_local_inv(qp, w->invalidate_rkey);
+	if (st != IBV_WC_SUCCESS) {
+		c->error = st;
+		return REQ_LOCAL_ERROR;
+	}
+	qp->sq.req++;
+	rnic_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	qp->sq.comp++;
 	return REQ_GET_WQE;
 }
 
@@ -373,6 +449,7 @@ static const req_fn req_fns[REQ_NSTATES] = {
 	[REQ_CHECK_LOCAL] = req_check_local,
 	[REQ_BUILD_SEND] = req_build_send,
 	[REQ_LOCAL_ERROR] = req_local_error,
+	[REQ_LOCAL_OP] = req_local_op,
 };
 
 void requester_run(struct rnic_qp *qp, uint64_t now)

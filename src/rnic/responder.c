@@ -150,12 +150,21 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		ib.bth.psn = wire_psn_add(psn, i);
 		ib.aeth.syndrome = wire_aeth_syndrome(WIRE_AETH_ACK, WIRE_AETH_CREDIT_INVALID);
 		ib.aeth.msn = qp->resp.msn & 0xffffff;
-		ib.payload = chunk ? rnic_mr_ptr(mr, va) : NULL;
+		const uint8_t *data = chunk ? rnic_mr_ptr(mr, va) : NULL;
+		/* Zero copy when the port allows it: only the headers are
+		 * built and the payload leaves from the MR (rnic_tx.payload;
+		 * local writes to the range meanwhile give undefined data,
+		 * as on hardware). */
+		bool by_ref = data && qp->r->io.tx_payload_ref;
+		ib.payload = by_ref ? NULL : data;
 		ib.payload_len = chunk;
 		/* Built in the port's buffer if it has one (rnic_tx_buffer). */
 		uint8_t *buf = rnic_tx_buffer(qp->r);
 		enc = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
-		if (enc > 0)
+		if (enc > 0 && by_ref)
+			rnic_xmit_ref(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode), data,
+				      chunk);
+		else if (enc > 0)
 			rnic_xmit_buf(qp->r, qp, buf, (size_t)enc);
 		va += chunk;
 		len -= chunk;
@@ -289,6 +298,12 @@ static enum resp_state resp_check_resource(struct rnic_qp *qp, struct resp_ctx *
 	return RESP_CHECK_LENGTH;
 }
 
+/* RDMA ATOMIC WRITE (RC 0x1d): a WRITE Only with special rules. */
+static bool is_atomic_write(const struct wire_ib *p)
+{
+	return p->bth.opcode == (WIRE_TR_RC | WIRE_OP_ATOMIC_WRITE);
+}
+
 static enum resp_state resp_check_length(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
@@ -315,6 +330,10 @@ static enum resp_state resp_check_length(struct rnic_qp *qp, struct resp_ctx *c)
 			/* MIDDLE must leave something for LAST; LAST must finish. */
 			invalid = (c->flags & WIRE_F_LAST) ? len != qp->resp.resid : len >= qp->resp.resid;
 		}
+		/* ATOMIC WRITE: 8 bytes at an 8-byte aligned address, as for
+		 * the other atomics (IBTA 9.4.5 C9-44; rxe). */
+		if (is_atomic_write(p) && (len != 8 || (p->reth.va & 7)))
+			invalid = true;
 		if (invalid)
 			return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
 		return RESP_CHECK_RKEY;
@@ -378,6 +397,21 @@ static void next_psn(struct rnic_qp *qp, uint32_t n)
 	qp->resp.nak_sent = false;
 }
 
+/* The 8 payload bytes land in one store, so no reader of that memory (a
+ * CPU in this process) sees half of them.  Memory gets the bytes in wire
+ * order, as rxe does.  A target that is not 8-byte aligned in host memory
+ * (possible only with an iova unlike its address) falls back to a copy. */
+static void store_atomic_8(uint8_t *dst, const uint8_t *src)
+{
+	uint64_t v;
+
+	memcpy(&v, src, sizeof(v));
+	if (((uintptr_t)dst & 7) == 0)
+		__atomic_store_n((uint64_t *)(void *)dst, v, __ATOMIC_RELEASE);
+	else
+		memcpy(dst, &v, sizeof(v));
+}
+
 static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
@@ -391,6 +425,10 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 			return RESP_ERR_LOCAL;
 		}
 		qp->resp.recv_offset += p->payload_len;
+	} else if (is_atomic_write(p)) {
+		store_atomic_8(rnic_mr_ptr(c->mr, qp->resp.va), p->payload);
+		qp->resp.va += 8;
+		qp->resp.resid -= 8;
 	} else if (p->payload_len) {
 		memcpy(rnic_mr_ptr(c->mr, qp->resp.va), p->payload, p->payload_len);
 		qp->resp.va += p->payload_len;
@@ -467,9 +505,12 @@ static enum resp_state resp_complete(struct rnic_qp *qp, struct resp_ctx *c)
 		wc.imm_data = p->imm;
 	}
 	if (c->flags & WIRE_F_INV) {
-		/* softrnic has no memory windows or fast-register MRs, the only
-		 * keys IBTA lets a remote invalidate (10.6.7.2): the rkey is
-		 * reported to the consumer and nothing is invalidated. */
+		/* IBTA 10.6.7.2.4: a type 2 window bound through this QP is
+		 * invalidated (mw.c).  Trade-off: any other key (a region, a
+		 * key that is not ours) is only reported to the consumer,
+		 * not NAKed; softrnic has no fast-register MRs, the other
+		 * kind of key a remote may invalidate. */
+		rnic_mw_remote_inv(qp, p->ieth);
 		wc.wc_flags |= IBV_WC_WITH_INV;
 		wc.invalidated_rkey = p->ieth;
 	}

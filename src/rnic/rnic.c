@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rnic/rnic_int.h"
 
@@ -141,6 +142,30 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
 		.ttl = qp->ttl,
 		.ib = buf,
 		.ib_len = len,
+	};
+	r->ctr.tx_packets++;
+	r->ctr.tx_bytes += len;
+	r->io.xmit(r->io.ctx, &tx);
+}
+
+void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
+		   const uint8_t *payload, size_t payload_len)
+{
+	/* wire_encode_ib left the payload bytes unwritten: the pad and the
+	 * ICRC room (zeros) move up to follow the headers. */
+	size_t tail = len - hdr_len - payload_len;
+	memset(buf + hdr_len, 0, tail);
+	struct rnic_tx tx = {
+		.dst = qp->dgid,
+		.sport = qp->sport,
+		.ecn = 0,
+		.dscp = qp->dscp,
+		.ttl = qp->ttl,
+		.ib = buf,
+		.ib_len = hdr_len + tail,
+		.payload = payload,
+		.payload_len = payload_len,
+		.hdr_len = hdr_len,
 	};
 	r->ctr.tx_packets++;
 	r->ctr.tx_bytes += len;

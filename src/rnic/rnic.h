@@ -61,6 +61,21 @@ struct rnic_tx {
 	uint8_t ttl;            /* IP TTL / hop limit (AH hop limit)   */
 	const uint8_t *ib;
 	size_t ib_len;
+	/* Payload by reference (only from an rnic whose port set
+	 * rnic_io.tx_payload_ref; 0/NULL otherwise).  When payload_len > 0
+	 * the packet on the wire is
+	 *     ib[0 .. hdr_len) ++ payload[0 .. payload_len) ++ ib[hdr_len .. ib_len)
+	 * i.e. `ib` holds the headers, then the pad and the ICRC room, and
+	 * the payload stays where it lies: in an MR, or in a WQE's inline
+	 * copy.  RDMA semantics allow it: a send buffer is the adapter's
+	 * until its completion; a READ response is read from the
+	 * responder's MR while the remote side reads it (local writes to
+	 * that range meanwhile give undefined data, as on hardware).  The
+	 * memory stays valid until the rnic's caller lets the application
+	 * run again (the runtime sends before releasing the device lock). */
+	const uint8_t *payload;
+	size_t payload_len;
+	size_t hdr_len;
 };
 
 /* One packet received, ICRC already checked by the port. */
@@ -105,6 +120,10 @@ struct rnic_io {
 	 * any io hook).  An xmit whose tx->ib is that buffer hands the packet
 	 * over without a copy.  NULL: the rnic builds in its own buffer. */
 	uint8_t *(*tx_buffer)(void *ctx);
+	/* The port takes payloads by reference (rnic_tx.payload): the rnic
+	 * then builds only the headers of an RC/UC packet whose payload lies
+	 * in one piece, and the port sends the payload from where it is. */
+	bool tx_payload_ref;
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -174,8 +193,36 @@ int rnic_pd_free(struct rnic_pd *pd);               /* EBUSY if in use */
  * 8-bit generation in the low bits, so a stale key fails. */
 struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t iova, int access);
 int rnic_mr_dereg(struct rnic_mr *mr);
+/* ibv_rereg_mr: flags is a mix of RNIC_REREG_* (the values of
+ * IBV_REREG_MR_CHANGE_*); fields not named by a flag keep their value.
+ * 0 or an errno (old registration untouched); the keys stay the same. */
+#define RNIC_REREG_TRANSLATION 0x1
+#define RNIC_REREG_PD 0x2
+#define RNIC_REREG_ACCESS 0x4
+int rnic_mr_rereg(struct rnic_mr *mr, int flags, struct rnic_pd *pd, void *addr, size_t len,
+		  uint64_t iova, int access);
+/* ibv_advise_mr prefetch of [addr, addr+len) through lkey: 0, EINVAL
+ * (not an ODP MR of pd, out of range, no local write for a write
+ * prefetch) or EFAULT (unmapped). */
+int rnic_mr_prefetch(struct rnic *r, struct rnic_pd *pd, uint32_t lkey, uint64_t addr,
+		     uint64_t len, bool for_write, bool no_fault);
 uint32_t rnic_mr_lkey(const struct rnic_mr *mr);
 uint32_t rnic_mr_rkey(const struct rnic_mr *mr);
+
+/* Memory windows (IBTA 10.6.7): a remote-access view of part of an MR,
+ * with its own rkey from the MR key space (index << 8 | key byte).
+ * alloc: EINVAL for a type other than IBV_MW_TYPE_1/_2, ENOMEM when the
+ * key table is full.  A window starts unbound (no access).  Binding is a
+ * send WR: IBV_WR_BIND_MW with wr->bind_mw (the rnic reads only mw->rkey
+ * and bind_info.mr->lkey, to find its objects); the new rkey must keep
+ * the window's index (ibv_inc_rkey).  Type 2 windows are invalidated by
+ * IBV_WR_LOCAL_INV (invalidate_rkey) or a peer's SEND with Invalidate.
+ * Deregistering an MR unbinds its windows. */
+struct rnic_mw;
+struct rnic_mw *rnic_mw_alloc(struct rnic_pd *pd, enum ibv_mw_type type);
+int rnic_mw_dealloc(struct rnic_mw *mw);
+/* The rkey as of the last executed bind or invalidate. */
+uint32_t rnic_mw_rkey(const struct rnic_mw *mw);
 
 struct rnic_cq *rnic_cq_create(struct rnic *r, int cqe, void *cq_context);
 int rnic_cq_destroy(struct rnic_cq *cq);            /* EBUSY if QPs use it */

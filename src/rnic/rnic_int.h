@@ -89,6 +89,12 @@ void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len);
  * rnic_xmit_buf. */
 uint8_t *rnic_tx_buffer(struct rnic *r);
 void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len);
+/* The same for a packet encoded in buf (len bytes) with its payload_len
+ * payload bytes left unwritten at hdr_len (wire_encode_ib, payload NULL):
+ * sent with the payload by reference from `payload`.  Only when
+ * rnic_io.tx_payload_ref is set (rnic_tx). */
+void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
+		   const uint8_t *payload, size_t payload_len);
 void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj);
 /* Report one state-machine step ("req", "resp", "comp") if tracing. */
 void rnic_trace_step(const struct rnic_qp *qp, const char *machine, const char *state);
@@ -107,8 +113,36 @@ struct rnic_mr {
 	uint64_t iova;
 	int access;
 	uint32_t key;                   /* lkey == rkey */
+	/* Memory windows (mw.c): non-NULL when this table entry is the
+	 * remote view of a window rather than a region; the count of
+	 * windows bound to this region otherwise. */
+	struct rnic_mw *window;
+	uint32_t bound_windows;
 };
 
+/* A memory window (IBTA 10.6.7).  `view` is first: the MR table holds
+ * &mw->view under the window's rkey, so rnic_mr_check resolves a window
+ * exactly like a region (PD, access, bounds) and rnic_mr_ptr works on it.
+ * Unbound, the view has length 0 and no access. */
+struct rnic_mw {
+	struct rnic_mr view;
+	enum ibv_mw_type type;
+	struct rnic_mr *mr;             /* bound to, or NULL */
+	uint32_t qpn;                   /* type 2: the QP it was bound through */
+};
+/* Bind or invalidate through a send WQE (requester.c): an ibv_wc_status. */
+struct rnic_send_wqe;
+enum ibv_wc_status rnic_mw_bind_wqe(struct rnic_qp *qp, const struct rnic_send_wqe *w);
+enum ibv_wc_status rnic_mw_local_inv(struct rnic_qp *qp, uint32_t rkey);
+/* SEND with Invalidate (responder.c): does rkey name a type 2 window of
+ * qp's PD bound through qp?  rnic_mw_remote_inv invalidates it. */
+bool rnic_mw_can_remote_inv(struct rnic_qp *qp, uint32_t rkey);
+void rnic_mw_remote_inv(struct rnic_qp *qp, uint32_t rkey);
+/* The region's translation or life is ending: unbind its windows. */
+void rnic_mw_unbind_all(struct rnic_mr *mr);
+
+/* A free slot of the MR key table (shared by regions and windows), or 0. */
+uint32_t rnic_key_slot_alloc(struct rnic *r);
 /* Look up a key and check it against pd, required access, and the byte
  * range [iova, iova+len).  Returns the MR or NULL. */
 struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access,
@@ -116,8 +150,13 @@ struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, 
 /* Host pointer for iova inside mr (range already checked). */
 static inline uint8_t *rnic_mr_ptr(const struct rnic_mr *mr, uint64_t iova)
 {
-	return mr->addr + (iova - mr->iova);
+	/* Integer arithmetic: an implicit ODP MR has addr NULL, and an
+	 * offset added to a null pointer is undefined behaviour in C. */
+	return (uint8_t *)((uintptr_t)mr->addr + (uintptr_t)(iova - mr->iova));
 }
+/* ODP MRs (odp.c): can [va, va+len) be read, or written if want_write,
+ * without a fault?  Probes through process_vm_readv/writev. */
+bool rnic_odp_range_ok(uint64_t va, uint64_t len, bool want_write);
 
 /* ---- CQ ----------------------------------------------------------------- */
 
@@ -133,6 +172,8 @@ struct rnic_cq {
 /* Add a completion; `solicited` says whether it may fire a solicited-only
  * notification.  Returns false if the CQ overflowed (completion lost). */
 bool rnic_cq_push(struct rnic_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* Drop the completions of QP qpn not yet polled (a QP moved to RESET). */
+void rnic_cq_purge_qp(struct rnic_cq *cq, uint32_t qpn);
 
 /* ---- work queues -------------------------------------------------------- */
 
@@ -147,7 +188,13 @@ struct rnic_send_wqe {
 	enum ibv_wr_opcode opcode;
 	unsigned int send_flags;
 	uint32_t imm;                   /* network order */
-	uint32_t invalidate_rkey;
+	uint32_t invalidate_rkey;       /* SEND_WITH_INV, LOCAL_INV */
+	/* BIND_MW: the window (by its rkey at post time), the new rkey and
+	 * the ibv_mw_bind_info, with the MR named by its lkey. */
+	uint32_t bind_mw_rkey, bind_new_rkey, bind_mr_lkey;
+	bool bind_has_mr;
+	uint64_t bind_addr, bind_len;
+	unsigned int bind_access;
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint64_t compare_add, swap;

@@ -4,8 +4,9 @@
  *
  * One device per process, created by the first srt_open and destroyed when
  * the last opener calls srt_close.  The progress thread sleeps in ppoll on
- * an epoll set holding the socket, and an eventfd (srt_kick, shutdown),
- * until a packet arrives, the rnic's next timer is due, or the 100 ms
+ * an epoll set holding the socket, an eventfd (srt_kick, shutdown) and
+ * the link watch (link_monitor.h: port up/down events), until a packet
+ * arrives, the rnic's next timer is due, or the 100 ms
  * stats refresh; then, under the device lock, it verifies ICRCs, feeds
  * packets to the rnic and fires timers.  While an application thread
  * busy-polls a CQ, that thread reads the socket instead and the socket is
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "runtime/icrc_recv.h"
+#include "runtime/link_monitor.h"
 #include "runtime/mcast.h"
 #include "runtime/stats_file.h"
 #include "runtime/udp_port.h"
@@ -111,6 +113,10 @@ struct srt_device {
 	uint64_t rx_drop_malformed;     /* truncated or shorter than BTH+ICRC */
 	uint64_t rx_icrc_id_recovered;  /* accepted with a non-zero IPv4 ID   */
 	struct srt_rx_batch batch;
+	/* The port follows the interface's link (link_monitor.h): `link` is
+	 * the progress thread's, `port` is read and written under the lock. */
+	struct srt_link link;
+	struct srt_link_state port;
 };
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -136,6 +142,17 @@ struct rnic *srt_rnic(struct srt_device *dev) { return dev->rnic; }
 const struct rnic_gid *srt_gid(const struct srt_device *dev) { return &dev->gid; }
 const char *srt_name(const struct srt_device *dev) { (void)dev; return SRT_DEVICE_NAME; }
 enum ibv_mtu srt_active_mtu(const struct srt_device *dev) { return dev->udp.active_mtu; }
+
+/* What rxe reports for its netdev: LinkUp when active, Polling when the
+ * link is up without carrier (or address), Disabled when set down
+ * (IBTA 14.2.5.6 PortInfo PortPhysicalState: 2 Polling, 3 Disabled,
+ * 5 LinkUp). */
+enum ibv_port_state srt_port_state(const struct srt_device *dev, uint8_t *phys_state)
+{
+	if (phys_state)
+		*phys_state = dev->port.active ? 5 : dev->port.admin_up ? 2 : 3;
+	return dev->port.active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+}
 
 void srt_kick(struct srt_device *dev)
 {
@@ -431,6 +448,28 @@ int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr
 	return ret;
 }
 
+/* The link watch reported something (progress thread, lock not held):
+ * read the interface's state without the lock, and on a change of the
+ * port's state tell every opener, as rxe does on a netdev event
+ * (IBTA 11.6.3.1: port events carry the port, not an object).
+ * Traffic is not stopped while the port is down: packets still go to
+ * the kernel, which drops what it cannot route, and RC retransmission
+ * either recovers when the link returns or ends in a retry-exceeded
+ * completion, as with rxe. */
+static void follow_link(struct srt_device *dev)
+{
+	struct srt_link_state now;
+
+	if (!srt_link_read(&dev->link, &now))
+		return;
+	srt_lock(dev);
+	bool change = now.active != dev->port.active;
+	dev->port = now;
+	if (change)
+		io_async_event(dev, now.active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+	srt_unlock(dev);
+}
+
 static void drain_eventfd(int fd)
 {
 	uint64_t value;
@@ -450,9 +489,9 @@ static void *progress_main(void *arg)
 	while (!__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t now = srt_now();
 		uint64_t deadline, wake_at;
-		struct pollfd fds[2 + SRT_MCAST_MAX];
+		struct pollfd fds[3 + SRT_MCAST_MAX];
 		struct srt_udp *group[SRT_MCAST_MAX];
-		int ngroups;
+		int ngroups, nfds;
 
 		srt_lock(dev);
 		/* An application thread that stopped polling without saying so
@@ -494,11 +533,16 @@ static void *progress_main(void *arg)
 				       .tv_nsec = (long)(wait % 1000000000ull) };
 		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
 		fds[1] = (struct pollfd){ .fd = dev->wake_fd, .events = POLLIN };
-		int ready = ppoll(fds, (nfds_t)(2 + ngroups), &ts, NULL);
+		nfds = 2 + ngroups;
+		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
+			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
+		int ready = ppoll(fds, (nfds_t)nfds, &ts, NULL);
 		if (ready <= 0)
 			continue;
 		if (fds[1].revents & POLLIN)
 			drain_eventfd(dev->wake_fd);
+		if (nfds > 2 + ngroups && fds[2 + ngroups].revents)
+			follow_link(dev);
 		/* fds[0]: the socket is read at the top of the loop. */
 		if (ngroups) {
 			srt_lock(dev);
@@ -556,6 +600,7 @@ static void destroy_device(struct srt_device *dev)
 	}
 	srt_stats_remove(&dev->stats);
 	srt_mcast_close_all(&dev->mcast);
+	srt_link_close(&dev->link);
 	srt_udp_close(&dev->udp);
 	if (dev->wake_fd >= 0)
 		close(dev->wake_fd);
@@ -588,6 +633,7 @@ static struct srt_device *create_device(void)
 	srt_mcast_init(&dev->mcast);
 	dev->wake_fd = -1;
 	dev->ep_fd = -1;
+	dev->link.fd = -1;
 	dev->owner = getpid();
 	dev->refcount = 1;
 
@@ -598,6 +644,7 @@ static struct srt_device *create_device(void)
 		goto fail;
 	}
 	srt_udp_gid(&dev->udp, &dev->gid);
+	srt_link_open(&dev->link, dev->udp.addr, &dev->port);
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->wake_fd < 0) {
@@ -625,6 +672,8 @@ static struct srt_device *create_device(void)
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
 		.mcast = io_mcast, .tx_buffer = io_tx_buffer,
+		/* payloads by reference: safe because srt_unlock flushes */
+		.tx_payload_ref = dev->udp.txq && dev->udp.tx_payload_ref,
 	};
 	dev->rnic = rnic_create(&cfg, &io);
 	if (!dev->rnic) {
@@ -662,6 +711,7 @@ struct srt_device *srt_open(void)
 	if (the_device && the_device->owner != getpid()) {
 		srt_udp_close(&the_device->udp);
 		srt_mcast_close_all(&the_device->mcast);
+		srt_link_close(&the_device->link);
 		close(the_device->wake_fd);
 		close(the_device->ep_fd);
 		the_device = NULL;

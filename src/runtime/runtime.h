@@ -54,7 +54,10 @@ struct srt_device;
 
 /* Hooks through which the compat layer hears about completions and async
  * events (called from the progress thread or the posting thread, with the
- * device lock held; they must not call back into the rnic). */
+ * device lock held; they must not call back into the rnic).  Port events
+ * (IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE when the link of our
+ * interface goes down or comes back, link_monitor.h) come with user_obj
+ * NULL and go to every opener; the port is port 1. */
 struct srt_hooks {
 	void *ctx;
 	void (*cq_event)(void *ctx, struct rnic_cq *cq, void *cq_context);
@@ -99,6 +102,12 @@ const struct rnic_gid *srt_gid(const struct srt_device *dev);
 const char *srt_name(const struct srt_device *dev);
 /* Interface MTU used for active_mtu (loopback: 4096 path MTU). */
 enum ibv_mtu srt_active_mtu(const struct srt_device *dev);
+/* The port's state, following the link of the interface our address lives
+ * on (always active on loopback): IBV_PORT_ACTIVE or IBV_PORT_DOWN, and,
+ * if phys_state is not NULL, the PortPhysicalState rxe reports (5 LinkUp,
+ * 2 Polling: link up without carrier or address, 3 Disabled: link set
+ * down).  Call with the device lock held. */
+enum ibv_port_state srt_port_state(const struct srt_device *dev, uint8_t *phys_state);
 
 /* Published statistics: each open device writes its counters to
  * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the

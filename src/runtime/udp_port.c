@@ -57,9 +57,19 @@
  * and RC retransmission recovers it.
  *
  * Batching (srt_udp_queue / srt_udp_flush): the runtime queues every
- * packet the rnic produces while it holds the device lock (the rnic may
- * build them in place, srt_udp_tx_buffer, so the payload is copied once,
- * from the MR into the queue) and flushes when it releases the lock: one
+ * packet the rnic produces while it holds the device lock (the rnic
+ * builds them in place, srt_udp_tx_buffer) and flushes when it releases
+ * the lock.  The payload of an RC/UC packet that lies in one piece (one
+ * SGE, the inline copy, a READ response's MR range) is not in the queue
+ * at all (rnic_tx.payload): the queue holds headers, pad and ICRC, the
+ * send's iovecs point into the MR, and the ICRC is computed over the
+ * pieces in place, so each payload byte is read once for the CRC and
+ * copied once, into the kernel.  SOFTRNIC_TX_COPY=1 copies the payload
+ * into the queue instead (the earlier path, for A/B).  Trade-off: a READ
+ * response is read from the responder's MR at flush time; a local write
+ * to that range meanwhile gives undefined data (as on a NIC), and one
+ * that lands between the CRC and the kernel's copy gives a bad ICRC, so
+ * the requester drops the packet and retries the READ.  Flushing: one
  * sendmmsg per source-port socket (group_by_socket), in which each run of
  * equal-sized packets to one destination
  * (the MIDDLEs of a long message; the last may be shorter) is one UDP GSO
@@ -279,6 +289,8 @@ static int configure_socket(struct srt_udp *u)
 	u->txq = malloc(sizeof(*u->txq));
 	if (!u->txq)
 		return ENOMEM;
+	const char *env_copy = getenv("SOFTRNIC_TX_COPY");
+	u->tx_payload_ref = !(env_copy && !strcmp(env_copy, "1"));
 	u->txq->n = 0;
 	u->txq->used = 0;
 	return 0;
@@ -532,11 +544,45 @@ void srt_udp_close(struct srt_udp *u)
 	u->txq = NULL;
 }
 
+/* A packet as pieces up to its ICRC, for wire_icrc_udp_payload_pieces
+ * and the iovecs of a send: `ib` (ib_len bytes, ICRC room included)
+ * alone, or, with a payload by reference (rnic_tx.payload), its headers,
+ * the payload, and its pad if any.  The ICRC goes to ib + ib_len - 4
+ * either way.  Returns the number of pieces (1..3). */
+static unsigned packet_pieces(const uint8_t *ib, size_t ib_len, const uint8_t *payload, size_t payload_len,
+			      size_t hdr_len, struct wire_piece *pc)
+{
+	unsigned n = 0;
+
+	if (!payload_len) {
+		pc[n++] = (struct wire_piece){ ib, ib_len - WIRE_ICRC_LEN };
+		return n;
+	}
+	pc[n++] = (struct wire_piece){ ib, hdr_len };
+	pc[n++] = (struct wire_piece){ payload, payload_len };
+	if (ib_len - hdr_len > WIRE_ICRC_LEN)
+		pc[n++] = (struct wire_piece){ ib + hdr_len, ib_len - hdr_len - WIRE_ICRC_LEN };
+	return n;
+}
+
+/* rnic_tx's shape rules (rnic.h): the whole packet fits one IB packet
+ * and a payload by reference sits between the headers (at least a BTH)
+ * and at most 3 pad bytes + the ICRC. */
+static bool tx_shape_ok(const struct rnic_tx *tx)
+{
+	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || tx->ib_len + tx->payload_len > WIRE_MAX_IB_PACKET)
+		return false;
+	if (!tx->payload_len)
+		return true;
+	return tx->payload && tx->hdr_len >= WIRE_BTH_LEN && tx->hdr_len + WIRE_ICRC_LEN <= tx->ib_len &&
+	       tx->ib_len - tx->hdr_len - WIRE_ICRC_LEN <= 3;
+}
+
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 {
 	struct in_addr dst;
 
-	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || !srt_gid_to_ipv4(&tx->dst, &dst)) {
+	if (!tx_shape_ok(tx) || !srt_gid_to_ipv4(&tx->dst, &dst)) {
 		u->tx_unroutable++;
 		return EINVAL;
 	}
@@ -555,22 +601,23 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 
 	uint16_t sport;
 	int fd = srt_udp_sport_socket(u, tx->sport, &sport);
-	size_t covered = tx->ib_len - WIRE_ICRC_LEN;
+	struct wire_piece pc[3];
+	unsigned npc = packet_pieces(tx->ib, tx->ib_len, tx->payload, tx->payload_len, tx->hdr_len, pc);
 	uint8_t icrc[WIRE_ICRC_LEN];
-	wire_icrc_store(icrc, wire_icrc_udp_payload(&ip, sport, tx->ib, covered));
+	wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, sport, pc, npc));
 
-	/* No copy of the packet: the payload goes out from the rnic's
-	 * buffer, the ICRC from ours. */
-	struct iovec iov[2] = {
-		{ .iov_base = (void *)tx->ib, .iov_len = covered },
-		{ .iov_base = icrc, .iov_len = WIRE_ICRC_LEN },
-	};
+	/* No copy of the packet: it goes out from the rnic's buffer (and
+	 * the payload from wherever it lies), the ICRC from ours. */
+	struct iovec iov[4];
+	for (unsigned i = 0; i < npc; i++)
+		iov[i] = (struct iovec){ .iov_base = (void *)pc[i].p, .iov_len = pc[i].len };
+	iov[npc] = (struct iovec){ .iov_base = icrc, .iov_len = WIRE_ICRC_LEN };
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = dst };
 	union {
 		char buf[CMSG_SPACE(sizeof(int)) * 2];
 		struct cmsghdr align;
 	} control;
-	struct msghdr msg = { .msg_name = &sin, .msg_namelen = sizeof(sin), .msg_iov = iov, .msg_iovlen = 2 };
+	struct msghdr msg = { .msg_name = &sin, .msg_namelen = sizeof(sin), .msg_iov = iov, .msg_iovlen = npc + 1 };
 	size_t control_len = 0;
 	int tos = (tx->dscp << 2) | (tx->ecn & 3);
 
@@ -614,8 +661,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 
 	if (!q)
 		return srt_udp_send(u, tx);
-	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || tx->ib_len > WIRE_MAX_IB_PACKET ||
-	    !srt_gid_to_ipv4(&tx->dst, &dst)) {
+	if (!tx_shape_ok(tx) || !srt_gid_to_ipv4(&tx->dst, &dst)) {
 		u->tx_unroutable++;
 		return EINVAL;
 	}
@@ -630,7 +676,10 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	slot->tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3));
 	slot->ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
 	slot->off = (uint32_t)q->used;
-	slot->len = (uint32_t)tx->ib_len;
+	slot->len = (uint32_t)(tx->ib_len + tx->payload_len);
+	slot->payload = tx->payload_len ? tx->payload : NULL;
+	slot->payload_len = (uint32_t)tx->payload_len;
+	slot->hdr_len = tx->payload_len ? (uint32_t)tx->hdr_len : 0;
 	/* The ICRC bytes are filled at flush time, when the packet's place
 	 * in a GSO run (hence its IPv4 ID) is known. */
 	if (!in_place)   /* memmove: tx->ib may lie in buf (built in place, then flushed) */
@@ -697,6 +746,18 @@ static unsigned gso_run(const struct srt_tx_queue *q, const uint16_t *order, uns
 	return n;
 }
 
+/* Slot s's packet as pieces up to its ICRC (packet_pieces); *icrc:
+ * where its ICRC goes, in buf. */
+static unsigned slot_pieces(struct srt_tx_queue *q, const struct srt_tx_slot *s, struct wire_piece *pc,
+			    uint8_t **icrc)
+{
+	uint8_t *pkt = q->buf + s->off;
+	size_t in_buf = s->len - s->payload_len;
+
+	*icrc = pkt + in_buf - WIRE_ICRC_LEN;
+	return packet_pieces(pkt, in_buf, s->payload, s->payload_len, s->hdr_len, pc);
+}
+
 /* The ICRC of every packet of a run, for the source port its socket
  * really has: segment k leaves with IPv4 ID k (the kernel numbers the
  * datagrams it cuts from one GSO send from the ID of the send, which is 0
@@ -711,15 +772,18 @@ static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t
 	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
 	for (unsigned k = 0; k < n; k++) {
 		struct srt_tx_slot *s = &q->slot[order[k]];
-		uint8_t *pkt = q->buf + s->off;
-		size_t covered = s->len - WIRE_ICRC_LEN;
+		struct wire_piece pc[3];
+		uint8_t *icrc;
+		unsigned npc = slot_pieces(q, s, pc, &icrc);
 
 		ip.id = n > 1 ? (uint16_t)k : 0;
 		ip.ttl = s->ttl;
 		ip.dscp = s->tos >> 2;
 		ip.ecn = s->tos & 3;
 		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
-		wire_icrc_store(pkt + covered, wire_icrc_udp_payload(&ip, s->sport, pkt, covered));
+		/* By reference, the CRC reads the payload where it lies
+		 * (libdeflate's CRC continues piece by piece). */
+		wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
 	}
 }
 
@@ -819,17 +883,37 @@ static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkt
 	return lost;
 }
 
+/* The iovecs that send slot s's packet: its bytes in buf, or (payload
+ * by reference) headers, payload where it lies, pad and ICRC.  A GSO send
+ * concatenates the iovecs of its run; the kernel cuts segments at the
+ * segment size whatever the iovec boundaries.  Returns 1 or 3. */
+static unsigned slot_iovecs(struct srt_tx_queue *q, const struct srt_tx_slot *s, struct iovec *iov)
+{
+	uint8_t *pkt = q->buf + s->off;
+
+	if (!s->payload_len) {
+		iov[0] = (struct iovec){ .iov_base = pkt, .iov_len = s->len };
+		return 1;
+	}
+	iov[0] = (struct iovec){ .iov_base = pkt, .iov_len = s->hdr_len };
+	iov[1] = (struct iovec){ .iov_base = (void *)s->payload, .iov_len = s->payload_len };
+	iov[2] = (struct iovec){ .iov_base = pkt + s->hdr_len, .iov_len = s->len - s->payload_len - s->hdr_len };
+	return 3;
+}
+
 unsigned srt_udp_flush(struct srt_udp *u)
 {
 	struct srt_tx_queue *q = u->txq;
 	struct mmsghdr msgs[SRT_TX_MAX_PKTS];
-	struct iovec iov[SRT_TX_MAX_PKTS];          /* one per packet, in order[] order */
+	/* Per packet, in order[] order: the packet, or headers + payload by
+	 * reference + pad and ICRC. */
+	struct iovec iov[SRT_TX_MAX_PKTS * 3];
 	struct sockaddr_in sin[SRT_TX_MAX_PKTS];
 	union srt_tx_control control[SRT_TX_MAX_PKTS];
 	unsigned npkts[SRT_TX_MAX_PKTS];
 	uint16_t order[SRT_TX_MAX_PKTS];
 	unsigned start[SRT_TX_MAX_PKTS + 1];
-	unsigned nmsg = 0, lost = 0;
+	unsigned nmsg = 0, lost = 0, niov = 0;
 
 	if (!q || !q->n)
 		return 0;
@@ -841,19 +925,19 @@ unsigned srt_udp_flush(struct srt_udp *u)
 			unsigned n = gso_run(q, order, i, start[g + 1], u->gso);
 			const struct srt_tx_slot *s = &q->slot[order[i]];
 
+			unsigned first_iov = niov;
+
 			fill_icrcs(u, q, order + i, n);
-			for (unsigned k = 0; k < n; k++) {
-				const struct srt_tx_slot *p = &q->slot[order[i + k]];
-				iov[i + k] = (struct iovec){ .iov_base = q->buf + p->off, .iov_len = p->len };
-			}
+			for (unsigned k = 0; k < n; k++)
+				niov += slot_iovecs(q, &q->slot[order[i + k]], &iov[niov]);
 			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
 			sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET,
 							  .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
 							  .sin_addr = s->dst };
 			msgs[nmsg].msg_hdr.msg_name = &sin[nmsg];
 			msgs[nmsg].msg_hdr.msg_namelen = sizeof(sin[nmsg]);
-			msgs[nmsg].msg_hdr.msg_iov = &iov[i];
-			msgs[nmsg].msg_hdr.msg_iovlen = n;
+			msgs[nmsg].msg_hdr.msg_iov = &iov[first_iov];
+			msgs[nmsg].msg_hdr.msg_iovlen = niov - first_iov;
 			build_control(&msgs[nmsg].msg_hdr, &control[nmsg], s, n);
 			npkts[nmsg] = n;
 			if (n > 1)

@@ -41,6 +41,12 @@ struct srt_udp {
 	struct srt_tx_queue *txq;       /* NULL: every packet sent at once */
 	uint64_t tx_sends;              /* send system-call messages       */
 	uint64_t tx_gso_sends;          /* ... of which carried > 1 packet */
+	/* Payloads by reference (rnic_io.tx_payload_ref, rnic_tx.payload):
+	 * the queue holds only the headers, pad and ICRC of such packets and
+	 * the flush sends the payload straight from where it lies, so each
+	 * payload byte is copied once (into the kernel) instead of twice.
+	 * On unless SOFTRNIC_TX_COPY=1 (the copying path, kept for A/B). */
+	bool tx_payload_ref;
 	/* UDP source ports (udp_port.c, "UDP source port"): packets leave
 	 * from a socket bound to <addr>:tx->sport, created on first use and
 	 * kept until srt_udp_close.  sport_fixed (SOFTRNIC_SPORT=fixed):
@@ -71,7 +77,9 @@ void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid);
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx);
 
 /* Queue one packet for the next srt_udp_flush (copied: tx->ib is only
- * valid during the rnic's call).  Flushes first when the queue is full.
+ * valid during the rnic's call; a payload by reference, tx->payload, is
+ * not copied: it must stay valid until the flush).  Flushes first when
+ * the queue is full.
  * Errors as for srt_udp_send. */
 int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx);
 /* Room for the next packet in the queue (flushing first if full), so the
@@ -100,6 +108,12 @@ struct srt_tx_slot {
 	uint16_t sport;                 /* the source port it will carry   */
 	uint8_t tos, ttl;
 	uint32_t off, len;              /* in buf; len includes the ICRC  */
+	/* Payload by reference (rnic_tx.payload), payload_len > 0: len is
+	 * the whole packet on the wire; buf holds its hdr_len header bytes
+	 * and then the pad and ICRC, the payload stays at `payload`. */
+	const uint8_t *payload;
+	uint32_t payload_len;
+	uint32_t hdr_len;
 };
 struct srt_tx_queue {
 	unsigned n;

@@ -80,12 +80,14 @@ uint32_t wire_icrc_ip(const uint8_t *ip, size_t ip_len)
 	return icrc_compute(ip, hlen, v6, ip + hlen + WIRE_UDP_LEN, ip_len - hlen - WIRE_UDP_LEN);
 }
 
-uint32_t wire_icrc_udp_payload(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len)
+/* The IP + UDP headers the kernel will build for a UDP payload of
+ * `ib_len` bytes (ICRC excluded), unmasked, into h; returns the IP header
+ * length. */
+static size_t udp_headers(const struct wire_ip *ip, uint16_t sport, size_t ib_len, uint8_t *h)
 {
-	uint8_t h[WIRE_IPV6_LEN + WIRE_UDP_LEN];
 	size_t udp_len = WIRE_UDP_LEN + ib_len + WIRE_ICRC_LEN;
 	size_t hlen;
-	memset(h, 0, sizeof(h));
+	memset(h, 0, WIRE_IPV6_LEN + WIRE_UDP_LEN);
 	if (ip->version == 6) {
 		hlen = WIRE_IPV6_LEN;
 		put32(h, 6u << 28);          /* TC, flow label masked anyway */
@@ -106,5 +108,31 @@ uint32_t wire_icrc_udp_payload(const struct wire_ip *ip, uint16_t sport, const u
 	put16(h + hlen, sport);
 	put16(h + hlen + 2, WIRE_ROCEV2_UDP_PORT);
 	put16(h + hlen + 4, (uint16_t)udp_len);
+	return hlen;
+}
+
+uint32_t wire_icrc_udp_payload(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len)
+{
+	uint8_t h[WIRE_IPV6_LEN + WIRE_UDP_LEN];
+	size_t hlen = udp_headers(ip, sport, ib_len, h);
 	return icrc_compute(h, hlen, ip->version == 6, ib, ib_len);
+}
+
+/* libdeflate's CRC-32 continues from a previous result, so the pieces
+ * after the first (which carries the BTH to mask) are simply chained. */
+uint32_t wire_icrc_udp_payload_pieces(const struct wire_ip *ip, uint16_t sport, const struct wire_piece *piece,
+				      unsigned n)
+{
+	uint8_t h[WIRE_IPV6_LEN + WIRE_UDP_LEN];
+	size_t ib_len = 0;
+	for (unsigned i = 0; i < n; i++)
+		ib_len += piece[i].len;
+	size_t hlen = udp_headers(ip, sport, ib_len, h);
+	static const uint8_t none[1];
+	if (!n || piece[0].len < WIRE_BTH_LEN)
+		return icrc_compute(h, hlen, ip->version == 6, none, 0);
+	uint32_t crc = icrc_compute(h, hlen, ip->version == 6, piece[0].p, piece[0].len);
+	for (unsigned i = 1; i < n; i++)
+		crc = libdeflate_crc32(crc, piece[i].p, piece[i].len);
+	return crc;
 }

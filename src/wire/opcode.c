@@ -88,6 +88,12 @@ static const struct wire_opcode_info opcode_table[256] = {
 	/* 0x15 reserved */
 	OP(0x16, "RC_SEND_LAST_INV", LAST | PAY | REQ | SEND | INV, H_IETH, RC),
 	OP(0x17, "RC_SEND_ONLY_INV", ONLY | PAY | REQ | SEND | INV, H_IETH, RC),
+	/* RDMA ATOMIC WRITE (IBTA Vol 1 1.5 errata, as rxe): a RETH and an
+	 * 8-byte payload the responder stores atomically at an 8-byte
+	 * aligned address; acknowledged like an RDMA WRITE, so it carries
+	 * the WRITE flag.  0x18..0x1c (RDMA FLUSH and others) are not
+	 * defined here. */
+	OP(0x1d, "RC_ATOMIC_WRITE", ONLY | PAY | REQ | WRITE, H_RETH, RC),
 
 	/* Unreliable Connection, prefix 001: sends and writes only. */
 	OP(0x20, "UC_SEND_FIRST", FIRST | PAY | REQ | SEND, 0, UC),

@@ -114,6 +114,8 @@ enum wire_opcode {
 	/* 0x15 reserved */
 	WIRE_OP_SEND_LAST_INV = 0x16,
 	WIRE_OP_SEND_ONLY_INV = 0x17,
+	/* 0x18..0x1c: flush and others, not implemented */
+	WIRE_OP_ATOMIC_WRITE = 0x1d,        /* RC only (IBTA 1.5 errata) */
 };
 /* Full 8-bit opcodes are formed as transport | op, e.g.
  * WIRE_TR_UD | WIRE_OP_SEND_ONLY == 0x64.  The CNP is 0x81. */
@@ -343,6 +345,16 @@ uint32_t wire_icrc_ip(const uint8_t *ip, size_t ip_len);
  * real IP header, softrnic knows what it will contain.  `ib_len` excludes
  * the ICRC. */
 uint32_t wire_icrc_udp_payload(const struct wire_ip *ip, uint16_t sport, const uint8_t *ib, size_t ib_len);
+/* The same for an IB packet in pieces (e.g. headers in a send queue, the
+ * payload still in the application's memory): the n pieces, in order, are
+ * the packet up to the ICRC; piece 0 must hold at least the BTH (else
+ * the result is that of an empty packet, never a read past a piece). */
+struct wire_piece {
+	const uint8_t *p;
+	size_t len;
+};
+uint32_t wire_icrc_udp_payload_pieces(const struct wire_ip *ip, uint16_t sport, const struct wire_piece *piece,
+				      unsigned n);
 
 static inline void wire_icrc_store(uint8_t *p, uint32_t icrc)
 {

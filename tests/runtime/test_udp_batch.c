@@ -12,6 +12,11 @@
  * where it may not (shorter packet in the middle of a run, other
  * destination); a queue larger than one flush holds is flushed on the way;
  * and with SOFTRNIC_GSO=0 the same traffic goes one datagram per packet.
+ * Packets whose payload is passed by reference (rnic_tx.payload: headers
+ * and pad in the queue, payload in "application memory") arrive the
+ * same, alone and inside GSO runs mixed with copied ones, through the
+ * batched and the unbatched (srt_udp_send) path; malformed shapes are
+ * refused; SOFTRNIC_TX_COPY=1 turns the by-reference offer off.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,6 +72,39 @@ static void queue_packet(struct srt_udp *u, struct in_addr dst, size_t len, uint
 	tx.ib = p;
 	tx.ib_len = len;
 	CHECK(srt_udp_queue(u, &tx) == 0, "queue");
+	log[(*nlog)++] = (struct sent){ .len = len, .first = id };
+}
+
+/* "Application memory" that payloads by reference point into: it must
+ * stay put until the flush. */
+static uint8_t app_mem[MAX_PKTS][WIRE_MAX_IB_PACKET];
+static unsigned app_next;
+
+/* The same packet as make_packet, but sent as hdr_len header bytes and
+ * `pad` pad bytes in the queue (or a stack buffer when !batched), the
+ * payload by reference from app_mem. */
+static void queue_ref_packet(struct srt_udp *u, struct in_addr dst, size_t len, size_t hdr_len, size_t pad,
+			     uint8_t id, bool in_place, bool batched, struct sent *log, unsigned *nlog)
+{
+	uint8_t img[WIRE_MAX_IB_PACKET], tmp[64];
+	size_t payload_len = len - hdr_len - pad - WIRE_ICRC_LEN;
+	uint8_t *p = in_place ? srt_udp_tx_buffer(u) : tmp;
+	uint8_t *mem = app_mem[app_next++ % MAX_PKTS];
+	struct rnic_tx tx;
+
+	CHECK(p != NULL, "no tx buffer");
+	make_packet(img, len, id);
+	memcpy(p, img, hdr_len);
+	memcpy(p + hdr_len, img + hdr_len + payload_len, pad + WIRE_ICRC_LEN);
+	memcpy(mem, img + hdr_len, payload_len);
+	memset(&tx, 0, sizeof(tx));
+	srt_ipv4_to_gid(dst, &tx.dst);
+	tx.ib = p;
+	tx.ib_len = hdr_len + pad + WIRE_ICRC_LEN;
+	tx.payload = mem;
+	tx.payload_len = payload_len;
+	tx.hdr_len = hdr_len;
+	CHECK((batched ? srt_udp_queue(u, &tx) : srt_udp_send(u, &tx)) == 0, "queue by reference");
 	log[(*nlog)++] = (struct sent){ .len = len, .first = id };
 }
 
@@ -158,7 +196,55 @@ static void run(bool gso)
 	CHECK(a.tx_errors == 0, "%llu tx errors", (unsigned long long)a.tx_errors);
 	expect_packets(&b, &a, to_b, nb);
 
-	/* 3. An empty flush sends nothing. */
+	/* 3. Payloads by reference: a 64 KiB WRITE's shapes again (FIRST
+	 * with RETH, MIDDLEs alternating in place / copied header, a LAST
+	 * with pad), a copied packet in the middle of a run of referenced
+	 * ones, another destination, then one sent unbatched. */
+	CHECK(a.tx_payload_ref, "payloads by reference off by default");
+	nb = nc = 0;
+	uint64_t gso0 = a.tx_gso_sends;
+	sends0 = a.tx_sends;
+	queue_ref_packet(&a, b.addr, 4128, 28, 0, id++, true, true, to_b, &nb);
+	for (int i = 0; i < 6; i++)
+		queue_ref_packet(&a, b.addr, 4112, 12, 0, id++, i % 2, true, to_b, &nb);
+	queue_packet(&a, b.addr, 4112, id++, true, to_b, &nb);              /* copied, same run */
+	for (int i = 0; i < 6; i++)
+		queue_ref_packet(&a, b.addr, 4112, 12, 0, id++, true, true, to_b, &nb);
+	queue_ref_packet(&a, b.addr, 1001 + 3, 12, 3, id++, true, true, to_b, &nb); /* LAST, 3 pad */
+	queue_ref_packet(&a, c.addr, 2048, 16, 1, id++, false, true, to_c, &nc);
+	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
+	if (gso) {
+		/* FIRST | 13 MIDDLE + LAST | c */
+		CHECK(a.tx_sends - sends0 == 3, "%llu sends, expected 3", (unsigned long long)(a.tx_sends - sends0));
+		CHECK(a.tx_gso_sends - gso0 == 1, "no GSO run by reference");
+	}
+	queue_ref_packet(&a, b.addr, 516, 16, 2, id++, false, false, to_b, &nb);   /* srt_udp_send */
+	expect_packets(&b, &a, to_b, nb);
+	expect_packets(&c, &a, to_c, nc);
+
+	/* Shapes rnic.h rules out are refused, not sent. */
+	struct rnic_tx bad;
+	uint8_t hdr[32] = { 0 };
+	memset(&bad, 0, sizeof(bad));
+	srt_ipv4_to_gid(b.addr, &bad.dst);
+	bad.ib = hdr;
+	bad.payload = app_mem[0];
+	bad.payload_len = 100;
+	bad.hdr_len = 8;                /* shorter than a BTH */
+	bad.ib_len = 12;
+	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "header shorter than BTH accepted");
+	bad.hdr_len = 12;
+	bad.ib_len = 12 + 5 + WIRE_ICRC_LEN;    /* 5 pad bytes */
+	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "5 pad bytes accepted");
+	bad.ib_len = 16;
+	bad.payload_len = WIRE_MAX_IB_PACKET;   /* too long */
+	CHECK(srt_udp_send(&a, &bad) == EINVAL, "oversized packet accepted");
+	bad.payload_len = 100;
+	bad.payload = NULL;
+	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "NULL payload accepted");
+	CHECK(!srt_udp_pending(&a), "refused packet queued");
+
+	/* 4. An empty flush sends nothing. */
 	sends0 = a.tx_sends;
 	CHECK(srt_udp_flush(&a) == 0 && a.tx_sends == sends0, "empty flush sent something");
 
@@ -169,8 +255,16 @@ static void run(bool gso)
 
 int main(void)
 {
+	struct srt_udp u;
+	char err[256];
+
 	run(true);
 	run(false);
+	setenv("SOFTRNIC_TX_COPY", "1", 1);
+	CHECK(srt_udp_open(&u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
+	CHECK(!u.tx_payload_ref, "SOFTRNIC_TX_COPY=1 ignored");
+	srt_udp_close(&u);
+	unsetenv("SOFTRNIC_TX_COPY");
 	printf("test_udp_batch: ok\n");
 	return 0;
 }

@@ -78,7 +78,8 @@ static void test_query_device_ex(struct ibv_context *ctx)
 	CHECK(dx.device_cap_flags_ex == (uint32_t)da.device_cap_flags);
 	CHECK(dx.phys_port_cnt_ex == 1);
 	/* Nothing we do not have is claimed. */
-	CHECK(dx.odp_caps.general_caps == 0 && dx.odp_caps.per_transport_caps.rc_odp_caps == 0);
+	CHECK(dx.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+	CHECK(dx.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_SEND);
 	CHECK(dx.xrc_odp_caps == 0);
 	CHECK(dx.completion_timestamp_mask == 0 && dx.hca_core_clock == 0);
 	CHECK(dx.tso_caps.max_tso == 0 && dx.rss_caps.max_rwq_indirection_tables == 0);
@@ -87,10 +88,11 @@ static void test_query_device_ex(struct ibv_context *ctx)
 	CHECK(dx.max_dm_size == 0 && dx.raw_packet_caps == 0);
 	CHECK(dx.pci_atomic_caps.fetch_add == 0);
 
-	/* Memory windows: none (max_mw 0, no MEM_WINDOW caps, no alloc). */
-	CHECK(da.max_mw == 0);
-	CHECK(!(da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-				       IBV_DEVICE_MEM_WINDOW_TYPE_2B)));
+	/* Memory windows: type 1 and 2B, as many as MRs (one key table). */
+	CHECK(da.max_mw == da.max_mr);
+	CHECK((da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) ==
+	      (IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+	CHECK(!(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A));
 
 	/* rdma-core's input rules: a non-zero input comp_mask is EINVAL. */
 	in.comp_mask = 1;
@@ -131,12 +133,24 @@ static void test_query_port_gid(struct ibv_context *ctx)
 	CHECK(ibv_query_gid_table(ctx, &ge, 1, 1) == -EINVAL);
 }
 
+/* Memory windows: both types allocate with distinct, non-zero rkeys and
+ * keep their type and PD; another type is EINVAL (the kernel's rule,
+ * rdma-core's test_reg_mw_wrong_type); the PD is busy while they live. */
 static void test_alloc_mw(struct ibv_pd *pd)
 {
+	struct ibv_mw *m1, *m2;
+
+	m1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	m2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	REQUIRE(m1 && m2);
+	CHECK(m1->type == IBV_MW_TYPE_1 && m2->type == IBV_MW_TYPE_2);
+	CHECK(m1->pd == pd && m2->pd == pd && m1->context == pd->context);
+	CHECK(m1->rkey && m2->rkey && (m1->rkey >> 8) != (m2->rkey >> 8));
 	errno = 0;
-	CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == NULL && errno == EOPNOTSUPP);
-	errno = 0;
-	CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_2) == NULL && errno == EOPNOTSUPP);
+	CHECK(ibv_alloc_mw(pd, (enum ibv_mw_type)3) == NULL && errno == EINVAL);
+	CHECK(ibv_dealloc_pd(pd) == EBUSY);
+	CHECK(ibv_dealloc_mw(m1) == 0);
+	CHECK(ibv_dealloc_mw(m2) == 0);
 }
 
 static struct ibv_cq_ex *cq_ex_try(struct ibv_context *ctx, uint32_t cqe, uint64_t wc_flags,
@@ -194,7 +208,9 @@ static void test_cq_ex_create(struct ibv_context *ctx)
 	CHECK(!cq_ex_try(ctx, 4, IBV_WC_EX_WITH_TM_INFO, 0, 0) && errno == EOPNOTSUPP);
 	CHECK(!cq_ex_try(ctx, 4, 0, IBV_CQ_INIT_ATTR_MASK_FLAGS, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) &&
 	      errno == EOPNOTSUPP);
-	CHECK(!cq_ex_try(ctx, 4, 0, IBV_CQ_INIT_ATTR_MASK_PD, 0) && errno == EOPNOTSUPP);
+	/* MASK_PD without a parent domain is a bad argument (parent domains
+	 * exist: mr_ex_test domains). */
+	CHECK(!cq_ex_try(ctx, 4, 0, IBV_CQ_INIT_ATTR_MASK_PD, 0) && errno == EINVAL);
 	/* A hint we may ignore: accepted. */
 	cqx = cq_ex_try(ctx, 4, 0, IBV_CQ_INIT_ATTR_MASK_FLAGS, IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
 	CHECK(cqx != NULL);
@@ -214,8 +230,7 @@ static void test_cq_ex_create(struct ibv_context *ctx)
 static void test_qp_ex_create(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	static const uint64_t unsupported[] = {
-		IBV_QP_EX_WITH_BIND_MW, IBV_QP_EX_WITH_LOCAL_INV, IBV_QP_EX_WITH_TSO,
-		IBV_QP_EX_WITH_ATOMIC_WRITE,
+		IBV_QP_EX_WITH_TSO,
 	};
 	struct ibv_qp_init_attr_ex a;
 	struct ibv_qp_init_attr init;
@@ -320,11 +335,11 @@ static void test_wr_errors(struct ibv_context *ctx, struct ibv_pd *pd)
 	CHECK(ibv_wr_complete(qpx) == EINVAL);
 
 	ibv_wr_start(qpx);
-	ibv_wr_bind_mw(qpx, NULL, 0, NULL);                   /* no memory windows */
-	CHECK(ibv_wr_complete(qpx) == EOPNOTSUPP);
+	ibv_wr_bind_mw(qpx, NULL, 0, NULL);                   /* not in send_ops_flags */
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
 	ibv_wr_start(qpx);
 	ibv_wr_local_inv(qpx, 5);
-	CHECK(ibv_wr_complete(qpx) == EOPNOTSUPP);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
 
 	ibv_wr_start(qpx);
 	for (int i = 0; i < 5; i++) {                         /* max_send_wr is 4 */

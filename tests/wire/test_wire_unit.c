@@ -81,7 +81,8 @@ static void test_opcode_table(void)
 			CHECK(!i2 || strcmp(i2->name, info->name));
 		}
 	}
-	CHECK(defined == 23 + 12 + 22 + 2 + 1);
+	CHECK(defined == 24 + 12 + 22 + 2 + 1);           /* RC includes ATOMIC WRITE */
+	CHECK(wire_opcode_info(0x1d)->hdr_len == 12 + 16);            /* ATOMIC_WRITE: RETH */
 	CHECK(!strcmp(wire_opcode_info(0x64)->name, "UD_SEND_ONLY"));
 	CHECK(wire_opcode_info(0x0b)->hdr_len == 12 + 16 + 4);        /* WRITE_ONLY_IMM */
 	CHECK(wire_opcode_info(0x12)->hdr_len == 12 + 4 + 8);         /* ATOMIC_ACK */
@@ -306,7 +307,7 @@ static void test_round_trip(void)
 			trips++;
 		}
 	}
-	CHECK(trips == 16 * (23 + 12 + 22 + 2 + 1));
+	CHECK(trips == 16 * (24 + 12 + 22 + 2 + 1));
 }
 
 static void test_encoder_refusals(void)
