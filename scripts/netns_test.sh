@@ -74,7 +74,9 @@ if [ ! -e "$LIB/libibverbs.so.1" ] || ! command -v ibv_rc_pingpong >/dev/null; t
 	exit 0
 fi
 # A sanitized library inside an unsanitized program needs its runtime first.
-PRELOAD=$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')
+# SOFTRNIC_PRELOAD (set by the test build) names it; otherwise ask ldd, which
+# finds gcc's shared libasan (clang links its runtime into executables).
+PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
 run_pp() {
 	local ns=$1; shift
 	ip netns exec "$ns" env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} \

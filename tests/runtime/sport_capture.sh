@@ -143,7 +143,12 @@ print("%s: %d + %d frames, source ports %d (%s) and %d (%s), all to 4791" %
 EOF
 }
 
-for kind in rc uc ud; do
+# One capture scenario; runs in a subshell so that a failed check ends only
+# this attempt.  A capture tool that misses frames on a loaded machine (seen
+# about once in seven runs: tshark's capture child left with an empty file)
+# gets one more attempt; the checks themselves are never relaxed.
+scenario() { # kind
+	kind=$1
 	case $kind in
 	rc) args="-g 0 -m 1024 -s 8192 -n 20" ;;   # 8 packets per message
 	uc) args="-g 0 -m 1024 -s 4096 -n 20" ;;
@@ -162,6 +167,31 @@ for kind in rc uc ud; do
 	ok=$(grep -c ' icrc-ok$' "$work/decode.txt")
 	[ "$ok" -eq "$frames" ] || { cat "$work/decode.txt"; fail "$kind: $ok of $frames frames icrc-ok"; }
 	echo "$kind: softrnic decode: $ok of $frames frames icrc-ok"
+}
+
+gso_scenario() {
+	pcap=$work/rc_gso.pcap
+	start_capture "$pcap"
+	run_pair 1 ibv_rc_pingpong -g 0 -m 1024 -s 16384 -n 20
+	stop_capture
+	check_ports "$pcap" rc "$(qpn_of "$work/server.log")" "$(qpn_of "$work/client.log")" 20
+	big=$(tshark -r "$pcap" -Y 'udp.length > 1100' 2>/dev/null | wc -l)
+	[ "$big" -gt 0 ] || fail "GSO on, but no datagram larger than one 1024-MTU packet was captured"
+	"$tool" decode "$pcap" > "$work/decode.txt" 2>&1
+	st=$?
+	[ $st -le 1 ] || { cat "$work/decode.txt"; fail "softrnic decode exit $st on the GSO capture"; }
+	echo "rc with GSO: $big coalesced datagrams; softrnic decode (exit $st): $(tail -n 1 "$work/decode.txt")"
+}
+
+attempt() { # function args...
+	( "$@" ) && return 0
+	echo "(retrying once: $*)"
+	port=$((port + 1))
+	( "$@" ) || exit 1
+}
+
+for kind in rc uc ud; do
+	attempt scenario $kind
 done
 
 # GSO on: runs of equal-sized packets leave as one send; on lo the capture
@@ -171,15 +201,5 @@ done
 # offload), so `softrnic decode` reports every frame of such a capture as
 # malformed (WIRE_E_UDP_CSUM), single packets included: capture with
 # SOFTRNIC_GSO=0 to check ICRCs.  The source ports are right all the same.
-pcap=$work/rc_gso.pcap
-start_capture "$pcap"
-run_pair 1 ibv_rc_pingpong -g 0 -m 1024 -s 16384 -n 20
-stop_capture
-check_ports "$pcap" rc "$(qpn_of "$work/server.log")" "$(qpn_of "$work/client.log")" 20
-big=$(tshark -r "$pcap" -Y 'udp.length > 1100' 2>/dev/null | wc -l)
-[ "$big" -gt 0 ] || fail "GSO on, but no datagram larger than one 1024-MTU packet was captured"
-"$tool" decode "$pcap" > "$work/decode.txt" 2>&1
-st=$?
-[ $st -le 1 ] || { cat "$work/decode.txt"; fail "softrnic decode exit $st on the GSO capture"; }
-echo "rc with GSO: $big coalesced datagrams; softrnic decode (exit $st): $(tail -n 1 "$work/decode.txt")"
+attempt gso_scenario
 echo "sport_capture: ok"
