@@ -59,13 +59,19 @@
  * Batching (srt_udp_queue / srt_udp_flush): the runtime queues every
  * packet the rnic produces while it holds the device lock (the rnic
  * builds them in place, srt_udp_tx_buffer) and flushes when it releases
- * the lock.  The payload of an RC/UC packet that lies in one piece (one
+ * the lock.  By reference, the payload of an RC/UC packet in one piece (one
  * SGE, the inline copy, a READ response's MR range) is not in the queue
  * at all (rnic_tx.payload): the queue holds headers, pad and ICRC, the
  * send's iovecs point into the MR, and the ICRC is computed over the
  * pieces in place, so each payload byte is read once for the CRC and
- * copied once, into the kernel.  SOFTRNIC_TX_COPY=1 copies the payload
- * into the queue instead (the earlier path, for A/B).  Trade-off: a READ
+ * copied once, into the kernel.  This is opt-in (SOFTRNIC_TX_COPY=0);
+ * by default, or with SOFTRNIC_TX_COPY=1, the payload is copied into the
+ * queue as before.  Why: in A/B runs of perftest on the 2-vCPU VM
+ * (docs/performance.md) it cut the sender's CPU by ~5% and helped
+ * ib_read_bw, but ib_write_bw came out 5-10% slower at every rank of a
+ * 10-round run: the kernel's work per iovec (two per packet by
+ * reference) raised system time more than dropping the 4 KiB copy from
+ * a cache-hot buffer saved in user time.  Trade-off: a READ
  * response is read from the responder's MR at flush time; a local write
  * to that range meanwhile gives undefined data (as on a NIC), and one
  * that lands between the CRC and the kernel's copy gives a bad ICRC, so
@@ -290,7 +296,8 @@ static int configure_socket(struct srt_udp *u)
 	if (!u->txq)
 		return ENOMEM;
 	const char *env_copy = getenv("SOFTRNIC_TX_COPY");
-	u->tx_payload_ref = !(env_copy && !strcmp(env_copy, "1"));
+	/* Off by default: see the A/B note at the top of this file. */
+	u->tx_payload_ref = env_copy && !strcmp(env_copy, "0");
 	u->txq->n = 0;
 	u->txq->used = 0;
 	return 0;
@@ -883,22 +890,36 @@ static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkt
 	return lost;
 }
 
-/* The iovecs that send slot s's packet: its bytes in buf, or (payload
- * by reference) headers, payload where it lies, pad and ICRC.  A GSO send
- * concatenates the iovecs of its run; the kernel cuts segments at the
- * segment size whatever the iovec boundaries.  Returns 1 or 3. */
-static unsigned slot_iovecs(struct srt_tx_queue *q, const struct srt_tx_slot *s, struct iovec *iov)
+/* Append {p, len} to a message's iovecs iov[first .. n), merged into the
+ * last one when it continues it: by reference, a packet's pad + ICRC and
+ * the next packet's headers lie back to back in buf, so a run of MIDDLEs
+ * is headers, payload, ICRC + headers, payload, ... (2 iovecs a packet
+ * instead of 3), and copied packets whose lengths are multiples of 4 merge
+ * into one.  Returns the new n. */
+static unsigned push_iovec(struct iovec *iov, unsigned n, unsigned first, void *p, size_t len)
+{
+	if (n > first && (uint8_t *)iov[n - 1].iov_base + iov[n - 1].iov_len == (uint8_t *)p) {
+		iov[n - 1].iov_len += len;
+		return n;
+	}
+	iov[n] = (struct iovec){ .iov_base = p, .iov_len = len };
+	return n + 1;
+}
+
+/* Append the iovecs that send slot s's packet: its bytes in buf, or
+ * (payload by reference) headers, payload where it lies, pad and ICRC.  A
+ * GSO send concatenates the iovecs of its run; the kernel cuts segments at
+ * the segment size whatever the iovec boundaries. */
+static unsigned push_slot(struct srt_tx_queue *q, const struct srt_tx_slot *s, struct iovec *iov, unsigned n,
+			  unsigned first)
 {
 	uint8_t *pkt = q->buf + s->off;
 
-	if (!s->payload_len) {
-		iov[0] = (struct iovec){ .iov_base = pkt, .iov_len = s->len };
-		return 1;
-	}
-	iov[0] = (struct iovec){ .iov_base = pkt, .iov_len = s->hdr_len };
-	iov[1] = (struct iovec){ .iov_base = (void *)s->payload, .iov_len = s->payload_len };
-	iov[2] = (struct iovec){ .iov_base = pkt + s->hdr_len, .iov_len = s->len - s->payload_len - s->hdr_len };
-	return 3;
+	if (!s->payload_len)
+		return push_iovec(iov, n, first, pkt, s->len);
+	n = push_iovec(iov, n, first, pkt, s->hdr_len);
+	n = push_iovec(iov, n, first, (void *)s->payload, s->payload_len);
+	return push_iovec(iov, n, first, pkt + s->hdr_len, s->len - s->payload_len - s->hdr_len);
 }
 
 unsigned srt_udp_flush(struct srt_udp *u)
@@ -929,7 +950,7 @@ unsigned srt_udp_flush(struct srt_udp *u)
 
 			fill_icrcs(u, q, order + i, n);
 			for (unsigned k = 0; k < n; k++)
-				niov += slot_iovecs(q, &q->slot[order[i + k]], &iov[niov]);
+				niov = push_slot(q, &q->slot[order[i + k]], iov, niov, first_iov);
 			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
 			sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET,
 							  .sin_port = htons(WIRE_ROCEV2_UDP_PORT),

@@ -45,7 +45,7 @@ struct srt_udp {
 	 * the queue holds only the headers, pad and ICRC of such packets and
 	 * the flush sends the payload straight from where it lies, so each
 	 * payload byte is copied once (into the kernel) instead of twice.
-	 * On unless SOFTRNIC_TX_COPY=1 (the copying path, kept for A/B). */
+	 * Opt-in: SOFTRNIC_TX_COPY=0 (udp_port.c says why it is off). */
 	bool tx_payload_ref;
 	/* UDP source ports (udp_port.c, "UDP source port"): packets leave
 	 * from a socket bound to <addr>:tx->sport, created on first use and

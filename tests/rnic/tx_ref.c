@@ -120,6 +120,10 @@ static void run_seed(uint64_t seed)
 	e.mr1 = ht_reg(&e.h.side[1], mem1, MEM, HT_ALL_ACCESS);
 	if (!e.mr0 || !e.mr1) {
 		HT_FAIL("MR registration failed");
+		if (e.mr0)
+			rnic_mr_dereg(e.mr0);
+		if (e.mr1)
+			rnic_mr_dereg(e.mr1);
 		ht_teardown(&e.h);
 		return;
 	}
@@ -165,6 +169,8 @@ static void run_seed(uint64_t seed)
 	read_case(&e, 0, 49152, 49152, 6000);
 	CHECK_EQ_U(by_ref(&e) - r0, 0, "packets by reference from the copying node");
 
+	rnic_mr_dereg(e.mr0);
+	rnic_mr_dereg(e.mr1);
 	ht_teardown(&e.h);
 }
 
