@@ -188,6 +188,24 @@ uint32_t rnic_qp_sq_free(const struct rnic_qp *qp)
 	return used >= qp->cap.max_send_wr ? 0 : qp->cap.max_send_wr - used;
 }
 
+/* Copy a receive work request (already checked: num_sge within the
+ * queue's limit) into a receive WQE of an RQ or an SRQ. */
+void rnic_recv_wqe_fill(struct rnic_recv_wqe *w, const struct ibv_recv_wr *wr)
+{
+	uint64_t total = 0;
+
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++) {
+		w->sge[i].addr = wr->sg_list[i].addr;
+		w->sge[i].length = wr->sg_list[i].length;
+		w->sge[i].lkey = wr->sg_list[i].lkey;
+		total += wr->sg_list[i].length;
+	}
+	/* A receive buffer larger than any message just caps there. */
+	w->length = total > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)total;
+}
+
 int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	int err = 0;
@@ -197,7 +215,6 @@ int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		err = EINVAL;
 	for (; wr && !err; wr = wr->next) {
 		struct rnic_recv_wqe *w;
-		uint64_t total = 0;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
 		    (wr->num_sge && !wr->sg_list)) {
@@ -209,16 +226,7 @@ int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_w
 			break;
 		}
 		w = &qp->rq.wqe[qp->rq.head % qp->rq.cap];
-		w->wr_id = wr->wr_id;
-		w->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			w->sge[i].addr = wr->sg_list[i].addr;
-			w->sge[i].length = wr->sg_list[i].length;
-			w->sge[i].lkey = wr->sg_list[i].lkey;
-			total += wr->sg_list[i].length;
-		}
-		/* A receive buffer larger than any message just caps there. */
-		w->length = total > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)total;
+		rnic_recv_wqe_fill(w, wr);
 		qp->rq.head++;
 		if (qp->attr.qp_state == IBV_QPS_ERR) {
 			struct ibv_wc wc;

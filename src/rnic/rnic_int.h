@@ -223,6 +223,8 @@ struct rnic_recv_wqe {
 	struct rnic_sge *sge;
 	uint32_t length;
 };
+void rnic_recv_wqe_fill(struct rnic_recv_wqe *w, const struct ibv_recv_wr *wr);
+
 
 /* Free-running counters; slot = counter % cap.  comp <= req <= head. */
 struct rnic_sq {

@@ -195,7 +195,6 @@ int rnic_post_srq_recv(struct rnic_srq *srq, struct ibv_recv_wr *wr, struct ibv_
 
 	for (; wr && !err; wr = wr->next) {
 		struct rnic_recv_wqe *w;
-		uint64_t total = 0;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->rq.max_sge ||
 		    (wr->num_sge && !wr->sg_list)) {
@@ -207,15 +206,7 @@ int rnic_post_srq_recv(struct rnic_srq *srq, struct ibv_recv_wr *wr, struct ibv_
 			break;
 		}
 		w = &srq->rq.wqe[srq->rq.head % srq->rq.cap];
-		w->wr_id = wr->wr_id;
-		w->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			w->sge[i].addr = wr->sg_list[i].addr;
-			w->sge[i].length = wr->sg_list[i].length;
-			w->sge[i].lkey = wr->sg_list[i].lkey;
-			total += wr->sg_list[i].length;
-		}
-		w->length = total > RNIC_MAX_MSG ? RNIC_MAX_MSG : (uint32_t)total;
+		rnic_recv_wqe_fill(w, wr);
 		srq->rq.head++;
 	}
 	if (bad)
