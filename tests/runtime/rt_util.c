@@ -3,6 +3,7 @@
  */
 #include "rt_util.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,4 +239,38 @@ void rt_read_stats(struct srt_stats_file *out, uint64_t after_ns)
 		usleep(10000);
 	}
 	CHECK(0, "no fresh stats for pid %d in 3 s", (int)getpid());
+}
+
+void rt_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t k = write(fd, b, n);
+		CHECK(k > 0 || errno == EINTR, "exchange write: %s", strerror(errno));
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+		}
+	}
+}
+
+void rt_read_all(int fd, void *p, size_t n)
+{
+	uint8_t *b = p;
+	while (n) {
+		ssize_t k = read(fd, b, n);
+		CHECK(k > 0 || (k < 0 && errno == EINTR), "exchange read: %s", k == 0 ? "peer closed" : strerror(errno));
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+		}
+	}
+}
+
+void rt_barrier(int fd)
+{
+	char c = 'b';
+	rt_write_all(fd, &c, 1);
+	rt_read_all(fd, &c, 1);
+	CHECK(c == 'b', "bad barrier byte");
 }

@@ -73,6 +73,13 @@ void rt_expect_wc(struct rt_endpoint *ep, enum ibv_wc_opcode opcode, uint64_t wr
 const char *rt_wc_status(enum ibv_wc_status s);
 
 /* Fill / check a deterministic pattern. */
+/* The tests' out-of-band exchange (a pipe or TCP socket between the two
+ * processes): whole-buffer write and read, failing the test on error or
+ * EOF, and a one-byte barrier both sides must reach. */
+void rt_write_all(int fd, const void *p, size_t n);
+void rt_read_all(int fd, void *p, size_t n);
+void rt_barrier(int fd);
+
 void rt_fill(uint8_t *p, size_t len, uint32_t seed);
 bool rt_check(const uint8_t *p, size_t len, uint32_t seed);
 

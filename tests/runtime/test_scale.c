@@ -33,39 +33,6 @@
 #define CQ_DEPTH 8192
 #define TIMEOUT_NS (30ull * 1000 * 1000 * 1000)
 
-static void write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t k = write(fd, b, n);
-		CHECK(k > 0 || errno == EINTR, "exchange write: %s", strerror(errno));
-		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
-		}
-	}
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	uint8_t *b = p;
-	while (n) {
-		ssize_t k = read(fd, b, n);
-		CHECK(k > 0 || (k < 0 && errno == EINTR), "exchange read: %s", k == 0 ? "peer closed" : strerror(errno));
-		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
-		}
-	}
-}
-
-static void barrier(int fd)
-{
-	char c = 'b';
-	write_all(fd, &c, 1);
-	read_all(fd, &c, 1);
-}
-
 /* Resident set size in bytes (/proc/self/statm, second field). */
 static size_t rss_bytes(void)
 {
@@ -114,8 +81,8 @@ static int run_side(int fd, int side, uint32_t nqp)
 		qps[i] = rt_qp_create(&ep);
 		rt_qp_info(&ep, qps[i], (i * 7919u + (uint32_t)side) & 0xffffff, &mine[i]);
 	}
-	write_all(fd, mine, nqp * sizeof(*mine));
-	read_all(fd, peer, nqp * sizeof(*peer));
+	rt_write_all(fd, mine, nqp * sizeof(*mine));
+	rt_read_all(fd, peer, nqp * sizeof(*peer));
 	for (uint32_t i = 0; i < nqp; i++) {
 		/* A 1000-QP burst on a loaded machine can leave the peer
 		 * without a CPU for tens of milliseconds: a patient ACK
@@ -133,7 +100,7 @@ static int run_side(int fd, int side, uint32_t nqp)
 		rt_fill(slot + OFF_SEND + MSG_LEN, WRITE_LEN - MSG_LEN, seed_of(side, i, 1));
 		CHECK(rt_post_recv(&ep, qps[i], (size_t)i * SLOT + OFF_RECV, 4096, 1000000u + i) == 0, "post recv %u", i);
 	}
-	barrier(fd);   /* every receive is posted on both sides */
+	rt_barrier(fd);   /* every receive is posted on both sides */
 
 	uint64_t t2 = srt_now();
 	for (uint32_t i = 0; i < nqp; i++) {
@@ -173,7 +140,7 @@ static int run_side(int fd, int side, uint32_t nqp)
 	}
 	uint64_t t3 = srt_now();
 	CHECK(recvs == nqp && sends == nqp && writes == nqp, "%u recvs %u sends %u writes", recvs, sends, writes);
-	barrier(fd);   /* the peer's WRITEs are complete, so their data is here */
+	rt_barrier(fd);   /* the peer's WRITEs are complete, so their data is here */
 
 	for (uint32_t i = 0; i < nqp; i++) {
 		uint8_t *slot = ep.buf + (size_t)i * SLOT;

@@ -30,40 +30,6 @@
 #define SEND_LEN 10000u         /* three packets at 4096, ten at 1024  */
 #define RDMA_LEN 50000u
 
-static void write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	while (n) {
-		ssize_t k = write(fd, b, n);
-		CHECK(k > 0 || errno == EINTR, "exchange write: %s", strerror(errno));
-		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
-		}
-	}
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	uint8_t *b = p;
-	while (n) {
-		ssize_t k = read(fd, b, n);
-		CHECK(k > 0 || (k < 0 && errno == EINTR), "exchange read: %s", k == 0 ? "peer closed" : strerror(errno));
-		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
-		}
-	}
-}
-
-static void barrier(int fd)
-{
-	char c = 'b';
-	write_all(fd, &c, 1);
-	read_all(fd, &c, 1);
-	CHECK(c == 'b', "bad barrier byte");
-}
-
 static int run_side(int fd, bool server)
 {
 	const char *me = server ? "server" : "client";
@@ -76,8 +42,8 @@ static int run_side(int fd, bool server)
 	uint32_t my_psn = server ? 0x123456 : 0xfffff0;   /* client wraps the 24-bit PSN */
 	struct rt_qp_info mine, peer;
 	rt_qp_info(&ep, qp, my_psn, &mine);
-	write_all(fd, &mine, sizeof(mine));
-	read_all(fd, &peer, sizeof(peer));
+	rt_write_all(fd, &mine, sizeof(mine));
+	rt_read_all(fd, &peer, sizeof(peer));
 	CHECK(memcmp(mine.gid, peer.gid, 16) != 0, "both processes have the same GID (address)");
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &mine.gid[12], addr, sizeof(addr));
@@ -91,7 +57,7 @@ static int run_side(int fd, bool server)
 	rt_fill(ep.buf + OFF_READ, RDMA_LEN, server ? 3 : 4);
 	CHECK(rt_post_recv(&ep, qp, OFF_RECV, 65536, 100) == 0, "post_recv");
 	CHECK(rt_post_recv(&ep, qp, OFF_RECV, 65536, 101) == 0, "post_recv");
-	barrier(fd);
+	rt_barrier(fd);
 
 	/* 1. SEND client -> server, then server -> client. */
 	if (!server) {
@@ -105,7 +71,7 @@ static int run_side(int fd, bool server)
 		CHECK(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
 		rt_expect_wc(&ep, IBV_WC_SEND, 1, 0);
 	}
-	barrier(fd);
+	rt_barrier(fd);
 
 	/* 2. Client RDMA WRITEs into the server, then SENDs to say so
 	 *    (RC ordering puts the data in place before the RECV completes). */
@@ -120,7 +86,7 @@ static int run_side(int fd, bool server)
 		rt_expect_wc(&ep, IBV_WC_RECV, 101, 16);
 		CHECK(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 5), "server: RDMA WRITE data is wrong");
 	}
-	barrier(fd);
+	rt_barrier(fd);
 
 	/* 3. Client RDMA READs the server's READ region. */
 	if (!server) {
@@ -130,7 +96,7 @@ static int run_side(int fd, bool server)
 		rt_expect_wc(&ep, IBV_WC_RDMA_READ, 4, 0);
 		CHECK(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 3), "client: RDMA READ data is wrong");
 	}
-	barrier(fd);
+	rt_barrier(fd);
 
 	/* Counters were published and show traffic. */
 	struct srt_stats_file st;
