@@ -5,6 +5,9 @@
 # made at all).
 #
 #   bench/perf_compare.sh [BUILD_DIR] [--quick] [--runs N] [--out DIR] [--no-netns]
+#                         [--only REGEX]
+#   --only REGEX: only the measurements whose label matches (e.g.
+#   'lat|rtt'), without the idle checks; the other rows say n/a.
 #
 # What it runs, all over loopback on this machine:
 #   softrnic  unmodified perftest with LD_LIBRARY_PATH=BUILD_DIR/lib:
@@ -56,7 +59,7 @@
 # 127.0.0.N on UDP 4791 (the runtime picks a free one).
 set -uo pipefail
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 all_args=("$@")
@@ -65,12 +68,14 @@ build=""
 runs=5
 quick=0
 out=""
+only=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) quick=1 ;;
 	--runs) shift; runs=${1:-}; [[ "$runs" =~ ^[1-9][0-9]*$ ]] || usage ;;
 	--out) shift; out=${1:-}; [ -n "$out" ] || usage ;;
 	--no-netns) netns=0 ;;
+	--only) shift; only=${1:-}; [ -n "$only" ] || usage ;;
 	-h|--help) usage ;;
 	-*) echo "perf_compare: unknown option $1" >&2; usage ;;
 	*) build=$1 ;;
@@ -335,6 +340,7 @@ for round in $(seq "$runs"); do
 		read -r -a words <<<"${m//ROUND/$round}"
 		label=${words[1]}
 		[ "${words[0]}" = iperf3_pair ] && label=iperf3
+		[ -n "$only" ] && ! [[ "$label" =~ $only ]] && continue
 		printf '  round %d/%d: %s\n' "$round" "$runs" "$label"
 		"${words[@]}" || true
 	done
@@ -428,16 +434,19 @@ idle_slow_peer() {
 	idle2="ok $(( (c1 - c0) / 1000 )) $(( w1 - w0 )) $(( r1 - r0 ))"
 }
 
-echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
-idle_listen || echo "  idle check 1 failed (logs $out/idle1.*)" >&2
-echo "  idle check 2: ib_send_lat -e server whose client pauses ~0.4 s before each send"
-for attempt in 1 2 3; do
-	idle_slow_peer && break
-	rc=$?
-	[ "$rc" = 2 ] && [ "$attempt" -lt 3 ] && continue
-	echo "  idle check 2 failed (logs $out/idle2.*)" >&2
-	break
-done
+idle1="skipped - -" idle2="skipped - - -"
+if [ -z "$only" ]; then
+	echo "  idle check 1: ibv_rc_pingpong -e server waiting ${idle_secs} s for its client"
+	idle_listen || echo "  idle check 1 failed (logs $out/idle1.*)" >&2
+	echo "  idle check 2: ib_send_lat -e server whose client pauses ~0.4 s before each send"
+	for attempt in 1 2 3; do
+		idle_slow_peer && break
+		rc=$?
+		[ "$rc" = 2 ] && [ "$attempt" -lt 3 ] && continue
+		echo "  idle check 2 failed (logs $out/idle2.*)" >&2
+		break
+	done
+fi
 
 # ---- report -------------------------------------------------------------------
 

@@ -69,6 +69,15 @@
  * wait; measured A/B over 4-6 runs: ib_read_lat 30 us vs 44 without,
  * send/write latency and bandwidth unchanged within the noise. */
 #define SRT_POLL_YIELD_AFTER_NS (10ull * 1000)
+/* ACKs ride with sends: a plain ACK made while an application thread
+ * polls waits up to this long in the transmit queue for the next packet
+ * this process sends, and leaves in the same system call (see
+ * srt_unlock).  A ping-pong program answers within a microsecond or two
+ * of its completion, so the ACK and the answer then cost one send and
+ * the peer one receive, instead of two each.  The wait is on top of the
+ * wire time the peer's retransmit timer allows for (>= 4 us * 2^timeout,
+ * and perftest and rdma-core's tests use timeout >= 12: 16 ms). */
+#define SRT_ACK_RIDE_NS (20ull * 1000)
 /* How often a polling application thread scans the rnic's timers (a scan
  * visits every QP slot).  Far below every timer the rnic arms (delayed
  * ACK 20 us, retransmit >= 4 us * 2^timeout). */
@@ -92,6 +101,14 @@ struct srt_device {
 	 * socket over never wakes the thread. */
 	int ep_fd;
 	bool app_polling;               /* under the lock */
+	/* Under the lock: the queued plain ACKs may wait for company
+	 * (SRT_ACK_RIDE_NS) since ride_since_ns.  Set only when the
+	 * progress thread is sure to run before long and send them: by a
+	 * polling application thread (the progress thread then wakes within
+	 * SRT_POLL_HANDOFF_NS), or by the progress thread itself, which then
+	 * sleeps no longer than the ride lasts.  Cleared when sent. */
+	bool acks_may_ride;
+	uint64_t ride_since_ns;
 	uint64_t app_poll_ns;           /* last empty poll (atomic) */
 	uint64_t app_timer_scan_ns;     /* under the lock */
 	uint64_t app_last_empty_ns;     /* under the lock */
@@ -99,6 +116,7 @@ struct srt_device {
 	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
 	/* Under the lock: who received how much (SOFTRNIC_STATS_AT_EXIT). */
 	uint64_t rx_by_app, rx_by_thread, handoff_timeouts, thread_wakeups, takeover_wakes;
+	uint64_t acks_rode, acks_alone;
 	pthread_t thread;
 	int stopping;                   /* atomic */
 	int refcount;                   /* guarded by open_lock */
@@ -131,12 +149,54 @@ uint64_t srt_now(void)
 
 void srt_lock(struct srt_device *dev) { pthread_mutex_lock(&dev->lock); }
 
-/* Packets the rnic produced under the lock leave here, in one batch. */
+/* Lock held: may what is queued wait for the next unlock?  Only plain
+ * ACKs a polling application thread produced, and only for
+ * SRT_ACK_RIDE_NS ("ACKs ride with sends" above). */
+static bool acks_wait(struct srt_device *dev)
+{
+	if (!dev->acks_may_ride || !srt_udp_only_acks(&dev->udp))
+		return false;
+	uint64_t now = srt_now();
+	if (!dev->ride_since_ns)
+		dev->ride_since_ns = now;
+	return now - dev->ride_since_ns < SRT_ACK_RIDE_NS;
+}
+
+/* Lock held, progress thread: when the ACKs waiting in the queue must
+ * leave (UINT64_MAX: none wait). */
+static uint64_t ride_deadline(struct srt_device *dev, uint64_t now)
+{
+	if (!srt_udp_only_acks(&dev->udp))
+		return UINT64_MAX;
+	if (!dev->ride_since_ns)
+		dev->ride_since_ns = now;
+	return dev->ride_since_ns + SRT_ACK_RIDE_NS;
+}
+
+/* Packets the rnic produced under the lock leave here, in one batch
+ * (plain ACKs may wait: acks_wait). */
 void srt_unlock(struct srt_device *dev)
 {
-	if (srt_udp_pending(&dev->udp))
+	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
+		if (dev->ride_since_ns) {
+			const struct srt_tx_queue *q = dev->udp.txq;
+			if (q->not_acks)
+				dev->acks_rode += q->n - q->not_acks;
+			else
+				dev->acks_alone += q->n;
+		}
 		srt_udp_flush(&dev->udp);
+		dev->acks_may_ride = false;
+		dev->ride_since_ns = 0;
+	}
 	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Lock held, by a thread that may not come back soon (the progress
+ * thread, a program about to sleep): nothing waits. */
+static void send_all_at_unlock(struct srt_device *dev)
+{
+	dev->acks_may_ride = false;
 }
 struct rnic *srt_rnic(struct srt_device *dev) { return dev->rnic; }
 const struct rnic_gid *srt_gid(const struct srt_device *dev) { return &dev->gid; }
@@ -252,6 +312,7 @@ static void publish_stats(struct srt_device *dev, uint64_t now)
 	c = *rnic_counters(dev->rnic);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	send_all_at_unlock(dev);
 	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, now);
 	dev->last_publish_ns = now;
@@ -374,6 +435,10 @@ static void drive_from_app(struct srt_device *dev)
 		}
 	}
 	__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
+	/* The progress thread wakes within SRT_POLL_HANDOFF_NS while this
+	 * thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
+	if (dev->app_polling)
+		dev->acks_may_ride = true;
 	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp);
 	if (now >= dev->app_timer_scan_ns) {
 		uint64_t deadline = rnic_next_deadline(dev->rnic);
@@ -418,6 +483,7 @@ void srt_will_sleep(struct srt_device *dev)
 {
 	srt_lock(dev);
 	hand_back(dev);
+	send_all_at_unlock(dev);
 	srt_unlock(dev);
 }
 
@@ -428,6 +494,7 @@ int srt_req_notify_cq(struct srt_device *dev, struct rnic_cq *cq, bool solicited
 	srt_lock(dev);
 	ret = rnic_cq_req_notify(cq, solicited_only);
 	hand_back(dev);         /* the program is about to sleep */
+	send_all_at_unlock(dev);
 	srt_unlock(dev);
 	return ret;
 }
@@ -521,6 +588,14 @@ static void *progress_main(void *arg)
 			if (handoff < wake_at)
 				wake_at = handoff;
 		}
+		/* ACKs this thread made wait for the application's next send
+		 * (a program that answers what it received, or one that waits
+		 * on memory for a WRITE and then writes back); then this
+		 * thread wakes when they must leave. */
+		uint64_t ride = ride_deadline(dev, now);
+		dev->acks_may_ride = ride > now && ride != UINT64_MAX;
+		if (dev->acks_may_ride && ride < wake_at)
+			wake_at = ride;
 		/* Read by posting threads under the lock (srt_post_send). */
 		__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
 		srt_unlock(dev);
@@ -549,10 +624,24 @@ static void *progress_main(void *arg)
 			for (int i = 0; i < ngroups; i++)
 				if (fds[2 + i].revents & POLLIN)
 					receive_packets(dev, group[i]);
+			send_all_at_unlock(dev);
 			srt_unlock(dev);
 		}
 	}
 	return NULL;
+}
+
+void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
+{
+	srt_lock(dev);
+	*out = (struct srt_progress_stats){
+		.rx_by_app = dev->rx_by_app, .rx_by_thread = dev->rx_by_thread,
+		.thread_wakeups = dev->thread_wakeups, .handoff_timeouts = dev->handoff_timeouts,
+		.takeover_wakes = dev->takeover_wakes,
+		.udp_sends = dev->udp.tx_sends, .gso_sends = dev->udp.tx_gso_sends,
+		.acks_rode = dev->acks_rode, .acks_alone = dev->acks_alone,
+	};
+	srt_unlock(dev);
 }
 
 /* ---- open / close --------------------------------------------------------- */
@@ -580,12 +669,13 @@ static void print_stats_at_exit(const struct srt_device *dev)
 #undef PRINT_NONZERO
 	fprintf(stderr, "\n");
 	fprintf(stderr, "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
-		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu tx_errors=%llu "
-		"sport_sockets=%u sport_fallbacks=%llu\n",
+		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
+		"acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
 		(unsigned long long)dev->rx_by_app, (unsigned long long)dev->rx_by_thread,
 		(unsigned long long)dev->handoff_timeouts, (unsigned long long)dev->thread_wakeups,
 		(unsigned long long)dev->takeover_wakes,
 		(unsigned long long)dev->udp.tx_sends, (unsigned long long)dev->udp.tx_gso_sends,
+		(unsigned long long)dev->acks_rode, (unsigned long long)dev->acks_alone,
 		(unsigned long long)dev->udp.tx_errors, dev->udp.sport_sockets,
 		(unsigned long long)dev->udp.tx_sport_fallbacks);
 }

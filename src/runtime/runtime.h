@@ -109,6 +109,22 @@ enum ibv_mtu srt_active_mtu(const struct srt_device *dev);
  * down).  Call with the device lock held. */
 enum ibv_port_state srt_port_state(const struct srt_device *dev, uint8_t *phys_state);
 
+/* How the progress model behaved (SOFTRNIC_STATS_AT_EXIT prints these):
+ * packets read by polling application threads and by the progress
+ * thread, the thread's wake-ups (hand-off timeouts among them, and
+ * wake-ups an application thread asked for when it took the socket),
+ * send system-call messages (UDP GSO sends among them), and plain ACKs
+ * that waited in the transmit queue (runtime.c, "ACKs ride with sends"):
+ * acks_rode left together with other packets, acks_alone left by
+ * themselves when the wait ran out. */
+struct srt_progress_stats {
+	uint64_t rx_by_app, rx_by_thread;
+	uint64_t thread_wakeups, handoff_timeouts, takeover_wakes;
+	uint64_t udp_sends, gso_sends;
+	uint64_t acks_rode, acks_alone;
+};
+void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out);
+
 /* Published statistics: each open device writes its counters to
  * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the
  * progress thread; `softrnic stats` reads them. */

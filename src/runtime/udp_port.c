@@ -661,6 +661,14 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 
 /* ---- batched transmit ---------------------------------------------------- */
 
+/* A plain ACK: BTH + AETH whose syndrome says ACK (IBTA 9.7.5.2.1,
+ * table 44: bits 6:5 = 00), no payload. */
+static bool plain_ack(const struct rnic_tx *tx)
+{
+	return tx->ib_len == WIRE_BTH_LEN + WIRE_AETH_LEN + WIRE_ICRC_LEN && !tx->payload_len &&
+	       tx->ib[0] == WIRE_OP_ACK && ((tx->ib[WIRE_BTH_LEN] >> 5) & 3) == WIRE_AETH_ACK;
+}
+
 int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 {
 	struct srt_tx_queue *q = u->txq;
@@ -678,6 +686,9 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 		srt_udp_flush(u);
 
 	struct srt_tx_slot *slot = &q->slot[q->n++];
+	slot->plain_ack = plain_ack(tx);
+	if (!slot->plain_ack)
+		q->not_acks++;
 	slot->fd = srt_udp_sport_socket(u, tx->sport, &slot->sport);
 	slot->dst = dst;
 	slot->tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3));
@@ -843,8 +854,13 @@ static void build_control(struct msghdr *m, union srt_tx_control *c, const struc
  * partition), so each socket's packets leave in one sendmmsg and every
  * flow (one QP: one port, one socket) keeps its order.  Packets of
  * different sockets may overtake each other, as packets of different QPs
- * may on any NIC.  Returns the number of groups; group g is
- * order[start[g] .. start[g + 1]).  O(n * groups), n <= SRT_TX_MAX_PKTS. */
+ * may on any NIC.  Within a group the plain ACKs go last: an ACK that
+ * waited for company (runtime.c, "ACKs ride with sends") then reaches
+ * the peer after the request it rode with, so a peer that stops polling
+ * at the completion the ACK brings has received the request already.
+ * (ACKs answer the other direction; IBTA orders packets per direction.)
+ * Returns the number of groups; group g is order[start[g] .. start[g + 1]).
+ * O(n * groups), n <= SRT_TX_MAX_PKTS. */
 static unsigned group_by_socket(const struct srt_tx_queue *q, uint16_t *order, unsigned *start)
 {
 	bool taken[SRT_TX_MAX_PKTS] = { false };
@@ -854,10 +870,12 @@ static unsigned group_by_socket(const struct srt_tx_queue *q, uint16_t *order, u
 		if (taken[i])
 			continue;
 		start[ngroups++] = npos;
-		for (unsigned j = i; j < q->n; j++) {
-			if (!taken[j] && q->slot[j].fd == q->slot[i].fd) {
-				taken[j] = true;
-				order[npos++] = (uint16_t)j;
+		for (int acks = 0; acks < 2; acks++) {
+			for (unsigned j = i; j < q->n; j++) {
+				if (!taken[j] && q->slot[j].fd == q->slot[i].fd && q->slot[j].plain_ack == acks) {
+					taken[j] = true;
+					order[npos++] = (uint16_t)j;
+				}
 			}
 		}
 	}
@@ -972,6 +990,7 @@ unsigned srt_udp_flush(struct srt_udp *u)
 	u->tx_sends += nmsg;
 	u->tx_errors += lost;
 	q->n = 0;
+	q->not_acks = 0;
 	q->used = 0;
 	return lost;
 }

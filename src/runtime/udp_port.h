@@ -107,6 +107,7 @@ struct srt_tx_slot {
 	int fd;                         /* srt_udp_sport_socket            */
 	uint16_t sport;                 /* the source port it will carry   */
 	uint8_t tos, ttl;
+	bool plain_ack;                 /* sent after the socket's other packets */
 	uint32_t off, len;              /* in buf; len includes the ICRC  */
 	/* Payload by reference (rnic_tx.payload), payload_len > 0: len is
 	 * the whole packet on the wire; buf holds its hdr_len header bytes
@@ -117,6 +118,7 @@ struct srt_tx_slot {
 };
 struct srt_tx_queue {
 	unsigned n;
+	unsigned not_acks;              /* queued packets other than plain ACKs */
 	size_t used;
 	struct srt_tx_slot slot[SRT_TX_MAX_PKTS];
 	uint8_t buf[SRT_TX_BUF_BYTES];
@@ -124,6 +126,13 @@ struct srt_tx_queue {
 static inline bool srt_udp_pending(const struct srt_udp *u)
 {
 	return u->txq && u->txq->n;
+}
+/* Something is queued and all of it is plain ACKs (opcode Acknowledge,
+ * AETH syndrome ACK): packets that may wait a little for company
+ * (runtime.c, "ACKs ride with sends"). */
+static inline bool srt_udp_only_acks(const struct srt_udp *u)
+{
+	return u->txq && u->txq->n && !u->txq->not_acks;
 }
 
 /* A batch of received packets.  Without GRO: up to SRT_RX_BATCH

@@ -1,0 +1,215 @@
+/*
+ * test_ack_ride.c — plain ACKs that wait in the transmit queue for the
+ * next packet this process sends (runtime.c, "ACKs ride with sends").
+ *
+ * Two processes (fork, socketpair for the out-of-band exchange), one RC QP
+ * each, connected with a 1 s retransmit timeout, so a held ACK shows up
+ * as a late completion instead of being covered by a retransmission:
+ *
+ *   1. ping-pong of SENDs with both sides busy-polling: the ACK of each
+ *      SEND leaves with the answer (counted in acks_rode) and every
+ *      completion is right;
+ *   2. the answering side polls its receive completion and then goes
+ *      quiet without another call: its held ACK must still leave soon
+ *      (the progress thread sends it within the hand-off time);
+ *   3. the receiving side never polls: the progress thread made the ACK,
+ *      holds it at most SRT_ACK_RIDE_NS, then sends it.
+ * In 2 and 3 the sender's completion must come within 100 ms, with no
+ * retransmission.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_util.h"
+
+#define BUF_LEN 65536u
+#define MSG_LEN 8u
+#define ROUNDS 300
+#define OFF_SEND 0u
+#define OFF_RECV 4096u
+/* The quiet checks allow this much; the retransmit timer is ~1 s. */
+#define QUIET_LIMIT_MS 100.0
+
+static double now_ms(void)
+{
+	return (double)srt_now() / 1e6;
+}
+
+/* Busy-poll through srt_poll_cq, as a polling application does. */
+static struct ibv_wc poll_one(struct rt_endpoint *ep, const char *what)
+{
+	struct ibv_wc wc;
+	double end = now_ms() + 10000;
+
+	for (;;) {
+		int n = srt_poll_cq(ep->dev, ep->cq, 1, &wc);
+		CHECK(n >= 0, "%s: poll failed", what);
+		if (n == 1)
+			break;
+		CHECK(now_ms() < end, "%s: no completion within 10 s", what);
+	}
+	CHECK(wc.status == IBV_WC_SUCCESS, "%s: status %d (%s)", what, wc.status, rt_wc_status(wc.status));
+	return wc;
+}
+
+static void post_send(struct rt_endpoint *ep, struct rnic_qp *qp, uint64_t wr_id)
+{
+	CHECK(rt_post_send(ep, qp, IBV_WR_SEND, OFF_SEND, MSG_LEN, 0, 0, wr_id) == 0, "post SEND %llu",
+	      (unsigned long long)wr_id);
+}
+
+static uint64_t retransmits(struct rt_endpoint *ep)
+{
+	srt_lock(ep->dev);
+	uint64_t r = rnic_counters(srt_rnic(ep->dev))->retransmits;
+	srt_unlock(ep->dev);
+	return r;
+}
+
+/* SEND, then busy-poll for its completion: how long it took, in ms. */
+static double timed_send(struct rt_endpoint *ep, struct rnic_qp *qp, uint64_t wr_id)
+{
+	double t0 = now_ms();
+	post_send(ep, qp, wr_id);
+	struct ibv_wc wc = poll_one(ep, "timed SEND");
+	CHECK(wc.opcode == IBV_WC_SEND && wc.wr_id == wr_id, "timed SEND: got opcode %d wr_id %llu", wc.opcode,
+	      (unsigned long long)wc.wr_id);
+	return now_ms() - t0;
+}
+
+static int run_side(int fd, bool server)
+{
+	const char *me = server ? "server" : "client";
+	struct srt_device *dev = srt_open();
+	CHECK(dev != NULL, "%s: srt_open: %s", me, strerror(errno));
+
+	struct rt_endpoint ep;
+	rt_endpoint_init(&ep, dev, BUF_LEN);
+	struct rnic_qp *qp = rt_qp_create(&ep);
+	uint32_t psn = server ? 0x10 : 0x20;
+	struct rt_qp_info mine, peer;
+	rt_qp_info(&ep, qp, psn, &mine);
+	rt_write_all(fd, &mine, sizeof(mine));
+	rt_read_all(fd, &peer, sizeof(peer));
+	/* timeout 18: 4.096 us * 2^18 = 1.07 s before any retransmission. */
+	CHECK(rt_qp_connect_timeout(&ep, qp, psn, &peer, srt_active_mtu(dev), 18) == 0, "%s: connect", me);
+	/* Receive WQEs 1000, 1001, ...: four ahead, one more per RECV. */
+	uint64_t next_recv = 1000;
+	for (int i = 0; i < 4; i++)
+		CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "%s: post_recv", me);
+	rt_barrier(fd);
+
+	/* 1. Ping-pong, both sides polling. */
+	uint64_t answered = 0;  /* server: SEND completions seen */
+	for (uint64_t i = 0; i < ROUNDS; i++) {
+		if (!server) {
+			post_send(&ep, qp, i);
+			bool sent = false, got = false;
+			while (!sent || !got) {
+				struct ibv_wc wc = poll_one(&ep, "client ping-pong");
+				if (wc.opcode == IBV_WC_SEND) {
+					CHECK(!sent && wc.wr_id == i, "client: SEND completion %llu, expected %llu",
+					      (unsigned long long)wc.wr_id, (unsigned long long)i);
+					sent = true;
+				} else {
+					CHECK(!got && wc.opcode == IBV_WC_RECV && wc.byte_len == MSG_LEN,
+					      "client: unexpected completion opcode %d", wc.opcode);
+					got = true;
+					CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+				}
+			}
+		} else {
+			/* Wait for RECV i; the completion of the answer i-1
+			 * may come first or after: its ACK rides with the
+			 * client's next SEND and leaves after it. */
+			for (;;) {
+				struct ibv_wc wc = poll_one(&ep, "server ping-pong");
+				if (wc.opcode == IBV_WC_SEND) {
+					CHECK(wc.wr_id == answered, "server: SEND completion %llu, expected %llu",
+					      (unsigned long long)wc.wr_id, (unsigned long long)answered);
+					answered++;
+					continue;
+				}
+				CHECK(wc.opcode == IBV_WC_RECV && wc.wr_id == 1000 + i, "server: expected RECV %llu",
+				      (unsigned long long)(1000 + i));
+				break;
+			}
+			CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+			post_send(&ep, qp, i);
+		}
+	}
+	while (server && answered < ROUNDS) {
+		struct ibv_wc wc = poll_one(&ep, "server last answers");
+		CHECK(wc.opcode == IBV_WC_SEND && wc.wr_id == answered, "server: expected SEND completion %llu",
+		      (unsigned long long)answered);
+		answered++;
+	}
+	struct srt_progress_stats ps;
+	srt_progress_stats(dev, &ps);
+	fprintf(stderr, "%s: %d round trips: acks_rode=%llu acks_alone=%llu udp_sends=%llu gso_sends=%llu\n", me,
+		ROUNDS, (unsigned long long)ps.acks_rode, (unsigned long long)ps.acks_alone,
+		(unsigned long long)ps.udp_sends, (unsigned long long)ps.gso_sends);
+	/* The server answers every SEND at once, so nearly every ACK it
+	 * owes rides with the answer; a quarter leaves room for a machine
+	 * that preempts the test now and then. */
+	if (server)
+		CHECK(ps.acks_rode >= ROUNDS / 4, "server: only %llu of %d ACKs rode with an answer",
+		      (unsigned long long)ps.acks_rode, ROUNDS);
+	rt_barrier(fd);
+
+	/* 2. The server polls its RECV, then makes no call for 300 ms. */
+	if (!server) {
+		uint64_t r0 = retransmits(&ep);
+		double ms = timed_send(&ep, qp, ROUNDS);
+		fprintf(stderr, "client: SEND to a peer that went quiet after polling completed in %.3f ms\n", ms);
+		CHECK(ms < QUIET_LIMIT_MS, "held ACK left only after %.1f ms", ms);
+		CHECK(retransmits(&ep) == r0, "the SEND was retransmitted");
+	} else {
+		struct ibv_wc wc = poll_one(&ep, "server quiet RECV");
+		CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+		usleep(300 * 1000);
+	}
+	rt_barrier(fd);
+
+	/* 3. The server does not poll at all until the client is done. */
+	if (!server) {
+		uint64_t r0 = retransmits(&ep);
+		double ms = timed_send(&ep, qp, ROUNDS + 1);
+		fprintf(stderr, "client: SEND to a peer that does not poll completed in %.3f ms\n", ms);
+		CHECK(ms < QUIET_LIMIT_MS, "ACK from the progress thread left only after %.1f ms", ms);
+		CHECK(retransmits(&ep) == r0, "the SEND was retransmitted");
+		rt_barrier(fd);
+	} else {
+		rt_barrier(fd);
+		struct ibv_wc wc = poll_one(&ep, "server late RECV");
+		CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+	}
+	rt_barrier(fd);
+
+	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	rt_endpoint_fini(&ep);
+	srt_close(dev);
+	return 0;
+}
+
+int main(void)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+	pid_t child = fork();
+	CHECK(child >= 0, "fork");
+	if (child == 0) {
+		close(sv[0]);
+		_exit(run_side(sv[1], false));
+	}
+	close(sv[1]);
+	int rc = run_side(sv[0], true);
+	int status;
+	CHECK(waitpid(child, &status, 0) == child, "waitpid");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
+	return rc;
+}
