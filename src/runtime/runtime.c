@@ -45,18 +45,21 @@
 #define SRT_DEVICE_NAME "softrnic0"
 #define SRT_MAX_HOOKS 64
 #define SRT_STATS_PERIOD_NS (100ull * 1000 * 1000)
+#define SRT_STATS_RETRY_NS (5ull * 1000 * 1000)
 /* Batches read per wake-up before timers get another look. */
 #define SRT_RX_BATCHES_PER_WAKE 8
-/* An application thread that polled an empty CQ reads the socket itself
- * (runtime.h); if it has not polled for this long, the progress thread
- * takes the socket back.  Trade-off: a program that polls once and then
- * spins on memory without arming a notification gets its packets this
- * much later; shorter means more idle wake-ups of the progress thread. */
+/* An application thread that polls in a loop reads the socket itself
+ * (runtime.h); if it has neither polled nor posted for this long, the
+ * progress thread takes the socket back.  Trade-off: a program that
+ * stops polling without arming a notification (it spins on memory, say)
+ * gets its packets this much later; shorter means more idle wake-ups of
+ * the progress thread. */
 #define SRT_POLL_HANDOFF_NS (200ull * 1000)
-/* Only a thread that polls in a loop takes the socket: an empty poll less
- * than this long after its previous empty poll.  A program that polls
- * once and then waits elsewhere (perftest's write_lat spins on memory)
- * leaves the socket with the progress thread. */
+/* Polling in a loop: a poll that begins less than this long after the
+ * thread's previous poll or post returned.  A program that polls once
+ * and then waits elsewhere (perftest's write_lat spins on memory) leaves
+ * the socket with the progress thread; after a completion, a program
+ * that comes back sooner than this "keeps polling" (srt_poll_cq). */
 #define SRT_BUSY_POLL_GAP_NS (5ull * 1000)
 /* A thread that has polled empty CQs for this long yields the CPU after
  * each further empty poll.  Not for the progress thread's sake (the
@@ -78,6 +81,15 @@
  * wire time the peer's retransmit timer allows for (>= 4 us * 2^timeout,
  * and perftest and rdma-core's tests use timeout >= 12: 16 ms). */
 #define SRT_ACK_RIDE_NS (20ull * 1000)
+/* The progress thread keeps reading the socket without sleeping for this
+ * long after it last received something (while no application thread
+ * polls).  A stream of packets then finds it awake: no wake-up per
+ * datagram, which costs the sender an inter-processor interrupt (a VM
+ * exit under KVM) and the receiver a context switch.  Each empty look
+ * yields the CPU, so a thread that wants it gets it.  Trade-off: up to
+ * this much CPU spent after the last packet of a burst; an idle device
+ * still sleeps. */
+#define SRT_THREAD_SPIN_NS (50ull * 1000)
 /* How often a polling application thread scans the rnic's timers (a scan
  * visits every QP slot).  Far below every timer the rnic arms (delayed
  * ACK 20 us, retransmit >= 4 us * 2^timeout). */
@@ -100,7 +112,7 @@ struct srt_device {
 	 * toggled with epoll_ctl under the device lock, so handing the
 	 * socket over never wakes the thread. */
 	int ep_fd;
-	bool app_polling;               /* under the lock */
+	bool app_polling;               /* written under the lock (atomic) */
 	/* Under the lock: the queued plain ACKs may wait for company
 	 * (SRT_ACK_RIDE_NS) since ride_since_ns.  Set only when the
 	 * progress thread is sure to run before long and send them: by a
@@ -109,11 +121,19 @@ struct srt_device {
 	 * sleeps no longer than the ride lasts.  Cleared when sent. */
 	bool acks_may_ride;
 	uint64_t ride_since_ns;
-	uint64_t app_poll_ns;           /* last empty poll (atomic) */
+	uint64_t app_poll_ns;           /* last poll in a loop, or post, of the
+	                                   thread that has the socket (atomic) */
 	uint64_t app_timer_scan_ns;     /* under the lock */
-	uint64_t app_last_empty_ns;     /* under the lock */
 	uint64_t app_empty_since_ns;    /* start of the current empty streak, 0: none */
 	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
+	/* Under the lock: does the program come straight back after a
+	 * completion (srt_poll_cq, "keeps polling")?  app_exit_ns: when
+	 * its last poll or post returned (atomic: written after a yield,
+	 * outside the lock); judge_gap: the last poll returned
+	 * a completion, judge the gap at the next call. */
+	uint64_t app_exit_ns;
+	bool judge_gap;
+	bool keeps_polling;
 	/* Under the lock: who received how much (SOFTRNIC_STATS_AT_EXIT). */
 	uint64_t rx_by_app, rx_by_thread, handoff_timeouts, thread_wakeups, takeover_wakes;
 	uint64_t acks_rode, acks_alone;
@@ -303,20 +323,47 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 /* ---- progress thread ---------------------------------------------------- */
 
 /* The rnic's counters plus the drops the runtime makes before the rnic
- * sees a packet. */
+ * sees a packet (lock held). */
+static void publish_stats_locked(struct srt_device *dev, uint64_t now, struct rnic_counters *out)
+{
+	struct rnic_counters c;
+
+	c = *rnic_counters(dev->rnic);
+	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
+	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	send_all_at_unlock(dev);
+	*out = c;
+	dev->last_publish_ns = now;
+}
+
+/* Refresh the published counters now. */
 static void publish_stats(struct srt_device *dev, uint64_t now)
 {
 	struct rnic_counters c;
 
 	srt_lock(dev);
-	c = *rnic_counters(dev->rnic);
-	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
-	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
-	send_all_at_unlock(dev);
+	publish_stats_locked(dev, now, &c);
 	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, now);
-	dev->last_publish_ns = now;
 }
+
+/* The progress thread's periodic refresh: skipped while the lock is busy
+ * (an application thread posting or polling), and tried again a little
+ * later, so the thread never queues behind a busy application for a
+ * statistic. */
+static void publish_stats_soon(struct srt_device *dev, uint64_t now)
+{
+	struct rnic_counters c;
+
+	if (pthread_mutex_trylock(&dev->lock) != 0) {
+		dev->last_publish_ns = now - SRT_STATS_PERIOD_NS + SRT_STATS_RETRY_NS;
+		return;
+	}
+	publish_stats_locked(dev, now, &c);
+	srt_unlock(dev);
+	srt_stats_publish(&dev->stats, &c, now);
+}
+
 
 /* Check one datagram before the rnic sees it.  Returns true if it may be
  * delivered, and fills rx. */
@@ -407,34 +454,35 @@ static void hand_back(struct srt_device *dev)
 {
 	if (!dev->app_polling)
 		return;
-	dev->app_polling = false;
+	__atomic_store_n(&dev->app_polling, false, __ATOMIC_RELEASE);
 	socket_to_thread(dev, true);
 	if (rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE))
 		wake_thread(dev);
 }
 
+/* Lock held: an application thread polls in a loop; it reads the socket
+ * from now on, and the progress thread stops listening to it. */
+static void take_socket(struct srt_device *dev, uint64_t now)
+{
+	if (dev->app_polling)
+		return;
+	__atomic_store_n(&dev->app_polling, true, __ATOMIC_RELEASE);
+	socket_to_thread(dev, false);
+	/* The progress thread may be asleep towards a far deadline (stats
+	 * refresh): make it recompute one that includes the hand-off
+	 * timeout, in case this thread stops polling without a word.
+	 * Rare: while polling goes on, the thread wakes every
+	 * SRT_POLL_HANDOFF_NS anyway. */
+	if (__atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE) > now + SRT_POLL_HANDOFF_NS) {
+		wake_thread(dev);
+		dev->takeover_wakes++;
+	}
+}
+
 /* Lock held: an application thread found its CQ empty; receive what is
  * waiting and fire due timers in its place. */
-static void drive_from_app(struct srt_device *dev)
+static void drive_from_app(struct srt_device *dev, uint64_t now)
 {
-	uint64_t now = srt_now();
-	bool looping = now - dev->app_last_empty_ns < SRT_BUSY_POLL_GAP_NS;
-
-	dev->app_last_empty_ns = now;
-	if (looping && !dev->app_polling) {
-		dev->app_polling = true;
-		socket_to_thread(dev, false);
-		/* The progress thread may be asleep towards a far deadline
-		 * (stats refresh): make it recompute one that includes the
-		 * hand-off timeout, in case this thread stops polling
-		 * without a word.  Rare: while polling goes on, the thread
-		 * wakes every SRT_POLL_HANDOFF_NS anyway. */
-		if (__atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE) > now + SRT_POLL_HANDOFF_NS) {
-			wake_thread(dev);
-			dev->takeover_wakes++;
-		}
-	}
-	__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
 	/* The progress thread wakes within SRT_POLL_HANDOFF_NS while this
 	 * thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
@@ -451,31 +499,72 @@ static void drive_from_app(struct srt_device *dev)
 	}
 }
 
+/* Lock held, at the start of a poll or post by the application: if its
+ * last poll returned a completion, did it come back at once? */
+static void judge_return(struct srt_device *dev, uint64_t now)
+{
+	if (!dev->judge_gap)
+		return;
+	dev->judge_gap = false;
+	dev->keeps_polling = now - __atomic_load_n(&dev->app_exit_ns, __ATOMIC_RELAXED) < SRT_BUSY_POLL_GAP_NS;
+}
+
 int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc *wc)
 {
 	bool yield = false;
 	int got;
 
+	/* Read before the lock: time spent waiting for it (the progress
+	 * thread receiving) is not the program being away. */
+	uint64_t now = srt_now();
+
 	srt_lock(dev);
+	/* Polling in a loop: this poll comes straight after the previous
+	 * poll or post returned (a bandwidth loop posts between polls).
+	 * A program that returns to poll only now and then, or that waits
+	 * elsewhere between polls (perftest's write_lat spins on memory),
+	 * leaves the socket with the progress thread. */
+	bool looping = now - __atomic_load_n(&dev->app_exit_ns, __ATOMIC_RELAXED) < SRT_BUSY_POLL_GAP_NS;
+	judge_return(dev, now);
+	if (looping)
+		__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
 	got = rnic_cq_poll(cq, n, wc);
 	if (got == 0) {
-		drive_from_app(dev);
+		if (looping)
+			take_socket(dev, now);
+		drive_from_app(dev, now);
 		got = rnic_cq_poll(cq, n, wc);
 	}
 	if (got > 0) {
 		/* A completion may end the polling (a program that now waits
 		 * on memory, or sleeps): the socket goes back to the progress
-		 * thread. */
-		hand_back(dev);
+		 * thread, unless after its previous completion the program
+		 * came straight back to post or poll (a bandwidth loop, a
+		 * ping-pong on the CQ); such a program keeps it, or takes it
+		 * if it polls in a loop.  Handing back and taking over again
+		 * costs two epoll_ctl calls, and packets arriving in between
+		 * wake the progress thread, which then waits for the lock
+		 * (measured: 20% of a core in ib_write_bw's client).  If such
+		 * a program does stop polling now, the progress thread takes
+		 * the socket back after SRT_POLL_HANDOFF_NS. */
+		if (!dev->keeps_polling)
+			hand_back(dev);
+		else if (looping)
+			take_socket(dev, now);
+		dev->judge_gap = true;
 		dev->app_empty_since_ns = 0;
 	} else if (!dev->app_empty_since_ns) {
-		dev->app_empty_since_ns = dev->app_last_empty_ns;
+		dev->app_empty_since_ns = now;
 	} else {
-		yield = dev->app_last_empty_ns - dev->app_empty_since_ns >= SRT_POLL_YIELD_AFTER_NS;
+		yield = now - dev->app_empty_since_ns >= SRT_POLL_YIELD_AFTER_NS;
 	}
 	srt_unlock(dev);
 	if (yield)
 		sched_yield();
+	/* The program gets control back now: the time spent sending at
+	 * unlock, or yielding to another thread, is not the program away
+	 * from polling. */
+	__atomic_store_n(&dev->app_exit_ns, srt_now(), __ATOMIC_RELAXED);
 	return got;
 }
 
@@ -504,12 +593,23 @@ int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr
 	bool wake = false;
 	int ret;
 
+	uint64_t now = srt_now();
+
 	srt_lock(dev);
-	ret = rnic_post_send(qp, wr, bad, srt_now());
+	judge_return(dev, now);
+	/* A thread that posts is as busy as one that polls: a bandwidth
+	 * loop posts for milliseconds between polls, and the socket stays
+	 * with it meanwhile (what arrives waits in the socket buffer for its
+	 * next poll) instead of going back to the progress thread, which
+	 * would then contend with it for the lock on every packet. */
+	if (dev->app_polling)
+		__atomic_store_n(&dev->app_poll_ns, now, __ATOMIC_RELEASE);
+	ret = rnic_post_send(qp, wr, bad, now);
 	/* A polling application thread runs the timers itself. */
 	if (!dev->app_polling)
 		wake = rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE);
-	srt_unlock(dev);
+	srt_unlock(dev);        /* sends what the post produced */
+	__atomic_store_n(&dev->app_exit_ns, srt_now(), __ATOMIC_RELAXED);
 	if (wake)
 		wake_thread(dev);
 	return ret;
@@ -553,72 +653,109 @@ static void *progress_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 
+	uint64_t last_rx_ns = 0;        /* this thread's last packet (spinning) */
+	/* The poll set, rebuilt under the lock (multicast groups change). */
+	struct pollfd fds[3 + SRT_MCAST_MAX];
+	struct srt_udp *group[SRT_MCAST_MAX];
+	int ngroups = 0;
+	bool must_lock = true;          /* first round, or something happened */
+
 	while (!__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE)) {
+		/* app_poll_ns first: then it is not later than now. */
+		uint64_t poll_ns = __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE);
 		uint64_t now = srt_now();
-		uint64_t deadline, wake_at;
-		struct pollfd fds[3 + SRT_MCAST_MAX];
-		struct srt_udp *group[SRT_MCAST_MAX];
-		int ngroups, nfds;
+		uint64_t wake_at;
+		bool spin = false;
+		bool stats_due = now - dev->last_publish_ns >= SRT_STATS_PERIOD_NS;
 
-		srt_lock(dev);
-		/* An application thread that stopped polling without saying so
-		 * (runtime.h): take the socket back. */
-		if (dev->app_polling &&
-		    now - __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) >= SRT_POLL_HANDOFF_NS) {
-			dev->app_polling = false;
-			socket_to_thread(dev, true);
-			dev->handoff_timeouts++;
+		dev->thread_wakeups++;  /* racy statistic: only this thread writes it */
+		if (!must_lock && __atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE) &&
+		    now - poll_ns < SRT_POLL_HANDOFF_NS) {
+			/* An application thread polls: it reads the socket and
+			 * fires the timers.  Leave the lock to it: waiting for
+			 * the lock behind a busy poller makes each of its
+			 * unlocks wake this thread, which mostly finds the lock
+			 * taken again (measured in ib_write_bw's client: 9000
+			 * futex calls a second and a fifth of a core). */
+			wake_at = poll_ns + SRT_POLL_HANDOFF_NS;
+			if (dev->last_publish_ns + SRT_STATS_PERIOD_NS < wake_at)
+				wake_at = dev->last_publish_ns + SRT_STATS_PERIOD_NS;
+			__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
+		} else {
+			must_lock = false;
+			srt_lock(dev);
+			/* Waiting for the lock took time, and app_poll_ns may
+			 * have moved past the `now` read before it. */
+			now = srt_now();
+			/* An application thread that stopped polling without
+			 * saying so (runtime.h): take the socket back. */
+			if (dev->app_polling && now - __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) >=
+						       SRT_POLL_HANDOFF_NS) {
+				__atomic_store_n(&dev->app_polling, false, __ATOMIC_RELEASE);
+				socket_to_thread(dev, true);
+				dev->handoff_timeouts++;
+			}
+			if (!dev->app_polling) {
+				int got = receive_packets(dev, &dev->udp);
+				dev->rx_by_thread += (uint64_t)got;
+				if (got > 0)
+					last_rx_ns = now;
+			}
+			spin = !dev->app_polling && now - last_rx_ns < SRT_THREAD_SPIN_NS;
+			if (rnic_next_deadline(dev->rnic) <= now)
+				rnic_advance(dev->rnic, now);
+			uint64_t deadline = rnic_next_deadline(dev->rnic);
+			ngroups = srt_mcast_poll_set(&dev->mcast, fds + 2, group, SRT_MCAST_MAX);
+
+			/* The next stats refresh (a due one is published below). */
+			wake_at = dev->last_publish_ns + SRT_STATS_PERIOD_NS;
+			if (wake_at <= now || wake_at > now + SRT_STATS_PERIOD_NS)
+				wake_at = now + SRT_STATS_PERIOD_NS;
+			if (deadline < wake_at)
+				wake_at = deadline;
+			if (dev->app_polling) {
+				uint64_t handoff = __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) +
+						   SRT_POLL_HANDOFF_NS;
+				if (handoff < wake_at)
+					wake_at = handoff;
+			}
+			/* ACKs this thread made wait for the application's next
+			 * send (a program that answers what it received, or one
+			 * that waits on memory for a WRITE and then writes
+			 * back); then this thread wakes when they must leave. */
+			uint64_t ride = ride_deadline(dev, now);
+			dev->acks_may_ride = ride > now && ride != UINT64_MAX;
+			if (dev->acks_may_ride && ride < wake_at)
+				wake_at = ride;
+			/* Read by posting threads under the lock (srt_post_send). */
+			__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
+			srt_unlock(dev);
 		}
-		dev->thread_wakeups++;
-		if (!dev->app_polling)
-			dev->rx_by_thread += (uint64_t)receive_packets(dev, &dev->udp);
-		if (rnic_next_deadline(dev->rnic) <= now)
-			rnic_advance(dev->rnic, now);
-		deadline = rnic_next_deadline(dev->rnic);
-		ngroups = srt_mcast_poll_set(&dev->mcast, fds + 2, group, SRT_MCAST_MAX);
 
-		/* The next stats refresh (a due one is published below). */
-		wake_at = dev->last_publish_ns + SRT_STATS_PERIOD_NS;
-		if (wake_at <= now || wake_at > now + SRT_STATS_PERIOD_NS)
-			wake_at = now + SRT_STATS_PERIOD_NS;
-		if (deadline < wake_at)
-			wake_at = deadline;
-		if (dev->app_polling) {
-			uint64_t handoff = __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) + SRT_POLL_HANDOFF_NS;
-			if (handoff < wake_at)
-				wake_at = handoff;
-		}
-		/* ACKs this thread made wait for the application's next send
-		 * (a program that answers what it received, or one that waits
-		 * on memory for a WRITE and then writes back); then this
-		 * thread wakes when they must leave. */
-		uint64_t ride = ride_deadline(dev, now);
-		dev->acks_may_ride = ride > now && ride != UINT64_MAX;
-		if (dev->acks_may_ride && ride < wake_at)
-			wake_at = ride;
-		/* Read by posting threads under the lock (srt_post_send). */
-		__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
-		srt_unlock(dev);
+		if (stats_due)
+			publish_stats_soon(dev, now);
 
-		if (now - dev->last_publish_ns >= SRT_STATS_PERIOD_NS)
-			publish_stats(dev, now);
-
-		uint64_t wait = wake_at > now ? wake_at - now : 0;
+		uint64_t wait = wake_at > now && !spin ? wake_at - now : 0;
 		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ull),
 				       .tv_nsec = (long)(wait % 1000000000ull) };
 		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
 		fds[1] = (struct pollfd){ .fd = dev->wake_fd, .events = POLLIN };
-		nfds = 2 + ngroups;
+		int nfds = 2 + ngroups;
 		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
 			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
 		int ready = ppoll(fds, (nfds_t)nfds, &ts, NULL);
-		if (ready <= 0)
+		if (ready <= 0) {
+			if (spin)
+				sched_yield();
 			continue;
+		}
+		/* The socket (handed back to this thread), a kick, a link
+		 * event: look at everything under the lock next round. */
+		must_lock = true;
 		if (fds[1].revents & POLLIN)
 			drain_eventfd(dev->wake_fd);
 		if (nfds > 2 + ngroups && fds[2 + ngroups].revents)
 			follow_link(dev);
-		/* fds[0]: the socket is read at the top of the loop. */
 		if (ngroups) {
 			srt_lock(dev);
 			for (int i = 0; i < ngroups; i++)

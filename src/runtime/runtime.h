@@ -31,17 +31,27 @@
  * Packets the rnic produces while the lock is held are queued and leave
  * in one batch (sendmmsg, UDP GSO) when srt_unlock releases it.
  *
- * Who reads the socket: an application thread that polls an empty CQ
- * (srt_poll_cq) reads the socket itself, without blocking, and the
- * progress thread stops listening to it, so a busy-polling program needs
- * no thread hand-off per packet.  The progress thread takes the socket
- * back when that thread's poll finds a completion (it may now stop
- * polling), when it arms a CQ notification (srt_req_notify_cq: it is
- * about to sleep), or when it has not polled for SRT_POLL_HANDOFF_NS.
- * A thread that keeps polling an empty CQ for more than 10 us yields the
- * CPU after each further empty poll (runtime.c: two busy-polling
- * processes sharing one CPU would otherwise trade it only once per time
- * slice).
+ * Who reads the socket: an application thread that polls a CQ in a loop
+ * (srt_poll_cq: a poll less than 5 us after its previous poll or post
+ * returned) reads the socket itself, without blocking, and the progress
+ * thread stops listening to it and leaves the device lock alone, so a
+ * busy-polling program needs no thread hand-off per packet.  The
+ * progress thread takes the socket back when that thread's poll finds a
+ * completion and the program did not come straight back after its
+ * previous completion (it may now stop polling: perftest's write_lat
+ * spins on memory), when it arms a CQ notification (srt_req_notify_cq:
+ * it is about to sleep), or when it has neither polled nor posted for
+ * SRT_POLL_HANDOFF_NS.  A thread that keeps polling an empty CQ for more
+ * than 10 us yields the CPU after each further empty poll (runtime.c:
+ * two busy-polling processes sharing one CPU would otherwise trade it
+ * only once per time slice).  The progress thread, when it has the
+ * socket, keeps reading it for 50 us after its last packet before it
+ * sleeps, so a stream of packets does not wake it once per datagram.
+ *
+ * ACKs ride with sends: a plain ACK waits up to 20 us in the transmit
+ * queue for the next packet the process sends, and leaves after it in the
+ * same system call, so a ping-pong turn costs one send and one receive
+ * (runtime.c, SRT_ACK_RIDE_NS; srt_progress_stats counts them).
  */
 #ifndef SOFTRNIC_RUNTIME_H
 #define SOFTRNIC_RUNTIME_H
