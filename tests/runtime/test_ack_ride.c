@@ -190,8 +190,14 @@ static int run_side(int fd, bool server)
 	}
 	rt_barrier(fd);
 
+	srt_lock(dev);
 	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
+	srt_lock(dev);
+	CHECK(rnic_cq_destroy(ep.cq) == 0, "cq_destroy");
+	CHECK(rnic_pd_free(ep.pd) == 0, "pd_free");
+	srt_unlock(dev);
 	srt_close(dev);
 	return 0;
 }
