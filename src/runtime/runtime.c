@@ -81,6 +81,8 @@
  * wire time the peer's retransmit timer allows for (>= 4 us * 2^timeout,
  * and perftest and rdma-core's tests use timeout >= 12: 16 ms). */
 #define SRT_ACK_RIDE_NS (20ull * 1000)
+#define SRT_RIDE_MISSES 4u
+#define SRT_RIDE_PROBE 32u
 /* The progress thread keeps reading the socket without sleeping for this
  * long after it last received something (while no application thread
  * polls).  A stream of packets then finds it awake: no wake-up per
@@ -121,6 +123,8 @@ struct srt_device {
 	 * sleeps no longer than the ride lasts.  Cleared when sent. */
 	bool acks_may_ride;
 	uint64_t ride_since_ns;
+	unsigned ride_misses;           /* waits in a row that ended alone */
+	unsigned ride_probe;            /* ACKs sent at once since the last wait */
 	uint64_t app_poll_ns;           /* last poll in a loop, or post, of the
 	                                   thread that has the socket (atomic) */
 	uint64_t app_timer_scan_ns;     /* under the lock */
@@ -172,13 +176,28 @@ void srt_lock(struct srt_device *dev) { pthread_mutex_lock(&dev->lock); }
 /* Lock held: may what is queued wait for the next unlock?  Only plain
  * ACKs a polling application thread produced, and only for
  * SRT_ACK_RIDE_NS ("ACKs ride with sends" above). */
+/* Lock held: may the queued ACKs start waiting now?  Waiting pays only
+ * when the program answers what it receives; one that does not (a
+ * server that only takes WRITEs, or only receives) would see every ACK
+ * late.  So after SRT_RIDE_MISSES waits in a row ended alone, ACKs leave
+ * at once, except one wait in SRT_RIDE_PROBE, which notices a program
+ * that starts answering. */
+static bool ride_start(struct srt_device *dev, uint64_t now)
+{
+	if (dev->ride_misses >= SRT_RIDE_MISSES && ++dev->ride_probe < SRT_RIDE_PROBE)
+		return false;
+	dev->ride_probe = 0;
+	dev->ride_since_ns = now;
+	return true;
+}
+
 static bool acks_wait(struct srt_device *dev)
 {
 	if (!dev->acks_may_ride || !srt_udp_only_acks(&dev->udp))
 		return false;
 	uint64_t now = srt_now();
-	if (!dev->ride_since_ns)
-		dev->ride_since_ns = now;
+	if (!dev->ride_since_ns && !ride_start(dev, now))
+		return false;
 	return now - dev->ride_since_ns < SRT_ACK_RIDE_NS;
 }
 
@@ -188,8 +207,8 @@ static uint64_t ride_deadline(struct srt_device *dev, uint64_t now)
 {
 	if (!srt_udp_only_acks(&dev->udp))
 		return UINT64_MAX;
-	if (!dev->ride_since_ns)
-		dev->ride_since_ns = now;
+	if (!dev->ride_since_ns && !ride_start(dev, now))
+		return UINT64_MAX;
 	return dev->ride_since_ns + SRT_ACK_RIDE_NS;
 }
 
@@ -200,10 +219,13 @@ void srt_unlock(struct srt_device *dev)
 	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
 		if (dev->ride_since_ns) {
 			const struct srt_tx_queue *q = dev->udp.txq;
-			if (q->not_acks)
+			if (q->not_acks) {
 				dev->acks_rode += q->n - q->not_acks;
-			else
+				dev->ride_misses = 0;
+			} else {
 				dev->acks_alone += q->n;
+				dev->ride_misses++;
+			}
 		}
 		srt_udp_flush(&dev->udp);
 		dev->acks_may_ride = false;

@@ -13,7 +13,9 @@
  *      quiet without another call: its held ACK must still leave soon
  *      (the progress thread sends it within the hand-off time);
  *   3. the receiving side never polls: the progress thread made the ACK,
- *      holds it at most SRT_ACK_RIDE_NS, then sends it.
+ *      holds it at most SRT_ACK_RIDE_NS, then sends it;
+ *   4. one way: the receiving side polls but never answers: after a few
+ *      waits that ended alone, its ACKs stop waiting.
  * In 2 and 3 the sender's completion must come within 100 ms, with no
  * retransmission.
  */
@@ -29,6 +31,7 @@
 #define BUF_LEN 65536u
 #define MSG_LEN 8u
 #define ROUNDS 300
+#define ONE_WAY 200
 #define OFF_SEND 0u
 #define OFF_RECV 4096u
 /* The quiet checks allow this much; the retransmit timer is ~1 s. */
@@ -187,6 +190,31 @@ static int run_side(int fd, bool server)
 		rt_barrier(fd);
 		struct ibv_wc wc = poll_one(&ep, "server late RECV");
 		CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+	}
+	rt_barrier(fd);
+
+	/* 4. One way: the server only receives, it never answers.  Every
+	 *    wait would end alone, so after a few misses ACKs leave at once
+	 *    (one probe in SRT_RIDE_PROBE still waits). */
+	srt_progress_stats(dev, &ps);
+	uint64_t alone0 = ps.acks_alone;
+	for (uint64_t i = 0; i < ONE_WAY; i++) {
+		if (!server) {
+			timed_send(&ep, qp, 10000 + i);
+		} else {
+			struct ibv_wc wc = poll_one(&ep, "server one-way RECV");
+			CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+			CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+		}
+	}
+	rt_barrier(fd);
+	srt_progress_stats(dev, &ps);
+	if (server) {
+		fprintf(stderr, "server: %d one-way SENDs: %llu ACKs waited and left alone\n", ONE_WAY,
+			(unsigned long long)(ps.acks_alone - alone0));
+		CHECK(ps.acks_alone - alone0 <= 8 + ONE_WAY / 16,
+		      "server: %llu of %d ACKs waited for an answer that never came",
+		      (unsigned long long)(ps.acks_alone - alone0), ONE_WAY);
 	}
 	rt_barrier(fd);
 
