@@ -44,9 +44,9 @@
  * SRT_POLL_HANDOFF_NS.  A thread that keeps polling an empty CQ for more
  * than 10 us yields the CPU after each further empty poll (runtime.c:
  * two busy-polling processes sharing one CPU would otherwise trade it
- * only once per time slice).  The progress thread, when it has the
- * socket, keeps reading it for 50 us after its last packet before it
- * sleeps, so a stream of packets does not wake it once per datagram.
+ * only once per time slice).  The progress thread asks the scheduler for
+ * a short time slice (Linux 6.12+), so a packet that wakes it preempts an
+ * application spinning on memory at once.
  *
  * ACKs ride with sends: a plain ACK waits up to 20 us in the transmit
  * queue for the next packet the process sends, and leaves after it in the
