@@ -1,7 +1,8 @@
 /*
  * icrc.c — the RoCEv2 Invariant CRC (IBTA A17.3.3).
  *
- * The ICRC is the Ethernet CRC-32 (as zlib and libdeflate compute it) over
+ * The ICRC is the Ethernet CRC-32 (as zlib and libdeflate compute it;
+ * wire_crc32, crc32.c) over
  *   8 bytes of 0xFF (standing in for the absent IB LRH)
  *   + the IP header with its variant fields set to all-ones
  *       IPv4: TOS, TTL, header checksum;  IPv6: traffic class, flow label,
@@ -17,9 +18,8 @@
  */
 #include <string.h>
 
-#include <libdeflate.h>
-
 #include "wire/bytes.h"
+#include "wire/crc32.h"
 #include "wire/wire.h"
 
 #define LRH_STANDIN 8u
@@ -63,8 +63,8 @@ static uint32_t icrc_compute(const uint8_t *ip_udp, size_t ip_hlen, bool v6, con
 	if (bth > 4)
 		m[n + 4] = 0xff;         /* BTH resv8a: FECN/BECN are variant */
 	n += bth;
-	uint32_t crc = libdeflate_crc32(0, m, n);
-	return libdeflate_crc32(crc, ib + bth, ib_len - bth);
+	uint32_t crc = wire_crc32(0, m, n);
+	return wire_crc32(crc, ib + bth, ib_len - bth);
 }
 
 uint32_t wire_icrc_ip(const uint8_t *ip, size_t ip_len)
@@ -76,7 +76,7 @@ uint32_t wire_icrc_ip(const uint8_t *ip, size_t ip_len)
 	/* The contract wants a decoded packet; anything shorter than its
 	 * IP + UDP headers has no meaningful ICRC, but must not be read past. */
 	if (ip_len < hlen + WIRE_UDP_LEN)
-		return libdeflate_crc32(0, ip, ip_len);
+		return wire_crc32(0, ip, ip_len);
 	return icrc_compute(ip, hlen, v6, ip + hlen + WIRE_UDP_LEN, ip_len - hlen - WIRE_UDP_LEN);
 }
 
@@ -118,7 +118,7 @@ uint32_t wire_icrc_udp_payload(const struct wire_ip *ip, uint16_t sport, const u
 	return icrc_compute(h, hlen, ip->version == 6, ib, ib_len);
 }
 
-/* libdeflate's CRC-32 continues from a previous result, so the pieces
+/* The CRC-32 continues from a previous result, so the pieces
  * after the first (which carries the BTH to mask) are simply chained. */
 uint32_t wire_icrc_udp_payload_pieces(const struct wire_ip *ip, uint16_t sport, const struct wire_piece *piece,
 				      unsigned n)
@@ -133,6 +133,6 @@ uint32_t wire_icrc_udp_payload_pieces(const struct wire_ip *ip, uint16_t sport, 
 		return icrc_compute(h, hlen, ip->version == 6, none, 0);
 	uint32_t crc = icrc_compute(h, hlen, ip->version == 6, piece[0].p, piece[0].len);
 	for (unsigned i = 1; i < n; i++)
-		crc = libdeflate_crc32(crc, piece[i].p, piece[i].len);
+		crc = wire_crc32(crc, piece[i].p, piece[i].len);
 	return crc;
 }
