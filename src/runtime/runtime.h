@@ -46,7 +46,9 @@
  * two busy-polling processes sharing one CPU would otherwise trade it
  * only once per time slice).  The progress thread asks the scheduler for
  * a short time slice (Linux 6.12+), so a packet that wakes it preempts an
- * application spinning on memory at once.
+ * application spinning on memory at once; when it has the socket and the
+ * machine has a CPU to spare (cpu_idle.h), it keeps reading for 50 us
+ * after a packet before it sleeps.
  *
  * ACKs ride with sends: a plain ACK waits up to 20 us in the transmit
  * queue for the next packet the process sends, and leaves after it in the
