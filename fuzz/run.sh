@@ -17,9 +17,15 @@ targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib"
 per=$((total / 3))
 [ "$per" -ge 1 ] || per=1
 
-CC=clang cmake -S "$root" -B "$build" -G Ninja -DSOFTRNIC_FUZZ=ON \
-	-DSOFTRNIC_LAYERS="src/wire;fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" -j2 $targets fuzz_seed_corpus >/dev/null
+mkdir -p "$build"
+# A failing build says why (the log's tail), not just a non-zero status.
+if ! { CC=clang cmake -S "$root" -B "$build" -G Ninja -DSOFTRNIC_FUZZ=ON \
+	-DSOFTRNIC_LAYERS="src/wire;fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	ninja -C "$build" -j2 $targets fuzz_seed_corpus; } >"$build/build.log" 2>&1; then
+	echo "fuzz: build failed (log: $build/build.log)"
+	tail -n 30 "$build/build.log"
+	exit 1
+fi
 
 work=$build/fuzz
 rm -rf "$work/seeds"
