@@ -13,7 +13,7 @@
 #
 # For each run it prints the top symbols and a breakdown of the samples
 # into buckets: kernel UDP/IP stack, syscall entry/exit, scheduler and
-# wakeups, copies, ICRC (libdeflate CRC-32), locking, softrnic's transport
+# wakeups, copies, ICRC (CRC-32), locking, softrnic's transport
 # (the rest of libibverbs.so.1), the application.  The bucket rules are
 # regular expressions on symbol names (bucket_awk below): a heuristic, good
 # for proportions, not a cycle-exact accounting.
@@ -98,7 +98,7 @@ pair() {
 bucket_awk='
 function bucket(dso, sym) {
 	if (sym ~ /memcpy|memmove|copy_user|rep_movs|copy_to_iter|copy_from_iter|copy_page|csum_partial_copy|skb_copy_datagram/) return "copies (user memcpy + kernel copy to/from user)"
-	if (dso ~ /libdeflate/ || sym ~ /crc32/) return "ICRC (libdeflate CRC-32)"
+	if (dso ~ /libdeflate/ || sym ~ /crc32/) return "ICRC (CRC-32)"
 	if (sym ~ /pthread_mutex|lll_lock|lll_unlock|futex/) return "locking (pthread mutex, futex)"
 	if (dso ~ /vdso/) return "perftest clock calibration (gettimeofday busy loop in get_cpu_mhz; outside the timed loop)"
 	if (sym ~ /sched_yield|schedule|finish_task_switch|pick_next|try_to_wake_up|enqueue_task|dequeue_task|update_curr|update_load|psi_|ttwu|select_task_rq|set_next_entity|put_prev|switch_mm|__switch_to|context_switch|idle|hrtimer|ppoll|do_poll|poll_select|do_sys_poll|poll_schedule|eventfd|ep_poll|__pollwait|remove_wait_queue|add_wait_queue|wake_up|do_select|sock_poll|udp_poll|_raw_spin_unlock_irq|rseq|pv_queued_spin|read_tsc|ktime_get/) return "scheduler, wakeups, poll/eventfd"
