@@ -182,9 +182,6 @@ uint64_t srt_now(void)
 
 void srt_lock(struct srt_device *dev) { pthread_mutex_lock(&dev->lock); }
 
-/* Lock held: may what is queued wait for the next unlock?  Only plain
- * ACKs a polling application thread produced, and only for
- * SRT_ACK_RIDE_NS ("ACKs ride with sends" above). */
 /* Lock held: may the queued ACKs start waiting now?  Waiting pays only
  * when the program answers what it receives; one that does not (a
  * server that only takes WRITEs, or only receives) would see every ACK
@@ -200,6 +197,9 @@ static bool ride_start(struct srt_device *dev, uint64_t now)
 	return true;
 }
 
+/* Lock held: may what is queued wait for the next unlock?  Only plain
+ * ACKs, only when the progress thread is sure to come by (acks_may_ride),
+ * and only for SRT_ACK_RIDE_NS ("ACKs ride with sends" above). */
 static bool acks_wait(struct srt_device *dev)
 {
 	if (!dev->acks_may_ride || !srt_udp_only_acks(&dev->udp))
@@ -728,7 +728,7 @@ static void *progress_main(void *arg)
 		bool spin = false;
 		bool stats_due = now - dev->last_publish_ns >= SRT_STATS_PERIOD_NS;
 
-		dev->thread_wakeups++;  /* racy statistic: only this thread writes it */
+		__atomic_fetch_add(&dev->thread_wakeups, 1, __ATOMIC_RELAXED);  /* read by stats */
 		if (!must_lock && __atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE) &&
 		    now - poll_ns < SRT_POLL_HANDOFF_NS) {
 			/* An application thread polls: it reads the socket and
@@ -834,7 +834,8 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
 	srt_lock(dev);
 	*out = (struct srt_progress_stats){
 		.rx_by_app = dev->rx_by_app, .rx_by_thread = dev->rx_by_thread,
-		.thread_wakeups = dev->thread_wakeups, .handoff_timeouts = dev->handoff_timeouts,
+		.thread_wakeups = __atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
+		.handoff_timeouts = dev->handoff_timeouts,
 		.takeover_wakes = dev->takeover_wakes,
 		.udp_sends = dev->udp.tx_sends, .gso_sends = dev->udp.tx_gso_sends,
 		.acks_rode = dev->acks_rode, .acks_alone = dev->acks_alone,
@@ -870,7 +871,8 @@ static void print_stats_at_exit(const struct srt_device *dev)
 		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
 		"acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
 		(unsigned long long)dev->rx_by_app, (unsigned long long)dev->rx_by_thread,
-		(unsigned long long)dev->handoff_timeouts, (unsigned long long)dev->thread_wakeups,
+		(unsigned long long)dev->handoff_timeouts,
+		(unsigned long long)__atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
 		(unsigned long long)dev->takeover_wakes,
 		(unsigned long long)dev->udp.tx_sends, (unsigned long long)dev->udp.tx_gso_sends,
 		(unsigned long long)dev->acks_rode, (unsigned long long)dev->acks_alone,
