@@ -75,15 +75,21 @@
  * wait; measured A/B over 4-6 runs: ib_read_lat 30 us vs 44 without,
  * send/write latency and bandwidth unchanged within the noise. */
 #define SRT_POLL_YIELD_AFTER_NS (10ull * 1000)
-/* ACKs ride with sends: a plain ACK made while an application thread
- * polls waits up to this long in the transmit queue for the next packet
- * this process sends, and leaves in the same system call (see
- * srt_unlock).  A ping-pong program answers within a microsecond or two
- * of its completion, so the ACK and the answer then cost one send and
- * the peer one receive, instead of two each.  The wait is on top of the
- * wire time the peer's retransmit timer allows for (>= 4 us * 2^timeout,
- * and perftest and rdma-core's tests use timeout >= 12: 16 ms). */
+/* ACKs ride with sends: a plain ACK (made by a polling application
+ * thread, or by the progress thread) waits up to this long in the
+ * transmit queue for the next packet this process sends, and leaves after
+ * it in the same system call (see srt_unlock).  A ping-pong program
+ * answers within a microsecond or two of its completion, so the ACK and
+ * the answer then cost one send and the peer one receive, instead of two
+ * each.  The bound: the next unlock after this long sends them; if the
+ * program stops calling the library meanwhile, the progress thread does,
+ * within SRT_POLL_HANDOFF_NS.  Either is far below the peer's retransmit
+ * timer (>= 4 us * 2^timeout; perftest and rdma-core's tests use timeout
+ * >= 12: 16 ms). */
 #define SRT_ACK_RIDE_NS (20ull * 1000)
+/* A program that never answers (ride_start): after this many waits in a
+ * row that ended alone, ACKs leave at once, but for one wait in
+ * SRT_RIDE_PROBE. */
 #define SRT_RIDE_MISSES 4u
 #define SRT_RIDE_PROBE 32u
 /* After its last packet, the progress thread keeps reading the socket for
