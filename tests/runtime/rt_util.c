@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,8 +32,9 @@ void rt_endpoint_fini(struct rt_endpoint *ep)
 {
 	srt_lock(ep->dev);
 	CHECK(rnic_mr_dereg(ep->mr) == 0, "mr_dereg");
+	CHECK(rnic_cq_destroy(ep->cq) == 0, "cq_destroy (QPs still on it?)");
+	CHECK(rnic_pd_free(ep->pd) == 0, "pd_free (objects still in it?)");
 	srt_unlock(ep->dev);
-	/* CQ and PD are freed by the caller after its QPs (EBUSY otherwise). */
 	free(ep->buf);
 }
 
@@ -273,4 +276,32 @@ void rt_barrier(int fd)
 	rt_write_all(fd, &c, 1);
 	rt_read_all(fd, &c, 1);
 	CHECK(c == 'b', "bad barrier byte");
+}
+
+int rt_run_two_processes(int (*side)(int fd, bool server, void *arg), void *arg)
+{
+	int sv[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid_t child = fork();
+	CHECK(child >= 0, "fork: %s", strerror(errno));
+	if (child == 0) {
+		close(sv[0]);
+		_exit(side(sv[1], false, arg));
+	}
+	close(sv[1]);
+	int rc = side(sv[0], true, arg);
+	int status = 0;
+	CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
+	close(sv[0]);
+	return rc;
+}
+
+void rt_swap_info(int fd, const struct rt_qp_info *mine, struct rt_qp_info *peer)
+{
+	rt_write_all(fd, mine, sizeof(*mine));
+	rt_read_all(fd, peer, sizeof(*peer));
 }

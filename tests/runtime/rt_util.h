@@ -46,10 +46,13 @@ struct rt_endpoint {
 };
 
 void rt_endpoint_init(struct rt_endpoint *ep, struct srt_device *dev, size_t buf_len);
+/* Frees MR, CQ, PD and buffer; destroy the endpoint's QPs first. */
 void rt_endpoint_fini(struct rt_endpoint *ep);
 
 struct rnic_qp *rt_qp_create(struct rt_endpoint *ep);
 void rt_qp_info(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t psn, struct rt_qp_info *out);
+/* Send ours, receive the peer's, over the out-of-band exchange fd. */
+void rt_swap_info(int fd, const struct rt_qp_info *mine, struct rt_qp_info *peer);
 /* RESET -> INIT -> RTR -> RTS towards `peer`.  Returns 0 or an errno. */
 int rt_qp_connect(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn, const struct rt_qp_info *peer,
 		  enum ibv_mtu mtu);
@@ -79,6 +82,12 @@ const char *rt_wc_status(enum ibv_wc_status s);
 void rt_write_all(int fd, const void *p, size_t n);
 void rt_read_all(int fd, void *p, size_t n);
 void rt_barrier(int fd);
+
+/* Fork: `side(fd, false, arg)` runs in a child process (the client),
+ * `side(fd, true, arg)` in this one (the server), joined by a stream
+ * socketpair for the out-of-band exchange.  Fails the test if the child
+ * does not exit 0; returns the server's result. */
+int rt_run_two_processes(int (*side)(int fd, bool server, void *arg), void *arg);
 
 void rt_fill(uint8_t *p, size_t len, uint32_t seed);
 bool rt_check(const uint8_t *p, size_t len, uint32_t seed);

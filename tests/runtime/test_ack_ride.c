@@ -21,8 +21,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,8 +96,7 @@ static int run_side(int fd, bool server)
 	uint32_t psn = server ? 0x10 : 0x20;
 	struct rt_qp_info mine, peer;
 	rt_qp_info(&ep, qp, psn, &mine);
-	rt_write_all(fd, &mine, sizeof(mine));
-	rt_read_all(fd, &peer, sizeof(peer));
+	rt_swap_info(fd, &mine, &peer);
 	/* timeout 18: 4.096 us * 2^18 = 1.07 s before any retransmission. */
 	CHECK(rt_qp_connect_timeout(&ep, qp, psn, &peer, srt_active_mtu(dev), 18) == 0, "%s: connect", me);
 	/* Receive WQEs 1000, 1001, ...: four ahead, one more per RECV. */
@@ -236,28 +233,17 @@ static int run_side(int fd, bool server)
 	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
-	srt_lock(dev);
-	CHECK(rnic_cq_destroy(ep.cq) == 0, "cq_destroy");
-	CHECK(rnic_pd_free(ep.pd) == 0, "pd_free");
-	srt_unlock(dev);
 	srt_close(dev);
 	return 0;
 }
 
+static int side_main(int fd, bool server, void *arg)
+{
+	(void)arg;
+	return run_side(fd, server);
+}
+
 int main(void)
 {
-	int sv[2];
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
-	pid_t child = fork();
-	CHECK(child >= 0, "fork");
-	if (child == 0) {
-		close(sv[0]);
-		_exit(run_side(sv[1], false));
-	}
-	close(sv[1]);
-	int rc = run_side(sv[0], true);
-	int status;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
-	return rc;
+	return rt_run_two_processes(side_main, NULL);
 }

@@ -165,10 +165,6 @@ static int run_side(int fd, int side, uint32_t nqp)
 		srt_unlock(dev);
 	}
 	rt_endpoint_fini(&ep);
-	srt_lock(dev);
-	CHECK(rnic_cq_destroy(ep.cq) == 0, "destroy CQ");
-	CHECK(rnic_pd_free(ep.pd) == 0, "free PD");
-	srt_unlock(dev);
 	srt_close(dev);
 	free(qps);
 	free(mine);
@@ -176,29 +172,22 @@ static int run_side(int fd, int side, uint32_t nqp)
 	return 0;
 }
 
+/* rt_run_two_processes: the parent is side 0, the child side 1. */
+static int side_main(int fd, bool server, void *arg)
+{
+	return run_side(fd, server ? 0 : 1, *(const uint32_t *)arg);
+}
+
 int main(int argc, char **argv)
 {
 	uint32_t nqp = DEFAULT_NQP;
-	int sv[2];
 
 	if (argc > 1) {
 		long v = strtol(argv[1], NULL, 10);
 		CHECK(v >= 1 && v <= 1000000, "NQP must be 1..1000000, got %s", argv[1]);
 		nqp = (uint32_t)v;
 	}
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair: %s", strerror(errno));
-	fflush(stdout);
-	pid_t child = fork();
-	CHECK(child >= 0, "fork: %s", strerror(errno));
-	if (child == 0) {
-		close(sv[0]);
-		_exit(run_side(sv[1], 1, nqp));
-	}
-	close(sv[1]);
-	int rc = run_side(sv[0], 0, nqp);
-	int status = 0;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status %d)", status);
+	int rc = rt_run_two_processes(side_main, &nqp);
 	printf("test_scale: ok\n");
 	return rc;
 }

@@ -16,7 +16,6 @@
 #include <netdb.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_util.h"
@@ -42,8 +41,7 @@ static int run_side(int fd, bool server)
 	uint32_t my_psn = server ? 0x123456 : 0xfffff0;   /* client wraps the 24-bit PSN */
 	struct rt_qp_info mine, peer;
 	rt_qp_info(&ep, qp, my_psn, &mine);
-	rt_write_all(fd, &mine, sizeof(mine));
-	rt_read_all(fd, &peer, sizeof(peer));
+	rt_swap_info(fd, &mine, &peer);
 	CHECK(memcmp(mine.gid, peer.gid, 16) != 0, "both processes have the same GID (address)");
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &mine.gid[12], addr, sizeof(addr));
@@ -110,10 +108,6 @@ static int run_side(int fd, bool server)
 	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
-	srt_lock(dev);
-	CHECK(rnic_cq_destroy(ep.cq) == 0, "cq_destroy");
-	CHECK(rnic_pd_free(ep.pd) == 0, "pd_free");
-	srt_unlock(dev);
 	srt_close(dev);
 	fprintf(stderr, "%s: ok\n", me);
 	return 0;
@@ -153,6 +147,12 @@ static int tcp_client(const char *host, const char *port)
 	return -1;
 }
 
+static int side_main(int fd, bool server, void *arg)
+{
+	(void)arg;
+	return run_side(fd, server);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "server"))
@@ -164,18 +164,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	int sv[2];
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
-	pid_t child = fork();
-	CHECK(child >= 0, "fork");
-	if (child == 0) {
-		close(sv[0]);
-		_exit(run_side(sv[1], false));
-	}
-	close(sv[1]);
-	int rc = run_side(sv[0], true);
-	int status;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
-	return rc;
+	return rt_run_two_processes(side_main, NULL);
 }
