@@ -205,21 +205,8 @@ static bool ride_start(struct srt_device *dev, uint64_t now)
 	return true;
 }
 
-/* Lock held: may what is queued wait for the next unlock?  Only plain
- * ACKs, only when the progress thread is sure to come by (acks_may_ride),
- * and only for SRT_ACK_RIDE_NS ("ACKs ride with sends" above). */
-static bool acks_wait(struct srt_device *dev)
-{
-	if (!dev->acks_may_ride || !srt_udp_only_acks(&dev->udp))
-		return false;
-	uint64_t now = srt_now();
-	if (!dev->ride_since_ns && !ride_start(dev, now))
-		return false;
-	return now - dev->ride_since_ns < SRT_ACK_RIDE_NS;
-}
-
-/* Lock held, progress thread: when the ACKs waiting in the queue must
- * leave (UINT64_MAX: none wait). */
+/* Lock held: when the ACKs waiting in the queue must leave (UINT64_MAX:
+ * nothing waits, the queue holds other packets or none). */
 static uint64_t ride_deadline(struct srt_device *dev, uint64_t now)
 {
 	if (!srt_udp_only_acks(&dev->udp))
@@ -227,6 +214,18 @@ static uint64_t ride_deadline(struct srt_device *dev, uint64_t now)
 	if (!dev->ride_since_ns && !ride_start(dev, now))
 		return UINT64_MAX;
 	return dev->ride_since_ns + SRT_ACK_RIDE_NS;
+}
+
+/* Lock held: may what is queued wait for the next unlock?  Only plain
+ * ACKs, only when the progress thread is sure to come by (acks_may_ride),
+ * and only until their ride deadline ("ACKs ride with sends" above). */
+static bool acks_wait(struct srt_device *dev)
+{
+	if (!dev->acks_may_ride)
+		return false;
+	uint64_t now = srt_now();
+	uint64_t deadline = ride_deadline(dev, now);
+	return deadline != UINT64_MAX && now < deadline;
 }
 
 /* Packets the rnic produced under the lock leave here, in one batch
@@ -370,7 +369,6 @@ static void publish_stats_locked(struct srt_device *dev, uint64_t now, struct rn
 	c = *rnic_counters(dev->rnic);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
-	send_all_at_unlock(dev);
 	*out = c;
 	dev->last_publish_ns = now;
 }
@@ -382,6 +380,7 @@ static void publish_stats(struct srt_device *dev, uint64_t now)
 
 	srt_lock(dev);
 	publish_stats_locked(dev, now, &c);
+	send_all_at_unlock(dev);
 	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, now);
 }
@@ -399,10 +398,10 @@ static void publish_stats_soon(struct srt_device *dev, uint64_t now)
 		return;
 	}
 	publish_stats_locked(dev, now, &c);
+	send_all_at_unlock(dev);
 	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, now);
 }
-
 
 /* Check one datagram before the rnic sees it.  Returns true if it may be
  * delivered, and fills rx. */
@@ -862,7 +861,7 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
  * (hand-off timeouts among them), send system calls (GSO sends among
  * them), and the per-source-port sockets open and source ports that fell
  * back to 4791 (udp_port.c). */
-static void print_stats_at_exit(const struct srt_device *dev)
+static void print_stats_at_exit(struct srt_device *dev)
 {
 	const char *want = getenv("SOFTRNIC_STATS_AT_EXIT");
 	const struct srt_stats_file *f = dev->stats.map;
@@ -876,17 +875,17 @@ static void print_stats_at_exit(const struct srt_device *dev)
 	RNIC_COUNTER_LIST(PRINT_NONZERO)
 #undef PRINT_NONZERO
 	fprintf(stderr, "\n");
+	struct srt_progress_stats ps;
+	srt_progress_stats(dev, &ps);
 	fprintf(stderr, "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
 		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
 		"acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
-		(unsigned long long)dev->rx_by_app, (unsigned long long)dev->rx_by_thread,
-		(unsigned long long)dev->handoff_timeouts,
-		(unsigned long long)__atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
-		(unsigned long long)dev->takeover_wakes,
-		(unsigned long long)dev->udp.tx_sends, (unsigned long long)dev->udp.tx_gso_sends,
-		(unsigned long long)dev->acks_rode, (unsigned long long)dev->acks_alone,
-		(unsigned long long)dev->udp.tx_errors, dev->udp.sport_sockets,
-		(unsigned long long)dev->udp.tx_sport_fallbacks);
+		(unsigned long long)ps.rx_by_app, (unsigned long long)ps.rx_by_thread,
+		(unsigned long long)ps.handoff_timeouts, (unsigned long long)ps.thread_wakeups,
+		(unsigned long long)ps.takeover_wakes, (unsigned long long)ps.udp_sends,
+		(unsigned long long)ps.gso_sends, (unsigned long long)ps.acks_rode,
+		(unsigned long long)ps.acks_alone, (unsigned long long)dev->udp.tx_errors,
+		dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);
 }
 
 static void destroy_device(struct srt_device *dev)

@@ -661,12 +661,15 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 
 /* ---- batched transmit ---------------------------------------------------- */
 
-/* A plain ACK: BTH + AETH whose syndrome says ACK (IBTA 9.7.5.2.1,
- * table 44: bits 6:5 = 00), no payload. */
+/* A plain ACK: BTH + AETH whose syndrome says ACK (IBTA 9.3.5), no
+ * payload. */
 static bool plain_ack(const struct rnic_tx *tx)
 {
-	return tx->ib_len == WIRE_BTH_LEN + WIRE_AETH_LEN + WIRE_ICRC_LEN && !tx->payload_len &&
-	       tx->ib[0] == WIRE_OP_ACK && ((tx->ib[WIRE_BTH_LEN] >> 5) & 3) == WIRE_AETH_ACK;
+	if (tx->ib_len != WIRE_BTH_LEN + WIRE_AETH_LEN + WIRE_ICRC_LEN || tx->payload_len ||
+	    tx->ib[0] != WIRE_OP_ACK)
+		return false;
+	struct wire_aeth aeth = { .syndrome = tx->ib[WIRE_BTH_LEN] };
+	return wire_aeth_kind(&aeth) == WIRE_AETH_ACK;
 }
 
 int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
