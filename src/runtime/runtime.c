@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -159,6 +160,12 @@ struct srt_device {
 	uint64_t rx_by_app, rx_by_thread, handoff_timeouts, thread_wakeups, takeover_wakes;
 	uint64_t acks_rode, acks_alone;
 	pthread_t thread;
+	/* Posted once the progress thread has set itself up: srt_open
+	 * returns only then, so a fork() right after it never copies a
+	 * thread caught half-way through its start (under ASan that start
+	 * allocates, and a child forked then inherits the allocator's lock
+	 * held and hangs in its first malloc). */
+	sem_t thread_ready;
 	int stopping;                   /* atomic */
 	int refcount;                   /* guarded by open_lock */
 	pid_t owner;                    /* process that created the device */
@@ -727,6 +734,7 @@ static void *progress_main(void *arg)
 	struct srt_cpu_idle cpus;
 
 	srt_cpu_idle_open(&cpus);
+	sem_post(&dev->thread_ready);
 
 	while (!__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE)) {
 		/* app_poll_ns first: then it is not later than now. */
@@ -905,6 +913,7 @@ static void destroy_device(struct srt_device *dev)
 	if (dev->ep_fd >= 0)
 		close(dev->ep_fd);
 	pthread_mutex_destroy(&dev->lock);
+	sem_destroy(&dev->thread_ready);
 	free(dev);
 }
 
@@ -928,6 +937,7 @@ static struct srt_device *create_device(void)
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&dev->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
+	sem_init(&dev->thread_ready, 0, 0);
 	srt_mcast_init(&dev->mcast);
 	dev->wake_fd = -1;
 	dev->ep_fd = -1;
@@ -990,6 +1000,8 @@ static struct srt_device *create_device(void)
 		fprintf(stderr, "softrnic: cannot start progress thread: %s\n", strerror(e));
 		goto fail;
 	}
+	while (sem_wait(&dev->thread_ready) != 0 && errno == EINTR)
+		;
 	return dev;
 
 fail:

@@ -142,6 +142,8 @@ static void test_device_lifecycle(void)
 	CHECK(pipe(pipefd) == 0, "pipe");
 	pid_t child = fork();
 	if (child == 0) {
+		alarm(20);   /* a hung child dies and the parent says so */
+		close(pipefd[0]);
 		struct srt_device *cdev = srt_open();
 		uint8_t g[16] = { 0 };
 		if (cdev)
@@ -151,11 +153,11 @@ static void test_device_lifecycle(void)
 		_exit(cdev && w == 16 ? 0 : 1);
 	}
 	uint8_t cg[16];
+	close(pipefd[1]);   /* a child that dies unwritten gives end-of-file */
 	CHECK(read(pipefd[0], cg, 16) == 16, "child GID");
 	int status;
 	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed");
 	close(pipefd[0]);
-	close(pipefd[1]);
 	CHECK(cg[12] == 127 && memcmp(cg, gid->raw, 16) != 0, "child should bind another 127.0.0.N");
 
 	srt_close(dev);
