@@ -63,11 +63,9 @@ command -v "$tool" >/dev/null || die "$tool not found (Debian package perftest)"
 [ -x /usr/bin/time ] || die "/usr/bin/time not found (Debian package time)"
 
 out=$(mktemp -d /tmp/perf_ab.XXXXXX)
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
-}
-trap cleanup EXIT
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+trap bench_stop_jobs EXIT
 trap 'exit 130' INT TERM
 
 port=$((30000 + RANDOM % 20000))
@@ -80,11 +78,7 @@ one_run() {
 	timeout -k 3 120 "${env[@]}" /usr/bin/time -f '%U %S' -o "$base.srv.time" \
 		"${tool_args[@]}" -x 0 -F -p "$port" >"$base.srv" 2>&1 &
 	local srv=$!
-	local i
-	for i in $(seq 200); do
-		[ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && break
-		sleep 0.05
-	done
+	bench_wait_listen "$port"
 	timeout -k 3 120 "${env[@]}" /usr/bin/time -f '%U %S' -o "$base.cli.time" \
 		"${tool_args[@]}" -x 0 -F -p "$port" 127.0.0.1 >"$base.cli" 2>&1
 	local rc=$?

@@ -17,22 +17,12 @@ lib=$build/lib
 [ -e "$lib/libibverbs.so.1" ] || { echo "perf_flags: no $lib/libibverbs.so.1" >&2; exit 100; }
 out=$(mktemp -d /tmp/perf_flags.XXXXXX)
 
-# shellcheck disable=SC2317  # reached through the trap
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
-}
-trap cleanup EXIT
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+trap bench_stop_jobs EXIT
 trap 'exit 130' INT TERM
 
 port=$((30000 + RANDOM % 30000))
-wait_listen() {
-	for _ in $(seq 200); do
-		[ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # Messages with which perftest rejects an option combination by itself,
 # before any verb is called.
@@ -45,7 +35,7 @@ try() { # try LABEL TOOL ARGS...
 	local s=$out/$port.srv c=$out/$port.cli rc_s rc_c srv
 	env LD_LIBRARY_PATH="$lib" timeout -k 3 60 "$tool" -x 0 -F -p "$port" "$@" >"$s" 2>&1 &
 	srv=$!
-	if ! wait_listen "$port"; then
+	if ! bench_wait_listen "$port"; then
 		wait "$srv"; rc_s=$?
 		rc_c=-
 	else

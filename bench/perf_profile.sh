@@ -61,13 +61,10 @@ rm -f "$out/probe.data"
 echo "perf_profile: using $tool_mode; output in $out"
 
 port=$((30000 + RANDOM % 30000))
-wait_listen() {
-	for _ in $(seq 400); do
-		[ -n "$(ss -Hltn "( sport = :$1 )" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+# A server under callgrind starts slowly: 20 s.
+wait_listen() { bench_wait_listen "$1" 20; }
 
 # profiler NAME SIDE: sets prof=(the command prefix that runs a program
 # under the chosen profiler, output $out/NAME.SIDE.*).
