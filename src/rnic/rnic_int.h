@@ -25,18 +25,27 @@
 
 /* Largest number of unacknowledged request packets a requester keeps in
  * flight.  Bounds how much Go-Back-N resends and how much one post_send
- * call transmits.  Large because the window must cover the time the peer's
- * progress thread may wait for a CPU (milliseconds on a loaded 2-core
- * machine): 2048 packets of 4 KiB = 8 MiB.  Measured, ib_write_bw 64 KiB
- * over loopback: window 128 (rxe's figure) ~250 MB/s, 512 ~350-700,
- * 2048 ~750-1000+. */
-#define RNIC_SEND_WINDOW 2048u
+ * call transmits.  It must cover the time the peer's progress thread may
+ * wait for a CPU, but a big one costs too: over loopback the bytes in
+ * flight are socket-buffer memory that the sender's kernel writes and the
+ * receiver reads, and with 8 MiB of it (2048 packets) about half of the
+ * ib_write_bw runs found that memory cold: the kernel's copy into socket
+ * buffers took 3x the time for the same bytes (perf: 786-834 samples
+ * against 237-270) and the run fell to ~1200 MB/s.  Measured, ib_write_bw
+ * 64 KiB, Release, bench/perf_ab.sh, 2026-11-29: window 2048 -> 512,
+ * medians 1220 -> 1813 MiB/s (10 rounds, 512 ahead in 8), ib_send_bw
+ * 1864 -> 2179 (8 rounds); 256 did about as well as 512, 128 worse (1393
+ * against 1761 for 256), as did 128 with the older progress model (~250
+ * MB/s).  Trade-off: a peer whose progress thread waits long for a CPU
+ * stalls the sender sooner; an adaptive window (grow while ACKs come back
+ * fast, as TCP's autotuning does) would fit both. */
+#define RNIC_SEND_WINDOW 512u
 /* ...but all QPs of a device together keep at most this many packets in
  * flight, shared evenly (rnic_send_window): a receiver's socket buffer
  * holds only so much, and 1000 QPs with full windows would overflow it
  * (drops, Go-Back-N, collapse).  Trade-off: idle QPs count too, so many
  * idle QPs shrink the window of a busy one. */
-#define RNIC_DEVICE_WINDOW 2048u
+#define RNIC_DEVICE_WINDOW 512u
 #define RNIC_MIN_SEND_WINDOW 2u
 /* The requester asks for an ACK (BTH.AckReq) on the last packet of every
  * message and on every Nth packet of a long message. */
