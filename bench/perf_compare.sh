@@ -488,8 +488,8 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	awk -v v="$1" -v op="$2" -v t="$3" -v what="${4:-too slow}" 'BEGIN {
 		ok = (op == ">=") ? v >= t : v <= t
 		if (ok) print "met"
-		else if (op == ">=") printf "gap: %.1fx %s\n", t / v, what
-		else printf "gap: %.1fx %s\n", v / t, what }'
+		else if (op == ">=") printf "gap: %.2fx %s\n", t / v, what
+		else printf "gap: %.2fx %s\n", v / t, what }'
 }
 
 {
