@@ -300,8 +300,13 @@ int rt_run_two_processes(int (*side)(int fd, bool server, void *arg), void *arg)
 	return rc;
 }
 
-void rt_swap_info(int fd, const struct rt_qp_info *mine, struct rt_qp_info *peer)
+struct rnic_qp *rt_qp_exchange(struct rt_endpoint *ep, int fd, uint32_t psn, struct rt_qp_info *mine,
+			       struct rt_qp_info *peer)
 {
+	struct rnic_qp *qp = rt_qp_create(ep);
+
+	rt_qp_info(ep, qp, psn, mine);
 	rt_write_all(fd, mine, sizeof(*mine));
 	rt_read_all(fd, peer, sizeof(*peer));
+	return qp;
 }

@@ -51,8 +51,10 @@ void rt_endpoint_fini(struct rt_endpoint *ep);
 
 struct rnic_qp *rt_qp_create(struct rt_endpoint *ep);
 void rt_qp_info(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t psn, struct rt_qp_info *out);
-/* Send ours, receive the peer's, over the out-of-band exchange fd. */
-void rt_swap_info(int fd, const struct rt_qp_info *mine, struct rt_qp_info *peer);
+/* A new QP on ep with send PSN psn; *mine describes it, and it is swapped
+ * for the peer's description (*peer) over the out-of-band exchange fd. */
+struct rnic_qp *rt_qp_exchange(struct rt_endpoint *ep, int fd, uint32_t psn, struct rt_qp_info *mine,
+			       struct rt_qp_info *peer);
 /* RESET -> INIT -> RTR -> RTS towards `peer`.  Returns 0 or an errno. */
 int rt_qp_connect(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_psn, const struct rt_qp_info *peer,
 		  enum ibv_mtu mtu);

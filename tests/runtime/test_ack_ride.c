@@ -92,11 +92,9 @@ static int run_side(int fd, bool server)
 
 	struct rt_endpoint ep;
 	rt_endpoint_init(&ep, dev, BUF_LEN);
-	struct rnic_qp *qp = rt_qp_create(&ep);
 	uint32_t psn = server ? 0x10 : 0x20;
 	struct rt_qp_info mine, peer;
-	rt_qp_info(&ep, qp, psn, &mine);
-	rt_swap_info(fd, &mine, &peer);
+	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, psn, &mine, &peer);
 	/* timeout 18: 4.096 us * 2^18 = 1.07 s before any retransmission. */
 	CHECK(rt_qp_connect_timeout(&ep, qp, psn, &peer, srt_active_mtu(dev), 18) == 0, "%s: connect", me);
 	/* Receive WQEs 1000, 1001, ...: four ahead, one more per RECV. */

@@ -37,11 +37,9 @@ static int run_side(int fd, bool server)
 
 	struct rt_endpoint ep;
 	rt_endpoint_init(&ep, dev, BUF_LEN);
-	struct rnic_qp *qp = rt_qp_create(&ep);
 	uint32_t my_psn = server ? 0x123456 : 0xfffff0;   /* client wraps the 24-bit PSN */
 	struct rt_qp_info mine, peer;
-	rt_qp_info(&ep, qp, my_psn, &mine);
-	rt_swap_info(fd, &mine, &peer);
+	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, my_psn, &mine, &peer);
 	CHECK(memcmp(mine.gid, peer.gid, 16) != 0, "both processes have the same GID (address)");
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &mine.gid[12], addr, sizeof(addr));
