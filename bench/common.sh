@@ -9,6 +9,12 @@ bench_stop_jobs() {
 	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
 }
 
+# The median of the numbers on standard input, one per line ("n/a" when
+# there are none; the mean of the middle two, to 3 decimals, when even).
+bench_median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # bench_wait_listen PORT [SECONDS]: until something listens on TCP PORT
 # (at most SECONDS, default 10).
 bench_wait_listen() {

@@ -108,15 +108,14 @@ for r in $(seq "$rounds"); do
 	printf '  round %d: A %s | B %s\n' "$r" "$(tail -1 "$out/0")" "$(tail -1 "$out/1")"
 done
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for k in 0 1; do
 	name=$([ "$k" = 0 ] && echo A || echo B)
 	printf '%s: result median %s (%s), CPU s median %s\n' "$name" \
-		"$(awk '{ print $1 }' "$out/$k" | median)" "$(awk '{ printf "%s ", $1 }' "$out/$k")" \
-		"$(awk '{ print $2 }' "$out/$k" | median)"
+		"$(awk '{ print $1 }' "$out/$k" | bench_median)" "$(awk '{ printf "%s ", $1 }' "$out/$k")" \
+		"$(awk '{ print $2 }' "$out/$k" | bench_median)"
 done
-ma=$(awk '{ print $1 }' "$out/0" | median)
-mb=$(awk '{ print $1 }' "$out/1" | median)
+ma=$(awk '{ print $1 }' "$out/0" | bench_median)
+mb=$(awk '{ print $1 }' "$out/1" | bench_median)
 higher_better=1
 case "$tool" in *_lat) higher_better=0 ;; esac
 wins=$(paste -d' ' "$out/0" "$out/1" | awk -v h="$higher_better" '{ if ((h && $3 > $1) || (!h && $3 < $1)) w++ } END { print w + 0 }')

@@ -115,6 +115,8 @@ sockperf_size=14 # sockperf refuses less than its 14-byte header
 
 # ---- preflight ----------------------------------------------------------------
 
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
 die() { echo "perf_compare: $*" >&2; exit 1; }
 [ -e "$lib/libibverbs.so.1" ] || die "no $lib/libibverbs.so.1 (build first: scripts/build.sh, or pass BUILD_DIR)"
 for t in ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat ib_read_lat ib_atomic_lat \
@@ -452,8 +454,7 @@ fi
 
 # median NAME: median of the recorded samples ("n/a" when none).
 median() {
-	awk -F'\t' -v n="$1" '$1 == n && $2 != "" { print $2 }' "$results" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	awk -F'\t' -v n="$1" '$1 == n && $2 != "" { print $2 }' "$results" | bench_median
 }
 count() { awk -F'\t' -v n="$1" '$1 == n { c++ } END { print c + 0 }' "$results"; }
 # calc EXPR: awk arithmetic on medians; "n/a" if any operand is missing.
