@@ -367,29 +367,26 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 
 /* ---- progress thread ---------------------------------------------------- */
 
-/* The rnic's counters plus the drops the runtime makes before the rnic
- * sees a packet (lock held). */
-static void publish_stats_locked(struct srt_device *dev, uint64_t now, struct rnic_counters *out)
+/* Lock held: publish the rnic's counters plus the drops the runtime
+ * makes before the rnic sees a packet, releasing the lock once they are
+ * read (the shared-memory write needs no lock). */
+static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 {
-	struct rnic_counters c;
+	struct rnic_counters c = *rnic_counters(dev->rnic);
 
-	c = *rnic_counters(dev->rnic);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
-	*out = c;
 	dev->last_publish_ns = now;
+	send_all_at_unlock(dev);
+	srt_unlock(dev);
+	srt_stats_publish(&dev->stats, &c, now);
 }
 
 /* Refresh the published counters now. */
 static void publish_stats(struct srt_device *dev, uint64_t now)
 {
-	struct rnic_counters c;
-
 	srt_lock(dev);
-	publish_stats_locked(dev, now, &c);
-	send_all_at_unlock(dev);
-	srt_unlock(dev);
-	srt_stats_publish(&dev->stats, &c, now);
+	publish_stats_and_unlock(dev, now);
 }
 
 /* The progress thread's periodic refresh: skipped while the lock is busy
@@ -398,16 +395,11 @@ static void publish_stats(struct srt_device *dev, uint64_t now)
  * statistic. */
 static void publish_stats_soon(struct srt_device *dev, uint64_t now)
 {
-	struct rnic_counters c;
-
 	if (pthread_mutex_trylock(&dev->lock) != 0) {
 		dev->last_publish_ns = now - SRT_STATS_PERIOD_NS + SRT_STATS_RETRY_NS;
 		return;
 	}
-	publish_stats_locked(dev, now, &c);
-	send_all_at_unlock(dev);
-	srt_unlock(dev);
-	srt_stats_publish(&dev->stats, &c, now);
+	publish_stats_and_unlock(dev, now);
 }
 
 /* Check one datagram before the rnic sees it.  Returns true if it may be
