@@ -6,12 +6,12 @@
 # left in fuzz/artifacts/ of the build directory).
 #
 # usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over 3 targets)
-# env:   SOFTRNIC_VECTORS  capture dir (default ../shared/vectors/rxe)
+# env:   SOFTRNIC_VECTORS  capture dir (default tests/vectors/rxe)
 #        FUZZ_BUILD_DIR    build dir   (default build-fuzz in the source root)
 set -eu
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
-vectors=${SOFTRNIC_VECTORS:-$root/../shared/vectors/rxe}
+vectors=${SOFTRNIC_VECTORS:-$root/tests/vectors/rxe}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib"
 per=$((total / 3))

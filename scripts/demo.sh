@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
 bin=$build/bin
 lib=$build/lib
-vectors=$(realpath ../shared/vectors/rxe 2>/dev/null || true)
+vectors=$(realpath tests/vectors/rxe)
 port_base=$((20000 + RANDOM % 20000))
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }

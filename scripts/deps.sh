@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # deps.sh — install the Debian 12 packages softrnic needs to build, test and
-# demo.  Idempotent; skips apt when everything is already there.  Run as
-# root (or with sudo available).
+# demo.  Idempotent.  As root (a new machine, CI) it always runs
+# `apt-get update` and `apt-get install` over the whole list: a no-op when
+# everything is present, and the same install path a new machine takes, so
+# a mistake in it shows on every run.  As another user it goes through sudo,
+# and only when something is missing (no password prompt on every test run).
+# tests/scripts/deps_test.sh runs this file against stub commands.
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libdeflate-dev                       # CRC32 for the ICRC
   libibverbs-dev ibverbs-utils         # verbs.h to build against; ibv_devinfo, ibv_*_pingpong
+  librdmacm-dev                        # rdma_cma.h to build librdmacm.so.1 against
   perftest rdmacm-utils python3-pyverbs # unmodified rdma-core programs run on softrnic
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
@@ -19,14 +24,23 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+
+# The command prefix: nothing as root, sudo (keeping DEBIAN_FRONTEND) otherwise.
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "deps: all ${#PACKAGES[@]} packages present"
+    exit 0
+  fi
+  command -v sudo >/dev/null || { echo "deps: not root and no sudo; install as root: ${missing[*]}" >&2; exit 1; }
+  as_root=(sudo --preserve-env=DEBIAN_FRONTEND)
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO -E apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#PACKAGES[@]} packages present; checking the install path anyway (root)"
+else
+  echo "deps: installing ${missing[*]}"
+fi
+"${as_root[@]}" apt-get update -q
+"${as_root[@]}" apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"

@@ -1,6 +1,6 @@
 /*
  * pcap.h — read and write classic libpcap files (linktype Ethernet), the
- * format of the kernel captures in shared/vectors and of softrnic's own
+ * format of the kernel captures in tests/vectors and of softrnic's own
  * capture option.  Self-contained (no libpcap dependency); this is the only
  * file of wire/ that does I/O, and it is used by tools and tests, never on
  * the data path.

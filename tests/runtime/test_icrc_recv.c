@@ -1,6 +1,6 @@
 /*
  * test_icrc_recv.c — the unknown-IPv4-ID ICRC check (runtime/icrc_recv.c)
- * against the kernel Soft-RoCE captures in shared/vectors/rxe.
+ * against the kernel Soft-RoCE captures in tests/vectors/rxe.
  *
  * Every frame there has a valid ICRC computed over a hashed, non-zero IPv4
  * ID.  For each frame we strip Ethernet/IP/UDP as a socket would, forget

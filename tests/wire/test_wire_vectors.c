@@ -1,6 +1,6 @@
 /*
  * test_wire_vectors.c — the codec against the kernel Soft-RoCE captures
- * (shared/vectors/rxe).  For every frame: it decodes, the ICRC verifies
+ * (tests/vectors/rxe).  For every frame: it decodes, the ICRC verifies
  * (both from the whole IP packet and from the UDP payload + the header
  * fields, as a UDP-socket port computes it), re-encoding the decoded fields
  * with the original Ethernet header reproduces the frame byte for byte, and
