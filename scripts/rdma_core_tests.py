@@ -21,7 +21,8 @@ How it works:
 Exit status: 0 unless a test crashed or hung, the run went over its total
 budget, or the harness itself failed; 77 when the suite is not installed.
 With --strict (or STRICT=1) any non-vendor failure/error also gives a
-non-zero exit.
+non-zero exit, and with --min-pass N so does a pass count below N.  CI
+runs both (tests/conformance/CMakeLists.txt).
 
 Trade-off: one process per test costs about a second of Python start-up
 each, but it keeps one test's leaked or broken state (a wedged QP, a lock
@@ -543,6 +544,9 @@ def parse_args(argv):
                    help='run vendor-specific modules (not counted) or not')
     p.add_argument('--strict', action='store_true', default=os.environ.get('STRICT') == '1',
                    help='exit non-zero if any non-vendor test fails (STRICT=1)')
+    p.add_argument('--min-pass', type=int, default=None,
+                   help='exit non-zero if fewer tests pass than this (the recorded '
+                   'count, tests/conformance/min_pass)')
     p.add_argument('--json', help='also write raw results as JSON here')
     p.add_argument('--log-dir', help='keep per-process logs here '
                    '(default: <build>/rdma_core_tests)')
@@ -601,11 +605,17 @@ def main(argv):
         print(f'{results[t][0].upper()}: {t}: {results[t][1]}')
     print(f'({elapsed:.0f} s; logs in {log_dir})')
     print(summary)
-    if bad:
-        return 1
-    if args.strict and any(results[t][0] in ('fail', 'error') for t in counted):
-        return 1
-    return 0
+    status = 1 if bad else 0
+    if args.strict:
+        for t in counted:
+            if results[t][0] in ('fail', 'error'):
+                print(f'{results[t][0].upper()}: {t}: {results[t][1]}')
+                status = 1
+    if args.min_pass is not None and count['pass'] < args.min_pass:
+        print(f'rdma-core suite: {count["pass"]} passed, fewer than the '
+              f'{args.min_pass} recorded (tests/conformance/min_pass)')
+        status = 1
+    return status
 
 
 if __name__ == '__main__':

@@ -47,9 +47,8 @@ struct rnic_ah *rnic_ah_create(struct rnic_pd *pd, const struct ibv_ah_attr *att
 	ah->attr = *attr;
 	memcpy(ah->dgid.raw, attr->grh.dgid.raw, sizeof(ah->dgid.raw));
 	ah->dscp = attr->grh.traffic_class >> 2;
-	/* Hop limit 0 would not leave the host; like the QP path (qp.c) it
-	 * means "the default", 64. */
-	ah->ttl = attr->grh.hop_limit ? attr->grh.hop_limit : 64;
+	/* Not attr->grh.hop_limit: the route's (RNIC_ROUTE_TTL, rnic.h). */
+	ah->ttl = RNIC_ROUTE_TTL;
 	pd->refs++;
 	pd->r->n_ah++;
 	return ah;

@@ -542,7 +542,7 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 		qp->attr.ah_attr = a->ah_attr;
 		memcpy(qp->dgid.raw, a->ah_attr.grh.dgid.raw, sizeof(qp->dgid.raw));
 		qp->dscp = a->ah_attr.grh.traffic_class >> 2;
-		qp->ttl = a->ah_attr.grh.hop_limit ? a->ah_attr.grh.hop_limit : 64;
+		qp->ttl = RNIC_ROUTE_TTL;  /* not grh.hop_limit: see rnic.h */
 	}
 	if (mask & IBV_QP_PATH_MTU) {
 		/* Clamp to what the device supports, as rxe does. */

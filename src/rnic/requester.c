@@ -138,17 +138,27 @@ static enum req_state req_check_fence(struct rnic_qp *qp, struct req_ctx *c)
 	return qp->req.offset == 0 ? REQ_CHECK_LOCAL : REQ_BUILD_SEND;
 }
 
+static void uc_sent(struct rnic_qp *qp, struct rnic_send_wqe *w, bool done);
+
 static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 {
 	struct rnic_send_wqe *w = c->wqe;
 	/* READ and ATOMIC write into local memory; SEND/WRITE only read it. */
 	int access = is_read_or_atomic(w->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
-	/* A UD message is one packet (IBTA 9.8.1): longer than the MTU is a
-	 * local length error, as in rxe. */
-	if (w->too_long || (qp->type == IBV_QPT_UD && w->length > qp->mtu)) {
+	if (w->too_long) {
 		c->error = IBV_WC_LOC_LEN_ERR;
 		return REQ_LOCAL_ERROR;
+	}
+	/* A UD message is one packet (IBTA 9.8.1).  C10-93.1.1: when it is
+	 * longer than the port's MTU the CI emits no packet for it and
+	 * reports no error: the send completes successfully, nothing is
+	 * delivered and the QP stays in RTS (rxe fakes the same success). */
+	if (qp->type == IBV_QPT_UD && w->length > qp->mtu) {
+		qp->r->ctr.tx_drop_ud_over_mtu++;
+		qp->sq.req++;
+		uc_sent(qp, w, true);
+		return REQ_GET_WQE;
 	}
 	/* ATOMIC WRITE carries exactly 8 bytes, like the other atomics. */
 	if ((is_atomic(w->opcode) || w->opcode == IBV_WR_ATOMIC_WRITE) && w->length != 8) {

@@ -28,7 +28,7 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->max_mr = 16384;
 	cfg->max_sge = 32;
 	cfg->max_inline = 512;
-	cfg->max_rd_atomic = 16;
+	cfg->max_rd_atomic = 128;    /* as rxe (RXE_MAX_QP_RD_ATOM): peers exchange and adopt it */
 	cfg->seed = 1;
 	cfg->max_ah = 65536;
 	cfg->max_mcast_grp = 64;

@@ -49,6 +49,14 @@ struct rnic_gid {
 	uint8_t raw[16];
 };
 
+/* The IP TTL every packet leaves with.  Like the kernel's RoCE providers
+ * (ib_core resolves each RoCEv2 address vector through the route and
+ * replaces the GRH hop limit with the route's, which is 64 by default),
+ * softrnic does not send the AH's hop_limit: ibv_rc_pingpong and perftest
+ * set it to 1, and packets with TTL 1 die at the first router.  The AH and
+ * QP keep the value for ibv_query_qp. */
+#define RNIC_ROUTE_TTL 64
+
 /* One packet to send.  `ib` is the RoCEv2 UDP payload: BTH .. payload ..
  * pad .. 4 ICRC bytes, which the port fills (the ICRC depends on the IP
  * header that only the port knows).  The buffer is valid only during the
@@ -58,7 +66,7 @@ struct rnic_tx {
 	uint16_t sport;         /* UDP source port (flow entropy)     */
 	uint8_t ecn;            /* IP ECN bits to send (ECT(0) = 2)    */
 	uint8_t dscp;           /* IP DSCP (from the AH traffic class) */
-	uint8_t ttl;            /* IP TTL / hop limit (AH hop limit)   */
+	uint8_t ttl;            /* IP TTL / hop limit: RNIC_ROUTE_TTL  */
 	const uint8_t *ib;
 	size_t ib_len;
 	/* Payload by reference (only from an rnic whose port set
@@ -170,7 +178,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(tx_acks) X(rx_acks) X(completions) X(completion_errors)               \
 	X(cnp_sent) X(cnp_received) X(ecn_marked)                              \
 	X(rx_drop_bad_src) X(cq_overflows)                                      \
-	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)
+	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
+	X(tx_drop_ud_over_mtu)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;

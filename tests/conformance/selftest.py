@@ -126,6 +126,13 @@ def main():
         rc, out = run(driver, build, ['--filter', r'test_pass$'], {'STRICT': '1'})
         check(rc == 0 and '1 passed, 0 failed, 0 skipped of 1' in out,
               f'STRICT=1 with all passing exits 0 (got {rc})')
+        rc, out = run(driver, build, ['--filter', r'test_pass$', '--strict', '--min-pass', '1'])
+        check(rc == 0, f'min-pass met exits 0 (got {rc})')
+        rc, out = run(driver, build, ['--filter', r'test_pass$', '--strict', '--min-pass', '2'])
+        check(rc == 1 and 'fewer than the 2 recorded' in out,
+              f'a pass count below min-pass exits 1 (got {rc})')
+        rc, out = run(driver, build, ['--filter', r'test_(pass|fail)$', '--strict'])
+        check('FAIL: tests.test_fake.Outcomes.test_fail' in out, 'strict names the failing test')
         rc, out = run(driver, os.path.join(tmp, 'nowhere'), [])
         check(rc == 2 and 'not found' in out, 'missing build gives a clear error')
 

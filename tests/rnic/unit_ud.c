@@ -9,7 +9,7 @@
  *
  * Cases: send/recv with immediate (completion fields, GRH bytes, the
  * packet on the wire), Q_Key mismatch dropped, controlled ("privileged")
- * Q_Key, message over the MTU (LOC_LEN_ERR, SQE, SQE -> RTS), receive
+ * Q_Key, message over the MTU (C10-93.1.1: silent success, no packet), receive
  * buffer too small, no receive WQE, multicast to several QPs on two
  * rnics with attach/detach rules, AH and WR validation, the UD modify
  * masks, and the IPv6 GRH layout.
@@ -457,7 +457,6 @@ static void test_lengths(void)
 	struct ep a, b;
 	struct rnic_ah *ah;
 	struct ibv_wc wc;
-	struct ibv_qp_attr attr;
 	struct rnic_ah *back;
 
 	net_init(&n, false);
@@ -472,31 +471,36 @@ static void test_lengths(void)
 	CHECK(poll1(b.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 1064);
 	CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
 
-	/* One byte more: LOC_LEN_ERR, nothing sent, the QP enters SQE and
-	 * the WRs behind are flushed; receives still work. */
+	/* One byte more (IBTA C10-93.1.1): no packet is emitted and no error
+	 * reported: the send completes successfully, nothing is delivered,
+	 * the QP stays in RTS and the WRs behind it go out as usual. */
 	uint64_t tx_before = rnic_counters(n.r[0])->tx_packets;
+	CHECK(post_recv(&b, 2, 0, 4096 + 40) == 0);
 	CHECK(post_send(&a, ah, b.qpn, QKEY, 1025, false, 2) == 0);
+	deliver_all(&n);
 	CHECK(rnic_counters(n.r[0])->tx_packets == tx_before);
-	CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_LOC_LEN_ERR && wc.wr_id == 2);
-	CHECK(qp_state(a.qp) == IBV_QPS_SQE);
+	CHECK(rnic_counters(n.r[0])->tx_drop_ud_over_mtu == 1);
+	CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
+	CHECK(poll1(b.rcq, &wc) == 0);
+	CHECK(qp_state(a.qp) == IBV_QPS_RTS);
+	/* Over-MTU sends between normal ones: completions stay in order,
+	 * only the normal ones arrive. */
 	CHECK(post_send(&a, ah, b.qpn, QKEY, 8, false, 3) == 0);
-	CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 3);
+	CHECK(post_send(&a, ah, b.qpn, QKEY, 4096, false, 4) == 0);
+	CHECK(post_send(&a, ah, b.qpn, QKEY, 9, false, 5) == 0);
+	CHECK(post_recv(&b, 3, 0, 1024) == 0);
+	deliver_all(&n);
+	for (uint64_t id = 3; id <= 5; id++)
+		CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == id);
+	CHECK(poll1(b.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 && wc.byte_len == 48);
+	CHECK(poll1(b.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 3 && wc.byte_len == 49);
+	CHECK(rnic_counters(n.r[0])->tx_drop_ud_over_mtu == 2);
 	CHECK(post_recv(&a, 9, 0, 1024) == 0);
 	back = make_ah(b.pd, &n.gid[0]);
 	CHECK(post_send(&b, back, a.qpn, QKEY, 8, false, 1) == 0);
 	deliver_all(&n);
 	CHECK(poll1(a.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9);
 	CHECK(poll1(b.scq, &wc) == 1);
-
-	/* SQE -> RTS resumes sending. */
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	CHECK(rnic_qp_modify(a.qp, &attr, IBV_QP_STATE, 0) == 0);
-	CHECK(post_recv(&b, 2, 0, 1024) == 0);
-	CHECK(post_send(&a, ah, b.qpn, QKEY, 8, false, 4) == 0);
-	deliver_all(&n);
-	CHECK(poll1(a.scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 4);
-	CHECK(poll1(b.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2);
 
 	/* Receive buffer too small for GRH + payload: that WQE completes
 	 * with LOC_LEN_ERR and the QP keeps going (rxe behaviour). */
@@ -665,10 +669,11 @@ static void test_validation(void)
 	CHECK(rnic_pd_free(a.pd) == EBUSY);     /* the AH holds the PD */
 	CHECK(rnic_ah_destroy(NULL) == EINVAL);
 
-	/* The AH's DSCP and TTL reach the port. */
+	/* The AH's DSCP reaches the port; its hop limit (7) does not: the
+	 * TTL is the route's, as on the kernel's RoCE (rnic.h). */
 	CHECK(post_recv(&b, 1, 0, 1024) == 0);
 	CHECK(post_send(&a, ah, b.qpn, QKEY, 4, false, 1) == 0);
-	CHECK(n.last.dscp == 10 && n.last.ttl == 7);
+	CHECK(n.last.dscp == 10 && n.last.ttl == RNIC_ROUTE_TTL);
 	deliver_all(&n);
 
 	/* WR checks: no AH, an AH of another PD, RDMA on UD. */

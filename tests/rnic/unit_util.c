@@ -33,6 +33,9 @@ static void xmit(void *ctx, const struct rnic_tx *tx)
 
 	CHECK(memcmp(tx->dst.raw, l->gid[to].raw, 16) == 0);
 	CHECK(tx->ib_len <= WIRE_MAX_IB_PACKET);
+	/* The QPs of these tests have hop_limit 1 (as ibv_rc_pingpong sets
+	 * it); the packets still leave with the route's TTL. */
+	CHECK(tx->ttl == RNIC_ROUTE_TTL);
 	if (l->drop && l->drop(l, n->id, idx, tx->ib, tx->ib_len))
 		return;
 	enqueue(l, to, tx->ib, tx->ib_len);

@@ -9,6 +9,8 @@
 #     from the QPNs the programs print): RC/UC rdma_get_udp_sport(0, lqpn,
 #     rqpn), the same in both directions; UD 0xC000 + hash_32(qpn, 14),
 #     each side its own QP's,
+#   - IP TTL 64, the route's hop limit, although the programs set the
+#     address handle's hop_limit to 1 (the kernel's RoCE does the same),
 # and that `softrnic decode` finds every ICRC of the capture correct (the
 # ICRC covers the source port).  SOFTRNIC_GSO=0, so the capture shows one
 # datagram per packet.  A last run with GSO on shows what a capture on lo
@@ -103,7 +105,7 @@ qpn_of() { # log
 check_ports() { # pcap kind server-qpn client-qpn min-frames
 	# (A capture cut short by a kill ends in a partial frame, which
 	# tshark reports with a non-zero exit: the frames before it count.)
-	tshark -r "$1" -T fields -e ip.src -e udp.srcport -e udp.dstport > "$work/ports.txt" 2>"$work/tshark_r.log"
+	tshark -r "$1" -T fields -e ip.src -e udp.srcport -e udp.dstport -e ip.ttl > "$work/ports.txt" 2>"$work/tshark_r.log"
 	$PY - "$work/ports.txt" "$2" "$3" "$4" "$5" "$A" "$B" <<'EOF' || exit 1
 import sys
 path, kind, sq, cq, minimum, a, b = sys.argv[1:]
@@ -130,9 +132,13 @@ count = {a: 0, b: 0}
 for n, line in enumerate(open(path), 1):
     if not line.strip():
         continue
-    src, sport, dport = line.split()
+    src, sport, dport, ttl = line.split()
     if src not in want:
         sys.exit("frame %d from %s" % (n, src))
+    # The pingpongs set hop_limit 1; the packets leave with the route's
+    # TTL (64), as on the kernel's RoCE.
+    if int(ttl) != 64:
+        sys.exit("frame %d from %s: TTL %s, expected the route's 64" % (n, src, ttl))
     if int(dport) != 4791 or int(sport) != want[src]:
         sys.exit("frame %d from %s: ports %s -> %s, expected %d -> 4791" % (n, src, sport, dport, want[src]))
     count[src] += 1
