@@ -539,3 +539,16 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pke
 	errno = ENOENT;
 	return -1;
 }
+
+/* For softrnic's librdmacm.so.1 (SOFTRNIC_PRIVATE_1 in libibverbs.map):
+ * the runtime device behind a context this library opened, or NULL (and
+ * errno EINVAL) for anything else. */
+struct srt_device *softrnic_context_device(struct ibv_context *context);
+struct srt_device *softrnic_context_device(struct ibv_context *context)
+{
+	if (!sr_is_our_context(context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return to_sr_ctx(context)->dev;
+}

@@ -243,6 +243,8 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		ud_receive_mcast(r, &pkt, rx);
 		return;
 	}
+	if (gsi_receive(r, &pkt, rx))
+		return;
 	qp = rnic_qp_lookup(r, pkt.bth.dqpn);
 	if (!qp) {
 		r->ctr.rx_drop_unknown_qp++;

@@ -132,6 +132,13 @@ struct rnic_io {
 	 * then builds only the headers of an RC/UC packet whose payload lies
 	 * in one piece, and the port sends the payload from where it is. */
 	bool tx_payload_ref;
+	/* A MAD arrived for QP1 (gsi.c: a UD SEND ONLY to DestQP 1 with the
+	 * GSI Q_Key and a 256-byte payload): src is the sender's GID,
+	 * src_qpn its source QP (1 for the CM).  The bytes are valid only
+	 * during the call; may call rnic_gsi_send.  NULL: MADs are dropped
+	 * (rx_drop_gsi). */
+	void (*gsi_receive)(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			    size_t len);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -179,7 +186,7 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(cnp_sent) X(cnp_received) X(ecn_marked)                              \
 	X(rx_drop_bad_src) X(cq_overflows)                                      \
 	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
-	X(tx_drop_ud_over_mtu)
+	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -321,6 +328,13 @@ int rnic_attach_mcast(struct rnic_qp *qp, const struct rnic_gid *gid, uint16_t l
 int rnic_detach_mcast(struct rnic_qp *qp, const struct rnic_gid *gid, uint16_t lid);
 /* The multicast QPN (IBTA 10.5.2.5: DestQP 0xFFFFFF). */
 #define RNIC_MCAST_QPN 0xffffffu
+
+/* ---- QP1: management datagrams (gsi.c) -------------------------------- */
+
+/* Send one MAD (len 256) from QP1 to QP dst_qpn (1 for the CM) of the host
+ * with GID dst: a UD SEND ONLY with P_Key 0xFFFF and the GSI Q_Key
+ * 0x80010000.  0 or EINVAL. */
+int rnic_gsi_send(struct rnic *r, const struct rnic_gid *dst, uint32_t dst_qpn, const uint8_t *mad, size_t len);
 
 /* ---- packets and time ------------------------------------------------- */
 

@@ -79,8 +79,13 @@ struct rnic {
 	struct rnic_mcast_group *mcast;  /* cfg.max_mcast_grp slots (ud.c) */
 	void (*trace)(void *ctx, const char *line);
 	void *trace_ctx;
+	uint32_t gsi_psn;               /* PSN of the next MAD QP1 sends (gsi.c) */
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
+
+/* A packet for QP1 (gsi.c): true if pkt was addressed to QP1 (it is then
+ * consumed: delivered or dropped and counted). */
+bool gsi_receive(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx);
 
 uint64_t rnic_random(struct rnic *r);
 /* The send window of each QP now (see RNIC_DEVICE_WINDOW). */

@@ -183,6 +183,10 @@ struct srt_device {
 	 * the progress thread's, `port` is read and written under the lock. */
 	struct srt_link link;
 	struct srt_link_state port;
+	/* QP1's owner (srt_set_agent), under the lock; MADs that arrive
+	 * while there is none are counted here. */
+	struct srt_agent agent;
+	uint64_t rx_mad_no_agent;
 };
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -317,7 +321,59 @@ void srt_remove_hooks(struct srt_device *dev, int handle)
 	srt_unlock(dev);
 }
 
+/* ---- the agent (QP1's owner) and the device's timers --------------------- */
+
+/* Lock held: the earliest timer of the rnic and of the agent. */
+static uint64_t device_deadline(const struct srt_device *dev)
+{
+	uint64_t d = rnic_next_deadline(dev->rnic);
+
+	if (dev->agent.next_deadline) {
+		uint64_t a = dev->agent.next_deadline(dev->agent.ctx);
+		if (a < d)
+			d = a;
+	}
+	return d;
+}
+
+/* Lock held: fire what is due at `now` in the rnic and the agent. */
+static void device_advance(struct srt_device *dev, uint64_t now)
+{
+	if (rnic_next_deadline(dev->rnic) <= now)
+		rnic_advance(dev->rnic, now);
+	if (dev->agent.advance && dev->agent.next_deadline(dev->agent.ctx) <= now)
+		dev->agent.advance(dev->agent.ctx, now);
+}
+
+int srt_set_agent(struct srt_device *dev, const struct srt_agent *agent)
+{
+	int e = 0;
+
+	srt_lock(dev);
+	if (agent && dev->agent.gsi_receive)
+		e = EBUSY;
+	else if (agent)
+		dev->agent = *agent;
+	else
+		memset(&dev->agent, 0, sizeof(dev->agent));
+	srt_unlock(dev);
+	if (!e)
+		srt_kick(dev);  /* the progress thread re-reads the deadlines */
+	return e;
+}
+
 /* ---- rnic_io: called by the rnic with the device lock held ---------------- */
+
+static void io_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			   size_t len)
+{
+	struct srt_device *dev = ctx;
+
+	if (dev->agent.gsi_receive)
+		dev->agent.gsi_receive(dev->agent.ctx, src, src_qpn, mad, len, srt_now());
+	else
+		dev->rx_mad_no_agent++;
+}
 
 static void io_xmit(void *ctx, const struct rnic_tx *tx)
 {
@@ -493,7 +549,7 @@ static void hand_back(struct srt_device *dev)
 		return;
 	__atomic_store_n(&dev->app_polling, false, __ATOMIC_RELEASE);
 	socket_to_thread(dev, true);
-	if (rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE))
+	if (device_deadline(dev) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE))
 		wake_thread(dev);
 }
 
@@ -526,10 +582,10 @@ static void drive_from_app(struct srt_device *dev, uint64_t now)
 		dev->acks_may_ride = true;
 	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp);
 	if (now >= dev->app_timer_scan_ns) {
-		uint64_t deadline = rnic_next_deadline(dev->rnic);
+		uint64_t deadline = device_deadline(dev);
 		if (deadline <= now) {
-			rnic_advance(dev->rnic, now);
-			deadline = rnic_next_deadline(dev->rnic);
+			device_advance(dev, now);
+			deadline = device_deadline(dev);
 		}
 		dev->app_timer_scan_ns = deadline < now + SRT_APP_TIMER_SCAN_NS ? deadline
 										 : now + SRT_APP_TIMER_SCAN_NS;
@@ -644,7 +700,7 @@ int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr
 	ret = rnic_post_send(qp, wr, bad, now);
 	/* A polling application thread runs the timers itself. */
 	if (!dev->app_polling)
-		wake = rnic_next_deadline(dev->rnic) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE);
+		wake = device_deadline(dev) < __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE);
 	srt_unlock(dev);        /* sends what the post produced */
 	__atomic_store_n(&dev->app_exit_ns, srt_now(), __ATOMIC_RELAXED);
 	if (wake)
@@ -770,9 +826,9 @@ static void *progress_main(void *arg)
 					last_rx_ns = now;
 				spin = now - last_rx_ns < SRT_THREAD_SPIN_NS && srt_cpu_idle(&cpus, now);
 			}
-			if (rnic_next_deadline(dev->rnic) <= now)
-				rnic_advance(dev->rnic, now);
-			uint64_t deadline = rnic_next_deadline(dev->rnic);
+			if (device_deadline(dev) <= now)
+				device_advance(dev, now);
+			uint64_t deadline = device_deadline(dev);
 			ngroups = srt_mcast_poll_set(&dev->mcast, fds + 2, group, SRT_MCAST_MAX);
 
 			/* The next stats refresh (a due one is published below). */
@@ -971,7 +1027,7 @@ static struct srt_device *create_device(void)
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
-		.mcast = io_mcast, .tx_buffer = io_tx_buffer,
+		.mcast = io_mcast, .tx_buffer = io_tx_buffer, .gsi_receive = io_gsi_receive,
 		/* payloads by reference: safe because srt_unlock flushes */
 		.tx_payload_ref = dev->udp.txq && dev->udp.tx_payload_ref,
 	};

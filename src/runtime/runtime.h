@@ -58,6 +58,7 @@
 #ifndef SOFTRNIC_RUNTIME_H
 #define SOFTRNIC_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rnic/rnic.h"
@@ -75,6 +76,26 @@ struct srt_hooks {
 	void (*cq_event)(void *ctx, struct rnic_cq *cq, void *cq_context);
 	void (*async_event)(void *ctx, enum ibv_event_type type, void *user_obj);
 };
+
+/* The agent: a deterministic protocol machine beside the rnic that owns
+ * QP1 — the connection manager (src/cm), which librdmacm.so.1 attaches.
+ * Every callback runs with the device lock held, from the progress thread
+ * or a polling application thread: gsi_receive gets each MAD that arrived
+ * for QP1 (and may answer with rnic_gsi_send), next_deadline says when the
+ * agent's next timer is due (UINT64_MAX: none) and advance fires what is
+ * due; the runtime sleeps no longer than the earliest of the rnic's and
+ * the agent's deadlines.  One agent per device: srt_set_agent returns
+ * EBUSY if one is set; NULL detaches it (after which MADs are dropped and
+ * counted).  After arming an agent timer outside these callbacks, call
+ * srt_kick so the progress thread re-reads the deadline. */
+struct srt_agent {
+	void *ctx;
+	void (*gsi_receive)(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			    size_t len, uint64_t now);
+	uint64_t (*next_deadline)(void *ctx);
+	void (*advance)(void *ctx, uint64_t now);
+};
+int srt_set_agent(struct srt_device *dev, const struct srt_agent *agent);
 
 /* Open (or take another reference to) this process's device.  NULL with
  * errno set and a message on stderr naming the address and reason when

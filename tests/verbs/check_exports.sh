@@ -13,7 +13,8 @@ sys=$2
 
 # "<kind> <version> <name>", hidden versions keep their parentheses.
 exports() {
-	objdump -T "$1" | awk '$2 == "g" && $4 != "*UND*" && NF >= 7 { print $3, $(NF-1), $NF }' | sort
+	# SOFTRNIC_PRIVATE_*: softrnic's own node, for its librdmacm (libibverbs.map).
+	objdump -T "$1" | awk '$2 == "g" && $4 != "*UND*" && NF >= 7 && $(NF-1) !~ /SOFTRNIC_PRIVATE/ { print $3, $(NF-1), $NF }' | sort
 }
 soname() {
 	objdump -p "$1" | awk '$1 == "SONAME" { print $2 }'
