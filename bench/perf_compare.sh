@@ -14,9 +14,13 @@
 #             ib_write_bw, ib_send_bw, ib_read_bw at 64 KiB (iteration mode,
 #             so bytes moved are exact), ib_send_bw -e (event mode),
 #             ib_write_lat, ib_send_lat, ib_read_lat at 2 bytes, ib_atomic_lat
-#   kernel    iperf3 single-stream TCP (bandwidth), sockperf ping-pong over
-#             UDP and TCP (latency, 14-byte messages: sockperf's minimum,
-#             its own header)
+#   kernel    iperf3 single-stream TCP (bandwidth); BUILD_DIR/bench/udp_pingpong,
+#             a UDP ping-pong whose two processes busy-poll non-blocking
+#             sockets, at 2 bytes (the latency baseline: like perftest, it
+#             never sleeps); sockperf ping-pong over UDP and TCP (14-byte
+#             messages: sockperf's minimum, its own header; sockperf blocks
+#             in recv, so it pays two wake-ups per round trip that perftest
+#             and udp_pingpong do not: a second reference, not like for like)
 # Every measurement is made N times (5; --quick: 1).  Within a round the
 # softrnic and kernel measurements alternate, and every other round runs the
 # list backwards, so slow drift of a shared machine (other builds, thermal)
@@ -25,8 +29,11 @@
 # Like with like for latency: perftest's ib_send_lat / ib_write_lat report
 # half a round trip (t_typical = median ping-pong time / 2), ib_read_lat and
 # ib_atomic_lat a whole one (a READ or atomic is itself a round trip).
-# sockperf is run with --full-rtt, so it reports whole round trips.  The
-# table converts everything to round-trip times (RTT) before dividing.
+# udp_pingpong reports whole round trips (median as perftest takes it, and
+# the mean), and sockperf is run with --full-rtt, so it does too.  The
+# table converts everything to round-trip times (RTT) before dividing.  The
+# headline latency ratio is ib_send_lat's RTT over udp_pingpong's: both
+# busy-poll, both carry 2 bytes, one message in flight.
 #
 # CPU per GiB: user+system time of both processes of a pair (/usr/bin/time,
 # which counts all threads, so softrnic's progress thread too) divided by
@@ -37,7 +44,7 @@
 # without it.
 #
 # Event-mode idle check: (1) an ibv_rc_pingpong -e server waits 5 s for a
-# client; (2) an ib_send_lat -e pair whose client pauses about a second
+# client; (2) an ib_send_lat -e pair whose client pauses 0.4 s
 # before each send (--latency_gap), so the server sleeps in
 # ibv_get_cq_event with nothing in flight.  (Freezing a client with SIGSTOP
 # is no good: a packet caught unacknowledged makes the server's RC QP
@@ -59,7 +66,7 @@
 # 127.0.0.N on UDP 4791 (the runtime picks a free one).
 set -uo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,/^# Every measurement/{/^# Every measurement/!p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 all_args=("$@")
@@ -101,6 +108,7 @@ fi
 build=$(realpath "${build:-$repo/build}")
 lib=$build/lib
 softrnic_cli=$build/bin/softrnic
+udp_pingpong=$build/bench/udp_pingpong
 
 # Sizes of one measurement.  Full: 3-5 minutes for 5 rounds on a
 # 2-core VM; quick: 30-45 s for 1 round.
@@ -111,6 +119,7 @@ else
 fi
 bw_size=65536
 lat_size=2
+busy_iters=10000 busy_warmup=1000 # udp_pingpong: ~0.1 s of round trips
 sockperf_size=14 # sockperf refuses less than its 14-byte header
 
 # ---- preflight ----------------------------------------------------------------
@@ -124,6 +133,7 @@ for t in ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat ib_read_lat 
 	command -v "$t" >/dev/null || die "$t not found (scripts/deps.sh installs perftest, ibverbs-utils, iperf3, sockperf)"
 done
 [ -x /usr/bin/time ] || die "/usr/bin/time not found (Debian package: time)"
+[ -x "$udp_pingpong" ] || die "no $udp_pingpong (built with the project: ninja -C $build)"
 
 out=${out:-$(mktemp -d /tmp/perf_compare.XXXXXX)}
 mkdir -p "$out" || die "cannot create $out"
@@ -250,10 +260,11 @@ perftest_pair() {
 		record "$name.bytes" "$((bytes * iters))"
 		;;
 	*_lat)
-		# #bytes #iterations t_min t_max t_typical ...
-		local typical
-		typical=$(awk '{ print $5 }' <<<"$row")
+		# #bytes #iterations t_min t_max t_typical t_avg ...
+		local typical avg
+		read -r _ _ _ _ typical avg _ <<<"$row"
 		record "$name" "$typical"
+		record "$name.avg" "$avg"
 		;;
 	esac
 }
@@ -304,6 +315,28 @@ sockperf_pair() {
 	record "$name" "$p50"
 }
 
+# busy_udp_pair NAME ROUND: udp_pingpong (both sides spin on non-blocking
+# recv), lat_size bytes; records the median RTT (usec) and NAME.avg, the mean.
+busy_udp_pair() {
+	local name=$1 round=$2
+	local port base=$out/$name.$round
+	port=$(take_port)
+	bg 60 "$base.srv" "$base.srv.err" "$udp_pingpong" server "$port" -T 20
+	local srv=$last_pid
+	wait_listen udp "$port" || { echo "  $name: server did not start" >&2; kill "$srv"; wait "$srv"; return 1; }
+	timeout -k 3 60 "$udp_pingpong" client "$port" -s "$lat_size" -n "$busy_iters" -w "$busy_warmup" \
+		>"$base.cli" 2>&1
+	local rc=$?
+	wait "$srv" 2>/dev/null # it exits on the client's closing datagram
+	[ "$rc" = 0 ] || { echo "  $name: client failed rc=$rc (see $base.cli)" >&2; return 1; }
+	local p50 mean
+	p50=$(awk '/^udp_pingpong:/ { for (i = 2; i <= NF; i++) if ($i ~ /^rtt_p50_us=/) { sub(/.*=/, "", $i); print $i } }' "$base.cli")
+	mean=$(awk '/^udp_pingpong:/ { for (i = 2; i <= NF; i++) if ($i ~ /^rtt_mean_us=/) { sub(/.*=/, "", $i); print $i } }' "$base.cli")
+	[ -n "$p50" ] || { echo "  $name: no median in $base.cli" >&2; return 1; }
+	record "$name" "$p50"
+	record "$name.avg" "$mean"
+}
+
 # ---- the rounds ------------------------------------------------------------------
 
 # One entry per measurement; softrnic and kernel alternate.
@@ -313,8 +346,9 @@ measurements=(
 	"perftest_pair send_bw   ROUND ib_send_bw  -s $bw_size -n $bw_iters"
 	"sockperf_pair udp_rtt   ROUND"
 	"perftest_pair send_lat  ROUND ib_send_lat -s $lat_size -n $lat_iters"
-	"sockperf_pair tcp_rtt   ROUND --tcp"
+	"busy_udp_pair busy_udp_rtt ROUND"
 	"perftest_pair write_lat ROUND ib_write_lat -s $lat_size -n $lat_iters"
+	"sockperf_pair tcp_rtt   ROUND --tcp"
 	"perftest_pair read_bw   ROUND ib_read_bw  -s $bw_size -n $bw_iters"
 	"perftest_pair read_lat  ROUND ib_read_lat -s $lat_size -n $lat_iters"
 	"perftest_pair atomic_lat ROUND ib_atomic_lat -n $lat_iters"
@@ -379,9 +413,10 @@ idle_listen() {
 }
 
 # idle_slow_peer: an ib_send_lat -e pair whose client waits long between
-# its sends (--latency_gap=1000000000: perftest counts the gap in TSC
-# cycles, so about 0.4 s at 2.5 GHz; 2e9 overflows inside perftest and
-# gives no gap at all).  Between two exchanges the server waits in
+# its sends (--latency_gap=400000: perftest 4.5 counts it in microseconds,
+# so 0.4 s per send; it turns it into TSC cycles with its CPU-frequency
+# estimate, where far larger values overflow: 1e9 gives no gap at all on
+# this machine).  Between two exchanges the server waits in
 # ibv_get_cq_event with nothing in flight and no completion due.  Sets
 # idle2 to "STATUS CPU_US WAKEUPS RX_PACKETS" over idle_window seconds.
 idle_slow_peer() {
@@ -394,7 +429,7 @@ idle_slow_peer() {
 	wait_listen tcp "$port" || return 1
 	spid=$(child_of "$srv") || return 1
 	bg 90 "$out/idle2.cli" "$out/idle2.cli.err" "${env[@]}" ib_send_lat -x 0 -F -e -s 2 -n "$idle_iters" -p "$port" \
-		--latency_gap=1000000000 127.0.0.1
+		--latency_gap=400000 127.0.0.1
 	cli=$last_pid
 	rx_of() { # the server's rx_packets; retried, as a read can race the writer
 		local v
@@ -420,8 +455,8 @@ idle_slow_peer() {
 	wait "$srv"; rc_s=$?
 	if [ "$alive" = 0 ]; then
 		# perftest derives the gap from its own CPU-frequency estimate,
-		# which a loaded VM sometimes spoils (it then prints "inf"
-		# latencies elsewhere): no gap, and the run is over too soon.
+		# which a loaded VM can spoil (it then prints "inf" latencies
+		# elsewhere): no gap, and the run is over too soon.
 		echo "  idle check 2: perftest applied no --latency_gap (run ended early); retrying" >&2
 		return 2
 	fi
@@ -479,10 +514,12 @@ w_bw=$(median write_bw) s_bw=$(median send_bw) r_bw=$(median read_bw) e_bw=$(med
 tcp_bw=$(median iperf3)
 w_lat=$(median write_lat) s_lat=$(median send_lat) r_lat=$(median read_lat) a_lat=$(median atomic_lat)
 udp_rtt=$(median udp_rtt) tcp_rtt=$(median tcp_rtt)
+busy_rtt=$(median busy_udp_rtt) busy_mean=$(median busy_udp_rtt.avg)
 rtt2() { # half round trip -> round trip
 	if [ "$1" = n/a ]; then echo n/a; else calc "2 * $1"; fi
 }
 w_rtt=$(rtt2 "$w_lat") s_rtt=$(rtt2 "$s_lat")
+w_mean=$(rtt2 "$(median write_lat.avg)") s_mean=$(rtt2 "$(median send_lat.avg)")
 
 verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	[ "$1" = n/a ] && { echo "no data"; return; }
@@ -510,22 +547,33 @@ verdict() { # verdict VALUE OP TARGET [WHAT]: "met" or the factor missing
 	printf '%-36s %12s %8s  %s\n' "ib_send_lat 2 B [usec]" "$s_lat" "$(count send_lat)" "t_typical = RTT/2 -> RTT $s_rtt"
 	printf '%-36s %12s %8s  %s\n' "ib_read_lat 2 B [usec]" "$r_lat" "$(count read_lat)" "t_typical = full RTT"
 	printf '%-36s %12s %8s  %s\n' "ib_atomic_lat 8 B [usec]" "$a_lat" "$(count atomic_lat)" "t_typical = full RTT"
-	printf '%-36s %12s %8s  %s\n' "sockperf UDP ping-pong RTT [usec]" "$udp_rtt" "$(count udp_rtt)" "--full-rtt, 14 B, p50"
-	printf '%-36s %12s %8s  %s\n' "sockperf TCP ping-pong RTT [usec]" "$tcp_rtt" "$(count tcp_rtt)" "--full-rtt, 14 B, p50"
+	printf '%-36s %12s %8s  %s\n' "UDP busy-poll ping-pong RTT [usec]" "$busy_rtt" "$(count busy_udp_rtt)" "udp_pingpong, 2 B, p50 of $busy_iters; mean $busy_mean"
+	printf '%-36s %12s %8s  %s\n' "sockperf UDP ping-pong RTT [usec]" "$udp_rtt" "$(count udp_rtt)" "--full-rtt, 14 B, p50; blocks in recv"
+	printf '%-36s %12s %8s  %s\n' "sockperf TCP ping-pong RTT [usec]" "$tcp_rtt" "$(count tcp_rtt)" "--full-rtt, 14 B, p50; blocks in recv"
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_write_bw (2 procs)" "$cpu_w" "$(count write_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_write.cpus) s removed"
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw (2 procs)" "$cpu_s" "$(count send_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_send.cpus) s removed"
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_read_bw (2 procs)" "$cpu_r" "$(count read_bw.cpus)" "perftest busy-polls; fixed cost $(median fixed_read.cpus) s removed"
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB ib_send_bw -e (2 procs)" "$cpu_e" "$(count send_bw_ev.cpus)" "event mode; fixed cost $(median fixed_send_ev.cpus) s removed"
 	printf '%-36s %12s %8s  %s\n' "CPU s/GiB iperf3 TCP (2 procs)" "$cpu_tcp" "$(count iperf3.cpu)" ""
 	echo
-	echo "ratios (targets from the performance issue)"
 	ratio() { # label value op target [what]
 		printf '%-44s %8s  target %s %-4s %s\n' "$1" "$2" "$3" "$4" "$(verdict "$2" "$3" "$4" "${5:-}")"
 	}
+	echo "headline latency: softrnic against the busy-poll UDP ping-pong (both spin, 2 B, RTT medians)"
+	ratio "ib_send_lat RTT / UDP busy-poll RTT" "$(calc "$s_rtt / $busy_rtt")" "<=" 1.0
+	ratio "ib_write_lat RTT / UDP busy-poll RTT" "$(calc "$w_rtt / $busy_rtt")" "<=" 1.0
+	printf '%-44s %8s  (2 x t_avg %s usec against the mean %s usec)\n' \
+		"  ib_send_lat / UDP busy-poll, means" "$(calc "$s_mean / $busy_mean")" "$(calc "$s_mean / 2")" "$busy_mean"
+	printf '%-44s %8s  (2 x t_avg %s usec against the mean %s usec)\n' \
+		"  ib_write_lat / UDP busy-poll, means" "$(calc "$w_mean / $busy_mean")" "$(calc "$w_mean / 2")" "$busy_mean"
+	echo
+	echo "ratios (softrnic against the kernel on the same machine)"
 	ratio "ib_write_bw / iperf3" "$(calc "$w_bw / $tcp_bw")" ">=" 1.0
 	ratio "ib_send_bw / iperf3" "$(calc "$s_bw / $tcp_bw")" ">=" 1.0
 	ratio "ib_send_lat RTT / sockperf UDP RTT" "$(calc "$s_rtt / $udp_rtt")" "<=" 1.0
 	ratio "ib_write_lat RTT / sockperf UDP RTT" "$(calc "$w_rtt / $udp_rtt")" "<=" 1.0
+	printf '%-44s %8s  (sockperf blocks in recv: a reference, not like for like)\n' \
+		"  UDP busy-poll RTT / sockperf UDP RTT" "$(calc "$busy_rtt / $udp_rtt")"
 	ratio "ib_read_lat RTT / ib_write_lat RTT" "$(calc "$r_lat / $w_rtt")" "<=" 1.1
 	printf '%-44s %8s  (as printed: read t_typical / write t_typical; not like for like)\n' \
 		"  ib_read_lat / ib_write_lat, raw" "$(calc "$r_lat / $w_lat")"

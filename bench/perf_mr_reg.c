@@ -1,6 +1,6 @@
 /*
- * perf_mr_reg.c — how long ibv_reg_mr takes for a large region (the
- * "Scale" item of the performance issue: registration of a 1 GiB MR).
+ * perf_mr_reg.c — how long ibv_reg_mr takes for a large region (1 GiB
+ * by default).
  *
  * Uses only the verbs API, so it measures whatever libibverbs.so.1 it is
  * run with (softrnic's, linked here; or a real one by LD_LIBRARY_PATH).

@@ -5,7 +5,7 @@
 # crash, leak, sanitizer report or round-trip violation (the reproducer is
 # left in fuzz/artifacts/ of the build directory).
 #
-# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over 3 targets)
+# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over 4 targets)
 # env:   SOFTRNIC_VECTORS  capture dir (default tests/vectors/rxe)
 #        FUZZ_BUILD_DIR    build dir   (default build-fuzz in the source root)
 set -eu
@@ -13,8 +13,8 @@ total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 vectors=${SOFTRNIC_VECTORS:-$root/tests/vectors/rxe}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib"
-per=$((total / 3))
+targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib fuzz_wire_mad"
+per=$((total / 4))
 [ "$per" -ge 1 ] || per=1
 
 mkdir -p "$build"
@@ -29,8 +29,14 @@ fi
 
 work=$build/fuzz
 rm -rf "$work/seeds"
-mkdir -p "$work/seeds/eth" "$work/seeds/ip" "$work/seeds/ib" "$work/artifacts"
+mkdir -p "$work/seeds/eth" "$work/seeds/ip" "$work/seeds/ib" "$work/seeds/mad" "$work/artifacts"
 "$build/fuzz/fuzz_seed_corpus" "$work/seeds" "$vectors"/*.pcap >/dev/null
+# MAD seeds: the 256-byte payload of every UD SEND ONLY (opcode 0x64) of
+# 280 bytes (BTH 12 + DETH 8 + MAD + ICRC 4) among the IB seeds.
+for f in "$work/seeds/ib"/*; do
+	[ "$(wc -c <"$f")" -eq 280 ] && [ "$(od -An -tx1 -N1 "$f" | tr -d ' ')" = 64 ] || continue
+	tail -c +21 "$f" | head -c 256 >"$work/seeds/mad/${f##*/}"
+done
 
 status=0
 for t in $targets; do

@@ -1,6 +1,7 @@
 /*
  * format.c — human-readable text for the codec: error names and messages,
- * and the one-line packet description that `softrnic decode` prints.
+ * and the one-line packet description that `softrnic decode` prints
+ * (including, for a MAD to QP1, the CM message and its key fields).
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wire/mad.h"
 #include "wire/wire.h"
 
 struct err_text {
@@ -35,6 +37,9 @@ static const struct err_text err_texts[WIRE_E_COUNT] = {
 	{ "WIRE_E_NOSPACE", "output buffer too small" },
 	{ "WIRE_E_UDP_CSUM", "UDP checksum mismatch" },
 	{ "WIRE_E_HEADERS", "packet too short for the headers its opcode requires" },
+	{ "WIRE_E_MAD_VERSION", "MAD base or class version not supported" },
+	{ "WIRE_E_MAD_CLASS", "MAD management class is not CM" },
+	{ "WIRE_E_MAD_ATTR", "MAD attribute is not a CM message softrnic decodes" },
 };
 
 static const struct err_text *err_lookup(int err)
@@ -135,6 +140,163 @@ static void put_headers(struct out *o, const struct wire_ib *ib)
 		put(o, " inv-rkey=0x%08" PRIx32, ib->ieth);
 }
 
+/* Private data: how many bytes are in use, i.e. up to the last non-zero
+ * one (the wire always carries the message's full size); `at_least` counts
+ * a header known to be there (RDMA-CM's) as used even where it is zero. */
+static void put_pd(struct out *o, const uint8_t *pd, size_t len, size_t at_least)
+{
+	size_t used = len;
+	while (used > at_least && pd[used - 1] == 0)
+		used--;
+	put(o, " pd=%zuB", used);
+}
+
+static void put_cma_addr(struct out *o, uint8_t ip_version, const uint8_t *addr)
+{
+	char text[INET6_ADDRSTRLEN];
+	if (ip_version == 4)
+		inet_ntop(AF_INET, addr + 12, text, sizeof(text));
+	else
+		inet_ntop(AF_INET6, addr, text, sizeof(text));
+	put(o, ip_version == 4 ? "%s" : "[%s]", text);
+}
+
+static void put_sid(struct out *o, uint64_t sid)
+{
+	uint16_t ps, port;
+	if (wire_rdma_cm_service_id_parse(sid, &ps, &port))
+		put(o, " sid=0x%016" PRIx64 "+%u", wire_rdma_cm_service_id(ps, 0), port);
+	else
+		put(o, " sid=0x%016" PRIx64, sid);
+}
+
+/* Private data of a REQ or SIDR_REQ: with an RDMA-CM service ID it starts
+ * with the IP header of cma.c; show the addresses it names. */
+static void put_req_pd(struct out *o, uint64_t sid, const uint8_t *pd, size_t len)
+{
+	struct wire_cma_hdr h;
+	uint16_t ps, port;
+	if (!wire_rdma_cm_service_id_parse(sid, &ps, &port) || ps == WIRE_RDMA_PS_IB ||
+	    wire_cma_hdr_decode(pd, len, &h) != WIRE_OK) {
+		put_pd(o, pd, len, 0);
+		return;
+	}
+	put_pd(o, pd, len, WIRE_CMA_HDR_LEN);
+	put(o, " ip ");
+	put_cma_addr(o, h.ip_version, h.src_addr);
+	put(o, ":%u->", h.src_port);
+	put_cma_addr(o, h.ip_version, h.dst_addr);
+	put(o, ":%u", port);
+}
+
+static const char *msg_response_name(uint8_t code, bool mra)
+{
+	switch (code) {
+	case WIRE_CM_MSG_REQ: return "REQ";
+	case WIRE_CM_MSG_REP: return "REP";
+	default: return mra ? "LAP" : "other";
+	}
+}
+
+static void put_cm(struct out *o, const struct wire_cm_msg *m)
+{
+	switch (m->hdr.attr_id) {
+	case WIRE_CM_ATTR_REQ: {
+		const struct wire_cm_req *r = &m->req;
+		static const char *const tst[] = { "RC", "UC", "RD", "XRC" };
+		put(o, " lcid=0x%08" PRIx32, r->local_comm_id);
+		put_sid(o, r->service_id);
+		put(o, " %s qpn=0x%06" PRIx32 " psn=0x%06" PRIx32 " mtu=%u rr=%u id=%u retry=%u rnr=%u",
+		    tst[r->transport_service_type], r->local_qpn, r->starting_psn, wire_ib_mtu_bytes(r->path_mtu),
+		    r->responder_resources, r->initiator_depth, r->retry_count, r->rnr_retry_count);
+		if (r->srq)
+			put(o, " srq");
+		put_req_pd(o, r->service_id, r->private_data, sizeof(r->private_data));
+		break;
+	}
+	case WIRE_CM_ATTR_REP: {
+		const struct wire_cm_rep *r = &m->rep;
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32 " qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
+		    " rr=%u id=%u rnr=%u", r->local_comm_id, r->remote_comm_id, r->local_qpn, r->starting_psn,
+		    r->responder_resources, r->initiator_depth, r->rnr_retry_count);
+		if (r->srq)
+			put(o, " srq");
+		put_pd(o, r->private_data, sizeof(r->private_data), 0);
+		break;
+	}
+	case WIRE_CM_ATTR_RTU:
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32, m->rtu.local_comm_id, m->rtu.remote_comm_id);
+		put_pd(o, m->rtu.private_data, sizeof(m->rtu.private_data), 0);
+		break;
+	case WIRE_CM_ATTR_REJ: {
+		const struct wire_cm_rej *r = &m->rej;
+		const char *why = wire_cm_rej_reason_name(r->reason);
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32 " msg=%s reason=%u(%s) ari=%uB",
+		    r->local_comm_id, r->remote_comm_id, msg_response_name(r->message_rejected, false), r->reason,
+		    why ? why : "reserved", r->reject_info_length);
+		put_pd(o, r->private_data, sizeof(r->private_data), 0);
+		break;
+	}
+	case WIRE_CM_ATTR_MRA:
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32 " msg=%s timeout=%u", m->mra.local_comm_id,
+		    m->mra.remote_comm_id, msg_response_name(m->mra.message_mraed, true), m->mra.service_timeout);
+		put_pd(o, m->mra.private_data, sizeof(m->mra.private_data), 0);
+		break;
+	case WIRE_CM_ATTR_DREQ:
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32 " qpn=0x%06" PRIx32, m->dreq.local_comm_id,
+		    m->dreq.remote_comm_id, m->dreq.remote_qpn_eecn);
+		put_pd(o, m->dreq.private_data, sizeof(m->dreq.private_data), 0);
+		break;
+	case WIRE_CM_ATTR_DREP:
+		put(o, " lcid=0x%08" PRIx32 " rcid=0x%08" PRIx32, m->drep.local_comm_id, m->drep.remote_comm_id);
+		put_pd(o, m->drep.private_data, sizeof(m->drep.private_data), 0);
+		break;
+	case WIRE_CM_ATTR_SIDR_REQ:
+		put(o, " rid=0x%08" PRIx32 " pkey=0x%04x", m->sidr_req.request_id, m->sidr_req.pkey);
+		put_sid(o, m->sidr_req.service_id);
+		put_req_pd(o, m->sidr_req.service_id, m->sidr_req.private_data, sizeof(m->sidr_req.private_data));
+		break;
+	case WIRE_CM_ATTR_SIDR_REP: {
+		const struct wire_cm_sidr_rep *r = &m->sidr_rep;
+		put(o, " rid=0x%08" PRIx32 " status=%u", r->request_id, r->status);
+		put_sid(o, r->service_id);
+		put(o, " qpn=0x%06" PRIx32 " qkey=0x%08" PRIx32, r->qpn, r->qkey);
+		put_pd(o, r->private_data, sizeof(r->private_data), 0);
+		break;
+	}
+	}
+}
+
+/* The MAD carried by a UD SEND to QP1 (the GSI): the CM message and its
+ * key fields, or what kind of MAD it is. */
+static void put_mad(struct out *o, const struct wire_ib *ib)
+{
+	struct wire_mad_hdr h;
+	struct wire_cm_msg m;
+	if (wire_mad_decode_hdr(ib->payload, ib->payload_len, &h) != WIRE_OK) {
+		put(o, " MAD-malformed");
+		return;
+	}
+	if (h.mgmt_class != WIRE_MAD_CLASS_CM) {
+		put(o, " MAD class=0x%02x method=0x%02x attr=0x%04x tid=0x%016" PRIx64, h.mgmt_class, h.method,
+		    h.attr_id, h.tid);
+		return;
+	}
+	const char *name = wire_cm_attr_name(h.attr_id);
+	if (name)
+		put(o, " CM %s", name);
+	else
+		put(o, " CM attr=0x%04x", h.attr_id);
+	put(o, " tid=0x%016" PRIx64, h.tid);
+	int err = wire_cm_decode(ib->payload, ib->payload_len, &m);
+	if (err == WIRE_E_MAD_ATTR)
+		return;                 /* ClassPortInfo, LAP, APR: header only */
+	if (err)
+		put(o, " malformed %s", wire_err_name(err));
+	else
+		put_cm(o, &m);
+}
+
 int wire_format_pkt(const struct wire_pkt *pkt, char *out, size_t cap)
 {
 	struct out o = { .buf = out, .cap = out ? cap : 0, .len = 0 };
@@ -166,5 +328,7 @@ int wire_format_pkt(const struct wire_pkt *pkt, char *out, size_t cap)
 		put(&o, " ECN-CE");
 	put_headers(&o, ib);
 	put(&o, " len=%" PRIu32, ib->payload_len);
+	if (ib->bth.opcode == (WIRE_TR_UD | WIRE_OP_SEND_ONLY) && ib->bth.dqpn == WIRE_GSI_QPN && ib->payload)
+		put_mad(&o, ib);
 	return (int)o.len;
 }

@@ -9,6 +9,10 @@
  * UDP length against IP), the UDP checksum if one was sent, and finally
  * the IB transport packet and optionally its ICRC.
  *
+ * A UDP checksum that is wrong is refused (WIRE_E_UDP_CSUM) even when it is
+ * only the partial sum checksum offload leaves (a receiver must refuse it);
+ * wire_udp_csum_state tells such a capture artefact apart, for tools.
+ *
  * Trade-off: bytes after the IP packet are ignored, because Ethernet pads
  * short frames to 60 bytes; a buffer shorter than the IP length says is
  * WIRE_E_TRUNCATED (a cut capture and a lying length look the same).
@@ -40,9 +44,9 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)sum;
 }
 
-/* UDP checksum check (RFC 768 / RFC 8200 8.1): the sum over pseudo-header,
- * UDP header and data, checksum included, folds to 0xffff. */
-static bool udp_csum_ok(const struct wire_ip *ip, const uint8_t *udp, uint16_t udp_len)
+/* Ones-complement sum of the UDP pseudo-header (RFC 768 / RFC 8200 8.1),
+ * not yet folded. */
+static uint32_t udp_pseudo_sum(const struct wire_ip *ip, uint16_t udp_len)
 {
 	uint32_t sum = 0;
 	if (ip->version == 4) {
@@ -52,9 +56,37 @@ static bool udp_csum_ok(const struct wire_ip *ip, const uint8_t *udp, uint16_t u
 		sum = csum_add(sum, ip->src, 16);
 		sum = csum_add(sum, ip->dst, 16);
 	}
-	sum += IPPROTO_UDP_ + udp_len;
-	sum = csum_add(sum, udp, udp_len);
-	return csum_fold(sum) == 0xffff;
+	return sum + IPPROTO_UDP_ + udp_len;
+}
+
+/* UDP checksum check: the sum over pseudo-header, UDP header and data,
+ * checksum included, folds to 0xffff. */
+static bool udp_csum_ok(const struct wire_ip *ip, const uint8_t *udp, uint16_t udp_len)
+{
+	return csum_fold(csum_add(udp_pseudo_sum(ip, udp_len), udp, udp_len)) == 0xffff;
+}
+
+enum wire_udp_csum_state wire_udp_csum_state(const struct wire_pkt *pkt)
+{
+	if (!pkt || !pkt->ip_start || (pkt->ip.version != 4 && pkt->ip.version != 6))
+		return WIRE_UDP_CSUM_BAD;
+	size_t hl = pkt->ip.version == 4 ? WIRE_IPV4_LEN : WIRE_IPV6_LEN;
+	uint16_t udp_len = pkt->udp.len;
+	if (pkt->ip_len < hl + WIRE_UDP_LEN || udp_len != pkt->ip_len - hl)
+		return WIRE_UDP_CSUM_BAD;
+	const uint8_t *udp = pkt->ip_start + hl;
+	uint16_t csum = get16(udp + 6);
+	if (csum == 0)
+		return WIRE_UDP_CSUM_NONE;
+	if (udp_csum_ok(&pkt->ip, udp, udp_len))
+		return WIRE_UDP_CSUM_OK;
+	/* Offload: the field holds the pseudo-header sum the NIC starts from
+	 * (Linux: not inverted; the inverted form too, for other stacks). */
+	uint16_t pseudo = csum_fold(udp_pseudo_sum(&pkt->ip, udp_len));
+	uint16_t inverted = (uint16_t)~pseudo;
+	if (csum == pseudo || csum == inverted)
+		return WIRE_UDP_CSUM_PARTIAL;
+	return WIRE_UDP_CSUM_BAD;
 }
 
 static void ipv4_mapped(uint8_t out[16], const uint8_t *v4)
@@ -152,10 +184,10 @@ int wire_decode_ip(const uint8_t *buf, size_t len, bool verify_icrc, struct wire
 		return WIRE_E_TRUNCATED;
 	if (out->udp.len != total - off)
 		return WIRE_E_UDP_LENGTH;
-	if (out->udp.csum && !udp_csum_ok(&out->ip, udp, out->udp.len))
-		return WIRE_E_UDP_CSUM;
 	out->ip_start = buf;
 	out->ip_len = total;
+	if (out->udp.csum && !udp_csum_ok(&out->ip, udp, out->udp.len))
+		return WIRE_E_UDP_CSUM;
 
 	err = wire_decode_ib(udp + WIRE_UDP_LEN, out->udp.len - WIRE_UDP_LEN, &out->ib);
 	if (err)

@@ -71,8 +71,12 @@ enum wire_err {
 	WIRE_E_HEADERS = -17,       /* packet (whose length is known to be
 	                               complete) is shorter than the extended
 	                               headers its opcode requires             */
+	WIRE_E_MAD_VERSION = -18,   /* MAD base or class version unsupported   */
+	WIRE_E_MAD_CLASS = -19,     /* MAD management class is not CM          */
+	WIRE_E_MAD_ATTR = -20,      /* MAD attribute ID not a CM message we
+	                               decode (mad.h)                          */
 };
-#define WIRE_E_COUNT 18             /* number of codes, WIRE_OK included */
+#define WIRE_E_COUNT 21             /* number of codes, WIRE_OK included */
 const char *wire_strerror(int err);
 /* Symbolic name of an error code ("WIRE_E_PAD"), for logs and tools. */
 const char *wire_err_name(int err);
@@ -312,8 +316,27 @@ struct wire_pkt {
 /* Decode an IPv4/IPv6 + UDP + RoCEv2 packet starting at the IP header.
  * Checks the IPv4 header checksum, lengths, protocol, port 4791; a non-zero
  * UDP checksum is verified.  If verify_icrc, the ICRC is checked too
- * (WIRE_E_ICRC on mismatch). */
+ * (WIRE_E_ICRC on mismatch).  On WIRE_E_UDP_CSUM, out->ip, out->udp,
+ * ip_start and ip_len are already set (for wire_udp_csum_state). */
 int wire_decode_ip(const uint8_t *buf, size_t len, bool verify_icrc, struct wire_pkt *out);
+
+/* What the UDP checksum of a packet says, for tools reading captures.  A
+ * capture taken on a host that sends with checksum offload shows the field
+ * as Linux leaves it for the NIC (CHECKSUM_PARTIAL): the folded ones'
+ * complement sum of the pseudo-header only, not inverted (udp_set_csum:
+ * ~udp_v4_check(len, saddr, daddr, 0)); the inverted form is accepted as
+ * well.  Such a packet is not corrupt, but wire_decode_ip refuses it
+ * (WIRE_E_UDP_CSUM), as a receiver must. */
+enum wire_udp_csum_state {
+	WIRE_UDP_CSUM_NONE = 0,     /* 0: not computed (what rxe sends)        */
+	WIRE_UDP_CSUM_OK = 1,
+	WIRE_UDP_CSUM_PARTIAL = 2,  /* pseudo-header sum only (offload)        */
+	WIRE_UDP_CSUM_BAD = 3,
+};
+/* Classifies the UDP checksum of `pkt`, which needs ip, ip_start and ip_len
+ * as wire_decode_ip sets them (also on WIRE_E_UDP_CSUM); BAD if they are
+ * not set. */
+enum wire_udp_csum_state wire_udp_csum_state(const struct wire_pkt *pkt);
 
 /* Encode IP + UDP + IB packet; computes the IPv4 header checksum and the
  * ICRC.  UDP checksum is written as given in pkt->udp.csum (rxe sends 0;

@@ -8,6 +8,8 @@
 #   OUT_C    the C file to write
 #   OUT_MAP  the version script to write
 #   ERRNO    the errno every stub sets (ENOSYS, EOPNOTSUPP)
+#   SKIP     (optional) names implemented elsewhere in the library: they
+#            get no stub but stay in the version script
 #
 # Return kinds (the stub's return register is all a caller sees):
 #   ptr NULL | errno the errno value | minus1 -1 | void | false 0 |
@@ -53,6 +55,9 @@ foreach(row IN LISTS rows)
   # Every name is listed in its node, or `local: *` would hide it.
   list(APPEND syms_${ver} "${name}")
   list(APPEND versions "${ver}")
+  if(name IN_LIST SKIP)
+    continue()
+  endif()
   if(kind STREQUAL "ptr")
     string(APPEND c "void *${cname}(void);\nvoid *${cname}(void) { errno = ${ERRNO}; return NULL; }\n")
   elseif(kind STREQUAL "errno")

@@ -1,0 +1,247 @@
+/*
+ * udp_pingpong.c — the like-for-like kernel baseline for perftest's
+ * ib_send_lat: a UDP ping-pong between two processes over loopback in
+ * which both sides busy-poll a non-blocking socket (recv with
+ * MSG_DONTWAIT, spinning on EAGAIN; it never sleeps in the kernel), as
+ * perftest busy-polls its completion queue.  Same payload as the perftest
+ * latency runs of bench/perf_compare.sh (2 bytes by default), one message
+ * in flight, every round trip timed on the client with CLOCK_MONOTONIC.
+ * sockperf, the other UDP reference there, blocks in recv, so each of its
+ * round trips includes two wake-ups that neither perftest nor this program
+ * pays.  A benchmark, not a test.
+ *
+ *   udp_pingpong server PORT [-T IDLE_SECONDS]
+ *   udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP]
+ *
+ * The server binds 127.0.0.1:PORT and sends every datagram back to its
+ * sender until a zero-length datagram arrives (the client's "done"), or
+ * until nothing has arrived for IDLE_SECONDS (default 30).  The client
+ * sends to 127.0.0.1:PORT: WARMUP untimed round trips (default 1000),
+ * then ITERS timed ones (default 10000), and prints one line:
+ *
+ *   udp_pingpong: size=2 iters=10000 warmup=1000 rtt_p50_us=... \
+ *     rtt_mean_us=... rtt_min_us=... rtt_p99_us=... rtt_max_us=... resent=0
+ *
+ * The first two bytes of each message carry a sequence number, so a
+ * stray or late answer is never taken for the current one; a message not
+ * answered within a second is sent again (counted in "resent"; that round
+ * trip's time then includes the wait).  Exit status 0 on success.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SIZE 65507 /* largest UDP/IPv4 payload */
+#define RESEND_NS 1000000000LL
+
+static uint8_t buf[MAX_SIZE];
+static uint8_t rbuf[MAX_SIZE];
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: udp_pingpong server PORT [-T IDLE_SECONDS]\n"
+			"       udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP]\n");
+	exit(2);
+}
+
+static long parse_num(const char *s, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		usage();
+	return v;
+}
+
+static int udp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0) {
+		perror("udp_pingpong: socket");
+		exit(1);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		perror("udp_pingpong: O_NONBLOCK");
+		exit(1);
+	}
+	return fd;
+}
+
+static struct sockaddr_in loopback(int port)
+{
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static int serve(int port, long idle_s)
+{
+	int fd = udp_socket();
+	struct sockaddr_in a = loopback(port);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		perror("udp_pingpong: bind");
+		return 1;
+	}
+	int64_t last = now_ns();
+	unsigned spins = 0;
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof from;
+		ssize_t n = recvfrom(fd, rbuf, sizeof rbuf, MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				perror("udp_pingpong: recvfrom");
+				return 1;
+			}
+			if ((++spins & 1023) == 0 && now_ns() - last > idle_s * 1000000000LL) {
+				fprintf(stderr, "udp_pingpong: server idle for %ld s, exiting\n", idle_s);
+				return 1;
+			}
+			continue;
+		}
+		if (n == 0)
+			return 0; /* the client is done */
+		last = now_ns();
+		spins = 0;
+		while (sendto(fd, rbuf, (size_t)n, 0, (struct sockaddr *)&from, flen) < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				perror("udp_pingpong: sendto");
+				return 1;
+			}
+		}
+	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void send_all(int fd, const void *p, size_t len)
+{
+	while (send(fd, p, len, 0) < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			perror("udp_pingpong: send");
+			exit(1);
+		}
+	}
+}
+
+/* One round trip of message number seq; returns its time in ns. */
+static int64_t round_trip(int fd, size_t size, uint16_t seq, long *resent)
+{
+	buf[0] = (uint8_t)(seq >> 8);
+	buf[1] = (uint8_t)seq;
+	int64_t t0 = now_ns(), sent = t0;
+	send_all(fd, buf, size);
+	for (;;) {
+		ssize_t n = recv(fd, rbuf, sizeof rbuf, MSG_DONTWAIT);
+		if (n >= 2 && rbuf[0] == buf[0] && rbuf[1] == buf[1])
+			return now_ns() - t0;
+		if (n < 0) {
+			if (errno == ECONNREFUSED) {
+				fprintf(stderr, "udp_pingpong: no server on 127.0.0.1\n");
+				exit(1);
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				perror("udp_pingpong: recv");
+				exit(1);
+			}
+			int64_t t = now_ns();
+			if (t - sent > RESEND_NS) {
+				++*resent;
+				sent = t;
+				send_all(fd, buf, size);
+			}
+		}
+		/* else: a stray or late answer; keep polling */
+	}
+}
+
+static int client(int port, long size, long iters, long warmup)
+{
+	int fd = udp_socket();
+	struct sockaddr_in a = loopback(port);
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		perror("udp_pingpong: connect");
+		return 1;
+	}
+	int64_t *rtt = malloc((size_t)iters * sizeof *rtt);
+	if (!rtt) {
+		perror("udp_pingpong: malloc");
+		return 1;
+	}
+	memset(buf, 0xab, sizeof buf);
+	long resent = 0;
+	uint16_t seq = 0;
+	for (long i = 0; i < warmup; i++)
+		(void)round_trip(fd, (size_t)size, seq++, &resent);
+	for (long i = 0; i < iters; i++)
+		rtt[i] = round_trip(fd, (size_t)size, seq++, &resent);
+	send_all(fd, buf, 0); /* done: the server exits */
+
+	double sum = 0;
+	for (long i = 0; i < iters; i++)
+		sum += (double)rtt[i];
+	qsort(rtt, (size_t)iters, sizeof *rtt, cmp_i64);
+	/* the median as perftest's get_median takes it: the middle element,
+	 * or the mean of the middle two for an even count */
+	double p50 = iters % 2 ? (double)rtt[iters / 2]
+			       : ((double)rtt[iters / 2 - 1] + (double)rtt[iters / 2]) / 2;
+	double p99 = (double)rtt[(long)((double)(iters - 1) * 0.99)];
+	printf("udp_pingpong: size=%ld iters=%ld warmup=%ld rtt_p50_us=%.3f rtt_mean_us=%.3f "
+	       "rtt_min_us=%.3f rtt_p99_us=%.3f rtt_max_us=%.3f resent=%ld\n",
+	       size, iters, warmup, p50 / 1e3, sum / (double)iters / 1e3, (double)rtt[0] / 1e3,
+	       p99 / 1e3, (double)rtt[iters - 1] / 1e3, resent);
+	free(rtt);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		usage();
+	int is_server = strcmp(argv[1], "server") == 0;
+	if (!is_server && strcmp(argv[1], "client") != 0)
+		usage();
+	int port = (int)parse_num(argv[2], 1, 65535);
+	long size = 2, iters = 10000, warmup = 1000, idle_s = 30;
+	for (int i = 3; i < argc; i++) {
+		if (i + 1 >= argc)
+			usage();
+		const char *opt = argv[i], *val = argv[++i];
+		if (is_server && strcmp(opt, "-T") == 0)
+			idle_s = parse_num(val, 1, 86400);
+		else if (!is_server && strcmp(opt, "-s") == 0)
+			size = parse_num(val, 2, MAX_SIZE);
+		else if (!is_server && strcmp(opt, "-n") == 0)
+			iters = parse_num(val, 1, 100000000);
+		else if (!is_server && strcmp(opt, "-w") == 0)
+			warmup = parse_num(val, 0, 100000000);
+		else
+			usage();
+	}
+	return is_server ? serve(port, idle_s) : client(port, size, iters, warmup);
+}

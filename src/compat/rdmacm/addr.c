@@ -1,0 +1,431 @@
+/*
+ * addr.c — addresses and routes for librdmacm.so.1: bind, resolve_addr,
+ * resolve_route, ports, rdma_getaddrinfo, rdma_get_devices, and the
+ * loopback listener registry.
+ *
+ * On RoCE an IP address names a GID (::ffff:a.b.c.d) and the route is
+ * local: there is no subnet administrator to ask, so resolve_route only
+ * fills the path record from what the device knows (its GID, MTU, P_Key).
+ *
+ * One machine, no configuration: each softrnic process binds its own
+ * loopback address 127.0.0.N, so `rping -s -a 127.0.0.1` in one process
+ * may own 127.0.0.3 while `rping -c -a 127.0.0.1` owns 127.0.0.4.  To let
+ * them meet as they would on the kernel, a listener whose device sits on a
+ * loopback address writes a registry entry, /dev/shm/softrnic-cm-<ps>-<port>
+ * ("<device address> <pid> <listen address>"); a client resolving a
+ * loopback (or unspecified) destination with that port finds the listener's
+ * device there.  Any other destination is taken as it is: the GID
+ * ::ffff:<address>.  An entry whose process is gone is stale and ignored.
+ * Trade-off: one listener per port and port space on loopback; the shared
+ * host device (several processes behind one address) will replace this.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat/rdmacm/rdmacm_int.h"
+#include "wire/mad.h"
+
+#define REGISTRY_FMT "/dev/shm/softrnic-cm-%u-%u"
+
+static uint32_t device_ip(void)
+{
+	uint32_t a;
+	memcpy(&a, srt_gid(rcm.dev)->raw + 12, 4);
+	return a;   /* network order */
+}
+
+static bool is_loopback(uint32_t a_net)
+{
+	return (be32toh(a_net) >> 24) == 127;
+}
+
+uint16_t rcm_ps(const struct rcm_id *id)
+{
+	return (uint16_t)id->id.ps;
+}
+
+uint16_t rcm_src_port(const struct rcm_id *id)
+{
+	return be16toh(id->id.route.addr.src_sin.sin_port);
+}
+
+uint16_t rcm_dst_port(const struct rcm_id *id)
+{
+	return be16toh(id->id.route.addr.dst_sin.sin_port);
+}
+
+/* ---- the loopback registry ----------------------------------------------- */
+
+struct entry {
+	uint32_t device_ip;             /* network order */
+	pid_t pid;
+};
+
+static bool read_entry(uint16_t ps, uint16_t port, struct entry *out)
+{
+	char path[64], line[128], dev[32], lst[32];
+	long pid;
+	FILE *f;
+	bool ok = false;
+
+	snprintf(path, sizeof(path), REGISTRY_FMT, ps, port);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(line, sizeof(line), f) && sscanf(line, "%31s %ld %31s", dev, &pid, lst) == 3 &&
+	    inet_pton(AF_INET, dev, &out->device_ip) == 1 && pid > 0) {
+		out->pid = (pid_t)pid;
+		ok = kill(out->pid, 0) == 0 || errno == EPERM;
+	}
+	fclose(f);
+	return ok;
+}
+
+int rcm_register_listener(struct rcm_id *id)
+{
+	char path[64], line[128], dev[INET_ADDRSTRLEN], lst[INET_ADDRSTRLEN];
+	uint32_t ip = device_ip();
+	struct entry e;
+	int fd;
+
+	if (!is_loopback(ip))
+		return 0;
+	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid())
+		return EADDRINUSE;
+	snprintf(path, sizeof(path), REGISTRY_FMT, rcm_ps(id), rcm_src_port(id));
+	inet_ntop(AF_INET, &ip, dev, sizeof(dev));
+	inet_ntop(AF_INET, &id->id.route.addr.src_sin.sin_addr, lst, sizeof(lst));
+	int n = snprintf(line, sizeof(line), "%s %ld %s\n", dev, (long)getpid(), lst);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 0;       /* works without: a client must then name our address */
+	if (write(fd, line, (size_t)n) != n)
+		n = -1;
+	close(fd);
+	id->registered = n > 0;
+	return 0;
+}
+
+void rcm_unregister_listener(struct rcm_id *id)
+{
+	char path[64];
+	struct entry e;
+
+	if (!id->registered)
+		return;
+	id->registered = false;
+	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid())
+		return;
+	snprintf(path, sizeof(path), REGISTRY_FMT, rcm_ps(id), rcm_src_port(id));
+	unlink(path);
+}
+
+/* ---- bind ------------------------------------------------------------------ */
+
+static uint16_t ephemeral_port(uint16_t ps)
+{
+	static uint32_t next;
+	struct entry e;
+
+	if (!next)
+		next = (uint32_t)(getpid() * 7919u + srt_now());
+	for (int tries = 0; tries < 1000; tries++) {
+		uint16_t port = (uint16_t)(32768 + (next++ * 2654435761u >> 8) % 28232);
+		if (!read_entry(ps, port, &e))
+			return port;
+	}
+	return (uint16_t)(32768 + next % 28232);
+}
+
+int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
+{
+	struct sockaddr_in sin;
+
+	if (!addr)
+		return rcm_fail(EINVAL);
+	if (addr->sa_family == AF_INET6) {
+		/* Only the unspecified and the IPv4-mapped forms: softrnic binds
+		 * IPv4. */
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)addr;
+		static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_port = s6->sin6_port;
+		if (!memcmp(s6->sin6_addr.s6_addr, mapped, 12))
+			memcpy(&sin.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+		else if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) && !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return rcm_fail(EAFNOSUPPORT);
+		else if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
+	} else if (addr->sa_family == AF_INET) {
+		memcpy(&sin, addr, sizeof(sin));
+	} else {
+		return rcm_fail(EAFNOSUPPORT);
+	}
+	uint32_t a = sin.sin_addr.s_addr;
+	/* Our device's address, any, or (on one machine) a loopback one. */
+	if (a != INADDR_ANY && a != device_ip() && !(is_loopback(a) && is_loopback(device_ip())))
+		return rcm_fail(EADDRNOTAVAIL);
+	if (!sin.sin_port)
+		sin.sin_port = htobe16(ephemeral_port(rcm_ps(id)));
+	memset(&id->id.route.addr.src_storage, 0, sizeof(id->id.route.addr.src_storage));
+	memcpy(&id->id.route.addr.src_sin, &sin, sizeof(sin));
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, srt_gid(rcm.dev)->raw, 16);
+	id->id.verbs = rcm.verbs;
+	id->id.port_num = 1;
+	id->state = RCM_ADDR_BOUND;
+	return 0;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+
+	if (!cmid || id->state != RCM_IDLE)
+		return rcm_fail(EINVAL);
+	return rcm_bind(id, addr);
+}
+
+/* ---- resolve --------------------------------------------------------------- */
+
+int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16])
+{
+	struct sockaddr_in sin;
+	struct entry e;
+
+	if (dst->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)dst;
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_port = s6->sin6_port;
+		if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
+		else if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+			memcpy(&sin.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+		else
+			return EAFNOSUPPORT;
+	} else if (dst->sa_family == AF_INET) {
+		memcpy(&sin, dst, sizeof(sin));
+	} else {
+		return EAFNOSUPPORT;
+	}
+	uint32_t a = sin.sin_addr.s_addr;
+	if ((a == INADDR_ANY || is_loopback(a)) && sin.sin_port &&
+	    read_entry(rcm_ps(id), be16toh(sin.sin_port), &e))
+		a = e.device_ip;
+	else if (a == INADDR_ANY)
+		a = device_ip();
+	memset(dgid, 0, 16);
+	dgid[10] = dgid[11] = 0xff;
+	memcpy(dgid + 12, &a, 4);
+	memset(&id->id.route.addr.dst_storage, 0, sizeof(id->id.route.addr.dst_storage));
+	memcpy(&id->id.route.addr.dst_sin, &sin, sizeof(sin));
+	return 0;
+}
+
+void rcm_fill_route(struct rcm_id *id)
+{
+	struct rdma_route *r = &id->id.route;
+	struct ibv_sa_path_rec *p = r->path_rec;
+
+	memcpy(r->addr.addr.ibaddr.sgid.raw, srt_gid(rcm.dev)->raw, 16);
+	memcpy(r->addr.addr.ibaddr.dgid.raw, id->remote_gid, 16);
+	r->addr.addr.ibaddr.pkey = htobe16(0xffff);
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		r->path_rec = p;
+	}
+	memcpy(p->dgid.raw, id->remote_gid, 16);
+	memcpy(p->sgid.raw, srt_gid(rcm.dev)->raw, 16);
+	p->pkey = htobe16(0xffff);
+	p->hop_limit = 64;
+	p->traffic_class = id->tos;
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->mtu_selector = 2;    /* exactly */
+	p->mtu = id->mtu;
+	p->rate_selector = 2;
+	p->rate = 3;            /* 10 Gb/s, what rxe reports */
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = 18;
+	r->num_paths = 1;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+		      int timeout_ms)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	struct rcm_event *e;
+	int err;
+	(void)timeout_ms;
+
+	if (!cmid || !dst_addr || (id->state != RCM_IDLE && id->state != RCM_ADDR_BOUND))
+		return rcm_fail(EINVAL);
+	if (id->state == RCM_IDLE) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+		if (rcm_bind(id, src_addr ? src_addr : (struct sockaddr *)&any))
+			return -1;
+	}
+	/* A connecting id speaks from our device's own address. */
+	if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()))
+		id->id.route.addr.src_sin.sin_addr.s_addr = device_ip();
+	err = rcm_resolve_dst(id, dst_addr, id->remote_gid);
+	e = rcm_new_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, err ? -err : 0);
+	if (!e)
+		return rcm_fail(ENOMEM);
+	if (!err)
+		id->state = RCM_ADDR_RESOLVED;
+	rcm_queue_event(id, e);
+	if (id->sync) {
+		err = rcm_wait_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, NULL);
+		if (err)
+			return rcm_fail(err);
+	}
+	return 0;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *cmid, int timeout_ms)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	struct rcm_event *e;
+	(void)timeout_ms;
+
+	if (!cmid || id->state != RCM_ADDR_RESOLVED)
+		return rcm_fail(EINVAL);
+	rcm_fill_route(id);
+	if (!id->id.route.path_rec)
+		return rcm_fail(ENOMEM);
+	e = rcm_new_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	if (!e)
+		return rcm_fail(ENOMEM);
+	id->state = RCM_ROUTE_RESOLVED;
+	rcm_queue_event(id, e);
+	if (id->sync) {
+		int err = rcm_wait_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL);
+		if (err)
+			return rcm_fail(err);
+	}
+	return 0;
+}
+
+/* ---- addresses the program asks about ----------------------------------------- */
+
+uint16_t rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return id ? id->route.addr.src_sin.sin_port : 0;
+}
+
+uint16_t rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return id ? id->route.addr.dst_sin.sin_port : 0;
+}
+
+/* (rdma_get_local_addr / rdma_get_peer_addr are inline in rdma_cma.h.) */
+
+/* ---- devices ------------------------------------------------------------- */
+
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list;
+	int e = rcm_init();
+
+	if (e) {
+		if (num_devices)
+			*num_devices = 0;
+		errno = e;
+		return NULL;
+	}
+	list = calloc(2, sizeof(*list));
+	if (!list)
+		return NULL;
+	list[0] = rcm.verbs;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+
+/* ---- rdma_getaddrinfo ------------------------------------------------------- */
+
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+		     struct rdma_addrinfo **res)
+{
+	struct addrinfo h = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct rdma_addrinfo *r;
+	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	int e;
+
+	if (!res || (!node && !service))
+		return rcm_fail(EINVAL);
+	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
+		h.ai_flags |= AI_NUMERICHOST;
+	if (passive)
+		h.ai_flags |= AI_PASSIVE;
+	e = getaddrinfo(node, service, &h, &ai);
+	if (e) {
+		errno = e == EAI_NONAME ? ENOENT : e == EAI_MEMORY ? ENOMEM : EINVAL;
+		return e;       /* rdma-core returns the getaddrinfo code */
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		freeaddrinfo(ai);
+		return rcm_fail(ENOMEM);
+	}
+	r->ai_flags = hints ? hints->ai_flags : 0;
+	r->ai_family = AF_INET;
+	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
+			r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+	struct sockaddr *a = malloc(sizeof(struct sockaddr_in));
+	if (!a) {
+		free(r);
+		freeaddrinfo(ai);
+		return rcm_fail(ENOMEM);
+	}
+	memcpy(a, ai->ai_addr, sizeof(struct sockaddr_in));
+	freeaddrinfo(ai);
+	if (passive) {
+		r->ai_src_addr = a;
+		r->ai_src_len = sizeof(struct sockaddr_in);
+	} else {
+		r->ai_dst_addr = a;
+		r->ai_dst_len = sizeof(struct sockaddr_in);
+		if (hints && hints->ai_src_addr && hints->ai_src_len) {
+			r->ai_src_addr = malloc(hints->ai_src_len);
+			if (r->ai_src_addr) {
+				memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+				r->ai_src_len = hints->ai_src_len;
+			}
+		}
+	}
+	*res = r;
+	return 0;
+}
+
+void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+	while (res) {
+		struct rdma_addrinfo *next = res->ai_next;
+		free(res->ai_src_addr);
+		free(res->ai_dst_addr);
+		free(res->ai_src_canonname);
+		free(res->ai_dst_canonname);
+		free(res->ai_route);
+		free(res->ai_connect);
+		free(res);
+		res = next;
+	}
+}

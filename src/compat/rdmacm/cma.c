@@ -1,0 +1,1085 @@
+/*
+ * cma.c — the RDMA connection manager API of librdmacm.so.1 over softrnic's
+ * IB CM (src/cm): event channels, ids, listen / connect / accept / reject /
+ * disconnect, and the events that tell the program what happened.
+ *
+ * The cm is created once per process, on the first call that needs it,
+ * and attached to the process's softrnic device as the agent that owns
+ * QP1 (srt_set_agent).  Its events arrive with the device lock held
+ * (cm_event below); they are copied into rcm_events and queued on the
+ * event channel of the rdma_cm_id they concern.  rdma_get_cm_event then
+ * does, in the program's thread, what rdma-core's librdmacm does there:
+ * on a REP it moves the QP to RTR and RTS and sends the RTU before it
+ * reports ESTABLISHED.
+ *
+ * Mapping of cm events (as the kernel's cma.c maps ib_cm events):
+ *   REQ received       -> CONNECT_REQUEST on a new id (listen_id set)
+ *   REP received       -> ESTABLISHED (QP moved, RTU sent), or
+ *                         CONNECT_RESPONSE when the id has no QP
+ *   RTU / establish    -> ESTABLISHED
+ *   REJ received       -> REJECTED, status = the REJ reason (8: nobody
+ *                         listens on that port; 28: rdma_reject)
+ *   REQ/REP timeout    -> UNREACHABLE, status -ETIMEDOUT
+ *   DREQ received, our disconnect done -> DISCONNECTED
+ *   SIDR REQ / REP     -> CONNECT_REQUEST / ESTABLISHED (param.ud)
+ * TimeWait exits are not reported: no program here waits for them, and a
+ * synchronous id would keep one unread.  Trade-off, named: the kernel
+ * reports RDMA_CM_EVENT_TIMEWAIT_EXIT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "compat/rdmacm/rdmacm_int.h"
+#include "wire/mad.h"
+
+struct rcm_global rcm = { .lock = PTHREAD_MUTEX_INITIALIZER };
+/* Guards rcm.all; taken inside the device lock (ids are made in cm events). */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- the cm and its io ---------------------------------------------------- */
+
+static void io_send_mad(void *ctx, const uint8_t dgid[16], const uint8_t mad[256])
+{
+	struct rnic_gid g;
+	(void)ctx;
+	memcpy(g.raw, dgid, 16);
+	(void)rnic_gsi_send(srt_rnic(rcm.dev), &g, WIRE_GSI_QPN, mad, WIRE_MAD_LEN);
+}
+
+static void agent_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			      size_t len, uint64_t now)
+{
+	(void)ctx;
+	(void)src_qpn;
+	cm_receive(rcm.cm, src->raw, mad, len, now);
+}
+
+static uint64_t agent_next_deadline(void *ctx)
+{
+	(void)ctx;
+	return cm_next_deadline(rcm.cm);
+}
+
+static void agent_advance(void *ctx, uint64_t now)
+{
+	(void)ctx;
+	cm_advance(rcm.cm, now);
+}
+
+static void cm_event(void *ctx, const struct cm_event *ev);
+
+/* SOFTRNIC_CM_TRACE=1: one line per CM state transition on stderr. */
+static void trace_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "softrnic: %s\n", line);
+}
+
+static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtoul(s, &end, 0);
+	if (*end || v > max) {
+		fprintf(stderr, "softrnic: ignoring %s=%s (0..%u)\n", name, s, max);
+		return dflt;
+	}
+	return (unsigned)v;
+}
+
+/* Lock: rcm.lock. */
+static int init_locked(void)
+{
+	struct ibv_device_attr attr;
+	struct cm_config cfg;
+	int n = 0, e;
+
+	rcm.dev_list = ibv_get_device_list(&n);
+	if (!rcm.dev_list || n < 1)
+		return ENODEV;
+	rcm.verbs = ibv_open_device(rcm.dev_list[0]);
+	if (!rcm.verbs)
+		return errno ? errno : ENODEV;
+	rcm.dev = softrnic_context_device(rcm.verbs);
+	if (!rcm.dev || ibv_query_device(rcm.verbs, &attr))
+		return ENODEV;
+	rcm.default_pd = ibv_alloc_pd(rcm.verbs);
+	if (!rcm.default_pd)
+		return ENOMEM;
+
+	cm_config_default(&cfg);
+	memcpy(cfg.gid, srt_gid(rcm.dev)->raw, 16);
+	cfg.ca_guid = attr.node_guid ? attr.node_guid : 1;
+	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
+	/* Over UDP a round trip takes microseconds, not the fabric's
+	 * milliseconds: 2^16 * 4.096 us = 268 ms per try, 6 tries, so a
+	 * connect to nobody fails within two seconds (librdmacm's defaults,
+	 * 20 and 15, would take over a minute). */
+	cfg.cm_response_timeout = (uint8_t)env_uint("SOFTRNIC_CM_RESPONSE_TIMEOUT", 16, 31);
+	cfg.max_cm_retries = (uint8_t)env_uint("SOFTRNIC_CM_RETRIES", 5, 15);
+	cfg.timewait_ns = 200ull * 1000 * 1000;
+	struct cm_io io = { .ctx = NULL, .send_mad = io_send_mad, .event = cm_event };
+	rcm.cm = cm_create(&cfg, &io);
+	if (!rcm.cm)
+		return ENOMEM;
+	if (env_uint("SOFTRNIC_CM_TRACE", 0, 1))
+		cm_set_trace(rcm.cm, trace_line, NULL);
+	struct srt_agent agent = { .ctx = NULL, .gsi_receive = agent_gsi_receive,
+				   .next_deadline = agent_next_deadline, .advance = agent_advance };
+	e = srt_set_agent(rcm.dev, &agent);
+	if (e)
+		return e;
+	return 0;
+}
+
+int rcm_init(void)
+{
+	int e = 0;
+
+	pthread_mutex_lock(&rcm.lock);
+	if (!rcm.ready) {
+		e = init_locked();
+		if (!e)
+			rcm.ready = true;
+	}
+	pthread_mutex_unlock(&rcm.lock);
+	return e;
+}
+
+/* At exit, listeners leave the loopback registry (addr.c). */
+__attribute__((destructor)) static void rcm_fini(void)
+{
+	pthread_mutex_lock(&list_lock);
+	for (struct rcm_id *i = rcm.all; i; i = i->next_all)
+		if (i->registered)
+			rcm_unregister_listener(i);
+	pthread_mutex_unlock(&list_lock);
+}
+
+/* ---- event channels ------------------------------------------------------ */
+
+static struct rcm_channel *channel_create(bool internal)
+{
+	struct rcm_channel *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->internal = internal;
+	return c;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	int e = rcm_init();
+	struct rcm_channel *c;
+
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	c = channel_create(false);
+	return c ? &c->ch : NULL;
+}
+
+static void channel_destroy(struct rcm_channel *c)
+{
+	struct rcm_event *e, *next;
+
+	for (e = c->head; e; e = next) {
+		next = e->next;
+		free(e);
+	}
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (channel)
+		channel_destroy((struct rcm_channel *)channel);
+}
+
+void rcm_queue_event(struct rcm_id *id, struct rcm_event *e)
+{
+	struct rcm_channel *c = id->chan;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&c->lock);
+	e->next = NULL;
+	if (c->tail)
+		c->tail->next = e;
+	else
+		c->head = e;
+	c->tail = e;
+	pthread_mutex_unlock(&c->lock);
+	if (write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
+		perror("softrnic: rdma_cm event channel");
+}
+
+struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type, int status)
+{
+	struct rcm_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->ev.id = &id->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	e->cm_type = CM_EV_NTYPES;
+	return e;
+}
+
+/* Takes the first event of the channel, blocking unless the fd is
+ * non-blocking (EAGAIN then). */
+static int channel_take(struct rcm_channel *c, struct rcm_event **out)
+{
+	uint64_t v;
+	ssize_t n;
+
+	do
+		n = read(c->ch.fd, &v, sizeof(v));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(v))
+		return n < 0 ? errno : EIO;
+	pthread_mutex_lock(&c->lock);
+	*out = c->head;
+	if (c->head) {
+		c->head = c->head->next;
+		if (!c->head)
+			c->tail = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return *out ? 0 : EAGAIN;
+}
+
+/* ---- ids ------------------------------------------------------------------ */
+
+static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *context, enum rdma_port_space ps,
+			       enum ibv_qp_type qp_type)
+{
+	struct rcm_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return NULL;
+	id->chan = chan;
+	id->sync = sync;
+	id->id.channel = &chan->ch;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qp_type;
+	id->id.verbs = rcm.verbs;
+	id->id.port_num = 1;
+	id->id.pd = NULL;
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	id->retry_count = 7;
+	id->rnr_retry_count = 7;
+	id->ack_timeout = 14;
+	id->mtu = srt_active_mtu(rcm.dev);
+	pthread_mutex_lock(&list_lock);
+	id->next_all = rcm.all;
+	rcm.all = id;
+	pthread_mutex_unlock(&list_lock);
+	return id;
+}
+
+static void id_unlink(struct rcm_id *id)
+{
+	pthread_mutex_lock(&list_lock);
+	for (struct rcm_id **p = &rcm.all; *p; p = &(*p)->next_all)
+		if (*p == id) {
+			*p = id->next_all;
+			break;
+		}
+	pthread_mutex_unlock(&list_lock);
+}
+
+static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
+{
+	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
+		   enum rdma_port_space ps)
+{
+	struct rcm_channel *chan;
+	struct rcm_id *id;
+	int e;
+
+	if (!out)
+		return rcm_fail(EINVAL);
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB)
+		return rcm_fail(EINVAL);
+	e = rcm_init();
+	if (e)
+		return rcm_fail(e);
+	chan = channel ? (struct rcm_channel *)channel : channel_create(true);
+	if (!chan)
+		return rcm_fail(ENOMEM);
+	id = id_alloc(chan, channel == NULL, context, ps, qp_type_of(ps));
+	if (!id) {
+		if (!channel)
+			channel_destroy(chan);
+		return rcm_fail(ENOMEM);
+	}
+	*out = &id->id;
+	return 0;
+}
+
+/* Drops the queued events of `id` from its channel (the id is going).
+ * Connection requests queued for a listener that goes are refused. */
+static void purge_events(struct rcm_id *id)
+{
+	struct rcm_channel *c = id->chan;
+	struct rcm_event **p, *e, *refused = NULL;
+	unsigned n = 0;
+	uint64_t v;
+
+	pthread_mutex_lock(&c->lock);
+	for (p = &c->head; (e = *p);) {
+		if (e->ev.id == &id->id || e->ev.listen_id == &id->id) {
+			*p = e->next;
+			e->next = refused;
+			refused = e;
+			n++;
+		} else {
+			p = &e->next;
+		}
+	}
+	c->tail = NULL;
+	for (e = c->head; e; e = e->next)
+		c->tail = e;
+	pthread_mutex_unlock(&c->lock);
+	/* Keep the eventfd count equal to the queue length. */
+	int fl = fcntl(c->ch.fd, F_GETFL);
+	fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
+	for (unsigned i = 0; i < n; i++)
+		if (read(c->ch.fd, &v, sizeof(v)) < 0)
+			break;
+	fcntl(c->ch.fd, F_SETFL, fl);
+	while ((e = refused)) {
+		refused = e->next;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &id->id) {
+			struct rcm_id *child = to_rcm_id(e->ev.id);
+			rdma_reject(&child->id, NULL, 0);
+			rdma_destroy_id(&child->id);
+		}
+		free(e);
+	}
+}
+
+int rdma_destroy_id(struct rdma_cm_id *cmid)
+{
+	struct rcm_id *id;
+
+	if (!cmid)
+		return rcm_fail(EINVAL);
+	id = to_rcm_id(cmid);
+	id->state = RCM_DESTROYING;
+	srt_lock(rcm.dev);
+	if (id->cm) {
+		cm_id_set_user(id->cm, NULL);
+		cm_destroy_id(id->cm, srt_now());
+		id->cm = NULL;
+	}
+	if (id->listen) {
+		cm_unlisten(id->listen);
+		id->listen = NULL;
+	}
+	srt_unlock(rcm.dev);
+	srt_kick(rcm.dev);
+	if (id->registered)
+		rcm_unregister_listener(id);
+	purge_events(id);
+	free(id->sync_event);
+	free(id->ep_qp_attr);
+	free(id->id.route.path_rec);
+	id_unlink(id);
+	if (id->chan->internal)
+		channel_destroy(id->chan);
+	free(id);
+	return 0;
+}
+
+/* ---- cm events -> rdma_cm events (device lock held) ------------------------ */
+
+static void copy_private(struct rcm_event *e, const struct cm_event *ev, size_t skip)
+{
+	if (!ev->private_data || ev->private_data_len <= skip)
+		return;
+	e->private_data_len = (uint8_t)(ev->private_data_len - skip);
+	memcpy(e->private_data, ev->private_data + skip, e->private_data_len);
+	e->ev.param.conn.private_data = e->private_data;
+	e->ev.param.conn.private_data_len = e->private_data_len;
+}
+
+/* A REQ or SIDR_REQ for a listener: a new id, and CONNECT_REQUEST on the
+ * listener's channel. */
+static void request_received(const struct cm_event *ev)
+{
+	struct rcm_id *l = ev->listen_user;
+	struct wire_cma_hdr hdr;
+	struct rcm_channel *chan;
+	struct rcm_id *id;
+	struct rcm_event *e;
+	bool sidr = ev->type == CM_EV_SIDR_REQ_RECEIVED;
+
+	if (!l || l->state != RCM_LISTEN || !ev->private_data ||
+	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &hdr) != 0 || hdr.ip_version != 4) {
+		/* Not an RDMA-CM IP request (or nobody to give it to). */
+		if (sidr)
+			cm_sidr_reply(ev->id, CM_SIDR_REJECT, 0, 0, NULL, 0, srt_now());
+		else
+			cm_reject(ev->id, CM_REJ_INVALID_SERVICE_ID, NULL, 0, NULL, 0, srt_now());
+		cm_destroy_id(ev->id, srt_now());
+		return;
+	}
+	chan = l->sync ? channel_create(true) : l->chan;
+	id = chan ? id_alloc(chan, l->sync, l->id.context, l->id.ps, l->id.qp_type) : NULL;
+	e = id ? rcm_new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0) : NULL;
+	if (!e) {
+		if (id) {
+			id_unlink(id);
+			free(id);
+		}
+		if (chan && l->sync)
+			channel_destroy(chan);
+		cm_reject(ev->id, CM_REJ_NO_RESOURCES, NULL, 0, NULL, 0, srt_now());
+		cm_destroy_id(ev->id, srt_now());
+		return;
+	}
+	id->cm = ev->id;
+	id->listener = l;
+	id->state = RCM_REQ_RCVD;
+	cm_id_set_user(ev->id, id);
+	memcpy(id->remote_gid, ev->remote_gid, 16);
+	/* Addresses from the RDMA-CM header: the peer's is the source. */
+	struct sockaddr_in *src = &id->id.route.addr.src_sin, *dst = &id->id.route.addr.dst_sin;
+	src->sin_family = AF_INET;
+	memcpy(&src->sin_addr, hdr.dst_addr + 12, 4);
+	uint16_t ps, port;
+	if (wire_rdma_cm_service_id_parse(cm_id_service_id(ev->id), &ps, &port))
+		src->sin_port = htobe16(port);
+	dst->sin_family = AF_INET;
+	memcpy(&dst->sin_addr, hdr.src_addr + 12, 4);
+	dst->sin_port = htobe16(hdr.src_port);
+	id->tos = l->tos;
+	id->ack_timeout = l->ack_timeout;
+	rcm_fill_route(id);
+
+	e->ev.listen_id = &l->id;
+	e->cm_type = ev->type;
+	memcpy(e->remote_gid, ev->remote_gid, 16);
+	if (sidr) {
+		copy_private(e, ev, WIRE_CMA_HDR_LEN);
+		e->ev.param.ud.private_data = e->ev.param.conn.private_data;
+		e->ev.param.ud.private_data_len = e->ev.param.conn.private_data_len;
+	} else {
+		const struct cm_req_info *r = &ev->u.req;
+		e->info.req = *r;
+		id->remote_qpn = r->qpn;
+		id->remote_psn = r->starting_psn;
+		id->mtu = r->path_mtu < id->mtu ? r->path_mtu : id->mtu;
+		id->retry_count = r->retry_count;
+		id->rnr_retry_count = r->rnr_retry_count;
+		id->ack_timeout = r->local_ack_timeout;
+		/* What rdma_accept uses when the program gives no values
+		 * (NULL or RDMA_MAX_*), as rdma-core keeps them. */
+		id->responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth;
+		id->initiator_depth = r->responder_resources > 128 ? 128 : r->responder_resources;
+		copy_private(e, ev, WIRE_CMA_HDR_LEN);
+		/* From the receiver's point of view, as librdmacm reports it:
+		 * the reads the peer will issue are our responder resources. */
+		e->ev.param.conn.responder_resources = r->initiator_depth;
+		e->ev.param.conn.initiator_depth = r->responder_resources;
+		e->ev.param.conn.flow_control = r->flow_control;
+		e->ev.param.conn.retry_count = r->retry_count;
+		e->ev.param.conn.rnr_retry_count = r->rnr_retry_count;
+		e->ev.param.conn.srq = r->srq;
+		e->ev.param.conn.qp_num = r->qpn;
+	}
+	rcm_queue_event(l, e);
+}
+
+static void cm_event(void *ctx, const struct cm_event *ev)
+{
+	struct rcm_id *id = ev->user;
+	struct rcm_event *e;
+	(void)ctx;
+
+	if (ev->type == CM_EV_REQ_RECEIVED || ev->type == CM_EV_SIDR_REQ_RECEIVED) {
+		request_received(ev);
+		return;
+	}
+	if (!id || id->state == RCM_DESTROYING || ev->type == CM_EV_TIMEWAIT_EXIT ||
+	    ev->type == CM_EV_MRA_RECEIVED)
+		return;
+	e = rcm_new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, 0);
+	if (!e)
+		return;
+	e->cm_type = ev->type;
+	memcpy(e->remote_gid, ev->remote_gid, 16);
+	switch (ev->type) {
+	case CM_EV_REP_RECEIVED:
+		e->info.rep = ev->u.rep;
+		e->ev.event = RDMA_CM_EVENT_CONNECT_RESPONSE;   /* finished in rdma_get_cm_event */
+		copy_private(e, ev, 0);
+		break;
+	case CM_EV_ESTABLISHED:
+		e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+		copy_private(e, ev, 0);
+		break;
+	case CM_EV_REJ_RECEIVED:
+		e->ev.event = RDMA_CM_EVENT_REJECTED;
+		e->ev.status = ev->rej_reason;
+		copy_private(e, ev, 0);
+		break;
+	case CM_EV_REQ_TIMEOUT:
+	case CM_EV_REP_TIMEOUT:
+	case CM_EV_SIDR_TIMEOUT:
+		e->ev.event = RDMA_CM_EVENT_UNREACHABLE;
+		e->ev.status = -ETIMEDOUT;
+		break;
+	case CM_EV_DREQ_RECEIVED:
+		id->peer_disconnected = true;
+		e->ev.event = RDMA_CM_EVENT_DISCONNECTED;
+		copy_private(e, ev, 0);
+		break;
+	case CM_EV_DISCONNECT_DONE:
+		e->ev.event = RDMA_CM_EVENT_DISCONNECTED;
+		break;
+	case CM_EV_SIDR_REP_RECEIVED:
+		e->sidr_status = ev->u.sidr_rep.status;
+		e->sidr_qpn = ev->u.sidr_rep.qpn;
+		e->sidr_qkey = ev->u.sidr_rep.qkey;
+		if (ev->u.sidr_rep.status == CM_SIDR_SUCCESS) {
+			e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+		} else {
+			e->ev.event = RDMA_CM_EVENT_UNREACHABLE;
+			e->ev.status = ev->u.sidr_rep.status;
+		}
+		copy_private(e, ev, 0);
+		e->ev.param.ud.private_data = e->ev.param.conn.private_data;
+		e->ev.param.ud.private_data_len = e->ev.param.conn.private_data_len;
+		break;
+	default:
+		free(e);
+		return;
+	}
+	rcm_queue_event(id, e);
+}
+
+/* ---- reading events ------------------------------------------------------ */
+
+static void fill_ud_param(struct rcm_id *id, struct rcm_event *e)
+{
+	struct ibv_ah_attr *ah = &e->ev.param.ud.ah_attr;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->port_num = 1;
+	memcpy(ah->grh.dgid.raw, id->remote_gid, 16);
+	ah->grh.hop_limit = 64;
+	ah->grh.traffic_class = id->tos;
+	e->ev.param.ud.qp_num = e->sidr_qpn;
+	e->ev.param.ud.qkey = e->sidr_qkey;
+}
+
+/* The program's-thread part of an event (rdma-core's rdma_get_cm_event
+ * does the same work there). */
+static void finish_event(struct rcm_event *e)
+{
+	struct rcm_id *id = to_rcm_id(e->ev.id);
+	uint64_t now;
+
+	switch (e->ev.event) {
+	case RDMA_CM_EVENT_CONNECT_RESPONSE: {
+		const struct cm_rep_info *r = &e->info.rep;
+		id->remote_qpn = r->qpn;
+		id->remote_psn = r->starting_psn;
+		/* Our READs may not exceed what the peer accepts. */
+		if (id->initiator_depth > r->responder_resources)
+			id->initiator_depth = r->responder_resources;
+		e->ev.param.conn.responder_resources = r->responder_resources;
+		e->ev.param.conn.initiator_depth = r->initiator_depth;
+		e->ev.param.conn.rnr_retry_count = r->rnr_retry_count;
+		e->ev.param.conn.srq = r->srq;
+		e->ev.param.conn.qp_num = r->qpn;
+		if (!id->id.qp) {
+			id->state = RCM_CONNECT_RESPONSE;
+			break;
+		}
+		int err = rcm_qp_to_rtr_rts(id);
+		now = srt_now();
+		srt_lock(rcm.dev);
+		if (!id->cm) {
+			err = ECONNABORTED;
+		} else if (err) {
+			cm_reject(id->cm, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, now);
+		} else {
+			cm_send_rtu(id->cm, NULL, 0, now);
+		}
+		srt_unlock(rcm.dev);
+		srt_kick(rcm.dev);
+		if (err) {
+			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+			e->ev.status = -err;
+			rcm_qp_to_error(id);
+		} else {
+			e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+			id->state = RCM_CONNECTED;
+		}
+		break;
+	}
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (e->cm_type == CM_EV_SIDR_REP_RECEIVED)
+			fill_ud_param(id, e);
+		id->state = RCM_CONNECTED;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		if (e->cm_type == CM_EV_SIDR_REP_RECEIVED || e->cm_type == CM_EV_SIDR_TIMEOUT)
+			break;
+		rcm_qp_to_error(id);
+		id->state = RCM_DISCONNECTED;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rcm_qp_to_error(id);
+		id->state = RCM_DISCONNECTED;
+		break;
+	default:
+		break;
+	}
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct rcm_event *e;
+	int err;
+
+	if (!channel || !event)
+		return rcm_fail(EINVAL);
+	err = channel_take((struct rcm_channel *)channel, &e);
+	if (err)
+		return rcm_fail(err);
+	finish_event(e);
+	*event = &e->ev;
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event)
+		return rcm_fail(EINVAL);
+	free(event);    /* struct rcm_event starts with it */
+	return 0;
+}
+
+/* Synchronous ids: wait on the id's own channel for the event that ends
+ * an operation; the previous one is freed, this one kept in id->event. */
+int rcm_wait_event(struct rcm_id *id, enum rdma_cm_event_type want, struct rcm_event **out)
+{
+	struct rcm_event *e;
+	int err;
+
+	for (;;) {
+		err = channel_take(id->chan, &e);
+		if (err)
+			return err;
+		finish_event(e);
+		if (e->ev.id == &id->id || e->ev.listen_id == &id->id)
+			break;
+		free(e);
+	}
+	free(id->sync_event);
+	id->sync_event = e;
+	id->id.event = &e->ev;
+	if (out)
+		*out = e;
+	if (e->ev.event != want)
+		return e->ev.event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED :
+		       e->ev.status < 0 ? -e->ev.status : ECONNABORTED;
+	return 0;
+}
+
+/* ---- listen, connect, accept ------------------------------------------------ */
+
+int rdma_listen(struct rdma_cm_id *cmid, int backlog)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	int e;
+
+	if (!cmid || id->state == RCM_LISTEN || id->state == RCM_CONNECT || id->state == RCM_CONNECTED)
+		return rcm_fail(EINVAL);
+	if (id->state == RCM_IDLE) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+		if (rcm_bind(id, (struct sockaddr *)&any))
+			return -1;
+	}
+	e = rcm_register_listener(id);
+	if (e)
+		return rcm_fail(e);
+	srt_lock(rcm.dev);
+	e = cm_listen(rcm.cm, wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id)), id, &id->listen);
+	srt_unlock(rcm.dev);
+	if (e) {
+		rcm_unregister_listener(id);
+		return rcm_fail(e);
+	}
+	id->backlog = backlog;
+	id->state = RCM_LISTEN;
+	return 0;
+}
+
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
+{
+	struct rcm_id *l = to_rcm_id(listen);
+	struct rcm_event *e;
+	int err;
+
+	if (!listen || !out || l->state != RCM_LISTEN)
+		return rcm_fail(EINVAL);
+	if (!l->sync)
+		return rcm_fail(EINVAL);
+	err = rcm_wait_event(l, RDMA_CM_EVENT_CONNECT_REQUEST, &e);
+	if (err)
+		return rcm_fail(err);
+	struct rcm_id *child = to_rcm_id(e->ev.id);
+	/* rdma_create_ep's QP settings apply to the ids it accepts. */
+	if (l->ep_qp_attr) {
+		struct ibv_qp_init_attr attr = *l->ep_qp_attr;
+		if (rdma_create_qp(&child->id, l->ep_pd, &attr)) {
+			err = errno;
+			rdma_reject(&child->id, NULL, 0);
+			rdma_destroy_id(&child->id);
+			return rcm_fail(err);
+		}
+	}
+	child->id.event = &e->ev;
+	/* The event stays the child's (acked when it goes or at its next
+	 * synchronous call). */
+	l->sync_event = NULL;
+	l->id.event = NULL;
+	child->sync_event = e;
+	*out = &child->id;
+	return 0;
+}
+
+/* A READ/atomic depth the program asked for: RDMA_MAX_RESP_RES /
+ * RDMA_MAX_INIT_DEPTH (0xFF) mean "the default" (`dflt`); at most the
+ * device's 128. */
+static uint8_t rd_depth(uint8_t v, uint8_t dflt)
+{
+	if (v == 0xFF)
+		return dflt;
+	return v > 128 ? 128 : v;
+}
+
+int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	uint8_t pd[WIRE_CM_REQ_PRIVATE_DATA];
+	size_t max_user = (cmid && cmid->qp_type == IBV_QPT_UD ? WIRE_CM_SIDR_REQ_PRIVATE_DATA
+							       : WIRE_CM_REQ_PRIVATE_DATA) - WIRE_CMA_HDR_LEN;
+	uint8_t sidr_pd[WIRE_CM_SIDR_REQ_PRIVATE_DATA];
+	uint8_t *buf = cmid && cmid->qp_type == IBV_QPT_UD ? sidr_pd : pd;
+	uint64_t now;
+	int e;
+
+	if (!cmid || id->state != RCM_ROUTE_RESOLVED)
+		return rcm_fail(EINVAL);
+	if (conn_param && conn_param->private_data_len > max_user)
+		return rcm_fail(EINVAL);
+	struct wire_cma_hdr hdr = { .cma_version = WIRE_CMA_VERSION, .ip_version = 4,
+				    .src_port = rcm_src_port(id) };
+	memcpy(hdr.src_addr + 12, &id->id.route.addr.src_sin.sin_addr, 4);
+	memcpy(hdr.dst_addr + 12, &id->id.route.addr.dst_sin.sin_addr, 4);
+	memset(buf, 0, WIRE_CM_SIDR_REQ_PRIVATE_DATA > sizeof(pd) ? sizeof(sidr_pd) : sizeof(pd));
+	wire_cma_hdr_encode(&hdr, buf, WIRE_CMA_HDR_LEN);
+	size_t len = WIRE_CMA_HDR_LEN;
+	if (conn_param && conn_param->private_data_len) {
+		memcpy(buf + len, conn_param->private_data, conn_param->private_data_len);
+		len += conn_param->private_data_len;
+	}
+	uint64_t sid = wire_rdma_cm_service_id(rcm_ps(id), rcm_dst_port(id));
+	now = srt_now();
+	if (cmid->qp_type == IBV_QPT_UD) {
+		srt_lock(rcm.dev);
+		e = cm_sidr_request(rcm.cm, id->remote_gid, sid, buf, (uint8_t)len,
+				    cm_get_config(rcm.cm)->cm_response_timeout,
+				    cm_get_config(rcm.cm)->max_cm_retries, id, now, &id->cm);
+		srt_unlock(rcm.dev);
+	} else {
+		struct cm_req_param p;
+		if (!cmid->qp && !(conn_param && conn_param->qp_num))
+			return rcm_fail(EINVAL);
+		cm_req_param_init(rcm.cm, &p);
+		memcpy(p.dgid, id->remote_gid, 16);
+		p.service_id = sid;
+		p.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num;
+		p.qp_type = IBV_QPT_RC;
+		id->psn = (uint32_t)(srt_now() * 2654435761u) & 0xffffff;
+		p.starting_psn = id->psn;
+		id->responder_resources = conn_param ? rd_depth(conn_param->responder_resources, 128) : 128;
+		id->initiator_depth = conn_param ? rd_depth(conn_param->initiator_depth, 128) : 128;
+		p.responder_resources = id->responder_resources;
+		p.initiator_depth = id->initiator_depth;
+		p.path_mtu = id->mtu;
+		if (conn_param) {
+			id->retry_count = conn_param->retry_count > 7 ? 7 : conn_param->retry_count;
+			id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
+			p.flow_control = conn_param->flow_control;
+			p.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param->srq;
+		}
+		p.retry_count = id->retry_count;
+		p.rnr_retry_count = id->rnr_retry_count;
+		p.local_ack_timeout = id->ack_timeout;
+		p.traffic_class = id->tos;
+		p.private_data = buf;
+		p.private_data_len = (uint8_t)len;
+		srt_lock(rcm.dev);
+		e = cm_connect(rcm.cm, &p, id, now, &id->cm);
+		srt_unlock(rcm.dev);
+	}
+	srt_kick(rcm.dev);
+	if (e)
+		return rcm_fail(e);
+	id->state = RCM_CONNECT;
+	if (id->sync) {
+		e = rcm_wait_event(id, RDMA_CM_EVENT_ESTABLISHED, NULL);
+		if (e)
+			return rcm_fail(e);
+	}
+	return 0;
+}
+
+int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	uint64_t now;
+	int e;
+
+	if (!cmid || id->state != RCM_REQ_RCVD || !id->cm)
+		return rcm_fail(EINVAL);
+	if (cmid->qp_type == IBV_QPT_UD) {
+		uint32_t qpn = cmid->qp ? cmid->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+		if (conn_param && conn_param->private_data_len > WIRE_CM_SIDR_REP_PRIVATE_DATA)
+			return rcm_fail(EINVAL);
+		srt_lock(rcm.dev);
+		e = cm_sidr_reply(id->cm, CM_SIDR_SUCCESS, qpn, RDMA_UDP_QKEY,
+				  conn_param ? conn_param->private_data : NULL,
+				  conn_param ? conn_param->private_data_len : 0, srt_now());
+		srt_unlock(rcm.dev);
+		srt_kick(rcm.dev);
+		if (e)
+			return rcm_fail(e);
+		id->state = RCM_CONNECTED;
+		return 0;
+	}
+	if (conn_param && conn_param->private_data_len > WIRE_CM_REP_PRIVATE_DATA)
+		return rcm_fail(EINVAL);
+	if (!cmid->qp && !(conn_param && conn_param->qp_num))
+		return rcm_fail(EINVAL);
+	/* What we give the peer's READs, and our own READs: at most what it
+	 * asked for / offered (rdma-core takes min with the REQ). */
+	uint8_t rr = conn_param ? rd_depth(conn_param->responder_resources, id->responder_resources)
+				: id->responder_resources;
+	uint8_t id_depth = conn_param ? rd_depth(conn_param->initiator_depth, id->initiator_depth)
+				      : id->initiator_depth;
+	id->responder_resources = rr;
+	id->initiator_depth = id_depth;
+	if (conn_param)
+		id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
+	id->psn = (uint32_t)(srt_now() * 2654435761u) & 0xffffff;
+	if (cmid->qp) {
+		e = rcm_qp_to_rtr_rts(id);
+		if (e) {
+			rdma_reject(cmid, NULL, 0);
+			return rcm_fail(e);
+		}
+	}
+	struct cm_rep_param p = {
+		.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num,
+		.starting_psn = id->psn,
+		.responder_resources = rr,
+		.initiator_depth = id_depth,
+		.rnr_retry_count = id->rnr_retry_count,
+		.target_ack_delay = 0,
+		.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param && conn_param->srq,
+		.flow_control = conn_param ? conn_param->flow_control : 1,
+		.private_data = conn_param ? conn_param->private_data : NULL,
+		.private_data_len = conn_param ? conn_param->private_data_len : 0,
+	};
+	now = srt_now();
+	srt_lock(rcm.dev);
+	e = cm_accept(id->cm, &p, now);
+	srt_unlock(rcm.dev);
+	srt_kick(rcm.dev);
+	if (e)
+		return rcm_fail(e);
+	id->state = RCM_ACCEPTED;
+	if (id->sync) {
+		e = rcm_wait_event(id, RDMA_CM_EVENT_ESTABLISHED, NULL);
+		if (e)
+			return rcm_fail(e);
+	}
+	return 0;
+}
+
+int rdma_reject(struct rdma_cm_id *cmid, const void *private_data, uint8_t private_data_len)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	int e;
+
+	if (!cmid || !id->cm)
+		return rcm_fail(EINVAL);
+	srt_lock(rcm.dev);
+	if (cmid->qp_type == IBV_QPT_UD)
+		e = cm_sidr_reply(id->cm, CM_SIDR_REJECT, 0, 0, private_data, private_data_len, srt_now());
+	else
+		e = cm_reject(id->cm, CM_REJ_CONSUMER_DEFINED, NULL, 0, private_data, private_data_len, srt_now());
+	srt_unlock(rcm.dev);
+	srt_kick(rcm.dev);
+	if (e)
+		return rcm_fail(e);
+	id->state = RCM_DISCONNECTED;
+	return 0;
+}
+
+int rdma_establish(struct rdma_cm_id *cmid)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	int e;
+
+	if (!cmid || !id->cm)
+		return rcm_fail(EINVAL);
+	if (id->state == RCM_CONNECT_RESPONSE) {
+		srt_lock(rcm.dev);
+		e = cm_send_rtu(id->cm, NULL, 0, srt_now());
+		srt_unlock(rcm.dev);
+	} else {
+		srt_lock(rcm.dev);
+		e = cm_establish(id->cm, srt_now());
+		srt_unlock(rcm.dev);
+	}
+	srt_kick(rcm.dev);
+	if (e && e != EISCONN)
+		return rcm_fail(e);
+	id->state = RCM_CONNECTED;
+	return 0;
+}
+
+int rdma_notify(struct rdma_cm_id *cmid, enum ibv_event_type event)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	int e;
+
+	if (!cmid)
+		return rcm_fail(EINVAL);
+	if (event != IBV_EVENT_COMM_EST)
+		return 0;
+	if (!id->cm || id->state != RCM_ACCEPTED)
+		return 0;
+	srt_lock(rcm.dev);
+	e = cm_establish(id->cm, srt_now());
+	srt_unlock(rcm.dev);
+	if (e && e != EISCONN)
+		return rcm_fail(e);
+	return 0;
+}
+
+int rdma_disconnect(struct rdma_cm_id *cmid)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	int e = 0;
+
+	if (!cmid)
+		return rcm_fail(EINVAL);
+	rcm_qp_to_error(id);
+	if (!id->cm)
+		return rcm_fail(EINVAL);
+	srt_lock(rcm.dev);
+	enum cm_state st = cm_id_state(id->cm);
+	if (st == CM_ST_ESTABLISHED)
+		e = cm_disconnect(id->cm, NULL, 0, srt_now());
+	else if (st == CM_ST_REP_SENT || st == CM_ST_MRA_REP_RCVD || st == CM_ST_REQ_SENT ||
+		 st == CM_ST_MRA_REQ_RCVD)
+		e = 0;  /* rdma-core: nothing established yet; the id's destroy refuses it */
+	else if (st != CM_ST_DREQ_RCVD && st != CM_ST_TIMEWAIT && st != CM_ST_DREQ_SENT)
+		e = EINVAL;
+	srt_unlock(rcm.dev);
+	srt_kick(rcm.dev);
+	if (e)
+		return rcm_fail(e);
+	return 0;
+}
+
+int rdma_migrate_id(struct rdma_cm_id *cmid, struct rdma_event_channel *channel)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	struct rcm_channel *to;
+
+	if (!cmid)
+		return rcm_fail(EINVAL);
+	to = channel ? (struct rcm_channel *)channel : channel_create(true);
+	if (!to)
+		return rcm_fail(ENOMEM);
+	/* Move the events queued for this id, under the device lock so no
+	 * new one lands on the old channel meanwhile. */
+	srt_lock(rcm.dev);
+	struct rcm_channel *from = id->chan;
+	pthread_mutex_lock(&from->lock);
+	struct rcm_event **p = &from->head, *e, *moved = NULL, **mtail = &moved;
+	unsigned n = 0;
+	while ((e = *p)) {
+		if (e->ev.id == cmid) {
+			*p = e->next;
+			e->next = NULL;
+			*mtail = e;
+			mtail = &e->next;
+			n++;
+		} else {
+			p = &e->next;
+		}
+	}
+	from->tail = NULL;
+	for (e = from->head; e; e = e->next)
+		from->tail = e;
+	pthread_mutex_unlock(&from->lock);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v;
+		int fl = fcntl(from->ch.fd, F_GETFL);
+		fcntl(from->ch.fd, F_SETFL, fl | O_NONBLOCK);
+		if (read(from->ch.fd, &v, sizeof(v)) < 0)
+			v = 0;
+		fcntl(from->ch.fd, F_SETFL, fl);
+	}
+	id->chan = to;
+	id->sync = channel == NULL;
+	cmid->channel = &to->ch;
+	for (e = moved; e;) {
+		struct rcm_event *next = e->next;
+		rcm_queue_event(id, e);
+		e = next;
+	}
+	srt_unlock(rcm.dev);
+	if (from->internal)
+		channel_destroy(from);
+	return 0;
+}

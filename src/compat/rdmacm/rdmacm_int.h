@@ -1,0 +1,154 @@
+/*
+ * rdmacm_int.h — private types of softrnic's librdmacm.so.1.
+ *
+ * librdmacm.so.1 is the ABI skin of the connection manager: rdma-core's
+ * <rdma/rdma_cma.h> API over the pure IB CM of src/cm, which it attaches to
+ * the process's softrnic device as the device's agent (srt_set_agent):
+ * CM MADs reach it from QP1 through the runtime, and leave through
+ * rnic_gsi_send.  Everything that touches the cm runs under the device lock
+ * (srt_lock); the cm's events are turned into rdma_cm events and queued on
+ * the id's event channel under the channel's own mutex, always taken inside
+ * (never around) the device lock.
+ *
+ * The work librdmacm does in the application's thread when an event is
+ * read (moving the QP to RTR and RTS, sending the RTU) happens in
+ * rdma_get_cm_event, as in rdma-core.
+ *
+ * Files: cma.c (ids, connect/listen/accept, events), addr.c (addresses,
+ * routes, the loopback listener registry, getaddrinfo, devices), qp.c
+ * (rdma_create_qp and friends, QP attributes), misc.c (strings, options).
+ */
+#ifndef SOFTRNIC_COMPAT_RDMACM_INT_H
+#define SOFTRNIC_COMPAT_RDMACM_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/cm.h"
+#include "rnic/rnic.h"
+#include "runtime/runtime.h"
+
+/* Exported by softrnic's libibverbs.so.1 (SOFTRNIC_PRIVATE_1). */
+struct srt_device *softrnic_context_device(struct ibv_context *context);
+
+/* One queued event: the rdma_cm_event the program reads, and what it
+ * points to (private data copies). */
+struct rcm_event {
+	struct rdma_cm_event ev;        /* first: rdma_ack_cm_event casts back */
+	struct rcm_event *next;
+	enum cm_event_type cm_type;     /* what the cm reported */
+	/* Copied from the cm event (valid only during its callback). */
+	union {
+		struct cm_req_info req;
+		struct cm_rep_info rep;
+	} info;
+	uint8_t remote_gid[16];
+	uint32_t sidr_qpn, sidr_qkey;
+	int sidr_status;
+	uint8_t private_data[256];
+	uint8_t private_data_len;
+};
+
+struct rcm_channel {
+	struct rdma_event_channel ch;   /* ch.fd: an eventfd (semaphore mode) */
+	pthread_mutex_t lock;
+	struct rcm_event *head, *tail;
+	bool internal;                  /* a synchronous id's own channel */
+};
+
+enum rcm_id_state {
+	RCM_IDLE,
+	RCM_ADDR_BOUND,
+	RCM_ADDR_RESOLVED,
+	RCM_ROUTE_RESOLVED,
+	RCM_LISTEN,
+	RCM_CONNECT,            /* REQ / SIDR_REQ sent */
+	RCM_CONNECT_RESPONSE,   /* REP read, no QP: rdma_establish sends the RTU */
+	RCM_REQ_RCVD,           /* passive, before rdma_accept */
+	RCM_ACCEPTED,           /* passive, REP sent, waiting for the RTU */
+	RCM_CONNECTED,
+	RCM_DISCONNECTED,
+	RCM_DESTROYING,
+};
+
+struct rcm_id {
+	struct rdma_cm_id id;           /* first: the program's pointer */
+	struct rcm_channel *chan;
+	bool sync;                      /* created with a NULL channel */
+	enum rcm_id_state state;
+	struct cm_id *cm;               /* the cm's id, NULL when none */
+	struct cm_listen *listen;
+	struct rcm_id *listener;        /* passive ids: the listening id */
+	int backlog;
+	bool registered;                /* has a loopback registry entry */
+	/* Connection parameters. */
+	uint32_t psn;                   /* our starting PSN */
+	uint32_t remote_qpn, remote_psn, remote_qkey;
+	uint8_t responder_resources, initiator_depth;
+	uint8_t retry_count, rnr_retry_count;
+	enum ibv_mtu mtu;
+	uint8_t tos;
+	bool tos_set;
+	uint8_t ack_timeout;            /* local ACK timeout code */
+	uint8_t remote_gid[16];
+	bool peer_disconnected;         /* a DREQ came (DREP already sent) */
+	/* rdma_create_ep on a passive id: QPs for the ids it accepts. */
+	struct ibv_qp_init_attr *ep_qp_attr;
+	struct ibv_pd *ep_pd;
+	/* Synchronous ids: the last event read, acked at the next call. */
+	struct rcm_event *sync_event;
+	/* CQs and channels rdma_create_qp made (destroyed with the QP). */
+	bool own_cqs;
+	struct rcm_id *next_all;        /* every id (registry cleanup at exit) */
+};
+
+static inline struct rcm_id *to_rcm_id(struct rdma_cm_id *id)
+{
+	return (struct rcm_id *)id;
+}
+
+/* The process-wide state (cma.c). */
+struct rcm_global {
+	pthread_mutex_t lock;           /* init, the id list */
+	bool ready;
+	struct ibv_device **dev_list;
+	struct ibv_context *verbs;
+	struct srt_device *dev;
+	struct ibv_pd *default_pd;
+	struct cm *cm;
+	struct rcm_id *all;
+};
+extern struct rcm_global rcm;
+
+/* cma.c */
+int rcm_init(void);             /* 0 or an errno */
+void rcm_queue_event(struct rcm_id *id, struct rcm_event *e);
+struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type, int status);
+int rcm_wait_event(struct rcm_id *id, enum rdma_cm_event_type want, struct rcm_event **out);
+/* Sets errno and returns -1 (librdmacm's error convention). */
+static inline int rcm_fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* addr.c */
+int rcm_bind(struct rcm_id *id, const struct sockaddr *addr);
+int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16]);
+int rcm_register_listener(struct rcm_id *id);
+void rcm_unregister_listener(struct rcm_id *id);
+void rcm_fill_route(struct rcm_id *id);
+uint16_t rcm_src_port(const struct rcm_id *id);
+uint16_t rcm_dst_port(const struct rcm_id *id);
+uint16_t rcm_ps(const struct rcm_id *id);
+
+/* qp.c */
+int rcm_qp_to_rtr_rts(struct rcm_id *id);
+int rcm_qp_to_error(struct rcm_id *id);
+
+#endif

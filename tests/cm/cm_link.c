@@ -1,0 +1,535 @@
+/*
+ * cm_link.c — the seeded MAD link (see cm_link.h).
+ *
+ * Structure: every cm's io->send_mad lands in link_send(), which applies
+ * the tap and the fault knobs and pushes copies onto a binary min-heap
+ * keyed by (delivery time, sequence number).  link_run_until() repeatedly
+ * takes the earliest of "next MAD", "earliest cm timer" and "next alarm",
+ * moves the clock there and delivers, fires or stops.  No real clock, no
+ * rand(): the seed is the only source of variation.
+ */
+#include "cm_link.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_check.h"
+
+struct link_msg {
+	uint64_t time, seq;
+	int from, to;                   /* from -1: an alarm */
+	uint8_t mad[256];
+};
+
+struct link_node {
+	struct link *l;
+	unsigned idx;
+	struct cm *cm;
+	uint8_t gid[16];
+	struct link_event *q;           /* event queue (ring) */
+	unsigned qhead, qlen, qcap;
+};
+
+struct link {
+	unsigned n;
+	struct link_node node[LINK_MAX_NODES];
+	struct link_faults faults[LINK_MAX_NODES][LINK_MAX_NODES];
+	uint64_t fifo_tail[LINK_MAX_NODES][LINK_MAX_NODES];
+	uint64_t now;
+	uint64_t rng[4];
+	uint64_t seq;
+	struct link_msg *heap;
+	size_t heap_len, heap_cap;
+	link_tap_fn tap;
+	void *tap_arg;
+	link_event_fn hook;
+	void *hook_arg;
+	bool trace_transitions, verbose;
+	unsigned tracing_node;
+	uint64_t hash;
+	struct link_stats stats;
+};
+
+/* ---- PRNG ------------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+uint64_t link_random(struct link *l)
+{
+	uint64_t *s = l->rng;
+	uint64_t r = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return r;
+}
+
+uint64_t link_random_below(struct link *l, uint64_t n)
+{
+	return n ? link_random(l) % n : 0;
+}
+
+double link_random_unit(struct link *l)
+{
+	return (double)(link_random(l) >> 11) / (double)(1ull << 53);
+}
+
+/* ---- trace hash ----------------------------------------------------------------- */
+
+static void hash_bytes(struct link *l, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++) {
+		l->hash ^= b[i];
+		l->hash *= 0x100000001b3ull;
+	}
+}
+
+static void hash_u64(struct link *l, uint64_t v)
+{
+	hash_bytes(l, &v, sizeof(v));
+}
+
+/* ---- heap --------------------------------------------------------------------------- */
+
+static bool msg_less(const struct link_msg *a, const struct link_msg *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static void heap_push(struct link *l, const struct link_msg *m)
+{
+	if (l->heap_len == l->heap_cap) {
+		size_t cap = l->heap_cap ? l->heap_cap * 2 : 64;
+		struct link_msg *h = realloc(l->heap, cap * sizeof(*h));
+		if (!h) {
+			fprintf(stderr, "cm_link: out of memory\n");
+			abort();
+		}
+		l->heap = h;
+		l->heap_cap = cap;
+	}
+	size_t i = l->heap_len++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!msg_less(m, &l->heap[p]))
+			break;
+		l->heap[i] = l->heap[p];
+		i = p;
+	}
+	l->heap[i] = *m;
+}
+
+static void heap_pop(struct link *l, struct link_msg *out)
+{
+	*out = l->heap[0];
+	struct link_msg last = l->heap[--l->heap_len];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= l->heap_len)
+			break;
+		if (c + 1 < l->heap_len && msg_less(&l->heap[c + 1], &l->heap[c]))
+			c++;
+		if (!msg_less(&l->heap[c], &last))
+			break;
+		l->heap[i] = l->heap[c];
+		i = c;
+	}
+	if (l->heap_len)
+		l->heap[i] = last;
+}
+
+/* ---- the cms' io ------------------------------------------------------------------ */
+
+static void schedule(struct link *l, unsigned from, unsigned to, const uint8_t *mad, bool copy)
+{
+	const struct link_faults *f = &l->faults[from][to];
+	uint64_t t = l->now + f->delay_ns + (f->jitter_ns ? link_random_below(l, f->jitter_ns + 1) : 0);
+	if (t < l->fifo_tail[from][to])
+		t = l->fifo_tail[from][to];
+	if (!copy)
+		l->fifo_tail[from][to] = t;
+	if (f->reorder > 0 && link_random_unit(l) < f->reorder && f->reorder_ns) {
+		t += 1 + link_random_below(l, f->reorder_ns);
+		l->stats.reordered++;
+	}
+	struct link_msg m = { .time = t, .seq = l->seq++, .from = (int)from, .to = (int)to };
+	memcpy(m.mad, mad, 256);
+	heap_push(l, &m);
+}
+
+static void link_send(void *ctx, const uint8_t dgid[16], const uint8_t mad[256])
+{
+	struct link_node *nd = ctx;
+	struct link *l = nd->l;
+	unsigned to;
+	l->stats.sent++;
+	for (to = 0; to < l->n; to++)
+		if (memcmp(l->node[to].gid, dgid, 16) == 0)
+			break;
+	if (to == l->n) {
+		l->stats.no_route++;
+		return;
+	}
+	uint8_t copy[256];
+	memcpy(copy, mad, 256);
+	if (l->tap && !l->tap(l->tap_arg, nd->idx, to, l->now, copy)) {
+		l->stats.tapped++;
+		return;
+	}
+	const struct link_faults *f = &l->faults[nd->idx][to];
+	unsigned attr = (unsigned)(copy[16] << 8 | copy[17]);
+	double loss = attr >= 0x10 && attr < 0x10 + LK_NKINDS ? f->loss[attr - 0x10] : 0;
+	if (loss > 0 && link_random_unit(l) < loss) {
+		l->stats.lost++;
+	} else {
+		schedule(l, nd->idx, to, copy, false);
+	}
+	if (f->dup > 0 && link_random_unit(l) < f->dup) {
+		l->stats.duplicated++;
+		if (!(loss > 0 && link_random_unit(l) < loss))
+			schedule(l, nd->idx, to, copy, true);
+	}
+}
+
+static void link_event_cb(void *ctx, const struct cm_event *ev)
+{
+	struct link_node *nd = ctx;
+	struct link *l = nd->l;
+	struct link_event e;
+	memset(&e, 0, sizeof(e));
+	e.node = nd->idx;
+	e.time = l->now;
+	e.ev = *ev;
+	e.local_comm_id = cm_id_local_comm_id(ev->id);
+	if (ev->private_data) {
+		memcpy(e.priv, ev->private_data, ev->private_data_len);
+		e.ev.private_data = e.priv;
+	}
+	if (ev->ari) {
+		memcpy(e.ari, ev->ari, ev->ari_len);
+		e.ev.ari = e.ari;
+	}
+	if (ev->type == CM_EV_SIDR_REP_RECEIVED && ev->u.sidr_rep.info) {
+		memcpy(e.info, ev->u.sidr_rep.info, ev->u.sidr_rep.info_len);
+		e.ev.u.sidr_rep.info = e.info;
+	}
+	hash_u64(l, l->now);
+	hash_u64(l, nd->idx);
+	hash_u64(l, ev->type);
+	hash_u64(l, e.local_comm_id);
+	if (ev->private_data)
+		hash_bytes(l, ev->private_data, ev->private_data_len);
+	if (l->verbose)
+		fprintf(stderr, "[%12llu] node %u event %s id 0x%08x\n", (unsigned long long)l->now, nd->idx,
+			cm_event_name(ev->type), e.local_comm_id);
+	if (l->hook)
+		l->hook(l->hook_arg, &e);
+	if (nd->qlen == nd->qcap) {
+		unsigned cap = nd->qcap ? nd->qcap * 2 : 32;
+		struct link_event *q = malloc(cap * sizeof(*q));
+		if (!q)
+			abort();
+		for (unsigned i = 0; i < nd->qlen; i++)
+			q[i] = nd->q[(nd->qhead + i) % nd->qcap];
+		free(nd->q);
+		nd->q = q;
+		nd->qhead = 0;
+		nd->qcap = cap;
+	}
+	struct link_event *slot = &nd->q[(nd->qhead + nd->qlen++) % nd->qcap];
+	*slot = e;
+	/* re-aim the copies' pointers at the slot */
+	if (e.ev.private_data)
+		slot->ev.private_data = slot->priv;
+	if (e.ev.ari)
+		slot->ev.ari = slot->ari;
+	if (e.ev.type == CM_EV_SIDR_REP_RECEIVED && e.ev.u.sidr_rep.info)
+		slot->ev.u.sidr_rep.info = slot->info;
+}
+
+static void link_trace_cb(void *ctx, const char *line)
+{
+	struct link_node *nd = ctx;
+	struct link *l = nd->l;
+	if (l->trace_transitions) {
+		hash_u64(l, nd->idx);
+		hash_bytes(l, line, strlen(line));
+	}
+	if (l->verbose)
+		fprintf(stderr, "[%12llu] node %u %s\n", (unsigned long long)l->now, nd->idx, line);
+}
+
+/* ---- lifetime -------------------------------------------------------------------- */
+
+struct link *link_create(uint64_t seed, unsigned n, const struct cm_config *cfg)
+{
+	if (n < 2 || n > LINK_MAX_NODES)
+		return NULL;
+	struct link *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->n = n;
+	l->hash = 0xcbf29ce484222325ull;
+	l->trace_transitions = true;
+	uint64_t sm = seed;
+	for (int i = 0; i < 4; i++)
+		l->rng[i] = splitmix64(&sm);
+	struct link_faults clean = { .delay_ns = 1000 };
+	link_set_faults(l, &clean);
+	struct cm_config base;
+	if (cfg)
+		base = *cfg;
+	else
+		cm_config_default(&base);
+	for (unsigned i = 0; i < n; i++) {
+		struct link_node *nd = &l->node[i];
+		nd->l = l;
+		nd->idx = i;
+		memset(nd->gid, 0, 16);
+		nd->gid[10] = nd->gid[11] = 0xff;
+		nd->gid[12] = 10;
+		nd->gid[13] = 0;
+		nd->gid[14] = 1;
+		nd->gid[15] = (uint8_t)(i + 1);
+		struct cm_config c = base;
+		memcpy(c.gid, nd->gid, 16);
+		c.ca_guid = 0x1000 + i;
+		c.seed = (uint32_t)(base.seed * 0x9e3779b9u + i * 7919u + (uint32_t)seed);
+		struct cm_io io = { .ctx = nd, .send_mad = link_send, .event = link_event_cb };
+		nd->cm = cm_create(&c, &io);
+		if (!nd->cm) {
+			link_destroy(l);
+			return NULL;
+		}
+		cm_set_trace(nd->cm, link_trace_cb, nd);
+	}
+	return l;
+}
+
+void link_destroy(struct link *l)
+{
+	if (!l)
+		return;
+	for (unsigned i = 0; i < l->n; i++) {
+		cm_destroy(l->node[i].cm);
+		free(l->node[i].q);
+	}
+	free(l->heap);
+	free(l);
+}
+
+struct cm *link_cm(struct link *l, unsigned node)
+{
+	return l->node[node].cm;
+}
+
+const uint8_t *link_gid(const struct link *l, unsigned node)
+{
+	return l->node[node].gid;
+}
+
+void link_set_faults_dir(struct link *l, unsigned from, unsigned to, const struct link_faults *f)
+{
+	l->faults[from][to] = *f;
+}
+
+void link_set_faults(struct link *l, const struct link_faults *f)
+{
+	for (unsigned i = 0; i < LINK_MAX_NODES; i++)
+		for (unsigned j = 0; j < LINK_MAX_NODES; j++)
+			l->faults[i][j] = *f;
+}
+
+void link_set_tap(struct link *l, link_tap_fn fn, void *arg)
+{
+	l->tap = fn;
+	l->tap_arg = arg;
+}
+
+void link_set_event_hook(struct link *l, link_event_fn fn, void *arg)
+{
+	l->hook = fn;
+	l->hook_arg = arg;
+}
+
+void link_trace_transitions(struct link *l, bool on)
+{
+	l->trace_transitions = on;
+}
+
+void link_verbose(struct link *l, bool on)
+{
+	l->verbose = on;
+}
+
+uint64_t link_now(const struct link *l)
+{
+	return l->now;
+}
+
+void link_alarm(struct link *l, uint64_t t)
+{
+	struct link_msg m = { .time = t, .seq = l->seq++, .from = -1, .to = -1 };
+	heap_push(l, &m);
+}
+
+uint64_t link_trace_hash(const struct link *l)
+{
+	return l->hash;
+}
+
+const struct link_stats *link_stats(const struct link *l)
+{
+	return &l->stats;
+}
+
+size_t link_in_flight(const struct link *l)
+{
+	return l->heap_len;
+}
+
+bool link_pop_event(struct link *l, unsigned node, struct link_event *out)
+{
+	struct link_node *nd = &l->node[node];
+	if (!nd->qlen)
+		return false;
+	*out = nd->q[nd->qhead];
+	if (out->ev.private_data)
+		out->ev.private_data = out->priv;
+	if (out->ev.ari)
+		out->ev.ari = out->ari;
+	if (out->ev.type == CM_EV_SIDR_REP_RECEIVED && out->ev.u.sidr_rep.info)
+		out->ev.u.sidr_rep.info = out->info;
+	nd->qhead = (nd->qhead + 1) % nd->qcap;
+	nd->qlen--;
+	return true;
+}
+
+unsigned link_pending_events(const struct link *l, unsigned node)
+{
+	return l->node[node].qlen;
+}
+
+/* ---- running --------------------------------------------------------------------- */
+
+static void deliver(struct link *l, unsigned from, unsigned to, const uint8_t *mad, size_t len)
+{
+	l->stats.delivered++;
+	hash_u64(l, l->now);
+	hash_u64(l, from);
+	hash_u64(l, to);
+	hash_bytes(l, mad, len);
+	if (l->verbose) {
+		const char *name = len >= 18 ? wire_cm_attr_name((uint16_t)(mad[16] << 8 | mad[17])) : NULL;
+		fprintf(stderr, "[%12llu] %u -> %u %s\n", (unsigned long long)l->now, from, to, name ? name : "?");
+	}
+	cm_receive(l->node[to].cm, l->node[from].gid, mad, len, l->now);
+}
+
+void link_inject(struct link *l, unsigned from, unsigned to, const uint8_t *mad, size_t len)
+{
+	deliver(l, from, to, mad, len);
+}
+
+static uint64_t next_timer(struct link *l, unsigned *who)
+{
+	uint64_t t = UINT64_MAX;
+	for (unsigned i = 0; i < l->n; i++) {
+		uint64_t d = cm_next_deadline(l->node[i].cm);
+		if (d < t) {
+			t = d;
+			*who = i;
+		}
+	}
+	return t;
+}
+
+/* One step: the earliest MAD/alarm or timer.  False when nothing is left
+ * or the next thing is after `limit`. */
+static bool step(struct link *l, uint64_t limit)
+{
+	unsigned who = 0;
+	uint64_t tt = next_timer(l, &who);
+	uint64_t tm = l->heap_len ? l->heap[0].time : UINT64_MAX;
+	uint64_t t = tm <= tt ? tm : tt;
+	if (t == UINT64_MAX || t > limit)
+		return false;
+	if (t > l->now)
+		l->now = t;
+	if (tm <= tt) {
+		struct link_msg m;
+		heap_pop(l, &m);
+		if (m.from >= 0)
+			deliver(l, (unsigned)m.from, (unsigned)m.to, m.mad, 256);
+	} else {
+		hash_u64(l, l->now);
+		hash_u64(l, 0x7100 + who);
+		cm_advance(l->node[who].cm, l->now);
+	}
+	return true;
+}
+
+static uint64_t next_time(struct link *l)
+{
+	unsigned who = 0;
+	uint64_t tt = next_timer(l, &who);
+	uint64_t tm = l->heap_len ? l->heap[0].time : UINT64_MAX;
+	return tm < tt ? tm : tt;
+}
+
+enum link_run link_run_until(struct link *l, bool (*pred)(void *arg), void *arg, uint64_t max_ns)
+{
+	uint64_t limit = l->now + max_ns < l->now ? UINT64_MAX : l->now + max_ns;
+	for (;;) {
+		if (pred && pred(arg))
+			return LINK_DONE;
+		if (step(l, limit))
+			continue;
+		/* Nothing left up to the limit; the predicate may still be
+		 * satisfied, or start new work (then go on). */
+		if (pred && pred(arg))
+			return LINK_DONE;
+		uint64_t t = next_time(l);
+		if (t == UINT64_MAX)
+			return LINK_IDLE;
+		if (t > limit) {
+			l->now = limit;
+			return LINK_TIMEOUT;
+		}
+	}
+}
+
+void link_run_for(struct link *l, uint64_t ns)
+{
+	uint64_t limit = l->now + ns;
+	while (step(l, limit))
+		;
+	l->now = limit;
+}
+
+bool link_counters_consistent(struct link *l, unsigned node)
+{
+	char msg[256];
+	if (cm_check_counters(cm_counters(l->node[node].cm), msg, sizeof(msg)))
+		return true;
+	fprintf(stderr, "node %u counters: %s\n", node, msg);
+	return false;
+}

@@ -1,0 +1,80 @@
+#!/bin/sh
+# cm_pair.sh — an unmodified rdmacm-utils / perftest program as server and
+# client on this machine, connecting through softrnic's librdmacm.so.1 with
+# no configuration: each side's device binds its own 127.0.0.N, the client
+# names 127.0.0.1, and the CM (REQ/REP/RTU over QP1) connects them.
+#
+# usage: cm_pair.sh [-t SECONDS] [-c REGEX] <libdir> <ps> <port> -- <server argv> -- <client argv>
+#   <ps>   the RDMA-CM port space the server listens in (262 TCP, 273 UDP):
+#          the client starts once the server's listener is registered
+#          (/dev/shm/softrnic-cm-<ps>-<port>, src/compat/rdmacm/addr.c)
+#   -c     extended regex the client's output must match (repeatable)
+# Both sides must exit 0.  SOFTRNIC_PRELOAD goes into LD_PRELOAD.
+set -u
+timeout_s=60
+cregs=""
+while getopts t:c: opt; do
+	case $opt in
+	t) timeout_s=$OPTARG ;;
+	c) cregs="$cregs
+$OPTARG" ;;
+	*) echo "bad option"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+libdir=$1 ps=$2 port=$3
+shift 3
+[ "$1" = "--" ] || { echo "usage: see the top of $0"; exit 2; }
+shift
+server=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do server="$server $1"; shift; done
+[ $# -gt 0 ] || { echo "usage: see the top of $0"; exit 2; }
+shift
+client="$*"
+prog=${server%% *}; prog=$(echo $server | cut -d' ' -f1)
+command -v "$prog" >/dev/null 2>&1 || { echo "$prog not installed"; exit 77; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cm_pair.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+run() {
+	env LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	    ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} \
+	    timeout -k 5 "$timeout_s" "$@"
+}
+
+# A stale entry of a process that is gone is ignored by the library.
+run $server > "$work/server.log" 2>&1 &
+spid=$!
+i=0
+reg=/dev/shm/softrnic-cm-$ps-$port
+while :; do
+	# The entry's pid must be alive (a stale one is left by a killed run).
+	if [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; then break; fi
+	if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
+		echo "server never listened (port space $ps, port $port)"
+		cat "$work/server.log"
+		kill "$spid" 2>/dev/null
+		exit 1
+	fi
+	sleep 0.05
+	i=$((i + 1))
+done
+start=$(date +%s.%N)
+run $client > "$work/client.log" 2>&1
+crc=$?
+end=$(date +%s.%N)
+wait "$spid"
+src=$?
+echo "---- server ($server) exit $src"
+cat "$work/server.log"
+echo "---- client ($client) exit $crc, $(echo "$end - $start" | bc 2>/dev/null || echo '?') s"
+cat "$work/client.log"
+status=0
+[ $src -eq 0 ] || { echo "FAIL: server exit $src"; status=1; }
+[ $crc -eq 0 ] || { echo "FAIL: client exit $crc"; status=1; }
+printf '%s\n' "$cregs" | while IFS= read -r re; do
+	[ -z "$re" ] && continue
+	grep -Eq "$re" "$work/client.log" || { echo "FAIL: client output lacks /$re/"; echo x > "$work/bad"; }
+done
+[ -f "$work/bad" ] && status=1
+exit $status
