@@ -7,7 +7,7 @@
  * + GID for SIDR), the timer heap, the counters and the trace hook.
  *
  * cm_receive decodes a MAD with wire/mad.h, finds the id it belongs to
- * (IBTA 12.6.x: the Remote Comm ID of a reply is our Local Comm ID; a REQ is
+ * (IBTA 12.6: the Remote Comm ID of a reply is our Local Comm ID; a REQ is
  * matched against known connections by the active side's Local Comm ID and
  * CA GUID, as the kernel's cm_insert_remote_id does) and runs it through
  * cm_step.  A REQ or SIDR_REQ nobody knows yet is looked up against the
@@ -25,7 +25,7 @@
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* IBTA 12.9 figures 132..135 (connection) and 12.11 (SIDR). */
+/* The state names of IBTA 12.9's diagrams (connection) and 12.11 (SIDR). */
 static const char *const state_names[CM_NSTATES] = {
 	[CM_ST_IDLE] = "Idle",
 	[CM_ST_REQ_SENT] = "REQ Sent",
@@ -671,7 +671,7 @@ int cm_step(struct cm_id *id, struct cm_in *in)
 /* Which id a reply belongs to: its Remote Comm ID is our Local Comm ID.
  * Once we know the peer's comm ID, the message's Local Comm ID must be it
  * (the kernel's cm_acquire_id(local, remote)).  A REJ "timeout" names the
- * sender by its CA GUID in the ARI (12.6.7.2) and may not know our ID yet
+ * sender by its CA GUID in the ARI (IBTA 12.6, REJ) and may not know our ID yet
  * (the active side gave up before any REP): look it up as the kernel's
  * cm_acquire_rejected_id does. */
 static struct cm_id *lookup_reply(struct cm *cm, const struct wire_cm_msg *m)
@@ -718,7 +718,7 @@ static struct cm_id *lookup_reply(struct cm *cm, const struct wire_cm_msg *m)
 
 /* The states in which a connection holds its QP: a REQ from the same
  * remote QP (and CA) under a new comm ID means the peer lost that
- * connection (IBTA 12.9.8.3.2 "stale connection"; the kernel's
+ * connection (IBTA 12.9, REJ reason 10 "stale connection"; the kernel's
  * cm_insert_remote_qpn). */
 static bool holds_qp(enum cm_state s)
 {
@@ -752,7 +752,7 @@ static void fill_req_info(struct cm_req_info *o, const struct wire_cm_req *r)
 	memcpy(o->primary_remote_gid, r->primary.remote_gid, 16);
 }
 
-/* A REQ (12.6.5, 12.9.5): a duplicate of a known connection goes to that
+/* A REQ (IBTA 12.6, 12.9): a duplicate of a known connection goes to that
  * id's state machine; otherwise it is checked and either refused at once
  * or becomes a new passive id in REQ Received. */
 static void rx_req(struct cm *cm, struct cm_in *in)
@@ -764,7 +764,7 @@ static void rx_req(struct cm *cm, struct cm_in *in)
 		return;
 	}
 	if (r->transport_service_type > 1) {
-		/* RD and XRC are not offered (12.6.7.2 reason 9). */
+		/* RD and XRC are not offered (REJ reason 9). */
 		cm_issue_rej(cm, in->src_gid, in->msg, WIRE_CM_REJ_INVALID_TRANSPORT_TYPE);
 		return;
 	}
@@ -807,7 +807,7 @@ static void rx_req(struct cm *cm, struct cm_in *in)
 	cm_emit(id, &ev);
 }
 
-/* A SIDR_REQ (12.11.1): duplicates by (request ID, GID) go to the id that
+/* A SIDR_REQ (IBTA 12.11): duplicates by (request ID, GID) go to the id that
  * answers them; a new one for a listened service becomes a passive id. */
 static void rx_sidr_req(struct cm *cm, struct cm_in *in)
 {

@@ -31,10 +31,11 @@
  *
  * A timeout code t (5 bits, IBTA 12.6 "CM response timeout") means
  * 4.096 us * 2^t (cm_timeout_ns).  A request (REQ, REP, DREQ, SIDR_REQ) is
- * sent once and resent, unchanged, every T ns with T *constant* (not
- * doubled, as the kernel's MAD layer does) until the answer arrives or it has
- * been resent max_cm_retries times; when the last wait runs out the failure
- * event is reported.  So with retries r the failure comes exactly (r + 1) * T
+ * sent once and resent, byte for byte (same TID), every T ns until the
+ * answer arrives or it has been resent max_cm_retries times; when the last
+ * wait runs out the failure event is reported.  T is constant: it is not
+ * doubled between resends (nor is it in the kernel's MAD layer, which
+ * resends CM MADs with a fixed timeout_ms).  So with retries r the failure comes exactly (r + 1) * T
  * after the first send, after r + 1 copies.  T is:
  *   REQ, and DREQ from the active side:   cm_timeout_ns(remote_cm_response_timeout)
  *   REP, and DREQ from the passive side:  cm_timeout_ns(REQ's local_cm_response_timeout)
@@ -50,13 +51,15 @@
  * cm_config.cm_response_timeout); the active side does the same for a
  * duplicate REP that the consumer has not answered (cm_send_rtu/cm_reject).
  *
- * TimeWait (IBTA 12.9.8): every connection ends in TimeWait — after a
+ * TimeWait (IBTA 12.9): every connection ends in TimeWait — after a
  * disconnect, a REJ sent or received, or a timeout — and stays there for
  * cm_config.timewait_ns, then goes to Idle (CM_EV_TIMEWAIT_EXIT).  While an
  * id is in TimeWait its local comm ID is not reused and messages for it are
  * answered or dropped: a DREQ gets a DREP again, a duplicate REQ gets the
- * REJ we sent (or REJ "stale connection"), anything else is dropped and
- * counted (rx_drop_timewait).
+ * REJ we sent (or REJ "stale connection"), a REP of a connection we refused
+ * gets our REJ again (a REJ is never retried, so this is how a lost one is
+ * recovered), anything else is dropped and counted (rx_drop_timewait).
+ * A passive SIDR id also waits in TimeWait after its answer (cm_sidr_reply).
  *
  * ---- ownership ---------------------------------------------------------------
  *
@@ -101,7 +104,8 @@ struct cm_listen;
 #define CM_SIDR_REP_PRIVATE_DATA_SIZE WIRE_CM_SIDR_REP_PRIVATE_DATA /* 136 */
 #define CM_REJ_ARI_LENGTH WIRE_CM_REJ_ARI_LEN                       /* 72 */
 
-/* REJ reasons used here (IBTA 12.6.7.2, table 112). */
+/* REJ reasons used here (IBTA 12.6, the REJ message's Reason field; the
+ * kernel's enum ib_cm_rej_reason; wire/mad.h has them all). */
 enum cm_rej_reason {
 	CM_REJ_NO_QP = 1,
 	CM_REJ_NO_RESOURCES = 3,
@@ -120,7 +124,7 @@ enum cm_rej_reason {
 	CM_REJ_INVALID_CLASS_VERSION = 31,
 };
 
-/* SIDR_REP status (IBTA 12.11.2, table 119). */
+/* SIDR_REP status (IBTA 12.11, the SIDR_REP message's Status field). */
 enum cm_sidr_status {
 	CM_SIDR_SUCCESS = 0,
 	CM_SIDR_UNSUPPORTED = 1,        /* service ID not supported */
@@ -327,10 +331,13 @@ enum cm_event_type {
 	CM_EV_REP_TIMEOUT,      /* passive: no RTU after the retries             */
 	CM_EV_REJ_RECEIVED,     /* either: the peer refused / gave up            */
 	CM_EV_MRA_RECEIVED,     /* either: the peer needs more time (informative) */
-	CM_EV_ESTABLISHED,      /* passive: RTU received, or cm_establish        */
+	CM_EV_ESTABLISHED,      /* passive: RTU received, cm_establish, or a DREQ
+	                           in REP Sent (the RTU was lost; a DREQ implies
+	                           it, and DREQ_RECEIVED follows at once)       */
 	CM_EV_DREQ_RECEIVED,    /* either: the peer disconnected (DREP sent)     */
 	CM_EV_DISCONNECT_DONE,  /* either: our cm_disconnect finished            */
-	CM_EV_TIMEWAIT_EXIT,    /* either: TimeWait over, the id is Idle         */
+	CM_EV_TIMEWAIT_EXIT,    /* either: TimeWait over, the id is Idle
+	                           (connection ids only, not SIDR)              */
 	CM_EV_SIDR_REQ_RECEIVED, /* passive: a new id, answer with cm_sidr_reply */
 	CM_EV_SIDR_REP_RECEIVED, /* active */
 	CM_EV_SIDR_TIMEOUT,     /* active: no SIDR_REP after the retries         */
@@ -340,7 +347,8 @@ const char *cm_event_name(enum cm_event_type t);
 
 /* The fields of a REQ, as the peer sent them (not swapped to our point of
  * view, unlike the kernel's ib_cm: the resources *we* must provide to the
- * peer's READs are req.initiator_depth). */
+ * peer's READs are req.initiator_depth; starting_psn is the first PSN the
+ * active side expects, so our QP's sq_psn). */
 struct cm_req_info {
 	uint64_t service_id;
 	uint64_t ca_guid;               /* the active side's CA GUID */
@@ -367,7 +375,8 @@ struct cm_req_info {
 	uint8_t primary_remote_gid[16];
 };
 
-/* The fields of a REP, as the peer sent them. */
+/* The fields of a REP, as the peer sent them (starting_psn: the first PSN
+ * the passive side expects, our sq_psn). */
 struct cm_rep_info {
 	uint64_t ca_guid;
 	uint32_t qpn;

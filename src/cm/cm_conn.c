@@ -1,7 +1,7 @@
 /*
- * cm_conn.c — the connection state machine (IBTA Vol 1 12.9, figures 132
- * "active", 133 "passive", 134 "disconnect") and the consumer calls that
- * drive it.
+ * cm_conn.c — the connection state machine (IBTA Vol 1 12.9, its state
+ * diagrams for the active and passive sides and for disconnection) and the
+ * consumer calls that drive it.
  *
  * In the style of rnic/requester.c: one small function per state takes one
  * input (a MAD for this id, its timer, or a consumer call; struct cm_in)
@@ -19,6 +19,56 @@
  *   both:    Established -> DREQ Sent -> TimeWait, or
  *            Established -> DREQ Received -> TimeWait; TimeWait -> Idle.
  * Every failure (REJ sent or received, timeouts) also ends in TimeWait.
+ *
+ * The transitions (rx: a MAD for the id; call: a consumer call; T: the
+ * request timer; S: an MRA's service timeout; an input a state does not
+ * list is dropped as unexpected, or refused with EINVAL):
+ *
+ *   Idle           call connect        -> REQ Sent         send REQ, arm T
+ *                  call destroy        (freed)
+ *   REQ Sent       rx REP              -> REP Received     REP_RECEIVED
+ *                  rx MRA(REQ)         -> MRA(REQ) Rcvd    wait S + T; MRA_RECEIVED
+ *                  rx REJ              -> TimeWait         REJ_RECEIVED
+ *                  T, retries left     -> REQ Sent         resend the REQ
+ *                  T, none left        -> TimeWait         REJ(timeout); REQ_TIMEOUT
+ *                  call destroy        -> TimeWait         REJ(timeout)
+ *   MRA(REQ) Rcvd  as REQ Sent, but T with retries left resends -> REQ Sent
+ *   REP Received   call RTU            -> Established      RTU (kept for duplicates)
+ *                  call MRA, rx REP    -> MRA(REP) Sent    MRA(REP)
+ *                  call reject         -> TimeWait         REJ(REP)
+ *                  call destroy        -> TimeWait         REJ 28
+ *                  rx REJ              -> TimeWait         REJ_RECEIVED
+ *   MRA(REP) Sent  as REP Received; rx REP resends the MRA
+ *   REQ Received   call accept         -> REP Sent         send REP, arm T
+ *                  call MRA, rx REQ    -> MRA Sent         MRA(REQ)
+ *                  call reject         -> TimeWait         REJ(REQ)
+ *                  call destroy        -> TimeWait         REJ 28
+ *                  rx REJ              -> TimeWait         REJ_RECEIVED
+ *   MRA Sent       as REQ Received; rx REQ resends the MRA
+ *   REP Sent       rx RTU, call establish -> Established   ESTABLISHED
+ *                  rx REQ              (stays)             resend the REP
+ *                  rx MRA(REP)         -> MRA(REP) Rcvd    wait S + T
+ *                  rx DREQ             -> Established -> DREQ Received -> TimeWait:
+ *                                      ESTABLISHED, DREP, DREQ_RECEIVED
+ *                  rx REJ              -> TimeWait         REJ_RECEIVED
+ *                  T, retries left     (stays)             resend the REP
+ *                  T, none left        -> TimeWait         REJ(timeout); REP_TIMEOUT
+ *                  call reject/destroy -> TimeWait         REJ
+ *   MRA(REP) Rcvd  as REP Sent, but T with retries left resends -> REP Sent
+ *   Established    call disconnect/destroy -> DREQ Sent    send DREQ, arm T
+ *                  rx DREQ             -> DREQ Received -> TimeWait: DREP; DREQ_RECEIVED
+ *                  rx REP (active)     (stays)             resend the RTU
+ *                  rx REJ              -> TimeWait         REJ_RECEIVED
+ *   DREQ Sent      rx DREP             -> TimeWait         DISCONNECT_DONE 0
+ *                  rx DREQ             -> DREQ Received -> TimeWait: DREP; DISCONNECT_DONE 0
+ *                  rx REJ              -> TimeWait         DISCONNECT_DONE ECONNRESET
+ *                  T, retries left     (stays)             resend the DREQ
+ *                  T, none left        -> TimeWait         DISCONNECT_DONE ETIMEDOUT
+ *   TimeWait       rx DREQ             (stays)             DREP again
+ *                  rx REQ              (stays)             our REJ again, or REJ 10
+ *                  rx REP              (stays)             our REJ again, if we sent one
+ *                  timewait_ns         -> Idle             TIMEWAIT_EXIT
+ * (A destroyed id runs the same machine silently and is freed in Idle.)
  */
 #include "cm/cm_int.h"
 
@@ -105,8 +155,8 @@ static void fill_rej(struct cm_event *ev, const struct cm_in *in)
 	ev->private_data = cm_msg_private_data(in->msg, &ev->private_data_len);
 }
 
-/* A REJ ends the connection in every state that can get one (12.9.5,
- * 12.9.6; the kernel's cm_rej_handler): stop retrying, TimeWait, tell the
+/* A REJ ends the connection in every state that can get one (IBTA
+ * 12.9; the kernel's cm_rej_handler): stop retrying, TimeWait, tell the
  * consumer. */
 static enum cm_state rx_rej(struct cm_id *id, struct cm_in *in)
 {
@@ -138,7 +188,7 @@ static enum cm_state send_rej_timeout(struct cm_id *id, struct cm_in *in, uint8_
 	return CM_ST_TIMEWAIT;
 }
 
-/* A DREQ for an established connection (12.9.8.2): answer with a DREP
+/* A DREQ for an established connection (IBTA 12.9): answer with a DREP
  * (the cm does it for the consumer, as rdma_cm does at once), DREQ
  * Received -> TimeWait, report `type` (DREQ_RECEIVED; DISCONNECT_DONE when
  * it crossed our own DREQ).  The DREQ must name our QP (the kernel's
@@ -191,7 +241,7 @@ static enum cm_state st_idle(struct cm_id *id, struct cm_in *in)
 
 	switch (in->kind) {
 	case CM_IN_CONNECT:
-		/* 12.9.5.1: send the REQ, wait for REP / MRA / REJ. */
+		/* IBTA 12.9, active side: send the REQ, wait for REP / MRA / REJ. */
 		memcpy(id->remote_gid, p->dgid, 16);
 		id->service_id = p->service_id;
 		id->local_qpn = p->qpn;
@@ -230,7 +280,7 @@ static void fill_rep_info(struct cm_rep_info *o, const struct wire_cm_rep *r)
 	o->flow_control = r->end_to_end_flow_control;
 }
 
-/* The REP (12.9.5.1): learn the peer's comm ID, CA GUID and QP, stop the
+/* The REP (IBTA 12.9, active side): learn the peer's comm ID, CA GUID and QP, stop the
  * REQ timer, let the consumer decide (cm_send_rtu / cm_reject).  A REP
  * whose (comm ID, CA GUID) another id already has is dropped (the kernel's
  * cm_rep_handler: "duplicate REP"). */
@@ -457,7 +507,7 @@ static enum cm_state st_established(struct cm_id *id, struct cm_in *in)
 		if (rx(in, WIRE_CM_ATTR_DREQ))
 			return rx_dreq(id, in, CM_EV_DREQ_RECEIVED);
 		if (rx(in, WIRE_CM_ATTR_REP) && id->active) {
-			/* Our RTU was lost (12.9.5.1; the kernel's
+			/* Our RTU was lost (IBTA 12.9; the kernel's
 			 * cm_dup_rep_handler): send it again. */
 			cm_resend(id, &id->resp);
 			return dup(id, in);
@@ -511,7 +561,7 @@ static enum cm_state st_dreq_sent(struct cm_id *id, struct cm_in *in)
 	case CM_IN_TIMER:
 		if (resend_request(id, in))
 			return CM_ST_DREQ_SENT;
-		/* 12.9.8.1: no DREP after the retries; disconnected anyway
+		/* IBTA 12.9: no DREP after the retries; disconnected anyway
 		 * (the kernel's IB_CM_DREQ_ERROR, then TimeWait). */
 		CM_COUNT(id->cm, dreq_timeouts);
 		cm_enter_timewait(id, in->now, in->why);
@@ -555,7 +605,7 @@ static enum cm_state st_timewait(struct cm_id *id, struct cm_in *in)
 			return dup(id, in);
 		}
 		if (rx(in, WIRE_CM_ATTR_REP) && id->resp.valid && id->resp.attr == WIRE_CM_ATTR_REJ) {
-			/* A REJ is not retried (12.9.5: only requests are); if
+			/* A REJ is not retried (IBTA 12.9: only requests are); if
 			 * ours was lost the peer resends its REP: answer it with
 			 * the REJ again, so that it learns now instead of
 			 * timing out (the kernel drops it). */

@@ -196,7 +196,7 @@ void cm_resend(struct cm_id *id, const struct cm_stored *st);
  * id, user, remote_gid and remote_comm_id. */
 void cm_emit(struct cm_id *id, struct cm_event *ev);
 
-/* Enter TimeWait (12.9.8): stop retrying, arm the TimeWait timer. */
+/* Enter TimeWait (IBTA 12.9): stop retrying, arm the TimeWait timer. */
 void cm_enter_timewait(struct cm_id *id, uint64_t now, const char *why);
 
 #define CM_COUNT(cm, name) ((cm)->ctr.name++)
@@ -209,7 +209,7 @@ void cm_fmt_rtu(const struct cm_id *id, const void *priv, uint8_t len, struct wi
 void cm_fmt_mra(const struct cm_id *id, uint8_t msg_mraed, uint8_t service_timeout, struct wire_cm_msg *m);
 void cm_fmt_rej(const struct cm_id *id, uint8_t msg_rejected, uint16_t reason, const void *ari,
 		uint8_t ari_len, const void *priv, uint8_t len, struct wire_cm_msg *m);
-/* REJ "timeout" with our CA GUID as the ARI (IBTA 12.6.7.2, the kernel's
+/* REJ "timeout" with our CA GUID as the ARI (IBTA 12.6, REJ; the kernel's
  * cm_destroy_id in REQ Sent). */
 void cm_fmt_rej_timeout(const struct cm_id *id, uint8_t msg_rejected, struct wire_cm_msg *m);
 void cm_fmt_dreq(const struct cm_id *id, uint64_t tid, const void *priv, uint8_t len, struct wire_cm_msg *m);

@@ -4,11 +4,11 @@
  * encode and send them with cm_send_stored, so each can be resent byte for
  * byte), and the stateless answers to messages no id owns.
  *
- * Transaction IDs (IBTA 13.4.6.4): a request that starts an exchange (REQ,
- * DREQ, SIDR_REQ) gets a new TID; every answer carries the TID of the
- * message it answers.  As in the kernel (cm_format_rep, cm_format_rtu,
- * cm_format_mra, cm_format_rej), REP, RTU, MRA and REJ carry the REQ's TID,
- * DREP the DREQ's, SIDR_REP the SIDR_REQ's.
+ * Transaction IDs (IBTA 13.4, the MAD header's TID): a request that starts
+ * an exchange (REQ, DREQ, SIDR_REQ) gets a new TID; every answer carries
+ * the TID of the message it answers.  As in the kernel (cm_format_rep,
+ * cm_format_rtu, cm_format_mra, cm_format_rej), REP, RTU, MRA and REJ carry
+ * the REQ's TID, DREP the DREQ's, SIDR_REP the SIDR_REQ's.
  */
 #include "cm/cm_int.h"
 

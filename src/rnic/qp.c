@@ -256,6 +256,16 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 	qp->ctx = qp_context;
 	qp->type = init->qp_type;
 	qp->sq_sig_all = init->sq_sig_all != 0;
+	/* As rxe sizes a send WQE: room for max_send_sge SGEs or the inline
+	 * data, whichever is larger, and all of it usable for inline data
+	 * (rxe_qp_init_req), so a QP asked for no inline data still takes
+	 * 16 bytes per SGE inline — programs rely on it (rdma_xclient). */
+	{
+		uint32_t sge_room = (init->cap.max_send_sge ? init->cap.max_send_sge : 1) *
+				    (uint32_t)sizeof(struct ibv_sge);
+		if (init->cap.max_inline_data < sge_room)
+			init->cap.max_inline_data = sge_room < r->cfg.max_inline ? sge_room : r->cfg.max_inline;
+	}
 	qp->cap = init->cap;
 	err = alloc_queues(qp, &init->cap);
 	if (err) {

@@ -1062,6 +1062,68 @@ static void test_api_checks(void)
 	ct_end();
 }
 
+struct trace_log {
+	char lines[64][128];
+	unsigned n;
+};
+
+static void trace_fn(void *ctx, const char *line)
+{
+	struct trace_log *t = ctx;
+	if (t->n < 64)
+		snprintf(t->lines[t->n++], sizeof(t->lines[0]), "%s", line);
+}
+
+static void test_self_connect(void)
+{
+	ct_begin("one cm connects to itself (client and server in one process)");
+	struct cm_config cfg = test_config();
+	struct link *l = link_create(21, 2, &cfg);
+	REQUIRE(l, );
+	struct cm *cm = link_cm(l, 0);
+	static struct trace_log tr;
+	memset(&tr, 0, sizeof(tr));
+	cm_set_trace(cm, trace_fn, &tr);
+	struct cm_listen *lis;
+	REQUIRE(cm_listen(cm, SID, &listen_tag, &lis) == 0, );
+	struct cm_req_param p;
+	struct link_event e;
+	struct cm_id *a, *pa;
+	req_param(l, 0, 0, &p, 0x1400);
+	REQUIRE(cm_connect(cm, &p, NULL, link_now(l), &a) == 0, );
+	REQUIRE(expect_event(l, 0, CM_EV_REQ_RECEIVED, &e), );
+	pa = e.ev.id;
+	CHECK(pa != a);
+	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1401 }, link_now(l)) == 0, );
+	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
+	CHECK(e.ev.id == a);
+	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE(expect_event(l, 0, CM_EV_ESTABLISHED, &e), );
+	CHECK(e.ev.id == pa);
+	REQUIRE(cm_disconnect(pa, NULL, 0, link_now(l)) == 0, );
+	REQUIRE(expect_event(l, 0, CM_EV_DREQ_RECEIVED, &e), );
+	CHECK(e.ev.id == a);
+	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	CHECK(e.ev.id == pa);
+	/* The trace names the IBTA states. */
+	char want[96];
+	snprintf(want, sizeof(want), "id 0x%08x REQ Sent -> REP Received (rx REP)", cm_id_local_comm_id(a));
+	bool found = false;
+	for (unsigned i = 0; i < tr.n; i++)
+		found |= strcmp(tr.lines[i], want) == 0;
+	CHECK(found);
+	snprintf(want, sizeof(want), "id 0x%08x Established -> DREQ Received (rx DREQ)", cm_id_local_comm_id(a));
+	found = false;
+	for (unsigned i = 0; i < tr.n; i++)
+		found |= strcmp(tr.lines[i], want) == 0;
+	CHECK(found);
+	cm_set_trace(cm, NULL, NULL);
+	cm_unlisten(lis);
+	struct cm_id *ids[] = { a, pa };
+	teardown(l, ids, 2);
+	ct_end();
+}
+
 static void test_create_checks(void)
 {
 	ct_begin("cm_create: arguments");
@@ -1103,5 +1165,6 @@ int main(void)
 	test_establish();
 	test_rep_timeout();
 	test_api_checks();
+	test_self_connect();
 	return ct_exit();
 }

@@ -4,17 +4,21 @@
 # no configuration: each side's device binds its own 127.0.0.N, the client
 # names 127.0.0.1, and the CM (REQ/REP/RTU over QP1) connects them.
 #
-# usage: cm_pair.sh [-t SECONDS] [-c REGEX] <libdir> <ps> <port> -- <server argv> -- <client argv>
+# usage: cm_pair.sh [-t SECONDS] [-c REGEX] [-k] <libdir> <ps> <port> -- <server argv> -- <client argv>
 #   <ps>   the RDMA-CM port space the server listens in (262 TCP, 273 UDP):
 #          the client starts once the server's listener is registered
 #          (/dev/shm/softrnic-cm-<ps>-<port>, src/compat/rdmacm/addr.c)
 #   -c     extended regex the client's output must match (repeatable)
+#   -k     the server runs until it is stopped (cmtime): end it after the
+#          client, and judge the client alone
 # Both sides must exit 0.  SOFTRNIC_PRELOAD goes into LD_PRELOAD.
 set -u
 timeout_s=60
 cregs=""
-while getopts t:c: opt; do
+keep_server=0
+while getopts t:c:k opt; do
 	case $opt in
+	k) keep_server=1 ;;
 	t) timeout_s=$OPTARG ;;
 	c) cregs="$cregs
 $OPTARG" ;;
@@ -63,8 +67,14 @@ start=$(date +%s.%N)
 run $client > "$work/client.log" 2>&1
 crc=$?
 end=$(date +%s.%N)
-wait "$spid"
-src=$?
+if [ $keep_server = 1 ]; then
+	pkill -TERM -P "$spid" 2>/dev/null; kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	src=0
+else
+	wait "$spid"
+	src=$?
+fi
 echo "---- server ($server) exit $src"
 cat "$work/server.log"
 echo "---- client ($client) exit $crc, $(echo "$end - $start" | bc 2>/dev/null || echo '?') s"

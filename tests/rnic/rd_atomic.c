@@ -147,6 +147,8 @@ static void run_ops(uint64_t seed, double loss)
 		CHECK_EQ_U(t.requests_before_response, LIMIT, "requests in flight before the first response");
 	else
 		CHECK(pair_stats(h.pair)->lost > 0, "%s", "loss happened");
+	CHECK(rnic_mr_dereg(src_mr) == 0 && rnic_mr_dereg(ctr_mr) == 0 && rnic_mr_dereg(dst_mr) == 0 &&
+	      rnic_mr_dereg(fetch_mr) == 0, "dereg");
 out:
 	ht_teardown(&h);
 	ht_end_case();

@@ -12,10 +12,15 @@
  * may own 127.0.0.3 while `rping -c -a 127.0.0.1` owns 127.0.0.4.  To let
  * them meet as they would on the kernel, a listener whose device sits on a
  * loopback address writes a registry entry, /dev/shm/softrnic-cm-<ps>-<port>
- * ("<device address> <pid> <listen address>"); a client resolving a
- * loopback (or unspecified) destination with that port finds the listener's
- * device there.  Any other destination is taken as it is: the GID
- * ::ffff:<address>.  An entry whose process is gone is stale and ignored.
+ * ("<device address> <pid> <listen address> open|closed"); a client
+ * resolving a loopback (or unspecified) destination with that port finds
+ * the listener's device there.  Any other destination is taken as it is:
+ * the GID ::ffff:<address>.  When the listener goes the entry stays, marked
+ * closed, until its process exits: a program that listens again on the
+ * same port (perftest does, between its parameter exchange and the test)
+ * is still found in between, and a REQ that arrives then gets REJ 8 from
+ * the right host, as on the kernel.  Another process may take over a
+ * closed entry; an entry whose process is gone is stale and ignored.
  * Trade-off: one listener per port and port space on loopback; the shared
  * host device (several processes behind one address) will replace this.
  */
@@ -66,11 +71,12 @@ uint16_t rcm_dst_port(const struct rcm_id *id)
 struct entry {
 	uint32_t device_ip;             /* network order */
 	pid_t pid;
+	bool open;                      /* a listener is there now */
 };
 
 static bool read_entry(uint16_t ps, uint16_t port, struct entry *out)
 {
-	char path[64], line[128], dev[32], lst[32];
+	char path[64], line[128], dev[32], lst[32], state[16] = "open";
 	long pid;
 	FILE *f;
 	bool ok = false;
@@ -79,43 +85,50 @@ static bool read_entry(uint16_t ps, uint16_t port, struct entry *out)
 	f = fopen(path, "r");
 	if (!f)
 		return false;
-	if (fgets(line, sizeof(line), f) && sscanf(line, "%31s %ld %31s", dev, &pid, lst) == 3 &&
+	if (fgets(line, sizeof(line), f) && sscanf(line, "%31s %ld %31s %15s", dev, &pid, lst, state) >= 3 &&
 	    inet_pton(AF_INET, dev, &out->device_ip) == 1 && pid > 0) {
 		out->pid = (pid_t)pid;
+		out->open = strcmp(state, "closed") != 0;
 		ok = kill(out->pid, 0) == 0 || errno == EPERM;
 	}
 	fclose(f);
 	return ok;
 }
 
-int rcm_register_listener(struct rcm_id *id)
+static int write_entry(const struct rcm_id *id, const char *state)
 {
 	char path[64], line[128], dev[INET_ADDRSTRLEN], lst[INET_ADDRSTRLEN];
 	uint32_t ip = device_ip();
-	struct entry e;
-	int fd;
+	int fd, n;
 
-	if (!is_loopback(ip))
-		return 0;
-	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid())
-		return EADDRINUSE;
 	snprintf(path, sizeof(path), REGISTRY_FMT, rcm_ps(id), rcm_src_port(id));
 	inet_ntop(AF_INET, &ip, dev, sizeof(dev));
 	inet_ntop(AF_INET, &id->id.route.addr.src_sin.sin_addr, lst, sizeof(lst));
-	int n = snprintf(line, sizeof(line), "%s %ld %s\n", dev, (long)getpid(), lst);
+	n = snprintf(line, sizeof(line), "%s %ld %s %s\n", dev, (long)getpid(), lst, state);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return 0;       /* works without: a client must then name our address */
+		return errno;
 	if (write(fd, line, (size_t)n) != n)
 		n = -1;
 	close(fd);
-	id->registered = n > 0;
+	return n > 0 ? 0 : EIO;
+}
+
+int rcm_register_listener(struct rcm_id *id)
+{
+	struct entry e;
+
+	if (!is_loopback(device_ip()))
+		return 0;
+	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid() && e.open)
+		return EADDRINUSE;
+	/* Works without: a client must then name our address itself. */
+	id->registered = write_entry(id, "open") == 0;
 	return 0;
 }
 
 void rcm_unregister_listener(struct rcm_id *id)
 {
-	char path[64];
 	struct entry e;
 
 	if (!id->registered)
@@ -123,7 +136,17 @@ void rcm_unregister_listener(struct rcm_id *id)
 	id->registered = false;
 	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid())
 		return;
-	snprintf(path, sizeof(path), REGISTRY_FMT, rcm_ps(id), rcm_src_port(id));
+	(void)write_entry(id, "closed");
+}
+
+void rcm_remove_listener_entry(uint16_t ps, uint16_t port)
+{
+	char path[64];
+	struct entry e;
+
+	if (!read_entry(ps, port, &e) || e.pid != getpid())
+		return;
+	snprintf(path, sizeof(path), REGISTRY_FMT, ps, port);
 	unlink(path);
 }
 

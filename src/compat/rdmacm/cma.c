@@ -156,13 +156,33 @@ int rcm_init(void)
 	return e;
 }
 
-/* At exit, listeners leave the loopback registry (addr.c). */
+/* Ports this process listened on (their registry entries stay, closed,
+ * until exit: addr.c). */
+#define RCM_MAX_PORTS 64
+static struct { uint16_t ps, port; } listened[RCM_MAX_PORTS];
+static unsigned n_listened;
+
+static void remember_port(uint16_t ps, uint16_t port)
+{
+	pthread_mutex_lock(&list_lock);
+	for (unsigned i = 0; i < n_listened; i++)
+		if (listened[i].ps == ps && listened[i].port == port)
+			goto out;
+	if (n_listened < RCM_MAX_PORTS) {
+		listened[n_listened].ps = ps;
+		listened[n_listened].port = port;
+		n_listened++;
+	}
+out:
+	pthread_mutex_unlock(&list_lock);
+}
+
+/* At exit, this process's entries leave the loopback registry. */
 __attribute__((destructor)) static void rcm_fini(void)
 {
 	pthread_mutex_lock(&list_lock);
-	for (struct rcm_id *i = rcm.all; i; i = i->next_all)
-		if (i->registered)
-			rcm_unregister_listener(i);
+	for (unsigned i = 0; i < n_listened; i++)
+		rcm_remove_listener_entry(listened[i].ps, listened[i].port);
 	pthread_mutex_unlock(&list_lock);
 }
 
@@ -221,6 +241,8 @@ void rcm_queue_event(struct rcm_id *id, struct rcm_event *e)
 	struct rcm_channel *c = id->chan;
 	uint64_t one = 1;
 
+	/* The count goes up with the entry, under the lock, so the eventfd
+	 * always counts exactly the entries queued (dead ones included). */
 	pthread_mutex_lock(&c->lock);
 	e->next = NULL;
 	if (c->tail)
@@ -228,9 +250,9 @@ void rcm_queue_event(struct rcm_id *id, struct rcm_event *e)
 	else
 		c->head = e;
 	c->tail = e;
-	pthread_mutex_unlock(&c->lock);
 	if (write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
 		perror("softrnic: rdma_cm event channel");
+	pthread_mutex_unlock(&c->lock);
 }
 
 struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type, int status)
@@ -246,27 +268,37 @@ struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type,
 	return e;
 }
 
-/* Takes the first event of the channel, blocking unless the fd is
- * non-blocking (EAGAIN then). */
+/* Takes the first live event of the channel, blocking unless the fd is
+ * non-blocking (EAGAIN then).  Entries of ids destroyed or migrated since
+ * they were queued are dead: freed here and skipped. */
 static int channel_take(struct rcm_channel *c, struct rcm_event **out)
 {
+	struct rcm_event *e;
 	uint64_t v;
 	ssize_t n;
 
-	do
-		n = read(c->ch.fd, &v, sizeof(v));
-	while (n < 0 && errno == EINTR);
-	if (n != sizeof(v))
-		return n < 0 ? errno : EIO;
-	pthread_mutex_lock(&c->lock);
-	*out = c->head;
-	if (c->head) {
-		c->head = c->head->next;
-		if (!c->head)
-			c->tail = NULL;
+	for (;;) {
+		do
+			n = read(c->ch.fd, &v, sizeof(v));
+		while (n < 0 && errno == EINTR);
+		if (n != sizeof(v))
+			return n < 0 ? errno : EIO;
+		pthread_mutex_lock(&c->lock);
+		e = c->head;
+		if (e) {
+			c->head = e->next;
+			if (!c->head)
+				c->tail = NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!e)
+			return EAGAIN;  /* cannot happen: one count per entry */
+		if (!e->dead) {
+			*out = e;
+			return 0;
+		}
+		free(e);
 	}
-	pthread_mutex_unlock(&c->lock);
-	return *out ? 0 : EAGAIN;
 }
 
 /* ---- ids ------------------------------------------------------------------ */
@@ -342,45 +374,28 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, 
 	return 0;
 }
 
-/* Drops the queued events of `id` from its channel (the id is going).
- * Connection requests queued for a listener that goes are refused. */
+/* Kills the queued events of `id` (the id is going): they stay in the
+ * queue, counted, and channel_take skips them.  Connection requests queued
+ * for a listener that goes are refused. */
 static void purge_events(struct rcm_id *id)
 {
 	struct rcm_channel *c = id->chan;
-	struct rcm_event **p, *e, *refused = NULL;
+	struct rcm_id *refuse[64];
 	unsigned n = 0;
-	uint64_t v;
 
 	pthread_mutex_lock(&c->lock);
-	for (p = &c->head; (e = *p);) {
-		if (e->ev.id == &id->id || e->ev.listen_id == &id->id) {
-			*p = e->next;
-			e->next = refused;
-			refused = e;
-			n++;
-		} else {
-			p = &e->next;
-		}
+	for (struct rcm_event *e = c->head; e; e = e->next) {
+		if (e->dead || (e->ev.id != &id->id && e->ev.listen_id != &id->id))
+			continue;
+		e->dead = true;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &id->id &&
+		    n < sizeof(refuse) / sizeof(refuse[0]))
+			refuse[n++] = to_rcm_id(e->ev.id);
 	}
-	c->tail = NULL;
-	for (e = c->head; e; e = e->next)
-		c->tail = e;
 	pthread_mutex_unlock(&c->lock);
-	/* Keep the eventfd count equal to the queue length. */
-	int fl = fcntl(c->ch.fd, F_GETFL);
-	fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
-	for (unsigned i = 0; i < n; i++)
-		if (read(c->ch.fd, &v, sizeof(v)) < 0)
-			break;
-	fcntl(c->ch.fd, F_SETFL, fl);
-	while ((e = refused)) {
-		refused = e->next;
-		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id == &id->id) {
-			struct rcm_id *child = to_rcm_id(e->ev.id);
-			rdma_reject(&child->id, NULL, 0);
-			rdma_destroy_id(&child->id);
-		}
-		free(e);
+	for (unsigned i = 0; i < n; i++) {
+		rdma_reject(&refuse[i]->id, NULL, 0);
+		rdma_destroy_id(&refuse[i]->id);
 	}
 }
 
@@ -735,6 +750,8 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	e = rcm_register_listener(id);
 	if (e)
 		return rcm_fail(e);
+	if (id->registered)
+		remember_port(rcm_ps(id), rcm_src_port(id));
 	srt_lock(rcm.dev);
 	e = cm_listen(rcm.cm, wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id)), id, &id->listen);
 	srt_unlock(rcm.dev);
@@ -794,11 +811,10 @@ static uint8_t rd_depth(uint8_t v, uint8_t dflt)
 int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 {
 	struct rcm_id *id = to_rcm_id(cmid);
-	uint8_t pd[WIRE_CM_REQ_PRIVATE_DATA];
+	/* Room for the larger of the two: SIDR_REQ (216) and REQ (92). */
+	uint8_t buf[WIRE_CM_SIDR_REQ_PRIVATE_DATA];
 	size_t max_user = (cmid && cmid->qp_type == IBV_QPT_UD ? WIRE_CM_SIDR_REQ_PRIVATE_DATA
 							       : WIRE_CM_REQ_PRIVATE_DATA) - WIRE_CMA_HDR_LEN;
-	uint8_t sidr_pd[WIRE_CM_SIDR_REQ_PRIVATE_DATA];
-	uint8_t *buf = cmid && cmid->qp_type == IBV_QPT_UD ? sidr_pd : pd;
 	uint64_t now;
 	int e;
 
@@ -810,7 +826,7 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 				    .src_port = rcm_src_port(id) };
 	memcpy(hdr.src_addr + 12, &id->id.route.addr.src_sin.sin_addr, 4);
 	memcpy(hdr.dst_addr + 12, &id->id.route.addr.dst_sin.sin_addr, 4);
-	memset(buf, 0, WIRE_CM_SIDR_REQ_PRIVATE_DATA > sizeof(pd) ? sizeof(sidr_pd) : sizeof(pd));
+	memset(buf, 0, sizeof(buf));
 	wire_cma_hdr_encode(&hdr, buf, WIRE_CMA_HDR_LEN);
 	size_t len = WIRE_CMA_HDR_LEN;
 	if (conn_param && conn_param->private_data_len) {
@@ -1041,39 +1057,31 @@ int rdma_migrate_id(struct rdma_cm_id *cmid, struct rdma_event_channel *channel)
 	if (!to)
 		return rcm_fail(ENOMEM);
 	/* Move the events queued for this id, under the device lock so no
-	 * new one lands on the old channel meanwhile. */
+	 * new one lands on the old channel meanwhile: each is copied to the
+	 * new channel and the original dies in the old one. */
 	srt_lock(rcm.dev);
 	struct rcm_channel *from = id->chan;
+	struct rcm_event *moved = NULL, **mtail = &moved;
 	pthread_mutex_lock(&from->lock);
-	struct rcm_event **p = &from->head, *e, *moved = NULL, **mtail = &moved;
-	unsigned n = 0;
-	while ((e = *p)) {
-		if (e->ev.id == cmid) {
-			*p = e->next;
-			e->next = NULL;
-			*mtail = e;
-			mtail = &e->next;
-			n++;
-		} else {
-			p = &e->next;
-		}
+	for (struct rcm_event *e = from->head; e; e = e->next) {
+		if (e->dead || e->ev.id != cmid)
+			continue;
+		struct rcm_event *copy = malloc(sizeof(*copy));
+		if (!copy)
+			continue;       /* the event is lost, as on a full queue */
+		*copy = *e;
+		if (e->ev.param.conn.private_data == e->private_data)
+			copy->ev.param.conn.private_data = copy->private_data;
+		copy->next = NULL;
+		*mtail = copy;
+		mtail = &copy->next;
+		e->dead = true;
 	}
-	from->tail = NULL;
-	for (e = from->head; e; e = e->next)
-		from->tail = e;
 	pthread_mutex_unlock(&from->lock);
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t v;
-		int fl = fcntl(from->ch.fd, F_GETFL);
-		fcntl(from->ch.fd, F_SETFL, fl | O_NONBLOCK);
-		if (read(from->ch.fd, &v, sizeof(v)) < 0)
-			v = 0;
-		fcntl(from->ch.fd, F_SETFL, fl);
-	}
 	id->chan = to;
 	id->sync = channel == NULL;
 	cmid->channel = &to->ch;
-	for (e = moved; e;) {
+	for (struct rcm_event *e = moved; e;) {
 		struct rcm_event *next = e->next;
 		rcm_queue_event(id, e);
 		e = next;

@@ -42,6 +42,7 @@ struct rcm_event {
 	struct rdma_cm_event ev;        /* first: rdma_ack_cm_event casts back */
 	struct rcm_event *next;
 	enum cm_event_type cm_type;     /* what the cm reported */
+	bool dead;                      /* its id went: skipped when read */
 	/* Copied from the cm event (valid only during its callback). */
 	union {
 		struct cm_req_info req;
@@ -85,7 +86,7 @@ struct rcm_id {
 	struct cm_listen *listen;
 	struct rcm_id *listener;        /* passive ids: the listening id */
 	int backlog;
-	bool registered;                /* has a loopback registry entry */
+	bool registered;                /* has an open loopback registry entry */
 	/* Connection parameters. */
 	uint32_t psn;                   /* our starting PSN */
 	uint32_t remote_qpn, remote_psn, remote_qkey;
@@ -142,6 +143,8 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr);
 int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16]);
 int rcm_register_listener(struct rcm_id *id);
 void rcm_unregister_listener(struct rcm_id *id);
+/* At exit: drop this process's entry for (ps, port), open or closed. */
+void rcm_remove_listener_entry(uint16_t ps, uint16_t port);
 void rcm_fill_route(struct rcm_id *id);
 uint16_t rcm_src_port(const struct rcm_id *id);
 uint16_t rcm_dst_port(const struct rcm_id *id);
