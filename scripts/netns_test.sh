@@ -8,7 +8,8 @@
 # (tests/runtime/test_two_process in its server/client mode; the QPN/GID
 # exchange goes over TCP across the same link), then runs unmodified
 # ibv_rc_pingpong through softrnic's libibverbs.so.1 across the link: the
-# server side named by SOFTRNIC_IFACE, the client by SOFTRNIC_ADDR.
+# server side named by SOFTRNIC_IFACE, the client by SOFTRNIC_ADDR; and
+# the same for rping and ib_send_bw -R through librdmacm.so.1.
 #
 # usage: scripts/netns_test.sh BUILD_DIR     (needs root; exit 77 = skipped)
 #
@@ -105,3 +106,44 @@ if [ "$status" != 0 ] || [ "$server_status" != 0 ] || ! grep -q "$expect" "$LOG_
 fi
 rm -f "$LOG_S" "$LOG_C"
 echo "netns_test: ibv_rc_pingpong across the veth link ok"
+
+# The connection manager across the link: unmodified rping and ib_send_bw -R
+# through softrnic's librdmacm.so.1, server bound by SOFTRNIC_IFACE, client
+# by SOFTRNIC_ADDR; the CM's REQ/REP/RTU cross the veth as UD SENDs to QP1.
+if [ ! -e "$LIB/librdmacm.so.1" ] || ! command -v rping >/dev/null; then
+	echo "netns_test: no librdmacm.so.1 or rping; connection-manager part skipped" >&2
+	exit 0
+fi
+# cm_pair_ns NAME SERVER-ARGV... -- CLIENT-ARGV...: the server starts, the
+# client retries while the server is not listening yet (REJECTED, status 8).
+cm_pair_ns() {
+	local name=$1; shift
+	local srv=()
+	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+	shift
+	run_pp "$NS_A" env SOFTRNIC_IFACE="$VETH_A" timeout 60 "${srv[@]}" >"$LOG_S" 2>&1 &
+	SERVER_PID=$!
+	status=1
+	for _ in $(seq 50); do
+		sleep 0.2
+		if run_pp "$NS_B" env SOFTRNIC_ADDR="$ADDR_B" timeout 60 "$@" >"$LOG_C" 2>&1; then
+			status=0; break
+		fi
+		grep -q "REJECTED\|Failed to connect RDMA CM" "$LOG_C" || break
+	done
+	server_status=0
+	wait "$SERVER_PID" || server_status=$?
+	SERVER_PID=
+	sed 's/^/  [server] /' "$LOG_S"; sed 's/^/  [client] /' "$LOG_C"
+	if [ "$status" != 0 ] || [ "$server_status" != 0 ]; then
+		echo "netns_test: $name FAILED (client $status, server $server_status)" >&2
+		exit 1
+	fi
+	echo "netns_test: $name across the veth link ok"
+}
+LOG_S=$(mktemp); LOG_C=$(mktemp)
+trap 'rm -f "$LOG_S" "$LOG_C"; cleanup' EXIT INT TERM
+cm_pair_ns "rping -v -C 20" rping -s -a "$ADDR_A" -p 18516 -v -C 20 -- rping -c -a "$ADDR_A" -p 18516 -v -C 20
+grep -q "ping data: rdma-ping-19" "$LOG_C" || { echo "netns_test: rping printed no 20th ping" >&2; exit 1; }
+cm_pair_ns "ib_send_bw -R" ib_send_bw -R -p 18517 -n 1000 -- ib_send_bw -R -p 18517 -n 1000 "$ADDR_A"
+grep -Eq "^ 65536 +1000 " "$LOG_C" || { echo "netns_test: ib_send_bw -R printed no result row" >&2; exit 1; }

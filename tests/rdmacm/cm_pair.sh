@@ -4,20 +4,24 @@
 # no configuration: each side's device binds its own 127.0.0.N, the client
 # names 127.0.0.1, and the CM (REQ/REP/RTU over QP1) connects them.
 #
-# usage: cm_pair.sh [-t SECONDS] [-c REGEX] [-k] <libdir> <ps> <port> -- <server argv> -- <client argv>
+# usage: cm_pair.sh [-t SECONDS] [-c REGEX] [-k] [-w CMD] <libdir> <ps> <port> -- <server argv> -- <client argv>
 #   <ps>   the RDMA-CM port space the server listens in (262 TCP, 273 UDP):
 #          the client starts once the server's listener is registered
 #          (/dev/shm/softrnic-cm-<ps>-<port>, src/compat/rdmacm/addr.c)
 #   -c     extended regex the client's output must match (repeatable)
 #   -k     the server runs until it is stopped (cmtime): end it after the
 #          client, and judge the client alone
+#   -w     start the client once the shell command CMD succeeds instead
+#          (a multicast receiver listens on no port: mckey)
 # Both sides must exit 0.  SOFTRNIC_PRELOAD goes into LD_PRELOAD.
 set -u
 timeout_s=60
 cregs=""
 keep_server=0
-while getopts t:c:k opt; do
+ready_re=""
+while getopts t:c:kw: opt; do
 	case $opt in
+	w) ready_re=$OPTARG ;;
 	k) keep_server=1 ;;
 	t) timeout_s=$OPTARG ;;
 	c) cregs="$cregs
@@ -52,8 +56,12 @@ spid=$!
 i=0
 reg=/dev/shm/softrnic-cm-$ps-$port
 while :; do
+	if [ -n "$ready_re" ]; then
+		sh -c "$ready_re" >/dev/null 2>&1 && break
 	# The entry's pid must be alive (a stale one is left by a killed run).
-	if [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; then break; fi
+	elif [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; then
+		break
+	fi
 	if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
 		echo "server never listened (port space $ps, port $port)"
 		cat "$work/server.log"

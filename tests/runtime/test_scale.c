@@ -2,8 +2,7 @@
  * test_scale.c — many RC QPs on one device, over the real UDP runtime.
  *
  * Two processes (fork), each with its own softrnic device on 127.0.0.N,
- * create NQP RC QPs each (default 1000, the "Scale" item of the
- * performance issue), connect them pairwise, and move traffic on every
+ * create NQP RC QPs each (default 1000), connect them pairwise, and move traffic on every
  * one of them at once: each QP SENDs a message to its peer QP and RDMA
  * WRITEs another into the peer's buffer, and each side checks every byte
  * it received.  All completions are polled through srt_poll_cq, the path

@@ -675,7 +675,9 @@ static void finish_event(struct rcm_event *e)
 		id->state = RCM_DISCONNECTED;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		rcm_qp_to_error(id);
+		/* The QP is left alone, as rdma-core leaves it: the program
+		 * answers with rdma_disconnect (which moves it to ERR), and may
+		 * be destroying the QP in another thread right now (cmtime). */
 		id->state = RCM_DISCONNECTED;
 		break;
 	default:

@@ -1,10 +1,11 @@
 /*
  * misc.c — the small parts of librdmacm.so.1: event names, rdma_set_option,
- * and the calls softrnic answers "not supported" for now (multicast joins,
- * ECE).  rsockets (rsocket, rbind, ... rpoll) are stand-ins generated from
+ * multicast joins (UD), and the calls softrnic answers "not supported"
+ * (ECE).  rsockets (rsocket, rbind, ... rpoll) are stand-ins generated from
  * stubs/rdmacm.list: they fail with ENOSYS (docs/rdmacm.md).
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "compat/rdmacm/rdmacm_int.h"
@@ -67,28 +68,95 @@ int rdma_set_option(struct rdma_cm_id *cmid, int level, int optname, void *optva
 	return rcm_fail(ENOSYS);
 }
 
+/* ---- multicast (UD) ---------------------------------------------------------
+ * On RoCE a multicast group is a multicast IP address and needs no SA: the
+ * MGID is ::ffff:a.b.c.d and joining is attaching the id's QP to it (the
+ * runtime joins the IP group).  The MULTICAST_JOIN event carries what a
+ * sender needs, as rdma-core reports it: an AH to the group, QPN 0xFFFFFF,
+ * the RDMA-CM Q_Key, and the program's context as private_data. */
+
+static int mgid_of(const struct sockaddr *addr, union ibv_gid *mgid)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
+
+	if (!addr || addr->sa_family != AF_INET || !IN_MULTICAST(be32toh(sin->sin_addr.s_addr)))
+		return EINVAL;
+	memset(mgid, 0, sizeof(*mgid));
+	mgid->raw[10] = mgid->raw[11] = 0xff;
+	memcpy(mgid->raw + 12, &sin->sin_addr, 4);
+	return 0;
+}
+
+static int join(struct rdma_cm_id *cmid, struct sockaddr *addr, void *context, bool send_only)
+{
+	struct rcm_id *id = to_rcm_id(cmid);
+	union ibv_gid mgid;
+	struct rcm_event *e;
+	int err;
+
+	if (!cmid || cmid->qp_type != IBV_QPT_UD || !cmid->qp)
+		return rcm_fail(EINVAL);
+	err = mgid_of(addr, &mgid);
+	if (err)
+		return rcm_fail(err);
+	/* A send-only member receives nothing: no attach. */
+	if (!send_only && ibv_attach_mcast(cmid->qp, &mgid, 0))
+		return -1;
+	e = rcm_new_event(id, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	if (!e) {
+		if (!send_only)
+			ibv_detach_mcast(cmid->qp, &mgid, 0);
+		return rcm_fail(ENOMEM);
+	}
+	struct ibv_ah_attr *ah = &e->ev.param.ud.ah_attr;
+	ah->is_global = 1;
+	ah->port_num = 1;
+	ah->grh.dgid = mgid;
+	ah->grh.hop_limit = 64;
+	ah->grh.traffic_class = id->tos;
+	e->ev.param.ud.qp_num = 0xffffff;
+	e->ev.param.ud.qkey = RDMA_UDP_QKEY;
+	e->ev.param.ud.private_data = context;
+	rcm_queue_event(id, e);
+	if (id->sync) {
+		err = rcm_wait_event(id, RDMA_CM_EVENT_MULTICAST_JOIN, NULL);
+		if (err)
+			return rcm_fail(err);
+	}
+	return 0;
+}
+
 int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
-	(void)id;
-	(void)addr;
-	(void)context;
-	return rcm_fail(ENOSYS);
+	return join(id, addr, context, false);
 }
 
 int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
 			   void *context)
 {
-	(void)id;
-	(void)mc_join_attr;
-	(void)context;
-	return rcm_fail(ENOSYS);
+	if (!mc_join_attr || !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
+	    !(mc_join_attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS))
+		return rcm_fail(EINVAL);
+	if (mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_FULLMEMBER &&
+	    mc_join_attr->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		return rcm_fail(EINVAL);
+	return join(id, mc_join_attr->addr, context,
+		    mc_join_attr->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER);
 }
 
-int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+int rdma_leave_multicast(struct rdma_cm_id *cmid, struct sockaddr *addr)
 {
-	(void)id;
-	(void)addr;
-	return rcm_fail(ENOSYS);
+	union ibv_gid mgid;
+	int err;
+
+	if (!cmid || !cmid->qp)
+		return rcm_fail(EINVAL);
+	err = mgid_of(addr, &mgid);
+	if (err)
+		return rcm_fail(err);
+	/* A send-only join attached nothing: EINVAL from detach is fine. */
+	(void)ibv_detach_mcast(cmid->qp, &mgid, 0);
+	return 0;
 }
 
 /* Enhanced connection establishment: a vendor extension (mlx5); softrnic
