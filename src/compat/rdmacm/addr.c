@@ -193,8 +193,10 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 		return rcm_fail(EAFNOSUPPORT);
 	}
 	uint32_t a = sin.sin_addr.s_addr;
-	/* Our device's address, any, or (on one machine) a loopback one. */
-	if (a != INADDR_ANY && a != device_ip() && !(is_loopback(a) && is_loopback(device_ip())))
+	/* Our device's address, any, or a loopback one: the kernel's cma
+	 * binds a loopback address to a device too (cma_bind_loopback), and
+	 * libfabric's verbs provider binds 127.0.0.1 to probe. */
+	if (a != INADDR_ANY && a != device_ip() && !is_loopback(a))
 		return rcm_fail(EADDRNOTAVAIL);
 	if (!sin.sin_port)
 		sin.sin_port = htobe16(ephemeral_port(rcm_ps(id)));
@@ -391,8 +393,41 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
 	int e;
 
-	if (!res || (!node && !service))
+	if (!res)
 		return rcm_fail(EINVAL);
+	/* No names: the addresses come in the hints (libfabric does this). */
+	if (!node && !service) {
+		if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr))
+			return rcm_fail(EINVAL);
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return rcm_fail(ENOMEM);
+		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family ? hints->ai_family : AF_INET;
+		r->ai_port_space = hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+		r->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type :
+				r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+		if (hints->ai_src_addr && hints->ai_src_len) {
+			r->ai_src_addr = malloc(hints->ai_src_len);
+			if (r->ai_src_addr) {
+				memcpy(r->ai_src_addr, hints->ai_src_addr, hints->ai_src_len);
+				r->ai_src_len = hints->ai_src_len;
+			}
+		}
+		if (hints->ai_dst_addr && hints->ai_dst_len) {
+			r->ai_dst_addr = malloc(hints->ai_dst_len);
+			if (r->ai_dst_addr) {
+				memcpy(r->ai_dst_addr, hints->ai_dst_addr, hints->ai_dst_len);
+				r->ai_dst_len = hints->ai_dst_len;
+			}
+		}
+		if ((hints->ai_src_len && !r->ai_src_addr) || (hints->ai_dst_len && !r->ai_dst_addr)) {
+			rdma_freeaddrinfo(r);
+			return rcm_fail(ENOMEM);
+		}
+		*res = r;
+		return 0;
+	}
 	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
 		h.ai_flags |= AI_NUMERICHOST;
 	if (passive)
