@@ -14,6 +14,7 @@ PACKAGES=(
   libibverbs-dev ibverbs-utils         # verbs.h to build against; ibv_devinfo, ibv_*_pingpong
   librdmacm-dev                        # rdma_cma.h to build librdmacm.so.1 against
   perftest rdmacm-utils python3-pyverbs # unmodified rdma-core programs run on softrnic
+  qperf                                # qperf -cm1 over librdmacm.so.1 (tests/rdmacm)
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
   iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh

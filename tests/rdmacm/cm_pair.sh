@@ -76,7 +76,10 @@ run $client > "$work/client.log" 2>&1
 crc=$?
 end=$(date +%s.%N)
 if [ $keep_server = 1 ]; then
-	pkill -TERM -P "$spid" 2>/dev/null; kill "$spid" 2>/dev/null
+	# $spid is the subshell running timeout(1): stop timeout, which stops
+	# the server, and wait for the subshell, so the server is gone (its
+	# ports free) when this returns.
+	pkill -TERM -P "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	src=0
 else

@@ -242,6 +242,7 @@ int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[
 		return EAFNOSUPPORT;
 	}
 	uint32_t a = sin.sin_addr.s_addr;
+	id->local_peer = a == INADDR_ANY || is_loopback(a);
 	if ((a == INADDR_ANY || is_loopback(a)) && sin.sin_port &&
 	    read_entry(rcm_ps(id), be16toh(sin.sin_port), &e))
 		a = e.device_ip;

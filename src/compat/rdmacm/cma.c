@@ -60,16 +60,87 @@ static void agent_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t sr
 	cm_receive(rcm.cm, src->raw, mad, len, now);
 }
 
+/* ---- early REQs on one host ---------------------------------------------------
+ * perftest -R and qperf -cm1 open a connection right after telling their
+ * server (over another channel) to expect it; the server then creates its
+ * listener.  The kernel's address and route resolution take long enough
+ * that the REQ arrives after the listen; softrnic's take microseconds, so
+ * now and then the REQ comes first and is refused (REJ 8, or SIDR status
+ * 1), which those programs do not survive.  So, on one host only — the
+ * destination is a loopback address — a refused request is sent again
+ * every RCM_EARLY_RETRY_NS, up to RCM_EARLY_RETRIES times, to the device
+ * the loopback registry names then (the listener may only now have
+ * appeared), before the program hears REJECTED.  Destinations on other
+ * hosts are refused at once, as on the kernel.  Trade-off: on one host a
+ * connect to a port nobody listens on is refused after 100 ms
+ * (RCM_EARLY_RETRIES * RCM_EARLY_RETRY_NS) instead of at once. */
+#define RCM_EARLY_RETRY_NS (2ull * 1000 * 1000)
+#define RCM_EARLY_RETRIES 50
+
+static int send_request(struct rcm_id *id, uint64_t now);
+
+/* Device lock held. */
+static uint64_t early_deadline(void)
+{
+	uint64_t d = UINT64_MAX;
+
+	pthread_mutex_lock(&list_lock);
+	for (struct rcm_id *i = rcm.all; i; i = i->next_all)
+		if (i->retry_at && i->retry_at < d)
+			d = i->retry_at;
+	pthread_mutex_unlock(&list_lock);
+	return d;
+}
+
+/* Device lock held: send the due requests again.  The due ids are
+ * collected first and handled outside list_lock (sending may create ids);
+ * none can be freed meanwhile, because rdma_destroy_id takes the device
+ * lock (and clears retry_at) before it frees. */
+static void early_retry(uint64_t now)
+{
+	struct rcm_id *due[32];
+	unsigned n = 0;
+
+	pthread_mutex_lock(&list_lock);
+	for (struct rcm_id *i = rcm.all; i && n < sizeof(due) / sizeof(due[0]); i = i->next_all)
+		if (i->retry_at && i->retry_at <= now)
+			due[n++] = i;
+	pthread_mutex_unlock(&list_lock);
+	for (unsigned k = 0; k < n; k++) {
+		struct rcm_id *i = due[k];
+		i->retry_at = 0;
+		if (i->cm) {
+			cm_id_set_user(i->cm, NULL);
+			cm_destroy_id(i->cm, now);
+			i->cm = NULL;
+		}
+		/* The listener may have appeared since: resolve again. */
+		struct sockaddr_in dst = i->id.route.addr.dst_sin;
+		if (rcm_resolve_dst(i, (struct sockaddr *)&dst, i->remote_gid) == 0) {
+			memcpy(i->req.dgid, i->remote_gid, 16);
+			rcm_fill_route(i);
+		}
+		if (send_request(i, now)) {
+			/* Cannot send: report the refusal after all. */
+			struct rcm_event *e = rcm_new_event(i, RDMA_CM_EVENT_REJECTED, CM_REJ_INVALID_SERVICE_ID);
+			if (e)
+				rcm_queue_event(i, e);
+		}
+	}
+}
+
 static uint64_t agent_next_deadline(void *ctx)
 {
+	uint64_t d = cm_next_deadline(rcm.cm), e = early_deadline();
 	(void)ctx;
-	return cm_next_deadline(rcm.cm);
+	return e < d ? e : d;
 }
 
 static void agent_advance(void *ctx, uint64_t now)
 {
 	(void)ctx;
 	cm_advance(rcm.cm, now);
+	early_retry(now);
 }
 
 static void cm_event(void *ctx, const struct cm_event *ev);
@@ -406,8 +477,9 @@ int rdma_destroy_id(struct rdma_cm_id *cmid)
 	if (!cmid)
 		return rcm_fail(EINVAL);
 	id = to_rcm_id(cmid);
-	id->state = RCM_DESTROYING;
 	srt_lock(rcm.dev);
+	id->state = RCM_DESTROYING;
+	id->retry_at = 0;
 	if (id->cm) {
 		cm_id_set_user(id->cm, NULL);
 		cm_destroy_id(id->cm, srt_now());
@@ -545,6 +617,16 @@ static void cm_event(void *ctx, const struct cm_event *ev)
 	if (!id || id->state == RCM_DESTROYING || ev->type == CM_EV_TIMEWAIT_EXIT ||
 	    ev->type == CM_EV_MRA_RECEIVED)
 		return;
+	/* A request refused because its peer on this host has not listened
+	 * yet: send it again later ("early REQs" above). */
+	bool refused = (ev->type == CM_EV_REJ_RECEIVED && ev->rej_reason == CM_REJ_INVALID_SERVICE_ID &&
+			ev->rej_msg == 0) ||
+		       (ev->type == CM_EV_SIDR_REP_RECEIVED && ev->u.sidr_rep.status == CM_SIDR_UNSUPPORTED);
+	if (refused && id->state == RCM_CONNECT && id->local_peer && id->early_retries < RCM_EARLY_RETRIES) {
+		id->early_retries++;
+		id->retry_at = srt_now() + RCM_EARLY_RETRY_NS;
+		return;
+	}
 	e = rcm_new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, 0);
 	if (!e)
 		return;
@@ -810,6 +892,16 @@ static uint8_t rd_depth(uint8_t v, uint8_t dflt)
 	return v > 128 ? 128 : v;
 }
 
+/* Device lock held: send the REQ (or SIDR_REQ) saved in the id. */
+static int send_request(struct rcm_id *id, uint64_t now)
+{
+	if (id->id.qp_type == IBV_QPT_UD)
+		return cm_sidr_request(rcm.cm, id->remote_gid, id->sidr_service_id, id->req_private,
+				       id->req_private_len, cm_get_config(rcm.cm)->cm_response_timeout,
+				       cm_get_config(rcm.cm)->max_cm_retries, id, now, &id->cm);
+	return cm_connect(rcm.cm, &id->req, id, now, &id->cm);
+}
+
 int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 {
 	struct rcm_id *id = to_rcm_id(cmid);
@@ -836,49 +928,52 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 		len += conn_param->private_data_len;
 	}
 	uint64_t sid = wire_rdma_cm_service_id(rcm_ps(id), rcm_dst_port(id));
-	now = srt_now();
+	memcpy(id->req_private, buf, len);
+	id->req_private_len = (uint8_t)len;
+	id->early_retries = 0;
+	id->retry_at = 0;
 	if (cmid->qp_type == IBV_QPT_UD) {
-		srt_lock(rcm.dev);
-		e = cm_sidr_request(rcm.cm, id->remote_gid, sid, buf, (uint8_t)len,
-				    cm_get_config(rcm.cm)->cm_response_timeout,
-				    cm_get_config(rcm.cm)->max_cm_retries, id, now, &id->cm);
-		srt_unlock(rcm.dev);
+		id->sidr_service_id = sid;
 	} else {
-		struct cm_req_param p;
+		struct cm_req_param *p = &id->req;
 		if (!cmid->qp && !(conn_param && conn_param->qp_num))
 			return rcm_fail(EINVAL);
-		cm_req_param_init(rcm.cm, &p);
-		memcpy(p.dgid, id->remote_gid, 16);
-		p.service_id = sid;
-		p.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num;
-		p.qp_type = IBV_QPT_RC;
+		cm_req_param_init(rcm.cm, p);
+		memcpy(p->dgid, id->remote_gid, 16);
+		p->service_id = sid;
+		p->qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num;
+		p->qp_type = IBV_QPT_RC;
 		id->psn = (uint32_t)(srt_now() * 2654435761u) & 0xffffff;
-		p.starting_psn = id->psn;
+		p->starting_psn = id->psn;
 		id->responder_resources = conn_param ? rd_depth(conn_param->responder_resources, 128) : 128;
 		id->initiator_depth = conn_param ? rd_depth(conn_param->initiator_depth, 128) : 128;
-		p.responder_resources = id->responder_resources;
-		p.initiator_depth = id->initiator_depth;
-		p.path_mtu = id->mtu;
+		p->responder_resources = id->responder_resources;
+		p->initiator_depth = id->initiator_depth;
+		p->path_mtu = id->mtu;
 		if (conn_param) {
 			id->retry_count = conn_param->retry_count > 7 ? 7 : conn_param->retry_count;
 			id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
-			p.flow_control = conn_param->flow_control;
-			p.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param->srq;
+			p->flow_control = conn_param->flow_control;
+			p->srq = cmid->qp ? cmid->qp->srq != NULL : conn_param->srq;
 		}
-		p.retry_count = id->retry_count;
-		p.rnr_retry_count = id->rnr_retry_count;
-		p.local_ack_timeout = id->ack_timeout;
-		p.traffic_class = id->tos;
-		p.private_data = buf;
-		p.private_data_len = (uint8_t)len;
-		srt_lock(rcm.dev);
-		e = cm_connect(rcm.cm, &p, id, now, &id->cm);
-		srt_unlock(rcm.dev);
+		p->retry_count = id->retry_count;
+		p->rnr_retry_count = id->rnr_retry_count;
+		p->local_ack_timeout = id->ack_timeout;
+		p->traffic_class = id->tos;
+		p->private_data = id->req_private;
+		p->private_data_len = id->req_private_len;
 	}
+	now = srt_now();
+	srt_lock(rcm.dev);
+	/* Before sending: the answer may be handled before we return. */
+	id->state = RCM_CONNECT;
+	e = send_request(id, now);
+	if (e)
+		id->state = RCM_ROUTE_RESOLVED;
+	srt_unlock(rcm.dev);
 	srt_kick(rcm.dev);
 	if (e)
 		return rcm_fail(e);
-	id->state = RCM_CONNECT;
 	if (id->sync) {
 		e = rcm_wait_event(id, RDMA_CM_EVENT_ESTABLISHED, NULL);
 		if (e)

@@ -98,6 +98,16 @@ struct rcm_id {
 	uint8_t ack_timeout;            /* local ACK timeout code */
 	uint8_t remote_gid[16];
 	bool peer_disconnected;         /* a DREQ came (DREP already sent) */
+	/* The request as sent, so it can be sent again (cma.c, "early
+	 * REQs"): REQ parameters, or the SIDR service ID, and the private
+	 * data both point into. */
+	bool local_peer;                /* the destination is on this host (loopback) */
+	struct cm_req_param req;
+	uint64_t sidr_service_id;
+	uint8_t req_private[256];
+	uint8_t req_private_len;
+	unsigned early_retries;         /* REQs sent again so far */
+	uint64_t retry_at;              /* when to send it again, 0: not pending */
 	/* rdma_create_ep on a passive id: QPs for the ids it accepts. */
 	struct ibv_qp_init_attr *ep_qp_attr;
 	struct ibv_pd *ep_pd;
