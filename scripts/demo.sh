@@ -6,7 +6,8 @@
 #   scripts/demo.sh [BUILD_DIR]
 # Steps: decode a kernel Soft-RoCE capture with `softrnic decode`; list the
 # device (ibv_devices, ibv_devinfo); ibv_rc_pingpong between two processes;
-# perftest's RDMA WRITE, READ and atomic tests; the device counters.
+# perftest's RDMA WRITE, READ and atomic tests; rping connected through the
+# connection manager; the device counters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
@@ -67,6 +68,20 @@ pair read ib_read_bw -x 0 -F -s 65536 -n 2000
 
 say "ib_atomic_bw: FETCH_AND_ADD"
 pair atomic ib_atomic_bw -x 0 -F -A FETCH_AND_ADD -n 2000
+
+say "rping: connected through the connection manager (librdmacm.so.1: REQ/REP/RTU over QP1)"
+port=$((port_base++))
+LD_LIBRARY_PATH=$lib timeout 60 rping -s -a 127.0.0.1 -p "$port" -C 5 -v >/dev/null 2>&1 &
+rping_srv=$!
+rping_ok=1
+for _ in $(seq 50); do
+  sleep 0.1
+  if LD_LIBRARY_PATH=$lib timeout 30 rping -c -a 127.0.0.1 -p "$port" -C 5 -v 2>&1 | sed 's/^/  [rping client] /'; then
+    rping_ok=0; break
+  fi
+done
+wait "$rping_srv" || rping_ok=1
+[ "$rping_ok" -eq 0 ] || { echo "demo: rping failed" >&2; exit 1; }
 
 say "softrnic decode: the demo's own first packets, captured on loopback"
 if command -v tshark >/dev/null && [ "$(id -u)" -eq 0 ]; then
