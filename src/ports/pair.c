@@ -7,6 +7,8 @@
  * repeatedly picks the earlier of "next packet" and "earliest rnic timer",
  * moves the simulated clock there and delivers or fires.  Nothing here reads
  * a real clock or calls rand(): the only source of variation is the seed.
+ * A node's agent (QP1's owner) gets the MADs gsi.c accepts through
+ * pair_gsi_receive, and its deadline joins the rnics' in "earliest timer".
  */
 #include "ports/pair.h"
 
@@ -36,6 +38,7 @@ struct pair_node {
 	unsigned index;
 	struct rnic *rnic;
 	struct rnic_gid gid;
+	struct pair_agent agent;        /* gsi_receive NULL: none */
 };
 
 struct pair {
@@ -322,6 +325,47 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 	}
 }
 
+/* ---- QP1: the node's agent ------------------------------------------------ */
+
+/* rnic_io.gsi_receive of every node: forward to the agent with the
+ * simulated time (the runtime's io_gsi_receive, with srt_now() replaced). */
+static void pair_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			     size_t len)
+{
+	struct pair_node *nd = ctx;
+	struct pair *p = nd->pair;
+	if (!nd->agent.gsi_receive) {
+		p->stats.gsi_no_agent++;
+		return;
+	}
+	p->stats.agent_mads++;
+	nd->agent.gsi_receive(nd->agent.ctx, src, src_qpn, mad, len, p->now);
+}
+
+static uint64_t agent_deadline(const struct pair_node *nd)
+{
+	if (!nd->agent.next_deadline)
+		return UINT64_MAX;
+	return nd->agent.next_deadline(nd->agent.ctx);
+}
+
+int pair_set_agent(struct pair *p, unsigned node, const struct pair_agent *a)
+{
+	if (!p || node >= p->n)
+		return EINVAL;
+	struct pair_node *nd = &p->node[node];
+	if (!a) {
+		memset(&nd->agent, 0, sizeof(nd->agent));
+		return 0;
+	}
+	if (!a->gsi_receive || (a->next_deadline && !a->advance))
+		return EINVAL;
+	if (nd->agent.gsi_receive)
+		return EBUSY;
+	nd->agent = *a;
+	return 0;
+}
+
 /* ---- delivery and the run loop ----------------------------------------- */
 
 static void deliver(struct pair *p, struct pair_event *ev)
@@ -355,15 +399,26 @@ static uint64_t earliest_timer(const struct pair *p)
 		uint64_t d = rnic_next_deadline(p->node[i].rnic);
 		if (d < t)
 			t = d;
+		d = agent_deadline(&p->node[i]);
+		if (d < t)
+			t = d;
 	}
 	return t;
 }
 
 static void fire_timers(struct pair *p)
 {
-	for (unsigned i = 0; i < p->n; i++)
-		if (rnic_next_deadline(p->node[i].rnic) <= p->now)
-			rnic_advance(p->node[i].rnic, p->now);
+	for (unsigned i = 0; i < p->n; i++) {
+		struct pair_node *nd = &p->node[i];
+		if (rnic_next_deadline(nd->rnic) <= p->now)
+			rnic_advance(nd->rnic, p->now);
+		/* Re-read: the rnic's advance cannot arm an agent timer, but an
+		 * agent must never be advanced before it is due. */
+		if (nd->agent.advance && agent_deadline(nd) <= p->now) {
+			p->stats.agent_advances++;
+			nd->agent.advance(nd->agent.ctx, p->now);
+		}
+	}
 }
 
 enum pair_run_result pair_run_until(struct pair *p, bool (*pred)(void *arg), void *arg, uint64_t max_sim_ns)
@@ -450,7 +505,8 @@ struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cf
 		/* Even nodes take payloads by reference (rnic_tx.payload),
 		 * odd ones get them copied into the packet, so every transport
 		 * test runs both of the rnic's send paths. */
-		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit, .tx_payload_ref = i % 2 == 0 };
+		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit, .tx_payload_ref = i % 2 == 0,
+				      .gsi_receive = pair_gsi_receive };
 		nd->rnic = rnic_create(&c, &io);
 		if (!nd->rnic) {
 			int err = errno;

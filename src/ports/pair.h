@@ -19,6 +19,12 @@
  * Like the UDP port, the pair fills the ICRC of every packet it sends (using
  * the GIDs as IPv4-mapped addresses) and verifies it on delivery, so a
  * corrupted packet is dropped and counted before the rnic sees it.
+ *
+ * Each node may have an *agent*, the owner of its QP1 (the connection
+ * manager, src/cm), exactly as the runtime's srt_set_agent: MADs that
+ * rnic/gsi.c accepts for QP1 go to the agent with the simulated time, and
+ * the agent's timers are events of the simulation like the rnics' (see
+ * pair_set_agent).
  */
 #ifndef SOFTRNIC_PORTS_PAIR_H
 #define SOFTRNIC_PORTS_PAIR_H
@@ -59,6 +65,11 @@ struct pair_stats {
 	uint64_t alloc_failures; /* packet lost because malloc failed         */
 	uint64_t payload_by_ref; /* xmits with the payload by reference (even
 	                            nodes take them: rnic_io.tx_payload_ref) */
+	uint64_t gsi_no_agent;  /* MADs gsi.c accepted for QP1 on a node
+	                           without an agent: dropped (the runtime's
+	                           rx_mad_no_agent)                          */
+	uint64_t agent_mads;    /* MADs handed to an agent's gsi_receive     */
+	uint64_t agent_advances; /* agent advance calls                      */
 };
 
 /* A packet passing through the pair, as the tap sees it at xmit time.
@@ -91,6 +102,44 @@ int pair_set_faults(struct pair *p, unsigned from, unsigned to, const struct pai
 void pair_set_all_faults(struct pair *p, const struct pair_faults *f);
 void pair_set_tap(struct pair *p, pair_tap_fn fn, void *arg);
 
+/* ---- agents: the owner of a node's QP1 ----------------------------------
+ *
+ * The mirror of the runtime's struct srt_agent (runtime/runtime.h), so that
+ * what the runtime does with the CM can be replayed from a seed:
+ *   gsi_receive    each MAD rnic/gsi.c accepted for QP1 of the node (a UD
+ *                  SEND ONLY to DestQP 1, GSI Q_Key, 256 bytes), with the
+ *                  sender's GID and source QP and the simulated `now`.  It
+ *                  runs inside rnic_receive of that node's rnic and may
+ *                  answer with rnic_gsi_send (as the runtime's agent does);
+ *                  the bytes are valid only during the call.
+ *   next_deadline  the agent's earliest timer (UINT64_MAX: none), or NULL
+ *                  for an agent without timers.  pair_run_until and
+ *                  pair_run_for take it into their next-event computation
+ *                  like rnic_next_deadline, so e.g. a CM retry fires at its
+ *                  exact simulated time.
+ *   advance        called with the simulated now when that deadline is due
+ *                  (after the node's rnic_advance, if both are due, as the
+ *                  runtime orders them).  Required with next_deadline.
+ * The pair copies *a.  pair_set_agent returns 0, EINVAL (bad node, no
+ * gsi_receive, next_deadline without advance) or EBUSY (the node has an
+ * agent already); a NULL `a` detaches the node's agent.
+ *
+ * Without an agent a node behaves exactly as before agents existed (same
+ * packets, same times, same trace hash), with one difference in counters:
+ * the pair's rnics always have an rnic_io.gsi_receive hook (as the
+ * runtime's do), so a well-formed MAD to a node without an agent counts in
+ * rnic rx_gsi_mads and pair gsi_no_agent instead of rnic rx_drop_gsi.
+ * Malformed QP1 traffic (wrong Q_Key, length, opcode) is still dropped by
+ * gsi.c and counted in rx_drop_gsi, agent or not. */
+struct pair_agent {
+	void *ctx;
+	void (*gsi_receive)(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
+			    size_t len, uint64_t now);
+	uint64_t (*next_deadline)(void *ctx);
+	void (*advance)(void *ctx, uint64_t now);
+};
+int pair_set_agent(struct pair *p, unsigned node, const struct pair_agent *a);
+
 /* The simulated clock and the PRNG (tests may draw from it so that their
  * own random choices replay from the same seed). */
 uint64_t pair_now(const struct pair *p);
@@ -106,8 +155,10 @@ enum pair_run_result {
 };
 /* Advance the simulation until pred(arg) returns true (checked before every
  * step; pred may be NULL), max_sim_ns of simulated time passes, or nothing
- * is left to do.  pred may post work requests and poll CQs (use pair_now()
- * as `now`). */
+ * is left to do.  A step is the earliest of: the next packet delivery, the
+ * earliest rnic timer, the earliest agent timer (timers first on a tie).
+ * pred may post work requests, poll CQs and call into the agents (use
+ * pair_now() as `now`): e.g. act on CM events queued by the agent. */
 enum pair_run_result pair_run_until(struct pair *p, bool (*pred)(void *arg), void *arg, uint64_t max_sim_ns);
 /* Advance exactly to now + ns, processing everything due on the way. */
 void pair_run_for(struct pair *p, uint64_t ns);

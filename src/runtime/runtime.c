@@ -429,13 +429,17 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 {
 	struct rnic_counters c = *rnic_counters(dev->rnic);
+	struct srt_named_counter agent[SRT_AGENT_COUNTERS];
+	size_t n_agent = 0;
 
+	if (dev->agent.counters)
+		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
 	dev->last_publish_ns = now;
 	send_all_at_unlock(dev);
 	srt_unlock(dev);
-	srt_stats_publish(&dev->stats, &c, now);
+	srt_stats_publish(&dev->stats, &c, agent, n_agent, now);
 }
 
 /* Refresh the published counters now. */

@@ -88,12 +88,23 @@ struct srt_hooks {
  * EBUSY if one is set; NULL detaches it (after which MADs are dropped and
  * counted).  After arming an agent timer outside these callbacks, call
  * srt_kick so the progress thread re-reads the deadline. */
+/* A named counter the agent publishes (its protocol's, e.g. "cm_tx_req"). */
+#define SRT_AGENT_COUNTERS 64
+struct srt_named_counter {
+	char name[32];
+	uint64_t value;
+};
+
 struct srt_agent {
 	void *ctx;
 	void (*gsi_receive)(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
 			    size_t len, uint64_t now);
 	uint64_t (*next_deadline)(void *ctx);
 	void (*advance)(void *ctx, uint64_t now);
+	/* Optional: fill up to `cap` counters for `softrnic stats` (called
+	 * with the lock held, when the counters are published); returns how
+	 * many. */
+	size_t (*counters)(void *ctx, struct srt_named_counter *out, size_t cap);
 };
 int srt_set_agent(struct srt_device *dev, const struct srt_agent *agent);
 
@@ -170,6 +181,10 @@ struct srt_stats_file {
 	uint8_t gid[16];
 	uint64_t updated_ns;
 	struct rnic_counters counters;
+	/* The agent's counters (version 2 on): the CM's, when librdmacm runs. */
+	uint32_t n_agent;
+	uint32_t reserved;
+	struct srt_named_counter agent[SRT_AGENT_COUNTERS];
 };
 
 #endif

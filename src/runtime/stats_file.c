@@ -56,11 +56,16 @@ int srt_stats_create(struct srt_stats_writer *w, const char *name, const uint8_t
 	return 0;
 }
 
-void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c, uint64_t now_ns)
+void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c,
+		       const struct srt_named_counter *agent, size_t n_agent, uint64_t now_ns)
 {
 	if (!w->map)
 		return;
 	w->map->counters = *c;
+	if (n_agent > SRT_AGENT_COUNTERS)
+		n_agent = SRT_AGENT_COUNTERS;
+	memcpy(w->map->agent, agent, n_agent * sizeof(*agent));
+	w->map->n_agent = (uint32_t)n_agent;
 	__atomic_store_n(&w->map->updated_ns, now_ns, __ATOMIC_RELEASE);
 }
 

@@ -136,6 +136,23 @@ static uint64_t agent_next_deadline(void *ctx)
 	return e < d ? e : d;
 }
 
+/* The cm's counters for `softrnic stats`, named cm_<counter>. */
+static size_t agent_counters(void *ctx, struct srt_named_counter *out, size_t cap)
+{
+	const struct cm_counters *c = cm_counters(rcm.cm);
+	size_t n = 0;
+	(void)ctx;
+#define CM_PUBLISH(ctr)                                                        \
+	if (n < cap) {                                                         \
+		snprintf(out[n].name, sizeof(out[n].name), "cm_%s", #ctr);     \
+		out[n].value = c->ctr;                                         \
+		n++;                                                           \
+	}
+	CM_COUNTER_LIST(CM_PUBLISH)
+#undef CM_PUBLISH
+	return n;
+}
+
 static void agent_advance(void *ctx, uint64_t now)
 {
 	(void)ctx;
@@ -206,7 +223,8 @@ static int init_locked(void)
 	if (env_uint("SOFTRNIC_CM_TRACE", 0, 1))
 		cm_set_trace(rcm.cm, trace_line, NULL);
 	struct srt_agent agent = { .ctx = NULL, .gsi_receive = agent_gsi_receive,
-				   .next_deadline = agent_next_deadline, .advance = agent_advance };
+				   .next_deadline = agent_next_deadline, .advance = agent_advance,
+				   .counters = agent_counters };
 	e = srt_set_agent(rcm.dev, &agent);
 	if (e)
 		return e;
