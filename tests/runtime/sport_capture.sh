@@ -204,8 +204,9 @@ done
 # sees each run before it is cut, as one datagram carrying several RoCE
 # packets.  And with GSO the sockets keep UDP checksums (Linux refuses GSO
 # without them, udp_port.c), which lo leaves as partial sums (checksum
-# offload), so `softrnic decode` reports every frame of such a capture as
-# malformed (WIRE_E_UDP_CSUM), single packets included: capture with
-# SOFTRNIC_GSO=0 to check ICRCs.  The source ports are right all the same.
+# offload): `softrnic decode` checks the ICRC of a single packet anyway
+# and marks its checksum udp-csum-partial, while a coalesced datagram is
+# no RoCE packet and is reported bad.  The source ports are right all the
+# same.
 attempt gso_scenario
 echo "sport_capture: ok"
