@@ -84,40 +84,13 @@ run_pp() {
 		ASAN_OPTIONS=detect_leaks=0 SOFTRNIC_STATS_AT_EXIT=1 "$@"
 }
 LOG_S=$(mktemp); LOG_C=$(mktemp)
-run_pp "$NS_A" env SOFTRNIC_IFACE="$VETH_A" timeout 60 ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p "$PORT" >"$LOG_S" 2>&1 &
-SERVER_PID=$!
-status=1
-for _ in $(seq 50); do
-	sleep 0.2
-	if run_pp "$NS_B" env SOFTRNIC_ADDR="$ADDR_B" timeout 60 ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p "$PORT" "$ADDR_A" >"$LOG_C" 2>&1; then
-		status=0; break
-	fi
-	grep -q "Couldn't connect" "$LOG_C" || break
-done
-server_status=0
-wait "$SERVER_PID" || server_status=$?
-SERVER_PID=
-sed 's/^/  [server] /' "$LOG_S"; sed 's/^/  [client] /' "$LOG_C"
-expect="8192000 bytes in"
-if [ "$status" != 0 ] || [ "$server_status" != 0 ] || ! grep -q "$expect" "$LOG_S" || ! grep -q "$expect" "$LOG_C"; then
-	rm -f "$LOG_S" "$LOG_C"
-	echo "netns_test: ibv_rc_pingpong FAILED (client $status, server $server_status)" >&2
-	exit 1
-fi
-rm -f "$LOG_S" "$LOG_C"
-echo "netns_test: ibv_rc_pingpong across the veth link ok"
-
-# The connection manager across the link: unmodified rping and ib_send_bw -R
-# through softrnic's librdmacm.so.1, server bound by SOFTRNIC_IFACE, client
-# by SOFTRNIC_ADDR; the CM's REQ/REP/RTU cross the veth as UD SENDs to QP1.
-if [ ! -e "$LIB/librdmacm.so.1" ] || ! command -v rping >/dev/null; then
-	echo "netns_test: no librdmacm.so.1 or rping; connection-manager part skipped" >&2
-	exit 0
-fi
-# cm_pair_ns NAME SERVER-ARGV... -- CLIENT-ARGV...: the server starts, the
-# client retries while the server is not listening yet (REJECTED, status 8).
-cm_pair_ns() {
-	local name=$1; shift
+trap 'rm -f "$LOG_S" "$LOG_C"; cleanup' EXIT INT TERM
+# pair_ns NAME RETRY-REGEX SERVER-ARGV... -- CLIENT-ARGV...: the server in
+# NS_A (bound by SOFTRNIC_IFACE), then the client in NS_B (SOFTRNIC_ADDR),
+# tried again while its output matches RETRY-REGEX (server not ready yet).
+# Both must exit 0; their logs stay in LOG_S / LOG_C for the caller.
+pair_ns() {
+	local name=$1 retry=$2; shift 2
 	local srv=()
 	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
 	shift
@@ -129,7 +102,7 @@ cm_pair_ns() {
 		if run_pp "$NS_B" env SOFTRNIC_ADDR="$ADDR_B" timeout 60 "$@" >"$LOG_C" 2>&1; then
 			status=0; break
 		fi
-		grep -q "REJECTED\|Failed to connect RDMA CM" "$LOG_C" || break
+		grep -q "$retry" "$LOG_C" || break
 	done
 	server_status=0
 	wait "$SERVER_PID" || server_status=$?
@@ -141,9 +114,22 @@ cm_pair_ns() {
 	fi
 	echo "netns_test: $name across the veth link ok"
 }
-LOG_S=$(mktemp); LOG_C=$(mktemp)
-trap 'rm -f "$LOG_S" "$LOG_C"; cleanup' EXIT INT TERM
-cm_pair_ns "rping -v -C 20" rping -s -a "$ADDR_A" -p 18516 -v -C 20 -- rping -c -a "$ADDR_A" -p 18516 -v -C 20
+pair_ns ibv_rc_pingpong "Couldn't connect" ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p "$PORT" -- \
+	ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p "$PORT" "$ADDR_A"
+expect="8192000 bytes in"
+grep -q "$expect" "$LOG_S" && grep -q "$expect" "$LOG_C" ||
+	{ echo "netns_test: ibv_rc_pingpong did not report $expect" >&2; exit 1; }
+
+# The connection manager across the link: unmodified rping and ib_send_bw -R
+# through softrnic's librdmacm.so.1, server bound by SOFTRNIC_IFACE, client
+# by SOFTRNIC_ADDR; the CM's REQ/REP/RTU cross the veth as UD SENDs to QP1.
+if [ ! -e "$LIB/librdmacm.so.1" ] || ! command -v rping >/dev/null; then
+	echo "netns_test: no librdmacm.so.1 or rping; connection-manager part skipped" >&2
+	exit 0
+fi
+# The client retries while the server is not listening yet (REJECTED, 8).
+cm_retry='REJECTED\|Failed to connect RDMA CM'
+pair_ns "rping -v -C 20" "$cm_retry" rping -s -a "$ADDR_A" -p 18516 -v -C 20 -- rping -c -a "$ADDR_A" -p 18516 -v -C 20
 grep -q "ping data: rdma-ping-19" "$LOG_C" || { echo "netns_test: rping printed no 20th ping" >&2; exit 1; }
-cm_pair_ns "ib_send_bw -R" ib_send_bw -R -p 18517 -n 1000 -- ib_send_bw -R -p 18517 -n 1000 "$ADDR_A"
+pair_ns "ib_send_bw -R" "$cm_retry" ib_send_bw -R -p 18517 -n 1000 -- ib_send_bw -R -p 18517 -n 1000 "$ADDR_A"
 grep -Eq "^ 65536 +1000 " "$LOG_C" || { echo "netns_test: ib_send_bw -R printed no result row" >&2; exit 1; }

@@ -66,14 +66,15 @@ static void agent_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t sr
  * listener.  The kernel's address and route resolution take long enough
  * that the REQ arrives after the listen; softrnic's take microseconds, so
  * now and then the REQ comes first and is refused (REJ 8, or SIDR status
- * 1), which those programs do not survive.  So, on one host only — the
- * destination is a loopback address — a refused request is sent again
- * every RCM_EARLY_RETRY_NS, up to RCM_EARLY_RETRIES times, to the device
- * the loopback registry names then (the listener may only now have
- * appeared), before the program hears REJECTED.  Destinations on other
- * hosts are refused at once, as on the kernel.  Trade-off: on one host a
+ * 1), which those programs do not survive (on one host and across a
+ * link alike).  So a refused request is sent again every
+ * RCM_EARLY_RETRY_NS, up to RCM_EARLY_RETRIES times — on one host to the
+ * device the loopback registry names by then, as the listener may only
+ * now have appeared — before the program hears REJECTED.  Trade-off: a
  * connect to a port nobody listens on is refused after 100 ms
- * (RCM_EARLY_RETRIES * RCM_EARLY_RETRY_NS) instead of at once. */
+ * (RCM_EARLY_RETRIES * RCM_EARLY_RETRY_NS) instead of at once as on the
+ * kernel; a CM that resolved addresses as slowly as the kernel's would
+ * not need it. */
 #define RCM_EARLY_RETRY_NS (2ull * 1000 * 1000)
 #define RCM_EARLY_RETRIES 50
 
@@ -114,9 +115,10 @@ static void early_retry(uint64_t now)
 			cm_destroy_id(i->cm, now);
 			i->cm = NULL;
 		}
-		/* The listener may have appeared since: resolve again. */
+		/* On one host the listener may have appeared since: resolve
+		 * again. */
 		struct sockaddr_in dst = i->id.route.addr.dst_sin;
-		if (rcm_resolve_dst(i, (struct sockaddr *)&dst, i->remote_gid) == 0) {
+		if (i->local_peer && rcm_resolve_dst(i, (struct sockaddr *)&dst, i->remote_gid) == 0) {
 			memcpy(i->req.dgid, i->remote_gid, 16);
 			rcm_fill_route(i);
 		}
@@ -640,7 +642,7 @@ static void cm_event(void *ctx, const struct cm_event *ev)
 	bool refused = (ev->type == CM_EV_REJ_RECEIVED && ev->rej_reason == CM_REJ_INVALID_SERVICE_ID &&
 			ev->rej_msg == 0) ||
 		       (ev->type == CM_EV_SIDR_REP_RECEIVED && ev->u.sidr_rep.status == CM_SIDR_UNSUPPORTED);
-	if (refused && id->state == RCM_CONNECT && id->local_peer && id->early_retries < RCM_EARLY_RETRIES) {
+	if (refused && id->state == RCM_CONNECT && id->early_retries < RCM_EARLY_RETRIES) {
 		id->early_retries++;
 		id->retry_at = srt_now() + RCM_EARLY_RETRY_NS;
 		return;
