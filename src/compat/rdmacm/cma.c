@@ -409,8 +409,12 @@ static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *contex
 	id->id.qp_type = qp_type;
 	id->id.verbs = rcm.verbs;
 	id->id.port_num = 1;
-	id->id.pd = NULL;
+	/* As rdma-core: an id on a device carries that device's default PD. */
+	id->id.pd = rcm.default_pd;
 	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	/* Our starting PSN, known from the start: a program that moves its own
+	 * QP (rdma_init_qp_attr) may do so before rdma_accept / the REP. */
+	id->psn = (uint32_t)((srt_now() ^ (uintptr_t)id) * 2654435761u) & 0xffffff;
 	id->retry_count = 7;
 	id->rnr_retry_count = 7;
 	id->ack_timeout = 14;
@@ -963,7 +967,6 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 		p->service_id = sid;
 		p->qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num;
 		p->qp_type = IBV_QPT_RC;
-		id->psn = (uint32_t)(srt_now() * 2654435761u) & 0xffffff;
 		p->starting_psn = id->psn;
 		id->responder_resources = conn_param ? rd_depth(conn_param->responder_resources, 128) : 128;
 		id->initiator_depth = conn_param ? rd_depth(conn_param->initiator_depth, 128) : 128;
@@ -1039,7 +1042,6 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 	id->initiator_depth = id_depth;
 	if (conn_param)
 		id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
-	id->psn = (uint32_t)(srt_now() * 2654435761u) & 0xffffff;
 	if (cmid->qp) {
 		e = rcm_qp_to_rtr_rts(id);
 		if (e) {
