@@ -5,7 +5,7 @@
 # crash, leak, sanitizer report or round-trip violation (the reproducer is
 # left in fuzz/artifacts/ of the build directory).
 #
-# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over the 5 targets)
+# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over the 6 targets)
 # env:   SOFTRNIC_VECTORS  capture dir (default tests/vectors/rxe)
 #        FUZZ_BUILD_DIR    build dir   (default build-fuzz in the source root)
 set -eu
@@ -13,8 +13,8 @@ total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 vectors=${SOFTRNIC_VECTORS:-$root/tests/vectors/rxe}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib fuzz_wire_mad fuzz_cm"
-per=$((total / 5))
+targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib fuzz_wire_mad fuzz_cm fuzz_device"
+per=$((total / 6))
 [ "$per" -ge 1 ] || per=1
 
 mkdir -p "$build"
@@ -40,9 +40,11 @@ done
 
 status=0
 for t in $targets; do
-	# Seeds by input kind; the CM state machine eats MADs too.
+	# Seeds by input kind; the CM state machine eats MADs too, the
+	# device target IB packets (as raw bytes to cut up and mutate).
 	kind=${t#fuzz_wire_}
 	[ "$t" = fuzz_cm ] && kind=mad
+	[ "$t" = fuzz_device ] && kind=ib
 	corpus=$work/corpus/${t#fuzz_}
 	mkdir -p "$corpus"
 	echo "== $t: ${per}s"

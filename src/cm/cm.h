@@ -226,10 +226,10 @@ struct cm_req_param {
 	uint64_t service_id;
 	uint32_t qpn;                   /* our QP (24 bits)                    */
 	enum ibv_qp_type qp_type;       /* IBV_QPT_RC or IBV_QPT_UC            */
-	uint32_t starting_psn;          /* the first PSN we expect to *receive*
-	                                   (our rq_psn = the passive side's
-	                                   sq_psn), 24 bits: the kernel's and
-	                                   rdma_cm's reading of the field     */
+	uint32_t starting_psn;          /* the PSN of the first packet we send
+	                                   (our sq_psn = the passive side's
+	                                   rq_psn), 24 bits, as the kernel's
+	                                   ib_cm reads the field              */
 	uint8_t responder_resources;    /* RDMA READ/atomic we accept          */
 	uint8_t initiator_depth;        /* RDMA READ/atomic we issue           */
 	enum ibv_mtu path_mtu;
@@ -266,8 +266,8 @@ int cm_send_rtu(struct cm_id *id, const void *priv, uint8_t len, uint64_t now);
 
 struct cm_rep_param {
 	uint32_t qpn;                   /* our QP */
-	uint32_t starting_psn;          /* the first PSN we expect to receive
-	                                   (our rq_psn = the active's sq_psn) */
+	uint32_t starting_psn;          /* the PSN of the first packet we send
+	                                   (our sq_psn = the active's rq_psn) */
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	uint8_t rnr_retry_count;
@@ -347,8 +347,8 @@ const char *cm_event_name(enum cm_event_type t);
 
 /* The fields of a REQ, as the peer sent them (not swapped to our point of
  * view, unlike the kernel's ib_cm: the resources *we* must provide to the
- * peer's READs are req.initiator_depth; starting_psn is the first PSN the
- * active side expects, so our QP's sq_psn). */
+ * peer's READs are req.initiator_depth; starting_psn is the active side's
+ * first send PSN, so our QP's rq_psn). */
 struct cm_req_info {
 	uint64_t service_id;
 	uint64_t ca_guid;               /* the active side's CA GUID */
@@ -375,8 +375,8 @@ struct cm_req_info {
 	uint8_t primary_remote_gid[16];
 };
 
-/* The fields of a REP, as the peer sent them (starting_psn: the first PSN
- * the passive side expects, our sq_psn). */
+/* The fields of a REP, as the peer sent them (starting_psn: the passive
+ * side's first send PSN, our rq_psn). */
 struct cm_rep_info {
 	uint64_t ca_guid;
 	uint32_t qpn;

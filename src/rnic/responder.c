@@ -247,16 +247,19 @@ static enum resp_state resp_check_op_seq(struct rnic_qp *qp, struct resp_ctx *c)
 	}
 	if (ok)
 		return RESP_CHECK_OP_VALID;
-	qp->r->ctr.rx_drop_bad_opcode_seq++;
-	if (is_rc(qp))
+	if (is_rc(qp)) {
+		qp->r->ctr.rx_drop_bad_opcode_seq++;
 		return RESP_ERR_INVALID;
-	/* UC: a new FIRST/ONLY abandons the old message and starts afresh. */
+	}
+	/* UC: a new FIRST/ONLY abandons the old message (counted as one
+	 * drop: that message's) and starts afresh. */
 	if (!cont) {
+		qp->r->ctr.rx_drop_bad_opcode_seq++;
 		qp->resp.seq = RESP_SEQ_NONE;
 		qp->resp.recv_offset = 0;
 		return RESP_CHECK_OP_VALID;
 	}
-	return RESP_DROP_MESSAGE;
+	return RESP_DROP_MESSAGE;       /* counts this packet */
 }
 
 static enum resp_state resp_check_op_valid(struct rnic_qp *qp, struct resp_ctx *c)
