@@ -21,6 +21,8 @@
  */
 #include "cm/cm_int.h"
 
+#include "base/prng.h"
+
 #include <stdio.h>
 
 /* ---- names ---------------------------------------------------------------- */
@@ -85,33 +87,11 @@ static const char *const input_names[] = {
 	[CM_IN_SIDR_REQUEST] = "SIDR request",
 };
 
-/* ---- PRNG: splitmix64 to seed, xoshiro256** to draw (as ports/pair) ------- */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rotl64(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
+/* ---- PRNG (base/prng.h) ---------------------------------------------------- */
 
 static uint64_t cm_random(struct cm *cm)
 {
-	uint64_t *s = cm->rng;
-	uint64_t result = rotl64(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl64(s[3], 45);
-	return result;
+	return prng_next(cm->rng);
 }
 
 /* A transaction ID: random high half, our comm ID in the low half (the
@@ -154,9 +134,7 @@ struct cm *cm_create(const struct cm_config *cfg, const struct cm_io *io)
 	}
 	cm->cfg = *cfg;
 	cm->io = *io;
-	uint64_t sm = (uint64_t)cfg->seed ^ 0x636d5f73656564ull; /* "cm_seed" */
-	for (int i = 0; i < 4; i++)
-		cm->rng[i] = splitmix64(&sm);
+	prng_seed(cm->rng, (uint64_t)cfg->seed ^ 0x636d5f73656564ull); /* "cm_seed" */
 	cm->id_xor = (uint32_t)cm_random(cm);
 	cm->id_next = (uint32_t)cm_random(cm);
 	if (hash_init(&cm->by_local) || hash_init(&cm->by_remote)) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/prng.h"
 #include "wire/wire.h"
 
 #define PAIR_MAX_NODES 16u
@@ -59,33 +60,11 @@ struct pair {
 	struct pair_stats stats;
 };
 
-/* ---- PRNG: splitmix64 to seed, xoshiro256** to draw --------------------- */
-
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rotl64(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
+/* ---- PRNG (base/prng.h) ---------------------------------------------------- */
 
 uint64_t pair_random(struct pair *p)
 {
-	uint64_t *s = p->rng;
-	uint64_t result = rotl64(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl64(s[3], 45);
-	return result;
+	return prng_next(p->rng);
 }
 
 uint64_t pair_random_below(struct pair *p, uint64_t n)
@@ -477,9 +456,7 @@ struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cf
 	if (!p)
 		return NULL;
 	p->n = n;
-	uint64_t sm = seed;
-	for (int i = 0; i < 4; i++)
-		p->rng[i] = splitmix64(&sm);
+	prng_seed(p->rng, seed);
 	p->trace = 0xcbf29ce484222325ull;
 
 	struct pair_faults clean = { .delay_ns = 1000 };

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/prng.h"
 #include "rnic/rnic_int.h"
 
 void rnic_config_default(struct rnic_config *cfg)
@@ -37,13 +38,11 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->max_srq_wr = 16384;
 }
 
-/* splitmix64: tiny, seedable, good enough for QPNs and key generations. */
+/* splitmix64 (base/prng.h): tiny, seedable, good enough for QPNs and key
+ * generations. */
 uint64_t rnic_random(struct rnic *r)
 {
-	uint64_t z = (r->prng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return prng_splitmix64(&r->prng);
 }
 
 static bool config_valid(const struct rnic_config *cfg)

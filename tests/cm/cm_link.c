@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/prng.h"
 #include "cm_check.h"
 
 struct link_msg {
@@ -51,33 +52,11 @@ struct link {
 	struct link_stats stats;
 };
 
-/* ---- PRNG ------------------------------------------------------------------ */
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
+/* ---- PRNG (base/prng.h) ---------------------------------------------------- */
 
 uint64_t link_random(struct link *l)
 {
-	uint64_t *s = l->rng;
-	uint64_t r = rotl(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
+	return prng_next(l->rng);
 }
 
 uint64_t link_random_below(struct link *l, uint64_t n)
@@ -289,9 +268,7 @@ struct link *link_create(uint64_t seed, unsigned n, const struct cm_config *cfg)
 	l->n = n;
 	l->hash = 0xcbf29ce484222325ull;
 	l->trace_transitions = true;
-	uint64_t sm = seed;
-	for (int i = 0; i < 4; i++)
-		l->rng[i] = splitmix64(&sm);
+	prng_seed(l->rng, seed);
 	struct link_faults clean = { .delay_ns = 1000 };
 	link_set_faults(l, &clean);
 	struct cm_config base;
