@@ -80,11 +80,25 @@ static void agent_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t sr
 
 static int send_request(struct rcm_id *id, uint64_t now);
 
+/* Device lock held: arm (at > 0) or disarm (0) an id's resend, keeping
+ * rcm.n_early, so the deadline check below costs nothing while no REQ
+ * waits (it runs on every post_send through the runtime's deadline). */
+static void set_retry(struct rcm_id *id, uint64_t at)
+{
+	if (!id->retry_at && at)
+		rcm.n_early++;
+	else if (id->retry_at && !at)
+		rcm.n_early--;
+	id->retry_at = at;
+}
+
 /* Device lock held. */
 static uint64_t early_deadline(void)
 {
 	uint64_t d = UINT64_MAX;
 
+	if (!rcm.n_early)
+		return d;
 	pthread_mutex_lock(&list_lock);
 	for (struct rcm_id *i = rcm.all; i; i = i->next_all)
 		if (i->retry_at && i->retry_at < d)
@@ -109,7 +123,7 @@ static void early_retry(uint64_t now)
 	pthread_mutex_unlock(&list_lock);
 	for (unsigned k = 0; k < n; k++) {
 		struct rcm_id *i = due[k];
-		i->retry_at = 0;
+		set_retry(i, 0);
 		if (i->cm) {
 			cm_id_set_user(i->cm, NULL);
 			cm_destroy_id(i->cm, now);
@@ -503,7 +517,7 @@ int rdma_destroy_id(struct rdma_cm_id *cmid)
 	id = to_rcm_id(cmid);
 	srt_lock(rcm.dev);
 	id->state = RCM_DESTROYING;
-	id->retry_at = 0;
+	set_retry(id, 0);
 	if (id->cm) {
 		cm_id_set_user(id->cm, NULL);
 		cm_destroy_id(id->cm, srt_now());
@@ -648,7 +662,7 @@ static void cm_event(void *ctx, const struct cm_event *ev)
 		       (ev->type == CM_EV_SIDR_REP_RECEIVED && ev->u.sidr_rep.status == CM_SIDR_UNSUPPORTED);
 	if (refused && id->state == RCM_CONNECT && id->early_retries < RCM_EARLY_RETRIES) {
 		id->early_retries++;
-		id->retry_at = srt_now() + RCM_EARLY_RETRY_NS;
+		set_retry(id, srt_now() + RCM_EARLY_RETRY_NS);
 		return;
 	}
 	e = rcm_new_event(id, RDMA_CM_EVENT_CONNECT_ERROR, 0);
@@ -955,7 +969,6 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 	memcpy(id->req_private, buf, len);
 	id->req_private_len = (uint8_t)len;
 	id->early_retries = 0;
-	id->retry_at = 0;
 	if (cmid->qp_type == IBV_QPT_UD) {
 		id->sidr_service_id = sid;
 	} else {

@@ -133,6 +133,7 @@ struct rcm_global {
 	struct ibv_pd *default_pd;
 	struct cm *cm;
 	struct rcm_id *all;
+	unsigned n_early;               /* ids with retry_at set (device lock) */
 };
 extern struct rcm_global rcm;
 
