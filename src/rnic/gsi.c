@@ -20,18 +20,14 @@
 #include <string.h>
 
 #include "rnic_int.h"
-
-/* The GSI's well-known Q_Key (IBTA 13.5.1.2). */
-#define GSI_QKEY 0x80010000u
-#define GSI_QPN 1u
-#define MAD_LEN 256u
+#include "wire/mad.h"
 
 bool gsi_receive(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx)
 {
-	if (pkt->bth.dqpn != GSI_QPN)
+	if (pkt->bth.dqpn != WIRE_GSI_QPN)
 		return false;
-	if (pkt->bth.opcode != (WIRE_TR_UD | WIRE_OP_SEND_ONLY) || pkt->deth.qkey != GSI_QKEY ||
-	    pkt->payload_len != MAD_LEN) {
+	if (pkt->bth.opcode != (WIRE_TR_UD | WIRE_OP_SEND_ONLY) || pkt->deth.qkey != WIRE_GSI_QKEY ||
+	    pkt->payload_len != WIRE_MAD_LEN) {
 		r->ctr.rx_drop_gsi++;
 		return true;
 	}
@@ -49,16 +45,16 @@ int rnic_gsi_send(struct rnic *r, const struct rnic_gid *dst, uint32_t dst_qpn, 
 	struct wire_ib ib;
 	int n;
 
-	if (!dst || !mad || len != MAD_LEN || dst_qpn > WIRE_QPN_MASK)
+	if (!dst || !mad || len != WIRE_MAD_LEN || dst_qpn > WIRE_QPN_MASK)
 		return EINVAL;
 	memset(&ib, 0, sizeof(ib));
 	ib.bth.opcode = WIRE_TR_UD | WIRE_OP_SEND_ONLY;
-	ib.bth.pkey = 0xffff;
+	ib.bth.pkey = WIRE_GSI_PKEY;
 	ib.bth.dqpn = dst_qpn;
 	ib.bth.psn = r->gsi_psn;
 	r->gsi_psn = (r->gsi_psn + 1) & WIRE_PSN_MASK;
-	ib.deth.qkey = GSI_QKEY;
-	ib.deth.sqpn = GSI_QPN;
+	ib.deth.qkey = WIRE_GSI_QKEY;
+	ib.deth.sqpn = WIRE_GSI_QPN;
 	ib.payload = mad;
 	ib.payload_len = (uint32_t)len;
 	n = wire_encode_ib(&ib, r->tx, sizeof(r->tx));
@@ -66,7 +62,7 @@ int rnic_gsi_send(struct rnic *r, const struct rnic_gid *dst, uint32_t dst_qpn, 
 		return EINVAL;
 	struct rnic_tx tx = {
 		.dst = *dst,
-		.sport = wire_udp_sport_ud(GSI_QPN),
+		.sport = wire_udp_sport_ud(WIRE_GSI_QPN),
 		.ttl = RNIC_ROUTE_TTL,
 		.ib = r->tx,
 		.ib_len = (size_t)n,
