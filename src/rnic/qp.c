@@ -289,6 +289,7 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 	requester_reset(qp);
 	completer_reset(qp);
 	responder_reset(qp);
+	cc_qp_reset(qp);
 	r->qps[qp->qpn % r->cfg.max_qp] = qp;
 	r->n_qp++;
 	pd->refs++;
@@ -507,7 +508,7 @@ static int check_values(const struct rnic_qp *qp, const struct ibv_qp_attr *a, i
 		return EINVAL;
 	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > WIRE_PSN_MASK)
 		return EINVAL;
-	if ((mask & IBV_QP_CAP) || (mask & IBV_QP_RATE_LIMIT))
+	if (mask & IBV_QP_CAP)
 		return EINVAL;          /* not modifiable here */
 	return 0;
 }
@@ -603,6 +604,7 @@ static void reset_qp(struct rnic_qp *qp)
 	requester_reset(qp);
 	completer_reset(qp);
 	responder_reset(qp);
+	cc_qp_reset(qp);
 }
 
 static bool sq_drained(const struct rnic_qp *qp)
@@ -659,6 +661,7 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 {
 	enum ibv_qp_state cur, next;
 	const struct qp_transition *t;
+	bool rate_limit = false;
 	int ti, err;
 
 	if (!qp || !attr)
@@ -671,6 +674,16 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	ti = type_index(qp->type);
 	if (!t->valid)
 		return EINVAL;
+	/* IBV_QP_RATE_LIMIT (the pacer, cc.c) may come with any transition
+	 * into RTR, RTS or SQD; the kernel's table allows it for raw
+	 * packet QPs only, where mlx5 paces, but softrnic paces RC, UC and
+	 * UD, and perftest's --rate_limit_type=HW sets it on RTR -> RTS. */
+	if (attr_mask & IBV_QP_RATE_LIMIT) {
+		if (next != IBV_QPS_RTR && next != IBV_QPS_RTS && next != IBV_QPS_SQD)
+			return EINVAL;
+		attr_mask &= ~IBV_QP_RATE_LIMIT;
+		rate_limit = true;
+	}
 	if ((attr_mask & t->req[ti]) != t->req[ti])
 		return EINVAL;
 	if (attr_mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))
@@ -682,6 +695,12 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	err = check_values(qp, attr, attr_mask);
 	if (err)
 		return err;
+	if (rate_limit) {
+		/* Checked and set first: it cannot fail after the rest. */
+		err = cc_modify_rate_limit(qp, attr->rate_limit);
+		if (err)
+			return err;
+	}
 	/* SQD -> SQD changes path attributes only once the SQ is drained. */
 	if (cur == IBV_QPS_SQD && next == IBV_QPS_SQD && !sq_drained(qp))
 		return EBUSY;

@@ -6,7 +6,7 @@
  * function that returns the next state; requester_run() loops until a
  * state returns REQ_EXIT.  One pass emits at most one packet; the loop
  * sends until the SQ is empty or something holds it back (send window,
- * fence, max_rd_atomic, RNR wait, QP state).
+ * the pacer, fence, max_rd_atomic, RNR wait, QP state).
  *
  * PSNs: each WQE gets first_psn/last_psn when first sent (SEND/WRITE: one
  * PSN per packet; READ: one PSN per expected response packet; ATOMIC:
@@ -22,7 +22,7 @@
 
 enum req_state {
 	REQ_GET_WQE,            /* pick the WQE at the send position        */
-	REQ_CHECK_WAIT,         /* RNR wait, send window                    */
+	REQ_CHECK_WAIT,         /* RNR wait, send window, pacer             */
 	REQ_CHECK_FENCE,        /* fence, max_rd_atomic (new WQEs only)     */
 	REQ_CHECK_LOCAL,        /* local keys and lengths, assign PSNs      */
 	REQ_BUILD_SEND,         /* build and transmit one packet            */
@@ -111,6 +111,10 @@ static enum req_state req_check_wait(struct rnic_qp *qp, struct req_ctx *c)
 	if (qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return REQ_EXIT;
 	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= rnic_send_window(qp->r))
+		return REQ_EXIT;
+	/* The pacer (DCQCN's rate, the application's rate limit): when it
+	 * holds the packet back, cc_advance runs us again at its time. */
+	if (!cc_may_send(qp, c->now))
 		return REQ_EXIT;
 	/* A WQE (re)started from its first PSN, or a READ resumed mid-way,
 	 * must pass the fence and rd_atomic checks again. */
@@ -382,14 +386,17 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 		c->error = IBV_WC_LOC_PROT_ERR;
 		return REQ_LOCAL_ERROR;
 	}
-	if (wire_psn_diff(psn, qp->req.psn_high) < 0)
+	if (wire_psn_diff(psn, qp->req.psn_high) < 0) {
 		qp->r->ctr.retransmits++;
+		qp->stats.retransmits++;
+	}
 	if (qp->type == IBV_QPT_UD)
 		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
 	else if (ref)
 		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
 	else
 		rnic_xmit_buf(qp->r, qp, buf, len);
+	cc_on_sent(qp, len, c->now);
 
 	qp->req.psn = wire_psn_add(qp->req.psn, psns);
 	if (wire_psn_diff(qp->req.psn, qp->req.psn_high) > 0)

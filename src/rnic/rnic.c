@@ -36,6 +36,12 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->max_mcast_qp_attach = 64;
 	cfg->max_srq = 1024;
 	cfg->max_srq_wr = 16384;
+	/* The port speed ibv_query_port reports (1X EDR, compat/device.c). */
+	cfg->line_rate = 25000000000ull;
+	cfg->ecn = true;
+	cfg->cnp = true;
+	cfg->dcqcn = true;
+	dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);
 }
 
 /* splitmix64 (base/prng.h): tiny, seedable, good enough for QPNs and key
@@ -136,7 +142,7 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
 	struct rnic_tx tx = {
 		.dst = qp->dgid,
 		.sport = qp->sport,
-		.ecn = 0,
+		.ecn = cc_tx_ecn(qp),
 		.dscp = qp->dscp,
 		.ttl = qp->ttl,
 		.ib = buf,
@@ -144,6 +150,8 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
 	};
 	r->ctr.tx_packets++;
 	r->ctr.tx_bytes += len;
+	qp->stats.tx_packets++;
+	qp->stats.tx_bytes += len;
 	r->io.xmit(r->io.ctx, &tx);
 }
 
@@ -157,7 +165,7 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 	struct rnic_tx tx = {
 		.dst = qp->dgid,
 		.sport = qp->sport,
-		.ecn = 0,
+		.ecn = cc_tx_ecn(qp),
 		.dscp = qp->dscp,
 		.ttl = qp->ttl,
 		.ib = buf,
@@ -168,6 +176,8 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 	};
 	r->ctr.tx_packets++;
 	r->ctr.tx_bytes += len;
+	qp->stats.tx_packets++;
+	qp->stats.tx_bytes += len;
 	r->io.xmit(r->io.ctx, &tx);
 }
 
@@ -221,8 +231,7 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		return;
 	}
 	if (pkt.bth.opcode == WIRE_OPCODE_CNP) {
-		/* Congestion control (DCQCN) is not modelled yet: count only. */
-		r->ctr.cnp_received++;
+		cc_receive_cnp(r, &pkt, rx, now);      /* reaction point (cc.c) */
 		return;
 	}
 	if (rx->ecn == 3)
@@ -272,6 +281,9 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		r->ctr.rx_drop_bad_src++;
 		return;
 	}
+	qp->stats.rx_packets++;
+	qp->stats.rx_bytes += rx->ib_len;
+	cc_on_receive(qp, rx, now);                     /* notification point */
 	if (qp->type == IBV_QPT_UD)
 		ud_receive(qp, &pkt, rx);
 	else if (info->flags & WIRE_F_REQUEST)
@@ -306,6 +318,9 @@ uint64_t rnic_next_deadline(const struct rnic *r)
 			best = qp->req.rnr_until;
 		if (qp->resp.ack_deadline < best)
 			best = qp->resp.ack_deadline;
+		uint64_t cc = cc_next_deadline(qp);
+		if (cc < best)
+			best = cc;
 	}
 	return best;
 }
@@ -322,6 +337,8 @@ void rnic_advance(struct rnic *r, uint64_t now)
 			requester_timer(qp, now);
 		if (qp->comp.retx_deadline <= now)
 			completer_timer(qp, now);
+		if (cc_next_deadline(qp) <= now)
+			cc_advance(qp, now);
 	}
 }
 

@@ -33,6 +33,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "rnic/dcqcn.h"
 #include "wire/wire.h"
 
 struct rnic;
@@ -159,6 +160,12 @@ struct rnic_config {
 	uint32_t max_ah;                /* address handles                     */
 	uint32_t max_mcast_grp;         /* multicast groups                    */
 	uint32_t max_mcast_qp_attach;   /* QPs of this rnic per group          */
+	/* Congestion control (cc.c, docs/congestion.md). */
+	uint64_t line_rate;             /* bits/s: the port's rate, DCQCN's top */
+	bool ecn;                       /* RC/UC packets leave ECT(0)           */
+	bool cnp;                       /* notification point: CE -> CNP        */
+	bool dcqcn;                     /* reaction point: CNPs cut the rate    */
+	struct dcqcn_params cc;         /* DCQCN and NP parameters              */
 };
 void rnic_config_default(struct rnic_config *cfg);
 
@@ -183,7 +190,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(retransmits) X(retransmit_timeouts) X(rnr_retries)                    \
 	X(duplicate_requests) X(duplicate_reads) X(duplicate_atomics)           \
 	X(tx_acks) X(rx_acks) X(completions) X(completion_errors)               \
-	X(cnp_sent) X(cnp_received) X(ecn_marked)                              \
+	X(cnp_sent) X(cnp_received) X(ecn_marked) X(rate_decreases)            \
+	X(rx_drop_cnp)                                                          \
 	X(rx_drop_bad_src) X(cq_overflows)                                      \
 	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
 	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)
@@ -268,6 +276,39 @@ int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_w
 /* Free send-queue slots: how many more WRs rnic_post_send accepts before
  * ENOMEM, so a caller can post a batch all-or-nothing (ibv_wr_complete). */
 uint32_t rnic_qp_sq_free(const struct rnic_qp *qp);
+
+/* ---- rate limits and congestion control, per QP (cc.c) -------------------
+ * ibv_modify_qp_rate_limit: packets of the QP leave no faster than
+ * rate_kbps (0 removes the limit), in bursts of at most max_burst_sz
+ * bytes (0: the pacer's default); typical_pkt_sz is accepted and unused
+ * (the pacer charges each packet its real size).  The same limit is set
+ * by rnic_qp_modify with IBV_QP_RATE_LIMIT (attr->rate_limit, kb/s).
+ * EINVAL outside [RNIC_RATE_LIMIT_MIN_KBPS, line rate] or for a QP type
+ * other than RC, UC and UD. */
+#define RNIC_RATE_LIMIT_MIN_KBPS 1u
+int rnic_qp_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t max_burst_sz,
+			   uint16_t typical_pkt_sz);
+
+/* What `softrnic stats --qp` shows of one QP. */
+struct rnic_qp_info {
+	uint32_t qpn, dest_qpn;
+	enum ibv_qp_type type;
+	enum ibv_qp_state state;
+	uint32_t sq_psn;                /* next PSN to send                 */
+	uint32_t unacked_psn;           /* oldest unacknowledged PSN        */
+	uint32_t rq_psn;                /* next PSN expected                */
+	uint32_t outstanding;           /* send WQEs posted, not completed  */
+	uint64_t retransmits;           /* packets sent again (Go-Back-N)   */
+	uint64_t rate_bps;              /* the pacer's rate now (0: none)   */
+	uint64_t rate_limit_bps;        /* the application's limit (0: none) */
+	uint32_t alpha;                 /* DCQCN α, 1/1024                  */
+	bool congested;                 /* DCQCN is holding the rate down   */
+	uint64_t ce_received, cnp_sent, cnp_received, rate_decreases;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+};
+/* Fill *out for each QP in QPN order, at most `max`; returns how many
+ * QPs there are (may exceed max). */
+size_t rnic_qp_infos(struct rnic *r, struct rnic_qp_info *out, size_t max, uint64_t now);
 
 /* ---- shared receive queues (IBTA 10.2.9) ---------------------------------
  * One pool of receive WQEs that any number of QPs consume from.  create:

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rnic/pacer.h"
 #include "rnic/rnic.h"
 
 /* ---- tunables (trade-offs, not spec values) ----------------------------- */
@@ -317,6 +318,23 @@ struct rnic_resp_state {
 	uint32_t res_cap, res_next;
 };
 
+/* Congestion control and rate limiting of one QP (cc.c). */
+struct rnic_cc_state {
+	struct dcqcn_rp rp;             /* reaction point (DCQCN)           */
+	struct pacer pacer;
+	uint64_t limit_bps;             /* rate limit, 0 = none             */
+	uint32_t limit_burst;           /* bytes, 0 = default               */
+	uint64_t pace_until;            /* requester waits for the pacer    */
+	uint64_t last_cnp;              /* NP: when the last CNP left       */
+	bool cnp_ever;                  /* ... and whether one ever did     */
+	uint64_t ce_received, cnp_sent, cnp_received;
+};
+
+/* Per-QP traffic counters (the live view, rnic_qp_infos). */
+struct rnic_qp_stats {
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes, retransmits;
+};
+
 /* ---- QP ----------------------------------------------------------------- */
 
 struct rnic_qp {
@@ -344,6 +362,8 @@ struct rnic_qp {
 	struct rnic_req_state req;
 	struct rnic_comp_state comp;
 	struct rnic_resp_state resp;
+	struct rnic_cc_state cc;
+	struct rnic_qp_stats stats;
 };
 
 /* ---- SRQ (srq.c) -------------------------------------------------------- */
@@ -415,6 +435,35 @@ void ud_detach_all(struct rnic_qp *qp);
  * and enter SQE (IBTA 10.3.1 / 11.6.2: a UD send error does not stop
  * receives; ibv_modify_qp SQE -> RTS resumes). */
 void ud_send_error(struct rnic_qp *qp, enum ibv_wc_status st);
+
+/* ---- congestion control (cc.c) ------------------------------------------ */
+
+/* Wire bytes the pacer charges per packet beyond the UDP payload:
+ * Ethernet 14 + IPv4 20 + UDP 8 (preamble, FCS and gap left out, as
+ * perftest's and the kernel's byte counts leave them out). */
+#define RNIC_PACER_OVERHEAD 42u
+/* The pacer's default burst: this long at the current rate, and never
+ * less than two full packets.  It absorbs the runtime's late wake-ups
+ * (ppoll slack) without letting a QP dump a queue-full at once. */
+#define RNIC_PACER_BURST_NS 50000u
+
+/* Start a QP's congestion state afresh (create, RESET). */
+void cc_qp_reset(struct rnic_qp *qp);
+/* The IP ECN bits this QP's packets leave with (CNPs: cc_send_cnp). */
+uint8_t cc_tx_ecn(const struct rnic_qp *qp);
+/* requester: may the next packet leave now?  If not, the pacer's wake-up
+ * is set (rnic_next_deadline) and the requester stops. */
+bool cc_may_send(struct rnic_qp *qp, uint64_t now);
+/* requester: a request packet of `wire_bytes` (UDP payload) left. */
+void cc_on_sent(struct rnic_qp *qp, size_t wire_bytes, uint64_t now);
+/* rnic_receive: a packet for connected QP `qp` arrived with IP ECN bits
+ * `ecn` (notification point). */
+void cc_on_receive(struct rnic_qp *qp, const struct rnic_rx *rx, uint64_t now);
+/* rnic_receive: a CNP (reaction point). */
+void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx, uint64_t now);
+uint64_t cc_next_deadline(const struct rnic_qp *qp);
+void cc_advance(struct rnic_qp *qp, uint64_t now);
+int cc_modify_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps);
 
 /* ---- the state machines ------------------------------------------------- */
 

@@ -284,6 +284,14 @@ int wire_payload_offset(uint8_t opcode);
 
 /* ---- IP + UDP --------------------------------------------------------- */
 
+/* The IP ECN field (RFC 3168 §5). */
+enum wire_ecn {
+	WIRE_ECN_NOT_ECT = 0,
+	WIRE_ECN_ECT1 = 1,
+	WIRE_ECN_ECT0 = 2,
+	WIRE_ECN_CE = 3,
+};
+
 struct wire_ip {
 	uint8_t version;        /* 4 or 6 */
 	uint8_t dscp;           /* 6 bits */

@@ -1,0 +1,277 @@
+/*
+ * cc.c — congestion control and rate limiting in the transport: the glue
+ * between the QP and DCQCN (dcqcn.c), the pacer (pacer.h) and the CNP.
+ *
+ * The loop (RoCEv2, IBTA Annex A17.9; DCQCN, SIGCOMM 2015):
+ *
+ *   out   RC and UC packets leave ECN-capable, ECT(0) (cc_tx_ecn);
+ *   NP    a packet that arrives CE-marked for a connected QP is answered
+ *         with a CNP to the QP that sent it, at most one per QP per
+ *         min_time_between_cnps (cc_on_receive, send_cnp);
+ *   RP    a CNP cuts the sending QP's DCQCN rate (cc_receive_cnp), and
+ *         the requester's packets then pass the pacer at that rate
+ *         (cc_may_send / cc_on_sent);
+ *   app   ibv_modify_qp_rate_limit / IBV_QP_RATE_LIMIT set a ceiling that
+ *         the same pacer enforces.
+ *
+ * What is paced: the requester's packets (requests and their
+ * retransmissions), which is where a sender's bytes come from.  READ
+ * responses leave unpaced: they answer the peer's requests, and the
+ * peer's requester is paced.  Trade-off: a READ-heavy flow reacts to
+ * congestion on the response path only through its request rate; ConnectX
+ * paces responses too, and the responder could pass the same pacer.
+ *
+ * Hand-offs are explicit: the requester asks cc_may_send and reports
+ * cc_on_sent; rnic_receive calls cc_on_receive and cc_receive_cnp; the
+ * rnic's timers call cc_advance, which reruns the requester when the
+ * pacer lets the next packet go.
+ */
+#include "rnic/rnic_int.h"
+
+#define KBPS 1000ull
+
+static bool connected(const struct rnic_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC;
+}
+
+void cc_qp_reset(struct rnic_qp *qp)
+{
+	const struct rnic_config *cfg = &qp->r->cfg;
+	uint64_t limit = qp->cc.limit_bps;
+	uint32_t burst = qp->cc.limit_burst;
+
+	memset(&qp->cc, 0, sizeof(qp->cc));
+	dcqcn_init(&qp->cc.rp, &cfg->cc, cfg->line_rate);
+	qp->cc.pace_until = RNIC_NO_DEADLINE;
+	/* The application's limit is a QP attribute: it survives RESET
+	 * like the others it set (rdma-core keeps no other notion). */
+	qp->cc.limit_bps = limit;
+	qp->cc.limit_burst = burst;
+}
+
+uint8_t cc_tx_ecn(const struct rnic_qp *qp)
+{
+	return qp->r->cfg.ecn && connected(qp) ? WIRE_ECN_ECT0 : WIRE_ECN_NOT_ECT;
+}
+
+/* The pacer's rate now, 0 when it stands aside (no limit, uncongested). */
+static uint64_t pace_rate(const struct rnic_qp *qp)
+{
+	uint64_t rate = qp->cc.rp.congested ? dcqcn_rate(&qp->cc.rp) : 0;
+
+	if (qp->cc.limit_bps && (!rate || qp->cc.limit_bps < rate))
+		rate = qp->cc.limit_bps;
+	return rate;
+}
+
+static uint64_t burst_ns(const struct rnic_qp *qp, uint64_t rate)
+{
+	uint64_t two = pacer_cost(2u * (qp->mtu + WIRE_BTH_LEN + WIRE_RETH_LEN + WIRE_ICRC_LEN +
+					RNIC_PACER_OVERHEAD),
+				  rate);
+
+	if (qp->cc.limit_burst && rate == qp->cc.limit_bps)
+		return pacer_cost(qp->cc.limit_burst, rate);
+	return two > RNIC_PACER_BURST_NS ? two : RNIC_PACER_BURST_NS;
+}
+
+bool cc_may_send(struct rnic_qp *qp, uint64_t now)
+{
+	uint64_t rate = pace_rate(qp);
+	uint64_t burst;
+
+	if (!rate)
+		return true;
+	burst = burst_ns(qp, rate);
+	if (pacer_ready(&qp->cc.pacer, now, burst))
+		return true;
+	qp->cc.pace_until = pacer_ready_at(&qp->cc.pacer, burst);
+	return false;
+}
+
+void cc_on_sent(struct rnic_qp *qp, size_t wire_bytes, uint64_t now)
+{
+	uint64_t bytes = wire_bytes + RNIC_PACER_OVERHEAD;
+	uint64_t rate = pace_rate(qp);
+
+	if (rate)
+		pacer_sent(&qp->cc.pacer, now, bytes, rate);
+	dcqcn_on_sent(&qp->cc.rp, bytes, now);
+}
+
+/* ---- notification point --------------------------------------------------- */
+
+/* A CNP (IBTA Annex A17.9.2): BTH with opcode 0x81, DestQP the QP whose
+ * packet was marked, BECN set, PSN 0, our default P_Key, then 16 reserved
+ * bytes and the ICRC.  It travels the flow's path back (the marked
+ * packet's UDP source port) and is never ECN-capable, so congestion on
+ * the return path cannot mark or drop it as ECT traffic. */
+static void send_cnp(struct rnic_qp *qp, const struct rnic_rx *rx)
+{
+	struct rnic *r = qp->r;
+	struct wire_ib ib;
+	int n;
+
+	memset(&ib, 0, sizeof(ib));
+	ib.bth.opcode = WIRE_OPCODE_CNP;
+	ib.bth.pkey = RNIC_DEFAULT_PKEY;
+	ib.bth.becn = true;
+	ib.bth.dqpn = qp->attr.dest_qp_num;
+	n = wire_encode_ib(&ib, r->tx, sizeof(r->tx));
+	if (n < 0)
+		return;
+	struct rnic_tx tx = {
+		.dst = qp->dgid,
+		.sport = rx->sport,
+		.ecn = WIRE_ECN_NOT_ECT,
+		.dscp = qp->dscp,
+		.ttl = qp->ttl,
+		.ib = r->tx,
+		.ib_len = (size_t)n,
+	};
+	r->ctr.tx_packets++;
+	r->ctr.tx_bytes += (size_t)n;
+	r->ctr.cnp_sent++;
+	qp->cc.cnp_sent++;
+	r->io.xmit(r->io.ctx, &tx);
+}
+
+void cc_on_receive(struct rnic_qp *qp, const struct rnic_rx *rx, uint64_t now)
+{
+	uint64_t gap = (uint64_t)qp->r->cfg.cc.min_time_between_cnps * 1000u;
+
+	if ((rx->ecn & WIRE_ECN_CE) != WIRE_ECN_CE || !connected(qp))
+		return;
+	qp->cc.ce_received++;
+	if (!qp->r->cfg.cnp)
+		return;
+	if (qp->cc.cnp_ever && now - qp->cc.last_cnp < gap)
+		return;
+	qp->cc.cnp_ever = true;
+	qp->cc.last_cnp = now;
+	send_cnp(qp, rx);
+}
+
+/* ---- reaction point --------------------------------------------------------- */
+
+void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx, uint64_t now)
+{
+	struct rnic_qp *qp = rnic_qp_lookup(r, pkt->bth.dqpn);
+
+	r->ctr.cnp_received++;
+	/* Only the connected peer may slow a QP down (IBTA 9.6.1.5's
+	 * source check, applied to CNPs too: anyone else's CNP would be a
+	 * cheap way to throttle a victim). */
+	if (!qp || !connected(qp) || !rnic_qp_can_send(qp) ||
+	    memcmp(rx->src.raw, qp->dgid.raw, sizeof(rx->src.raw)) != 0) {
+		r->ctr.rx_drop_cnp++;
+		return;
+	}
+	qp->cc.cnp_received++;
+	if (!r->cfg.dcqcn)
+		return;
+	uint64_t cuts = qp->cc.rp.cuts;
+	dcqcn_on_cnp(&qp->cc.rp, now);
+	r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
+}
+
+/* ---- timers ----------------------------------------------------------------- */
+
+uint64_t cc_next_deadline(const struct rnic_qp *qp)
+{
+	uint64_t d = dcqcn_next_deadline(&qp->cc.rp);
+
+	return qp->cc.pace_until < d ? qp->cc.pace_until : d;
+}
+
+void cc_advance(struct rnic_qp *qp, uint64_t now)
+{
+	uint64_t cuts = qp->cc.rp.cuts;
+
+	dcqcn_advance(&qp->cc.rp, now);
+	qp->r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
+	if (qp->cc.pace_until <= now) {
+		qp->cc.pace_until = RNIC_NO_DEADLINE;
+		requester_run(qp, now);
+	}
+}
+
+/* ---- the application's rate limit ------------------------------------------- */
+
+static int set_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t burst)
+{
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC && qp->type != IBV_QPT_UD)
+		return EINVAL;
+	if (rate_kbps && (rate_kbps < RNIC_RATE_LIMIT_MIN_KBPS ||
+			  (uint64_t)rate_kbps * KBPS > qp->r->cfg.line_rate))
+		return EINVAL;
+	qp->cc.limit_bps = (uint64_t)rate_kbps * KBPS;
+	qp->cc.limit_burst = burst;
+	qp->attr.rate_limit = rate_kbps;
+	return 0;
+}
+
+int cc_modify_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps)
+{
+	return set_limit(qp, rate_kbps, qp->cc.limit_burst);
+}
+
+int rnic_qp_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t max_burst_sz,
+			   uint16_t typical_pkt_sz)
+{
+	(void)typical_pkt_sz;
+	if (!qp)
+		return EINVAL;
+	return set_limit(qp, rate_kbps, max_burst_sz);
+}
+
+/* ---- the live view ------------------------------------------------------------ */
+
+size_t rnic_qp_infos(struct rnic *r, struct rnic_qp_info *out, size_t max, uint64_t now)
+{
+	size_t n = 0;
+
+	/* QPN order: slots are qpn % max_qp and QPNs are handed out in
+	 * sequence, so sort the few found by QPN (insertion sort: the live
+	 * view lists at most a screenful). */
+	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+		struct rnic_qp *qp = r->qps[i];
+
+		if (!qp)
+			continue;
+		if (n < max) {
+			struct rnic_qp_info *q = &out[n];
+
+			memset(q, 0, sizeof(*q));
+			q->qpn = qp->qpn;
+			q->dest_qpn = qp->attr.dest_qp_num;
+			q->type = qp->type;
+			q->state = qp->attr.qp_state;
+			q->sq_psn = qp->req.psn;
+			q->unacked_psn = qp->comp.psn;
+			q->rq_psn = qp->resp.epsn;
+			q->outstanding = qp->sq.head - qp->sq.comp;
+			q->retransmits = qp->stats.retransmits;
+			q->rate_bps = pace_rate(qp);
+			q->rate_limit_bps = qp->cc.limit_bps;
+			q->alpha = dcqcn_alpha(&qp->cc.rp, now);
+			q->congested = qp->cc.rp.congested;
+			q->ce_received = qp->cc.ce_received;
+			q->cnp_sent = qp->cc.cnp_sent;
+			q->cnp_received = qp->cc.cnp_received;
+			q->rate_decreases = qp->cc.rp.cuts;
+			q->tx_packets = qp->stats.tx_packets;
+			q->tx_bytes = qp->stats.tx_bytes;
+			q->rx_packets = qp->stats.rx_packets;
+			q->rx_bytes = qp->stats.rx_bytes;
+			for (size_t k = n; k > 0 && out[k - 1].qpn > out[k].qpn; k--) {
+				struct rnic_qp_info t = out[k - 1];
+				out[k - 1] = out[k];
+				out[k] = t;
+			}
+		}
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,58 @@
+/*
+ * pacer.h — a per-QP packet pacer: packets leave no faster than a rate,
+ * with a bounded burst.  Serves DCQCN (the rate it computes becomes real
+ * on the wire) and ibv_modify_qp_rate_limit / IBV_QP_RATE_LIMIT.
+ *
+ * A token bucket written as GCRA (the "virtual scheduling" form of ATM's
+ * generic cell rate algorithm): `tat` is when the line would be free if
+ * every packet so far had left exactly at the rate.  A packet may leave
+ * at `now` if tat ≤ now + burst (the bucket holds `burst` worth of
+ * tokens); sending moves tat on by the packet's time at the rate.  One
+ * number of state and no per-tick refill, so it works on the rnic's
+ * caller-supplied clock, and a late wake-up (the runtime sleeps in
+ * ppoll, tens of µs of slack) is made up by the burst instead of lost.
+ *
+ * The rate may change between packets (DCQCN does, every few µs): each
+ * packet is charged at the rate in force when it leaves.
+ */
+#ifndef SOFTRNIC_RNIC_PACER_H
+#define SOFTRNIC_RNIC_PACER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pacer {
+	uint64_t tat;           /* theoretical arrival time, ns */
+};
+
+/* Nanoseconds `bytes` take at `rate_bps` (rounded up; at least 1). */
+static inline uint64_t pacer_cost(uint64_t bytes, uint64_t rate_bps)
+{
+	/* bytes·8·10^9 / rate without overflow for any packet size and
+	 * rates down to 1 b/s: 64 KiB · 8e9 < 2^63. */
+	uint64_t ns = (bytes * 8000000000ull + rate_bps - 1) / rate_bps;
+
+	return ns ? ns : 1;
+}
+
+/* May a packet leave at `now`, given a burst allowance of burst_ns? */
+static inline bool pacer_ready(const struct pacer *p, uint64_t now, uint64_t burst_ns)
+{
+	return p->tat <= now + burst_ns;
+}
+
+/* When the next packet may leave. */
+static inline uint64_t pacer_ready_at(const struct pacer *p, uint64_t burst_ns)
+{
+	return p->tat > burst_ns ? p->tat - burst_ns : 0;
+}
+
+/* A packet of `bytes` left at `now` at rate `rate_bps`. */
+static inline void pacer_sent(struct pacer *p, uint64_t now, uint64_t bytes, uint64_t rate_bps)
+{
+	uint64_t from = p->tat > now ? p->tat : now;
+
+	p->tat = from + pacer_cost(bytes, rate_bps);
+}
+
+#endif
