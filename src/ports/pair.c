@@ -42,8 +42,17 @@ struct pair_node {
 	struct pair_agent agent;        /* gsi_receive NULL: none */
 };
 
+/* The bottleneck in front of one node (pair.h, "a bottleneck queue"). */
+struct pair_bottleneck {
+	struct pair_queue cfg;
+	uint64_t busy_until;                    /* the queue drains by then */
+	uint64_t host_busy[PAIR_MAX_NODES];     /* each sender's host link  */
+	struct pair_queue_stats stats;
+};
+
 struct pair {
 	unsigned n;
+	struct pair_bottleneck queue[PAIR_MAX_NODES];
 	struct pair_node node[PAIR_MAX_NODES];
 	struct pair_faults faults[PAIR_MAX_NODES][PAIR_MAX_NODES];
 	/* Latest delivery time scheduled in order on each link: jitter never
@@ -205,11 +214,90 @@ static void corrupt_packet(struct pair *p, uint8_t *data, size_t len)
 	data[at] ^= (uint8_t)(1 + pair_random_below(p, 255));
 }
 
+/* ns that `bytes` take at `bps`, rounded up. */
+static uint64_t wire_time(uint64_t bytes, uint64_t bps)
+{
+	return (bytes * 8000000000ull + bps - 1) / bps;
+}
+
+static uint64_t backlog_at(const struct pair_bottleneck *q, uint64_t t)
+{
+	if (q->busy_until <= t)
+		return 0;
+	return (q->busy_until - t) * q->cfg.rate_bps / 8000000000ull;
+}
+
+/* Pass the bottleneck in front of `to`, if there is one: false if the
+ * packet is dropped; else *leave is when it has left the queue and *ecn
+ * may have become CE. */
+static bool pass_queue(struct pair *p, unsigned from, unsigned to, size_t len, uint8_t *ecn, uint64_t *leave)
+{
+	struct pair_bottleneck *q = &p->queue[to];
+	uint64_t t = p->now, backlog;
+	/* On the wire: the UDP payload plus Ethernet, IPv4 and UDP headers. */
+	uint64_t bytes = len + 42;
+
+	*leave = t;
+	if (!q->cfg.rate_bps)
+		return true;
+	if (q->cfg.host_rate_bps) {
+		if (q->host_busy[from] > t)
+			t = q->host_busy[from];
+		t += wire_time(bytes, q->cfg.host_rate_bps);
+		q->host_busy[from] = t;
+	}
+	backlog = backlog_at(q, t);
+	if (q->cfg.limit_bytes && backlog + bytes > q->cfg.limit_bytes) {
+		q->stats.dropped++;
+		return false;
+	}
+	if ((*ecn == WIRE_ECN_ECT0 || *ecn == WIRE_ECN_ECT1) && backlog > q->cfg.kmin_bytes) {
+		bool mark = backlog >= q->cfg.kmax_bytes ||
+			    chance(p, q->cfg.pmax * (double)(backlog - q->cfg.kmin_bytes) /
+					      (double)(q->cfg.kmax_bytes - q->cfg.kmin_bytes));
+		if (mark) {
+			*ecn = WIRE_ECN_CE;
+			q->stats.marked++;
+		}
+	}
+	q->busy_until = (q->busy_until > t ? q->busy_until : t) + wire_time(bytes, q->cfg.rate_bps);
+	q->stats.packets++;
+	q->stats.bytes += bytes;
+	if (backlog + bytes > q->stats.max_backlog)
+		q->stats.max_backlog = backlog + bytes;
+	*leave = q->busy_until;
+	return true;
+}
+
+int pair_set_queue(struct pair *p, unsigned to, const struct pair_queue *cfg)
+{
+	if (!p || to >= p->n || !cfg)
+		return EINVAL;
+	if (cfg->rate_bps && cfg->kmax_bytes <= cfg->kmin_bytes)
+		return EINVAL;
+	memset(&p->queue[to], 0, sizeof(p->queue[to]));
+	p->queue[to].cfg = *cfg;
+	return 0;
+}
+
+const struct pair_queue_stats *pair_queue_stats(const struct pair *p, unsigned to)
+{
+	return to < p->n ? &p->queue[to].stats : NULL;
+}
+
+uint64_t pair_queue_backlog(const struct pair *p, unsigned to)
+{
+	return to < p->n ? backlog_at(&p->queue[to], p->now) : 0;
+}
+
 /* Schedule one copy of the packet on link from->to. */
 static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t sport, uint8_t ecn,
 			  const uint8_t *ib, size_t len)
 {
 	const struct pair_faults *f = &p->faults[from][to];
+	uint64_t leave;
+	if (!pass_queue(p, from, to, len, &ecn, &leave))
+		return;
 	if (chance(p, f->loss)) {
 		p->stats.lost++;
 		return;
@@ -217,7 +305,7 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 	uint64_t delay = f->delay_ns;
 	if (f->jitter_ns)
 		delay += pair_random_below(p, f->jitter_ns + 1);
-	uint64_t at = p->now + delay;
+	uint64_t at = leave + delay;
 	if (f->reorder_ns && chance(p, f->reorder)) {
 		/* held back: later packets may overtake this one */
 		at += 1 + pair_random_below(p, f->reorder_ns);

@@ -102,6 +102,41 @@ int pair_set_faults(struct pair *p, unsigned from, unsigned to, const struct pai
 void pair_set_all_faults(struct pair *p, const struct pair_faults *f);
 void pair_set_tap(struct pair *p, pair_tap_fn fn, void *arg);
 
+/* ---- a bottleneck queue ---------------------------------------------------
+ *
+ * A switch egress queue in front of node `to`: every packet to that node
+ * (from any node) first crosses its sender's host link (host_rate_bps, so
+ * a sender cannot exceed its line rate), then waits in one FIFO drained at
+ * rate_bps.  A fluid model of a single queue, exact for FIFO service: a
+ * packet arriving at t finds backlog (busy_until − t)·rate bytes.
+ *
+ *   drop   when backlog + packet > limit_bytes (tail drop);
+ *   mark   an ECN-capable packet (ECT(0)/ECT(1)) is set to CE with the
+ *          RED ramp on the instantaneous backlog: never below kmin_bytes,
+ *          with probability pmax·(b − kmin)/(kmax − kmin) up to
+ *          kmax_bytes, always above (the DCQCN paper's switch, "CP").
+ *
+ * The link's fault knobs (delay, jitter, loss, ...) apply after the
+ * queue.  Marking draws from the pair's PRNG, so a run still replays from
+ * its seed.  rate_bps 0 removes the queue (the default). */
+struct pair_queue {
+	uint64_t rate_bps;
+	uint64_t host_rate_bps;         /* 0: hosts send infinitely fast */
+	uint64_t limit_bytes;           /* 0: no limit */
+	uint64_t kmin_bytes, kmax_bytes;
+	double pmax;
+};
+struct pair_queue_stats {
+	uint64_t packets, bytes;        /* accepted into the queue */
+	uint64_t marked;                /* set to CE here */
+	uint64_t dropped;               /* tail drops */
+	uint64_t max_backlog;           /* bytes */
+};
+int pair_set_queue(struct pair *p, unsigned to, const struct pair_queue *q);
+const struct pair_queue_stats *pair_queue_stats(const struct pair *p, unsigned to);
+/* Bytes waiting in front of node `to` now. */
+uint64_t pair_queue_backlog(const struct pair *p, unsigned to);
+
 /* ---- agents: the owner of a node's QP1 ----------------------------------
  *
  * The mirror of the runtime's struct srt_agent (runtime/runtime.h), so that

@@ -83,6 +83,7 @@ bool cc_may_send(struct rnic_qp *qp, uint64_t now)
 
 	if (!rate)
 		return true;
+	pacer_set_rate(&qp->cc.pacer, now, rate);
 	burst = burst_ns(qp, rate);
 	if (pacer_ready(&qp->cc.pacer, now, burst))
 		return true;
@@ -185,12 +186,30 @@ uint64_t cc_next_deadline(const struct rnic_qp *qp)
 	return qp->cc.pace_until < d ? qp->cc.pace_until : d;
 }
 
+/* The rate changed: a requester waiting for the pacer waits for the time
+ * the new rate gives (what it owes is rescaled, pacer.h). */
+static void repace(struct rnic_qp *qp, uint64_t now)
+{
+	uint64_t rate;
+
+	if (qp->cc.pace_until == RNIC_NO_DEADLINE)
+		return;
+	rate = pace_rate(qp);
+	if (!rate) {
+		qp->cc.pace_until = now;
+		return;
+	}
+	pacer_set_rate(&qp->cc.pacer, now, rate);
+	qp->cc.pace_until = pacer_ready_at(&qp->cc.pacer, burst_ns(qp, rate));
+}
+
 void cc_advance(struct rnic_qp *qp, uint64_t now)
 {
 	uint64_t cuts = qp->cc.rp.cuts;
 
 	dcqcn_advance(&qp->cc.rp, now);
 	qp->r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
+	repace(qp, now);
 	if (qp->cc.pace_until <= now) {
 		qp->cc.pace_until = RNIC_NO_DEADLINE;
 		requester_run(qp, now);
@@ -209,6 +228,9 @@ static int set_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t burst)
 	qp->cc.limit_bps = (uint64_t)rate_kbps * KBPS;
 	qp->cc.limit_burst = burst;
 	qp->attr.rate_limit = rate_kbps;
+	/* A waiting requester waits for the new rate from its last packet:
+	 * the pacer's clock is the last `now` it saw. */
+	repace(qp, qp->cc.pacer.tat);
 	return 0;
 }
 

@@ -149,7 +149,7 @@ void dcqcn_init(struct dcqcn_rp *rp, const struct dcqcn_params *p, uint64_t line
 	rp->p = p;
 	rp->line_rate = line_rate;
 	rp->rc = rp->rt = ceiling(rp);
-	rp->alpha = p->initial_alpha_value;
+	rp->alpha = p->initial_alpha_value << DCQCN_ALPHA_SHIFT;
 	rp->cut_at = DCQCN_NO_DEADLINE;
 	rp->timer_at = DCQCN_NO_DEADLINE;
 }
@@ -175,7 +175,7 @@ static void alpha_catch_up(struct dcqcn_rp *rp, uint64_t now)
 uint32_t dcqcn_alpha(struct dcqcn_rp *rp, uint64_t now)
 {
 	alpha_catch_up(rp, now);
-	return rp->alpha;
+	return rp->alpha >> DCQCN_ALPHA_SHIFT;
 }
 
 /* The rate decrease of one CNP (or of the CNPs of one monitor period). */
@@ -195,10 +195,9 @@ static void cut(struct dcqcn_rp *rp, uint64_t now)
 	if (first && p->rate_to_set_on_first_cnp) {
 		rc = (uint64_t)p->rate_to_set_on_first_cnp * MBPS;
 	} else {
-		/* RC·(1 − α/Gd) with Gd = 2^rpg_gd and α in 1/1024: with
-		 * rpg_gd 11 that is RC·(1 − α/2). */
-		dec = (rc >> 10) * rp->alpha + (((rc & 1023) * rp->alpha) >> 10);
-		dec >>= p->rpg_gd - 10;
+		/* RC·(1 − α/Gd) with Gd = 2^rpg_gd and α in 1/1024 (here
+		 * 1/2^20): with rpg_gd 11 that is RC·(1 − α/2). */
+		dec = (uint64_t)(((unsigned __int128)rc * rp->alpha) >> (p->rpg_gd + DCQCN_ALPHA_SHIFT));
 		floor = rc / 100 * p->rpg_min_dec_fac;
 		rc = rc - dec < floor ? floor : rc - dec;
 	}
@@ -206,7 +205,7 @@ static void cut(struct dcqcn_rp *rp, uint64_t now)
 	rp->rt = clamp_rate(rp, rp->rt);
 	/* α ← (1 − g)·α + g: this cut's CNP is fresh feedback. */
 	rp->alpha = (uint32_t)(((uint64_t)rp->alpha * (DCQCN_ALPHA_ONE - gain(p)) +
-				(uint64_t)gain(p) * DCQCN_ALPHA_ONE) / DCQCN_ALPHA_ONE);
+				(uint64_t)gain(p) * DCQCN_ALPHA_ONE_Q20) / DCQCN_ALPHA_ONE);
 	rp->congested = true;
 	rp->cut_pending = false;
 	rp->cut_at = DCQCN_NO_DEADLINE;
@@ -227,7 +226,7 @@ void dcqcn_on_cnp(struct dcqcn_rp *rp, uint64_t now)
 		/* The first CNP of the QP's life starts from
 		 * initial_alpha_value; later ones from α as it decayed. */
 		rp->seen_cnp = true;
-		rp->alpha = rp->p->initial_alpha_value;
+		rp->alpha = rp->p->initial_alpha_value << DCQCN_ALPHA_SHIFT;
 	} else {
 		alpha_catch_up(rp, now);
 	}

@@ -44,7 +44,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DCQCN_ALPHA_ONE 1024u   /* α = 1.0 */
+/* α = 1.0 in the parameters (initial_alpha_value, dce_tcp_g) and in
+ * dcqcn_alpha: 10 fractional bits, as ConnectX. */
+#define DCQCN_ALPHA_ONE 1024u
+/* ... and inside the state machine: 20 fractional bits.  With 10, the
+ * decay α·(1 − 5/1024) rounds down by a whole unit for every α < 205,
+ * which drags α to 0 between CNPs a few µs apart: a bias, not a model. */
+#define DCQCN_ALPHA_SHIFT 10u
+#define DCQCN_ALPHA_ONE_Q20 (1u << 20)
 
 /* The parameters, named after the ConnectX (mlx5) ones they mirror
  * (/sys/class/net/<if>/ecn/roce_rp/ and roce_np/ on a ConnectX host;
@@ -101,7 +108,7 @@ struct dcqcn_rp {
 	const struct dcqcn_params *p;
 	uint64_t line_rate;             /* bits/s */
 	uint64_t rc, rt;                /* current and target rate, bits/s */
-	uint32_t alpha;                 /* 1/1024 */
+	uint32_t alpha;                 /* 1/2^20 (dcqcn_alpha: 1/1024) */
 	bool congested;                 /* a CNP was seen and the rate or α
 	                                   has not recovered yet */
 	bool cut_pending;               /* a CNP arrived inside the monitor
@@ -128,7 +135,7 @@ void dcqcn_init(struct dcqcn_rp *rp, const struct dcqcn_params *p, uint64_t line
 void dcqcn_on_cnp(struct dcqcn_rp *rp, uint64_t now);
 /* The QP sent `bytes` bytes at `now` (counted only while congested). */
 void dcqcn_on_sent(struct dcqcn_rp *rp, uint64_t bytes, uint64_t now);
-/* α at `now` (applies the decays due; for tests and the live view). */
+/* α at `now` in 1/1024 (applies the decays due; tests, the live view). */
 uint32_t dcqcn_alpha(struct dcqcn_rp *rp, uint64_t now);
 /* Run every timer due at `now`. */
 void dcqcn_advance(struct dcqcn_rp *rp, uint64_t now);
