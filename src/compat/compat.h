@@ -210,4 +210,7 @@ void sr_async_drain(struct sr_context *ctx);
 int sr_eventfd_take(int fd);
 void sr_eventfd_give(int fd);
 
+/* objects.c: the verbs_context modify_qp_rate_limit op. */
+int sr_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
+
 #endif

@@ -140,6 +140,7 @@ static void install_ops(struct sr_context *ctx)
 	 * rest, so ibv_alloc_mw, ibv_alloc_dm, ... return EOPNOTSUPP. */
 	ctx->vctx.query_port = sr_query_port_op;
 	ctx->vctx.query_device_ex = sr_query_device_ex_op;
+	ctx->vctx.modify_qp_rate_limit = sr_modify_qp_rate_limit;   /* objects.c */
 	ctx->vctx.create_qp_ex = sr_create_qp_ex;
 	ctx->vctx.create_cq_ex = sr_create_cq_ex;
 	ctx->vctx.create_srq_ex = sr_create_srq_ex;   /* XRC/TM: EOPNOTSUPP */
@@ -346,10 +347,11 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 		return EINVAL;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
-	/* Every extension left 0 says "not supported", truthfully (ODP is
-	 * filled in below): no completion timestamps (completion_timestamp_mask and
-	 * hca_core_clock 0), no TSO/RSS/packet pacing/tag matching/CQ
-	 * moderation, no device memory (max_dm_size 0), no PCI atomics.
+	/* Every extension left 0 says "not supported", truthfully (ODP and
+	 * packet pacing are filled in below): no completion timestamps
+	 * (completion_timestamp_mask and hca_core_clock 0), no TSO/RSS/tag
+	 * matching/CQ moderation, no device memory (max_dm_size 0), no PCI
+	 * atomics.
 	 * The output comp_mask is 0: no optional field is valid beyond
 	 * those. */
 	memset(&full, 0, sizeof(full));
@@ -358,6 +360,12 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 	full.device_cap_flags_ex = (uint32_t)full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = 1;
 	fill_odp_caps(&full.odp_caps);
+	/* The rnic's pacer (rnic/cc.c): 1 kb/s up to the line rate, on the
+	 * QP types it paces. */
+	full.packet_pacing_caps.qp_rate_limit_min = RNIC_RATE_LIMIT_MIN_KBPS;
+	full.packet_pacing_caps.qp_rate_limit_max =
+		(uint32_t)(rnic_get_config(srt_rnic(to_sr_ctx(context)->dev))->line_rate / 1000u);
+	full.packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	if (attr_size > sizeof(full))
 		memset((char *)attr + sizeof(full), 0, attr_size - sizeof(full));

@@ -493,6 +493,25 @@ int ibv_modify_qp_1_1(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_ma
 }
 SR_EXPORT_1_1(ibv_modify_qp);
 
+/* ibv_modify_qp_rate_limit (verbs_context op): the QP's packets pass the
+ * rnic's pacer at rate_limit kb/s (rnic/cc.c).  EINVAL for a comp_mask
+ * bit we do not know or a rate outside packet_pacing_caps, as mlx5. */
+int sr_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	struct srt_device *dev;
+	int ret;
+
+	if (!ibqp || !attr || !sr_is_our_context(ibqp->context) || attr->comp_mask)
+		return EINVAL;
+	dev = dev_of(ibqp->context);
+	srt_lock(dev);
+	ret = rnic_qp_set_rate_limit(to_sr_qp(ibqp)->qp, attr->rate_limit, attr->max_burst_sz,
+				     attr->typical_pkt_sz);
+	srt_unlock(dev);
+	srt_kick(dev);   /* the pacer's wake-up may have moved */
+	return ret;
+}
+
 int ibv_query_qp_1_1(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 		 struct ibv_qp_init_attr *init)
 {

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/cc_env.h"
 #include "runtime/cpu_idle.h"
 #include "runtime/icrc_recv.h"
 #include "runtime/link_monitor.h"
@@ -430,7 +431,9 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 {
 	struct rnic_counters c = *rnic_counters(dev->rnic);
 	struct srt_named_counter agent[SRT_AGENT_COUNTERS];
+	struct rnic_qp_info qps[SRT_STATS_QPS];
 	size_t n_agent = 0;
+	size_t qp_total = rnic_qp_infos(dev->rnic, qps, SRT_STATS_QPS, now);
 
 	if (dev->agent.counters)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
@@ -439,7 +442,8 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 	dev->last_publish_ns = now;
 	send_all_at_unlock(dev);
 	srt_unlock(dev);
-	srt_stats_publish(&dev->stats, &c, agent, n_agent, now);
+	srt_stats_publish(&dev->stats, &c, agent, n_agent, qps,
+			  qp_total < SRT_STATS_QPS ? qp_total : SRT_STATS_QPS, qp_total, now);
 }
 
 /* Refresh the published counters now. */
@@ -1027,6 +1031,7 @@ static struct srt_device *create_device(void)
 	/* One socket per multicast group (mcast.h). */
 	if (cfg.max_mcast_grp > SRT_MCAST_MAX)
 		cfg.max_mcast_grp = SRT_MCAST_MAX;
+	srt_cc_from_env(&cfg);  /* SOFTRNIC_ECN, _DCQCN, _CC_* (cc_env.c) */
 	/* Non-deterministic on purpose: QPNs and keys differ between runs. */
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	struct rnic_io io = {

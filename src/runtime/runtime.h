@@ -173,6 +173,7 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out);
  * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the
  * progress thread; `softrnic stats` reads them. */
 #define SRT_STATS_MAGIC 0x534f4654524e4943ull /* "SOFTRNIC" */
+#define SRT_STATS_QPS 64
 struct srt_stats_file {
 	uint64_t magic;
 	uint32_t version;
@@ -185,6 +186,10 @@ struct srt_stats_file {
 	uint32_t n_agent;
 	uint32_t reserved;
 	struct srt_named_counter agent[SRT_AGENT_COUNTERS];
+	/* The QPs (version 3 on), lowest QPNs first: `softrnic stats --qp`.
+	 * qp_total may exceed SRT_STATS_QPS; only that many are listed. */
+	uint32_t n_qp, qp_total;
+	struct rnic_qp_info qps[SRT_STATS_QPS];
 };
 
 #endif

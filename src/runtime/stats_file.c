@@ -57,7 +57,8 @@ int srt_stats_create(struct srt_stats_writer *w, const char *name, const uint8_t
 }
 
 void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c,
-		       const struct srt_named_counter *agent, size_t n_agent, uint64_t now_ns)
+		       const struct srt_named_counter *agent, size_t n_agent, const struct rnic_qp_info *qps,
+		       size_t n_qp, size_t qp_total, uint64_t now_ns)
 {
 	if (!w->map)
 		return;
@@ -66,6 +67,11 @@ void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c
 		n_agent = SRT_AGENT_COUNTERS;
 	memcpy(w->map->agent, agent, n_agent * sizeof(*agent));
 	w->map->n_agent = (uint32_t)n_agent;
+	if (n_qp > SRT_STATS_QPS)
+		n_qp = SRT_STATS_QPS;
+	memcpy(w->map->qps, qps, n_qp * sizeof(*qps));
+	w->map->n_qp = (uint32_t)n_qp;
+	w->map->qp_total = (uint32_t)qp_total;
 	__atomic_store_n(&w->map->updated_ns, now_ns, __ATOMIC_RELEASE);
 }
 

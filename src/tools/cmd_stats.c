@@ -111,10 +111,64 @@ static void print_counters(void *arg, const struct srt_stats_file *s)
 		       (unsigned long long)s->agent[i].value);
 }
 
-static int stats_once(pid_t pid)
+/* ---- softrnic stats --qp: one line per QP ----------------------------------- */
+
+static const char *qp_type_name(enum ibv_qp_type t)
 {
+	return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : t == IBV_QPT_UD ? "UD" : "?";
+}
+
+static const char *qp_state_name(enum ibv_qp_state st)
+{
+	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "?";
+}
+
+/* A rate in bits/s as "12.5G" / "850M" / "-" (0: no pacing). */
+static void format_rate(uint64_t bps, char *out, size_t cap)
+{
+	if (!bps)
+		snprintf(out, cap, "-");
+	else if (bps >= 1000000000ull)
+		snprintf(out, cap, "%.2fG", (double)bps / 1e9);
+	else
+		snprintf(out, cap, "%.1fM", (double)bps / 1e6);
+}
+
+static void print_qps(void *arg, const struct srt_stats_file *s)
+{
+	char addr[INET_ADDRSTRLEN];
+	(void)arg;
+
+	format_addr(s->gid, addr, sizeof(addr));
+	printf("%s  pid %d  %s  %u QPs\n", s->name, (int)s->pid, addr, s->qp_total);
+	printf("  %-8s %-4s %-5s %-8s %-8s %-8s %-8s %5s %6s %8s %8s %5s %7s %7s %7s %6s %10s %10s\n", "QPN", "TYPE",
+	       "STATE", "DEST", "SQ_PSN", "UNACKED", "RQ_PSN", "OUTST", "RETX", "RATE", "LIMIT", "ALPHA", "CE",
+	       "CNP_TX", "CNP_RX", "CUTS", "TX_PKTS", "RX_PKTS");
+	for (uint32_t i = 0; i < s->n_qp && i < SRT_STATS_QPS; i++) {
+		const struct rnic_qp_info *q = &s->qps[i];
+		char rate[16], limit[16];
+
+		format_rate(q->rate_bps, rate, sizeof(rate));
+		format_rate(q->rate_limit_bps, limit, sizeof(limit));
+		printf("  0x%06x %-4s %-5s 0x%06x %-8u %-8u %-8u %5u %6llu %8s %8s %5u %7llu %7llu %7llu %6llu %10llu %10llu\n",
+		       q->qpn, qp_type_name(q->type), qp_state_name(q->state), q->dest_qpn, q->sq_psn, q->unacked_psn,
+		       q->rq_psn, q->outstanding, (unsigned long long)q->retransmits, rate, limit, q->alpha,
+		       (unsigned long long)q->ce_received, (unsigned long long)q->cnp_sent,
+		       (unsigned long long)q->cnp_received, (unsigned long long)q->rate_decreases,
+		       (unsigned long long)q->tx_packets, (unsigned long long)q->rx_packets);
+	}
+	if (s->qp_total > s->n_qp)
+		printf("  (%u more not listed)\n", s->qp_total - s->n_qp);
+}
+
+static int stats_once(pid_t pid, bool qps)
+{
+	void (*show)(void *, const struct srt_stats_file *) = qps ? print_qps : print_counters;
+
 	if (pid == 0) {
-		if (srt_stats_foreach(print_counters, NULL) == 0)
+		if (srt_stats_foreach(show, NULL) == 0)
 			printf("(no softrnic devices running)\n");
 		return 0;
 	}
@@ -125,13 +179,15 @@ static int stats_once(pid_t pid)
 			e == ESRCH ? "process has exited" : e == ENOENT ? "not found" : strerror(e));
 		return 1;
 	}
-	print_counters(NULL, &s);
+	show(NULL, &s);
 	return 0;
 }
 
 static int usage_stats(void)
 {
-	fprintf(stderr, "usage: softrnic stats [-w] [-n COUNT] [PID]\n"
+	fprintf(stderr, "usage: softrnic stats [--qp] [-w] [-n COUNT] [PID]\n"
+			"  --qp      one line per QP: state, PSNs, retransmissions, the\n"
+			"            pacer's rate (DCQCN or the rate limit) and the ECN/CNP counters\n"
 			"  -w        watch: print again every second\n"
 			"  -n COUNT  with -w, stop after COUNT rounds\n");
 	return 2;
@@ -139,7 +195,7 @@ static int usage_stats(void)
 
 int cmd_stats(int argc, char **argv)
 {
-	bool watch = false;
+	bool watch = false, qps = false;
 	long rounds = -1;
 	pid_t pid = 0;
 
@@ -147,6 +203,8 @@ int cmd_stats(int argc, char **argv)
 		char *end;
 		if (!strcmp(argv[i], "-w")) {
 			watch = true;
+		} else if (!strcmp(argv[i], "--qp")) {
+			qps = true;
 		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
 			rounds = strtol(argv[++i], &end, 10);
 			if (*end || rounds <= 0)
@@ -159,11 +217,11 @@ int cmd_stats(int argc, char **argv)
 		}
 	}
 	if (!watch)
-		return stats_once(pid);
+		return stats_once(pid, qps);
 	for (long round = 0; rounds < 0 || round < rounds; round++) {
 		if (round)
 			sleep(1);
-		int rc = stats_once(pid);
+		int rc = stats_once(pid, qps);
 		if (rc)
 			return rc;
 		printf("\n");

@@ -1,0 +1,86 @@
+/*
+ * cc_env.c — congestion control settings from the environment: ECN,
+ * CNPs, DCQCN on or off, its parameter set and every DCQCN parameter
+ * (docs/congestion.md lists them).  Read once, when the device opens.
+ *
+ *   SOFTRNIC_ECN=0          RC/UC packets leave Not-ECT (default: ECT(0))
+ *   SOFTRNIC_CNP=0          CE marks are counted but not answered
+ *   SOFTRNIC_DCQCN=0        CNPs are counted and ignored (no rate change)
+ *   SOFTRNIC_CC_PROFILE=mlx5|paper   the parameter set to start from
+ *   SOFTRNIC_CC_<NAME>=N    one parameter, named after its ConnectX
+ *                           counterpart: SOFTRNIC_CC_RPG_TIME_RESET=55, ...
+ *
+ * A value that does not parse or is out of range is reported on stderr
+ * and ignored: a typo must not stop a program from running, but must not
+ * pass silently either.
+ */
+#include "runtime/cc_env.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static void flag(const char *name, bool *value)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s)
+		return;
+	if (parse_u64(s, &v) && v <= 1)
+		*value = v == 1;
+	else
+		fprintf(stderr, "softrnic: warning: %s=%s is not 0 or 1; ignored\n", name, s);
+}
+
+void srt_cc_from_env(struct rnic_config *cfg)
+{
+	const char *profile = getenv("SOFTRNIC_CC_PROFILE");
+	char var[64];
+
+	flag("SOFTRNIC_ECN", &cfg->ecn);
+	flag("SOFTRNIC_CNP", &cfg->cnp);
+	flag("SOFTRNIC_DCQCN", &cfg->dcqcn);
+	if (profile) {
+		if (strcmp(profile, "mlx5") == 0)
+			dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);
+		else if (strcmp(profile, "paper") == 0)
+			dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_PAPER);
+		else
+			fprintf(stderr, "softrnic: warning: SOFTRNIC_CC_PROFILE=%s is not mlx5 or paper; ignored\n",
+				profile);
+	}
+	for (size_t i = 0; i < dcqcn_param_count; i++) {
+		const struct dcqcn_param_info *info = &dcqcn_param_table[i];
+		const char *s;
+		size_t k;
+		uint64_t v;
+
+		k = (size_t)snprintf(var, sizeof(var), "SOFTRNIC_CC_");
+		for (const char *c = info->name; *c && k + 1 < sizeof(var); c++)
+			var[k++] = (char)toupper((unsigned char)*c);
+		var[k] = '\0';
+		s = getenv(var);
+		if (!s)
+			continue;
+		if (!parse_u64(s, &v) || dcqcn_param_set(&cfg->cc, info->name, v) != 0)
+			fprintf(stderr, "softrnic: warning: %s=%s is not a number in [%u, %u] (%s); ignored\n", var,
+				s, info->min, info->max, info->unit);
+	}
+}
