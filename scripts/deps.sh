@@ -17,6 +17,7 @@ PACKAGES=(
   qperf                                # qperf -cm1 over librdmacm.so.1 (tests/rdmacm)
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
+  nftables libbpf-dev python3-matplotlib # the ECN bottleneck experiment (scripts/congestion.sh)
   iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh
   linux-perf strace valgrind           # bench/perf_profile.sh
 )

@@ -55,10 +55,18 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp)
 	return qp->r->cfg.ecn && connected(qp) ? WIRE_ECN_ECT0 : WIRE_ECN_NOT_ECT;
 }
 
-/* The pacer's rate now, 0 when it stands aside (no limit, uncongested). */
+/* The pacer's rate now, 0 when it stands aside (no limit, uncongested on
+ * a port without a real rate).  By default an uncongested QP sends as fast
+ * as the host can, as it always did: the nominal 25 Gb/s means little on
+ * loopback.  With cfg.pace_line_rate the port's rate is real, as on a NIC:
+ * needed when the first hop is faster than the slowest link (veth into a
+ * 1 Gbit/s bottleneck), or DCQCN recovers to 25 Gb/s and overruns it. */
 static uint64_t pace_rate(const struct rnic_qp *qp)
 {
 	uint64_t rate = qp->cc.rp.congested ? dcqcn_rate(&qp->cc.rp) : 0;
+
+	if (!rate && qp->r->cfg.pace_line_rate)
+		rate = qp->r->cfg.line_rate;
 
 	if (qp->cc.limit_bps && (!rate || qp->cc.limit_bps < rate))
 		rate = qp->cc.limit_bps;

@@ -162,6 +162,9 @@ struct rnic_config {
 	uint32_t max_mcast_qp_attach;   /* QPs of this rnic per group          */
 	/* Congestion control (cc.c, docs/congestion.md). */
 	uint64_t line_rate;             /* bits/s: the port's rate, DCQCN's top */
+	bool pace_line_rate;            /* even uncongested QPs leave no faster
+	                                   than line_rate (a port with a real
+	                                   rate: SOFTRNIC_LINE_RATE)          */
 	bool ecn;                       /* RC/UC packets leave ECT(0)           */
 	bool cnp;                       /* notification point: CE -> CNP        */
 	bool dcqcn;                     /* reaction point: CNPs cut the rate    */

@@ -9,6 +9,9 @@
  *   SOFTRNIC_CC_PROFILE=mlx5|paper   the parameter set to start from
  *   SOFTRNIC_CC_<NAME>=N    one parameter, named after its ConnectX
  *                           counterpart: SOFTRNIC_CC_RPG_TIME_RESET=55, ...
+ *   SOFTRNIC_LINE_RATE=MBPS the port's rate, made real: every QP is paced
+ *                           to it, and DCQCN recovers to it (default: a
+ *                           nominal 25000, not enforced)
  *
  * A value that does not parse or is out of range is reported on stderr
  * and ignored: a typo must not stop a program from running, but must not
@@ -54,6 +57,18 @@ void srt_cc_from_env(struct rnic_config *cfg)
 	const char *profile = getenv("SOFTRNIC_CC_PROFILE");
 	char var[64];
 
+	const char *line = getenv("SOFTRNIC_LINE_RATE");
+	uint64_t mbps;
+
+	if (line) {
+		if (parse_u64(line, &mbps) && mbps >= 1 && mbps <= 1000000) {
+			cfg->line_rate = mbps * 1000000ull;
+			cfg->pace_line_rate = true;
+		} else {
+			fprintf(stderr, "softrnic: warning: SOFTRNIC_LINE_RATE=%s is not a rate in Mb/s (1..1000000); ignored\n",
+				line);
+		}
+	}
 	flag("SOFTRNIC_ECN", &cfg->ecn);
 	flag("SOFTRNIC_CNP", &cfg->cnp);
 	flag("SOFTRNIC_DCQCN", &cfg->dcqcn);
