@@ -15,6 +15,7 @@ PACKAGES=(
   librdmacm-dev                        # rdma_cma.h to build librdmacm.so.1 against
   perftest rdmacm-utils python3-pyverbs # unmodified rdma-core programs run on softrnic
   qperf                                # qperf -cm1 over librdmacm.so.1 (tests/rdmacm)
+  libfabric-bin                        # fi_pingpong over the verbs provider (scripts/netns_test.sh)
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
   nftables libbpf-dev python3-matplotlib # the ECN bottleneck experiment (scripts/congestion.sh)

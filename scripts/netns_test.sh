@@ -133,3 +133,16 @@ pair_ns "rping -v -C 20" "$cm_retry" rping -s -a "$ADDR_A" -p 18516 -v -C 20 -- 
 grep -q "ping data: rdma-ping-19" "$LOG_C" || { echo "netns_test: rping printed no 20th ping" >&2; exit 1; }
 pair_ns "ib_send_bw -R" "$cm_retry" ib_send_bw -R -p 18517 -n 1000 -- ib_send_bw -R -p 18517 -n 1000 "$ADDR_A"
 grep -Eq "^ 65536 +1000 " "$LOG_C" || { echo "netns_test: ib_send_bw -R printed no result row" >&2; exit 1; }
+
+# libfabric's verbs provider over the CM (libfabric-bin): fi_pingpong's msg
+# endpoint, data checked (-c).  Its server binds "localhost" to probe and,
+# with no device behind that bind, advertises the interface's address
+# (rdmacm/addr.c, rcm_bind).  The client fails with "failed to connect"
+# while the server is not up yet.
+if command -v fi_pingpong >/dev/null; then
+	pair_ns "fi_pingpong -e msg" "$cm_retry\|failed to connect\|fi_connect" \
+		fi_pingpong -p verbs -e msg -c -I 100 -- fi_pingpong -p verbs -e msg -c -I 100 "$ADDR_A"
+	grep -Eq "^1m " "$LOG_C" || { echo "netns_test: fi_pingpong printed no 1m row" >&2; exit 1; }
+else
+	echo "netns_test: no fi_pingpong (libfabric-bin); skipped" >&2
+fi

@@ -195,7 +195,8 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 	uint32_t a = sin.sin_addr.s_addr;
 	/* Our device's address, any, or a loopback one: the kernel's cma
 	 * binds a loopback address to a device too (cma_bind_loopback), and
-	 * libfabric's verbs provider binds 127.0.0.1 to probe. */
+	 * libfabric's verbs provider binds 127.0.0.1 to probe (device-less
+	 * unless our device is on loopback, below). */
 	if (a != INADDR_ANY && a != device_ip() && !is_loopback(a))
 		return rcm_fail(EADDRNOTAVAIL);
 	if (!sin.sin_port)
@@ -203,8 +204,16 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 	memset(&id->id.route.addr.src_storage, 0, sizeof(id->id.route.addr.src_storage));
 	memcpy(&id->id.route.addr.src_sin, &sin, sizeof(sin));
 	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, srt_gid(rcm.dev)->raw, 16);
-	id->id.verbs = rcm.verbs;
-	id->id.port_num = 1;
+	/* A device bound to a real address (SOFTRNIC_ADDR / SOFTRNIC_IFACE)
+	 * has no loopback GID, so a loopback bind there stays device-less.
+	 * libfabric's verbs provider needs that: a passive fi_getinfo binds
+	 * "localhost" and, when id->verbs is NULL, advertises the device's
+	 * interface address (vrb_fill_addr); with a device it advertised
+	 * 127.0.0.1 and fi_pingpong's client connected to itself.  A later
+	 * resolve attaches the device. */
+	bool devless = is_loopback(a) && !is_loopback(device_ip());
+	id->id.verbs = devless ? NULL : rcm.verbs;
+	id->id.port_num = devless ? 0 : 1;
 	id->state = RCM_ADDR_BOUND;
 	return 0;
 }
@@ -301,9 +310,13 @@ int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct
 		if (rcm_bind(id, src_addr ? src_addr : (struct sockaddr *)&any))
 			return -1;
 	}
-	/* A connecting id speaks from our device's own address. */
-	if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()))
+	/* A connecting id speaks from our device's own address (a
+	 * device-less loopback bind, above, takes the device now). */
+	if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()) ||
+	    !id->id.verbs)
 		id->id.route.addr.src_sin.sin_addr.s_addr = device_ip();
+	id->id.verbs = rcm.verbs;
+	id->id.port_num = 1;
 	err = rcm_resolve_dst(id, dst_addr, id->remote_gid);
 	e = rcm_new_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, err ? -err : 0);
 	if (!e)
