@@ -173,7 +173,7 @@ build_marker() {
 	local inc
 	inc=/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 	clang -O2 -g -target bpf -I"$inc" -DPQ_RATE_BPS="$(( MARK * 8 ))ull" -DPQ_KMIN="${KMIN}ull" \
-		-DPQ_KMAX="${KMAX}ull" -DPQ_PMAX_PERMILLE="${PMAX}ull" \
+		-DPQ_KMAX="${KMAX}ull" -DPQ_PMAX_PERMILLE="${PMAX}ull" -DPQ_LIMIT="${QUEUE}ull" \
 		-c "$HERE/congestion/phantom_queue.bpf.c" -o "$OUT/phantom_queue.o"
 }
 

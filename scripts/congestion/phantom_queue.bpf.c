@@ -13,7 +13,8 @@
  *
  * The model: a virtual queue drained at PQ_RATE_BPS (a little below the real
  * link, so it fills before the real queue does); each packet leaving through
- * this interface adds its length.  An ECN-capable IPv4 packet (ECT(0) or
+ * this interface adds its length, up to PQ_LIMIT (the real queue's
+ * buffer).  An ECN-capable IPv4 packet (ECT(0) or
  * ECT(1)) is set to CE when the virtual backlog b exceeds PQ_KMIN, with
  * probability PQ_PMAX_PERMILLE/1000 · (b − KMIN)/(KMAX − KMIN) up to
  * PQ_KMAX and always above.  The IP checksum is updated (bpf_l3_csum_replace);
@@ -39,6 +40,9 @@
 #endif
 #ifndef PQ_KMAX
 #define PQ_KMAX 100000ull
+#endif
+#ifndef PQ_LIMIT
+#define PQ_LIMIT 1048576ull
 #endif
 #ifndef PQ_PMAX_PERMILLE
 #define PQ_PMAX_PERMILLE 200ull
@@ -78,6 +82,14 @@ int phantom_queue(struct __sk_buff *skb)
 	st->backlog = st->backlog > drained ? st->backlog - drained : 0;
 	st->last_ns = now;
 	st->backlog += skb->len;
+	/* Bounded by the real queue's buffer: the phantom queue is that
+	 * queue drained a little slower, so it holds no more than it (an
+	 * unbounded count would keep marking for seconds after a startup
+	 * burst).  Capping at Kmax instead was tried: marking then stops
+	 * 2 ms after a burst while the real 1 MiB queue needs 8 ms to
+	 * drain, and the senders recover into a full queue. */
+	if (st->backlog > PQ_LIMIT)
+		st->backlog = PQ_LIMIT;
 	b = st->backlog;
 	bpf_spin_unlock(&st->lock);
 
