@@ -54,6 +54,8 @@ struct flow {
 struct world {
 	struct pair *pair;
 	unsigned nflows, receiver;
+	struct rnic_pd *rpd, *pd[MAX_FLOWS];
+	struct rnic_cq *rcq;
 	struct flow f[MAX_FLOWS];
 	uint64_t end_ns;
 };
@@ -146,13 +148,13 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 	REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
 
 	struct rnic *rr = pair_rnic(w->pair, w->receiver);
-	struct rnic_pd *rpd = rnic_pd_alloc(rr);
-	struct rnic_cq *rcq = rnic_cq_create(rr, 64, NULL);
+	struct rnic_pd *rpd = w->rpd = rnic_pd_alloc(rr);
+	struct rnic_cq *rcq = w->rcq = rnic_cq_create(rr, 64, NULL);
 	REQUIRE(rpd && rcq, -1, "%s", "receiver pd/cq");
 	for (unsigned i = 0; i < nflows; i++) {
 		struct flow *f = &w->f[i];
 		struct rnic *r = pair_rnic(w->pair, i);
-		struct rnic_pd *pd = rnic_pd_alloc(r);
+		struct rnic_pd *pd = w->pd[i] = rnic_pd_alloc(r);
 		struct ibv_qp_init_attr init;
 
 		f->cq = rnic_cq_create(r, 64, NULL);
@@ -189,11 +191,30 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 
 static void destroy(struct world *w)
 {
+	/* Objects in dependency order; pair_destroy frees the rnics. */
 	for (unsigned i = 0; i < w->nflows; i++) {
-		free(w->f[i].src);
-		free(w->f[i].dst);
+		struct flow *f = &w->f[i];
+
+		if (f->qp)
+			rnic_qp_destroy(f->qp);
+		if (f->peer)
+			rnic_qp_destroy(f->peer);
+		if (f->src_mr)
+			rnic_mr_dereg(f->src_mr);
+		if (f->dst_mr)
+			rnic_mr_dereg(f->dst_mr);
+		if (f->cq)
+			rnic_cq_destroy(f->cq);
+		if (w->pd[i])
+			rnic_pd_free(w->pd[i]);
+		free(f->src);
+		free(f->dst);
 	}
-	pair_destroy(w->pair);      /* frees the rnics and their objects */
+	if (w->rcq)
+		rnic_cq_destroy(w->rcq);
+	if (w->rpd)
+		rnic_pd_free(w->rpd);
+	pair_destroy(w->pair);
 }
 
 static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, enum dcqcn_profile prof, uint64_t end_ns,

@@ -83,7 +83,9 @@ static void test_query_device_ex(struct ibv_context *ctx)
 	CHECK(dx.xrc_odp_caps == 0);
 	CHECK(dx.completion_timestamp_mask == 0 && dx.hca_core_clock == 0);
 	CHECK(dx.tso_caps.max_tso == 0 && dx.rss_caps.max_rwq_indirection_tables == 0);
-	CHECK(dx.max_wq_type_rq == 0 && dx.packet_pacing_caps.qp_rate_limit_max == 0);
+	CHECK(dx.max_wq_type_rq == 0);
+	/* Packet pacing is real (rnic/cc.c; tests/verbs/rate_limit_test.c). */
+	CHECK(dx.packet_pacing_caps.qp_rate_limit_min == 1 && dx.packet_pacing_caps.qp_rate_limit_max == 25000000);
 	CHECK(dx.tm_caps.max_num_tags == 0 && dx.cq_mod_caps.max_cq_count == 0);
 	CHECK(dx.max_dm_size == 0 && dx.raw_packet_caps == 0);
 	CHECK(dx.pci_atomic_caps.fetch_add == 0);
