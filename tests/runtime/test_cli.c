@@ -92,6 +92,31 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "tx_packets") && strstr(strstr(out, "tx_packets") + 1, "tx_packets"),
 	      "watch mode should print twice:\n%s", out);
 
+	/* --qp: one line per QP, with its state and the pacer's limit. */
+	srt_lock(dev);
+	struct rnic *r = srt_rnic(dev);
+	struct rnic_pd *pd = rnic_pd_alloc(r);
+	struct rnic_cq *cq = rnic_cq_create(r, 4, NULL);
+	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
+					 .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct rnic_qp *qp = pd && cq ? rnic_qp_create(pd, cq, cq, &init, NULL) : NULL;
+	CHECK(qp && rnic_qp_set_rate_limit(qp, 5000, 0, 0) == 0, "qp with a rate limit");
+	uint32_t qpn = rnic_qp_num(qp);
+	srt_unlock(dev);
+	rt_read_stats(&st, st.updated_ns);      /* a refresh that includes the QP */
+	rt_read_stats(&st, st.updated_ns);
+	snprintf(args, sizeof(args), "stats --qp %d", (int)getpid());
+	CHECK(run(args, out, sizeof(out)) == 0, "stats --qp failed:\n%s", out);
+	CHECK(strstr(out, "1 QPs") && strstr(out, "QPN") && strstr(out, "CNP_RX"), "stats --qp header:\n%s", out);
+	snprintf(want, sizeof(want), "0x%06x RC   RESET", qpn);
+	CHECK(strstr(out, want), "stats --qp lacks '%s':\n%s", want, out);
+	CHECK(strstr(out, "5.0M"), "stats --qp shows no 5 Mb/s limit:\n%s", out);
+	srt_lock(dev);
+	rnic_qp_destroy(qp);
+	rnic_cq_destroy(cq);
+	rnic_pd_free(pd);
+	srt_unlock(dev);
+
 	CHECK(run("stats 999999999", out, sizeof(out)) == 1, "stats of a missing pid should fail");
 	CHECK(strstr(out, "no softrnic device in process 999999999"), "message:\n%s", out);
 	CHECK(run("stats bogus", out, sizeof(out)) == 2, "bad argument should be a usage error");
