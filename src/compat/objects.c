@@ -506,7 +506,7 @@ int sr_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *
 	dev = dev_of(ibqp->context);
 	srt_lock(dev);
 	ret = rnic_qp_set_rate_limit(to_sr_qp(ibqp)->qp, attr->rate_limit, attr->max_burst_sz,
-				     attr->typical_pkt_sz);
+				     attr->typical_pkt_sz, srt_now());
 	srt_unlock(dev);
 	srt_kick(dev);   /* the pacer's wake-up may have moved */
 	return ret;

@@ -226,34 +226,42 @@ void cc_advance(struct rnic_qp *qp, uint64_t now)
 
 /* ---- the application's rate limit ------------------------------------------- */
 
-static int set_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t burst)
+int cc_check_rate_limit(const struct rnic_qp *qp, uint32_t rate_kbps)
 {
 	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC && qp->type != IBV_QPT_UD)
 		return EINVAL;
 	if (rate_kbps && (rate_kbps < RNIC_RATE_LIMIT_MIN_KBPS ||
 			  (uint64_t)rate_kbps * KBPS > qp->r->cfg.line_rate))
 		return EINVAL;
-	qp->cc.limit_bps = (uint64_t)rate_kbps * KBPS;
-	qp->cc.limit_burst = burst;
-	qp->attr.rate_limit = rate_kbps;
-	/* A waiting requester waits for the new rate from its last packet:
-	 * the pacer's clock is the last `now` it saw. */
-	repace(qp, qp->cc.pacer.tat);
 	return 0;
 }
 
-int cc_modify_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps)
+static void set_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t burst, uint64_t now)
 {
-	return set_limit(qp, rate_kbps, qp->cc.limit_burst);
+	qp->cc.limit_bps = (uint64_t)rate_kbps * KBPS;
+	qp->cc.limit_burst = burst;
+	qp->attr.rate_limit = rate_kbps;
+	repace(qp, now);        /* a waiting requester waits for the new rate */
+}
+
+void cc_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint64_t now)
+{
+	set_limit(qp, rate_kbps, qp->cc.limit_burst, now);
 }
 
 int rnic_qp_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t max_burst_sz,
-			   uint16_t typical_pkt_sz)
+			   uint16_t typical_pkt_sz, uint64_t now)
 {
+	int err;
+
 	(void)typical_pkt_sz;
 	if (!qp)
 		return EINVAL;
-	return set_limit(qp, rate_kbps, max_burst_sz);
+	err = cc_check_rate_limit(qp, rate_kbps);
+	if (err)
+		return err;
+	set_limit(qp, rate_kbps, max_burst_sz, now);
+	return 0;
 }
 
 /* ---- the live view ------------------------------------------------------------ */

@@ -675,9 +675,9 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	if (!t->valid)
 		return EINVAL;
 	/* IBV_QP_RATE_LIMIT (the pacer, cc.c) may come with any transition
-	 * into RTR, RTS or SQD; the kernel's table allows it for raw
-	 * packet QPs only, where mlx5 paces, but softrnic paces RC, UC and
-	 * UD, and perftest's --rate_limit_type=HW sets it on RTR -> RTS. */
+	 * into RTR, RTS or SQD: the kernel's table allows it only for raw
+	 * packet QPs, the ones mlx5 paces, but softrnic paces RC, UC and UD
+	 * (perftest's --rate_limit_type=PP sets it on RTR -> RTS). */
 	if (attr_mask & IBV_QP_RATE_LIMIT) {
 		if (next != IBV_QPS_RTR && next != IBV_QPS_RTS && next != IBV_QPS_SQD)
 			return EINVAL;
@@ -695,18 +695,16 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	err = check_values(qp, attr, attr_mask);
 	if (err)
 		return err;
-	if (rate_limit) {
-		/* Checked and set first: it cannot fail after the rest. */
-		err = cc_modify_rate_limit(qp, attr->rate_limit);
-		if (err)
-			return err;
-	}
+	if (rate_limit && (err = cc_check_rate_limit(qp, attr->rate_limit)) != 0)
+		return err;
 	/* SQD -> SQD changes path attributes only once the SQ is drained. */
 	if (cur == IBV_QPS_SQD && next == IBV_QPS_SQD && !sq_drained(qp))
 		return EBUSY;
 	err = apply_values(qp, attr, attr_mask);
 	if (err)
 		return err;
+	if (rate_limit)
+		cc_set_rate_limit(qp, attr->rate_limit, now);
 	if (attr_mask & IBV_QP_STATE)
 		enter_state(qp, cur, next, now);
 	return 0;

@@ -290,7 +290,7 @@ uint32_t rnic_qp_sq_free(const struct rnic_qp *qp);
  * other than RC, UC and UD. */
 #define RNIC_RATE_LIMIT_MIN_KBPS 1u
 int rnic_qp_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint32_t max_burst_sz,
-			   uint16_t typical_pkt_sz);
+			   uint16_t typical_pkt_sz, uint64_t now);
 
 /* What `softrnic stats --qp` shows of one QP. */
 struct rnic_qp_info {

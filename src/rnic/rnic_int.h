@@ -463,7 +463,10 @@ void cc_on_receive(struct rnic_qp *qp, const struct rnic_rx *rx, uint64_t now);
 void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx, uint64_t now);
 uint64_t cc_next_deadline(const struct rnic_qp *qp);
 void cc_advance(struct rnic_qp *qp, uint64_t now);
-int cc_modify_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps);
+/* IBV_QP_RATE_LIMIT in rnic_qp_modify: checked with the other values,
+ * set once the modify can no longer fail. */
+int cc_check_rate_limit(const struct rnic_qp *qp, uint32_t rate_kbps);
+void cc_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint64_t now);
 
 /* ---- the state machines ------------------------------------------------- */
 

@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct rnic_qp *qp = pd && cq ? rnic_qp_create(pd, cq, cq, &init, NULL) : NULL;
-	CHECK(qp && rnic_qp_set_rate_limit(qp, 5000, 0, 0) == 0, "qp with a rate limit");
+	CHECK(qp && rnic_qp_set_rate_limit(qp, 5000, 0, 0, 0) == 0, "qp with a rate limit");
 	uint32_t qpn = rnic_qp_num(qp);
 	srt_unlock(dev);
 	rt_read_stats(&st, st.updated_ns);      /* a refresh that includes the QP */
