@@ -84,6 +84,13 @@ static int run_api(void)
 	a.rate_limit = 30000000;
 	a.qp_state = IBV_QPS_RTS;
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT) == EINVAL);
+	/* A refused modify changes nothing, the limit included. */
+	a.rate_limit = 7000;
+	a.qkey = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT | IBV_QP_QKEY) == EINVAL);
+	memset(&a, 0, sizeof(a));
+	CHECK(ibv_query_qp(qp, &a, IBV_QP_RATE_LIMIT, &init) == 0);
+	CHECK(a.rate_limit == 5000);
 
 	CHECK(ibv_destroy_qp(qp) == 0);
 	CHECK(ibv_destroy_cq(cq) == 0);
