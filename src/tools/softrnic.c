@@ -17,7 +17,8 @@ struct command {
 static const struct command commands[] = {
 	{ "decode", cmd_decode, "decode [-q] FILE.pcap   print each RoCEv2 packet, check its ICRC" },
 	{ "devices", cmd_devices, "devices                 list softrnic devices, addresses and GIDs" },
-	{ "stats", cmd_stats, "stats [PID]             show the counters of running devices" },
+	{ "stats", cmd_stats, "stats [--qp] [PID]      show the counters (or the QPs) of running devices" },
+	{ "kv", cmd_kv, "kv serve|get|set|del|incr|stats ...  the RDMA key-value store (softrnic kv for help)" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,42 @@
+/*
+ * client.h — the key-value client library (client.c): connect to a server
+ * through librdmacm and call it, one request at a time.
+ */
+#ifndef SOFTRNIC_KV_CLIENT_H
+#define SOFTRNIC_KV_CLIENT_H
+
+#include <stdint.h>
+
+#include "kv/proto.h"
+
+struct kv_client;
+
+struct kv_result {
+	enum kv_status status;
+	int64_t number;                 /* INCR: the new value */
+	const uint8_t *value;           /* GET, STATS: valid until the next call */
+	uint32_t vlen;
+};
+
+/* NULL and *err (an errno: no route, refused, ...) on failure. */
+struct kv_client *kv_connect(const char *host, const char *port, int *err);
+/* 0 with *res filled (res->status says what the server did), or an errno
+ * for a transport failure (EIO, EPROTO) or bad lengths (EINVAL). */
+int kv_call(struct kv_client *c, enum kv_op op, const void *key, uint32_t klen, const void *val, uint32_t vlen,
+	    int64_t arg, struct kv_result *res);
+/* Send `len` raw bytes as a request (tests: malformed requests) and read
+ * the answer, whatever its id. */
+int kv_call_raw(struct kv_client *c, const void *msg, uint32_t len, struct kv_result *res);
+void kv_close(struct kv_client *c);
+
+/* GET without the server's CPU: RDMA READs of the table (Pilaf-style,
+ * table.h), `now` in the server's clock (CLOCK_REALTIME, ns) for expiry.
+ * 0 with *res (KV_OK or KV_NOT_FOUND; value valid until the next call),
+ * EOPNOTSUPP when the server offered no table, EAGAIN after 64 reads torn
+ * by concurrent SETs, or a transport errno.  It does not mark the item
+ * recently used: CLOCK may evict an item that is only ever read this way. */
+int kv_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, struct kv_result *res);
+/* How many one-sided reads found a chunk changing under them. */
+uint64_t kv_torn_retries(const struct kv_client *c);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * kv_main.c — `softrnic-kv`, the key-value store's command line (the
+ * `softrnic kv ...` subcommand runs it):
+ *
+ *   softrnic-kv serve [--addr A] [--port P] [--mem SIZE] [-v]
+ *   softrnic-kv get   [--server A[:P]] [--one-sided] KEY    value to stdout
+ *                     (--one-sided: RDMA READs of the table, no server CPU)
+ *   softrnic-kv set   [--server A[:P]] [--ttl MS] KEY VALUE   (VALUE "-": stdin)
+ *   softrnic-kv del   [--server A[:P]] KEY
+ *   softrnic-kv incr  [--server A[:P]] KEY [DELTA]    new value to stdout
+ *   softrnic-kv stats [--server A[:P]]
+ *
+ * Exit status: 0 success, 1 no such key (get, del), 2 any error (with a
+ * one-line message on stderr).  Connections go through librdmacm, so the
+ * server may be on another host as on loopback.  The default port is 18860.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv/client.h"
+#include "kv/server.h"
+
+#define DEFAULT_PORT "18860"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [-v]\n"
+			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
+			"       softrnic-kv del [--server A[:P]] KEY\n"
+			"       softrnic-kv set [--server A[:P]] [--ttl MS] KEY VALUE|-\n"
+			"       softrnic-kv incr [--server A[:P]] KEY [DELTA]\n"
+			"       softrnic-kv stats [--server A[:P]]\n");
+	return 2;
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned long long mul = 1;
+
+	if (end == s)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		mul = 1ull << 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1ull << 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1ull << 30, end++;
+	if (*end || v == 0 || v > (1ull << 40) / mul)
+		return false;
+	*out = (size_t)(v * mul);
+	return true;
+}
+
+static void say_ready(void *ctx)
+{
+	const struct kv_server_opts *o = ctx;
+
+	fprintf(stderr, "kv: serving %s:%u, %zu bytes\n", o->addr ? o->addr : "*", o->port, o->mem);
+}
+
+static int serve(int argc, char **argv)
+{
+	struct kv_server_opts o = { .addr = NULL, .port = 18860, .mem = 64u << 20 };
+	struct sigaction sa;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--addr") && i + 1 < argc) {
+			o.addr = argv[++i];
+		} else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
+			long p = strtol(argv[++i], NULL, 10);
+			if (p <= 0 || p > 65535)
+				return usage();
+			o.port = (uint16_t)p;
+		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
+			if (!parse_size(argv[++i], &o.mem))
+				return usage();
+		} else if (!strcmp(argv[i], "-v")) {
+			o.verbose = true;
+		} else {
+			return usage();
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	o.ready = say_ready;
+	o.ready_ctx = &o;
+	int err = kv_serve(&o, &stop_flag);
+	return err ? 2 : 0;
+}
+
+static const char *status_text(enum kv_status s)
+{
+	switch (s) {
+	case KV_OK: return "ok";
+	case KV_NOT_FOUND: return "no such key";
+	case KV_BAD_REQUEST: return "bad request";
+	case KV_NO_MEMORY: return "out of memory (nothing of that size to evict)";
+	case KV_NOT_INTEGER: return "value is not an integer";
+	case KV_OUT_OF_RANGE: return "increment would overflow";
+	}
+	return "unknown status";
+}
+
+/* Read all of stdin (at most KV_MAX_VALUE bytes). */
+static uint8_t *read_stdin(uint32_t *len)
+{
+	uint8_t *buf = malloc(KV_MAX_VALUE + 1);
+	size_t n = 0, r;
+
+	if (!buf)
+		return NULL;
+	while (n <= KV_MAX_VALUE && (r = fread(buf + n, 1, KV_MAX_VALUE + 1 - n, stdin)) > 0)
+		n += r;
+	if (n > KV_MAX_VALUE) {
+		free(buf);
+		errno = EFBIG;
+		return NULL;
+	}
+	*len = (uint32_t)n;
+	return buf;
+}
+
+static int client_cmd(const char *cmd, int argc, char **argv)
+{
+	char host[256] = "127.0.0.1";
+	const char *port = DEFAULT_PORT;
+	long long ttl = 0;
+	bool one_sided = false;
+	const char *args[3];
+	int nargs = 0;
+	enum kv_op op;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
+			snprintf(host, sizeof(host), "%s", argv[++i]);
+			char *colon = strrchr(host, ':');
+			if (colon) {
+				*colon = '\0';
+				port = argv[i] + (colon - host) + 1;
+			}
+		} else if (!strcmp(argv[i], "--one-sided")) {
+			one_sided = true;
+		} else if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {
+			ttl = strtoll(argv[++i], NULL, 10);
+			if (ttl <= 0)
+				return usage();
+		} else if (nargs < 3) {
+			args[nargs++] = argv[i];
+		} else {
+			return usage();
+		}
+	}
+	if (!strcmp(cmd, "get") && nargs == 1)
+		op = KV_OP_GET;
+	else if (!strcmp(cmd, "set") && nargs == 2)
+		op = KV_OP_SET;
+	else if (!strcmp(cmd, "del") && nargs == 1)
+		op = KV_OP_DEL;
+	else if (!strcmp(cmd, "incr") && (nargs == 1 || nargs == 2))
+		op = KV_OP_INCR;
+	else if (!strcmp(cmd, "stats") && nargs == 0)
+		op = KV_OP_STATS;
+	else
+		return usage();
+	if (one_sided && op != KV_OP_GET)
+		return usage();
+
+	const char *key = nargs ? args[0] : "";
+	uint32_t klen = (uint32_t)strlen(key);
+	if (op != KV_OP_STATS && (klen == 0 || klen > KV_MAX_KEY)) {
+		fprintf(stderr, "softrnic-kv: a key is 1 to %u bytes\n", KV_MAX_KEY);
+		return 2;
+	}
+	const uint8_t *val = NULL;
+	uint8_t *owned = NULL;
+	uint32_t vlen = 0;
+	int64_t arg = 0;
+	if (op == KV_OP_SET) {
+		if (!strcmp(args[1], "-")) {
+			owned = read_stdin(&vlen);
+			if (!owned) {
+				fprintf(stderr, "softrnic-kv: value: %s (at most %u bytes)\n", strerror(errno), KV_MAX_VALUE);
+				return 2;
+			}
+			val = owned;
+		} else {
+			val = (const uint8_t *)args[1];
+			vlen = (uint32_t)strlen(args[1]);
+		}
+		arg = ttl;
+	} else if (op == KV_OP_INCR) {
+		char *end;
+		arg = nargs == 2 ? strtoll(args[1], &end, 10) : 1;
+		if (nargs == 2 && (*end || end == args[1]))
+			return usage();
+	}
+
+	int err;
+	struct kv_client *c = kv_connect(host, port, &err);
+	if (!c) {
+		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
+		free(owned);
+		return 2;
+	}
+	struct kv_result res;
+	if (one_sided) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		err = kv_get_one_sided(c, key, klen, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &res);
+	} else {
+		err = kv_call(c, op, key, klen, val, vlen, arg, &res);
+	}
+	free(owned);
+	int rc = 0;
+	if (err) {
+		fprintf(stderr, "softrnic-kv: %s: %s\n", cmd, strerror(err));
+		rc = 2;
+	} else if (res.status == KV_NOT_FOUND && (op == KV_OP_GET || op == KV_OP_DEL)) {
+		fprintf(stderr, "softrnic-kv: %s: no such key\n", key);
+		rc = 1;
+	} else if (res.status != KV_OK) {
+		fprintf(stderr, "softrnic-kv: %s: %s\n", cmd, status_text(res.status));
+		rc = 2;
+	} else if (op == KV_OP_GET || op == KV_OP_STATS) {
+		fwrite(res.value, 1, res.vlen, stdout);
+		if (op == KV_OP_GET && isatty(1))
+			putchar('\n');
+	} else if (op == KV_OP_INCR) {
+		printf("%lld\n", (long long)res.number);
+	}
+	kv_close(c);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	if (!strcmp(argv[1], "serve"))
+		return serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set") || !strcmp(argv[1], "del") ||
+	    !strcmp(argv[1], "incr") || !strcmp(argv[1], "stats"))
+		return client_cmd(argv[1], argc - 1, argv + 1);
+	return usage();
+}

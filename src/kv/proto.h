@@ -1,0 +1,90 @@
+/*
+ * proto.h — the key-value store's messages: a request in a client's SEND,
+ * a response in the server's SEND (two-sided, in the style of HERD's
+ * request/response; the one-sided GET reads the table directly, table.h).
+ *
+ *   request   struct kv_req (32 bytes), the key, the value (SET only)
+ *   response  struct kv_resp (32 bytes), the value (GET, STATS)
+ *
+ * Little-endian host order on both sides (x86-64 and arm64 both are); the
+ * magic word catches a peer that is something else.  kv_req_parse is the
+ * one place a request is trusted or refused.
+ */
+#ifndef SOFTRNIC_KV_PROTO_H
+#define SOFTRNIC_KV_PROTO_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kv/table.h"
+
+#define KV_PROTO_MAGIC 0x3150564bu      /* "KVP1" */
+#define KV_MSG_MAX (32u + KV_MAX_KEY + KV_MAX_VALUE)
+#define KV_DEPTH 4u                     /* requests in flight per connection */
+
+enum kv_op { KV_OP_GET = 1, KV_OP_SET = 2, KV_OP_DEL = 3, KV_OP_INCR = 4, KV_OP_STATS = 5 };
+
+enum kv_status {
+	KV_OK = 0,
+	KV_NOT_FOUND = 1,
+	KV_BAD_REQUEST = 2,     /* malformed: lengths, op, magic */
+	KV_NO_MEMORY = 3,       /* nothing of that size could be evicted */
+	KV_NOT_INTEGER = 4,     /* INCR on a value that is not an int64 */
+	KV_OUT_OF_RANGE = 5,    /* INCR overflow */
+};
+
+struct kv_req {
+	uint32_t magic;
+	uint8_t op;
+	uint8_t reserved;
+	uint16_t klen;
+	uint32_t vlen;
+	uint32_t reserved2;
+	uint64_t id;
+	int64_t arg;            /* SET: TTL in ms (0: none); INCR: the delta */
+};
+
+struct kv_resp {
+	uint32_t magic;
+	uint8_t status;         /* enum kv_status */
+	uint8_t reserved[3];
+	uint32_t vlen;
+	uint32_t reserved2;
+	uint64_t id;
+	int64_t number;         /* INCR: the new value */
+};
+
+_Static_assert(sizeof(struct kv_req) == 32, "request header");
+_Static_assert(sizeof(struct kv_resp) == 32, "response header");
+
+/* The server's private data in its accept (rdma_accept): where a
+ * one-sided client can READ the table. */
+struct kv_hello {
+	uint32_t magic;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t size;
+};
+
+/* Check a received request of `len` bytes: KV_OK and the header in *req,
+ * or KV_BAD_REQUEST.  Every length is checked against `len` and the
+ * limits before anything is read past the header. */
+static inline enum kv_status kv_req_parse(const uint8_t *buf, uint32_t len, struct kv_req *req)
+{
+	if (len < sizeof(*req))
+		return KV_BAD_REQUEST;
+	memcpy(req, buf, sizeof(*req));
+	if (req->magic != KV_PROTO_MAGIC || req->op < KV_OP_GET || req->op > KV_OP_STATS)
+		return KV_BAD_REQUEST;
+	if (req->op != KV_OP_STATS && (req->klen < 1 || req->klen > KV_MAX_KEY))
+		return KV_BAD_REQUEST;
+	if (req->vlen > KV_MAX_VALUE || (req->op != KV_OP_SET && req->vlen))
+		return KV_BAD_REQUEST;
+	if ((uint64_t)sizeof(*req) + req->klen + req->vlen != len)
+		return KV_BAD_REQUEST;
+	if (req->op == KV_OP_SET && req->arg < 0)
+		return KV_BAD_REQUEST;
+	return KV_OK;
+}
+
+#endif

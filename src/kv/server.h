@@ -1,0 +1,25 @@
+/*
+ * server.h — the key-value server (server.c): serve one table to clients
+ * connected through librdmacm until *stop becomes non-zero.
+ */
+#ifndef SOFTRNIC_KV_SERVER_H
+#define SOFTRNIC_KV_SERVER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_server_opts {
+	const char *addr;               /* NULL: any */
+	uint16_t port;                  /* the rdma_cm port */
+	size_t mem;                     /* table arena bytes */
+	bool verbose;
+	void (*ready)(void *ctx);       /* called once listening (may be NULL) */
+	void *ready_ctx;
+};
+
+/* 0 when stopped, or an errno (cannot listen, no memory). */
+int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop);
+
+#endif

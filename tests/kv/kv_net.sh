@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# kv_net.sh — the key-value store over softrnic between processes: a
+# softrnic-kv server, three kv_net_test clients at once (each against its
+# own model, then malformed requests), and the command line's contract
+# (values, exit status 0 / 1 / 2, a 1 MiB value from stdin).
+#
+# usage: kv_net.sh LIB_DIR SOFTRNIC_KV KV_NET_TEST PORT
+set -euo pipefail
+LIB=$1 KV=$2 CLIENT=$3 PORT=$4
+export LD_LIBRARY_PATH=$LIB
+unset SOFTRNIC_ADDR SOFTRNIC_IFACE
+tmp=$(mktemp -d)
+server=
+cleanup() {
+	[ -n "$server" ] && kill "$server" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+timeout 120 "$KV" serve --port "$PORT" --mem 256m >"$tmp/server.log" 2>&1 &
+server=$!
+# Wait until it serves (a client connects).
+for _ in $(seq 50); do
+	"$KV" stats --server "127.0.0.1:$PORT" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+
+fail() { echo "kv_net: $*" >&2; cat "$tmp/server.log" >&2; exit 1; }
+
+pids=()
+for c in 1 2 3; do
+	timeout 100 "$CLIENT" 127.0.0.1 "$PORT" "$c" 3000 >"$tmp/client$c.log" 2>&1 &
+	pids+=($!)
+done
+for i in 0 1 2; do
+	wait "${pids[$i]}" || { cat "$tmp/client$((i + 1)).log" >&2; fail "client $((i + 1)) failed"; }
+	cat "$tmp/client$((i + 1)).log"
+done
+
+# One-sided GETs racing SETs of the same key: never a torn value.
+timeout 100 "$CLIENT" 127.0.0.1 "$PORT" 10 4000 race-writer >"$tmp/writer.log" 2>&1 &
+writer=$!
+timeout 100 "$CLIENT" 127.0.0.1 "$PORT" 11 20000 race-reader >"$tmp/reader.log" 2>&1 ||
+	{ cat "$tmp/reader.log" >&2; fail "one-sided reader"; }
+wait "$writer" || { cat "$tmp/writer.log" >&2; fail "race writer"; }
+cat "$tmp/writer.log" "$tmp/reader.log"
+
+s="--server 127.0.0.1:$PORT"
+"$KV" set $s greeting "hello world" || fail "set"
+[ "$("$KV" get $s greeting)" = "hello world" ] || fail "get returned the wrong value"
+[ "$("$KV" get --one-sided $s greeting)" = "hello world" ] || fail "one-sided get returned the wrong value"
+rc=0; "$KV" get --one-sided $s nothing-here 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "one-sided get of a missing key: exit $rc"
+rc=0; "$KV" get $s nothing-here 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] && grep -q "no such key" "$tmp/err" || fail "get of a missing key: exit $rc"
+[ "$("$KV" incr $s hits 5)" = 5 ] && [ "$("$KV" incr $s hits)" = 6 ] || fail "incr"
+# The same through `softrnic kv`, which runs softrnic-kv from its directory.
+[ "$("$(dirname "$KV")/softrnic" kv get $s hits)" = 6 ] || fail "softrnic kv get"
+rc=0; "$KV" incr $s greeting 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "not an integer" "$tmp/err" || fail "incr of a string: exit $rc"
+"$KV" del $s greeting || fail "del"
+rc=0; "$KV" del $s greeting 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "second del: exit $rc"
+head -c 1048576 /dev/urandom >"$tmp/big"
+"$KV" set $s big - <"$tmp/big" || fail "set of 1 MiB from stdin"
+"$KV" get $s big | cmp -s - "$tmp/big" || fail "1 MiB value came back different"
+head -c 1048577 /dev/zero >"$tmp/toobig"
+rc=0; "$KV" set $s big - <"$tmp/toobig" 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "a value over 1 MiB: exit $rc"
+"$KV" set $s --ttl 200 brief x || fail "set with ttl"
+[ "$("$KV" get $s brief)" = x ] || fail "ttl key gone too soon"
+sleep 0.3
+rc=0; "$KV" get $s brief 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "ttl key still there after its time"
+rc=0; "$KV" get --server 127.0.0.1:$((PORT + 1)) x 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "cannot connect" "$tmp/err" || fail "no server: exit $rc"
+"$KV" stats $s >"$tmp/stats" || fail "stats"
+grep -q "^bad_requests 18$" "$tmp/stats" || { cat "$tmp/stats" >&2; fail "server counted other than 3x6 bad requests"; }
+
+kill -TERM "$server"
+rc=0; wait "$server" || rc=$?
+server=
+[ "$rc" = 0 ] || fail "server exited $rc on SIGTERM"
+echo "kv_net: ok"

@@ -1,0 +1,233 @@
+/*
+ * kv_net_test.c — one client of a running softrnic-kv server (run by
+ * kv_net.sh, several at once):
+ *
+ *   model   N random SET/GET/DEL/INCR on keys of this client's own prefix,
+ *           values 0 B to 64 KiB, checked against a local model (the
+ *           server's memory is large enough that nothing is evicted);
+ *           every other GET is one-sided (RDMA READs of the table)
+ *   bad     malformed requests — too short, bad magic, unknown op, a key
+ *           longer than 250 bytes, lengths that disagree with the message,
+ *           a value on a GET — each answered KV_BAD_REQUEST, and the
+ *           connection keeps serving
+ *
+ *   race    (mode race-writer / race-reader, two processes) the writer
+ *           SETs one key over and over with values of 2-60 KiB whose
+ *           bytes follow from a seed in their first word; the reader
+ *           GETs it one-sided as fast as it can and checks every value it
+ *           gets is one whole write: never torn by a concurrent SET
+ *
+ * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader]
+ */
+#include <time.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/prng.h"
+#include "kv/client.h"
+
+#define NKEYS 200
+#define MAXV (64 * 1024)
+
+static int failures;
+
+#define CHECK(cond)                                                                                  \
+	do {                                                                                         \
+		if (!(cond)) {                                                                       \
+			fprintf(stderr, "client %d: %s:%d: CHECK failed: %s\n", who, __FILE__, __LINE__, #cond); \
+			failures++;                                                                  \
+		}                                                                                    \
+	} while (0)
+
+static int who;
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)((seed * 2654435761u + i * 40503u) >> 11);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A race value: [seed][len] then fill(len - 8, seed). */
+static uint32_t race_value(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	memcpy(p, &seed, 4);
+	memcpy(p + 4, &len, 4);
+	fill(p + 8, len - 8, seed);
+	return len;
+}
+
+static bool race_value_ok(const uint8_t *p, uint32_t len, uint8_t *scratch)
+{
+	uint32_t seed, l;
+
+	if (len < 8)
+		return false;
+	memcpy(&seed, p, 4);
+	memcpy(&l, p + 4, 4);
+	if (l != len)
+		return false;
+	fill(scratch, len - 8, seed);
+	return memcmp(p + 8, scratch, len - 8) == 0;
+}
+
+static int race(struct kv_client *c, bool writer, long ops)
+{
+	static uint8_t v[MAXV], scratch[MAXV];
+	uint64_t rng[4];
+	struct kv_result r;
+	long seen = 0;
+
+	prng_seed(rng, 99);
+	for (long i = 0; i < ops; i++) {
+		if (writer) {
+			uint32_t len = 2048 + (uint32_t)(prng_next(rng) % (60 * 1024));
+			race_value(v, len, (uint32_t)prng_next(rng));
+			CHECK(kv_call(c, KV_OP_SET, "race", 4, v, len, 0, &r) == 0 && r.status == KV_OK);
+		} else {
+			int e = kv_get_one_sided(c, "race", 4, now_ns(), &r);
+			CHECK(e == 0 || e == EAGAIN);
+			if (e == 0 && r.status == KV_OK) {
+				seen++;
+				CHECK(race_value_ok(r.value, r.vlen, scratch));
+			}
+		}
+		if (failures > 5)
+			break;
+	}
+	if (!writer) {
+		CHECK(seen > 0);
+		printf("client %d: %ld one-sided reads of a key being rewritten, %ld values, all whole; %llu torn reads retried\n",
+		       who, ops, seen, (unsigned long long)kv_torn_retries(c));
+	} else {
+		printf("client %d: %ld SETs of the raced key\n", who, ops);
+	}
+	return failures ? 1 : 0;
+}
+
+static void test_bad(struct kv_client *c)
+{
+	uint8_t msg[600];
+	struct kv_req req;
+	struct kv_result r;
+
+	/* too short */
+	memset(msg, 0, sizeof(msg));
+	CHECK(kv_call_raw(c, msg, 10, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* bad magic */
+	req = (struct kv_req){ .magic = 0x12345678, .op = KV_OP_GET, .klen = 1 };
+	memcpy(msg, &req, sizeof(req));
+	msg[sizeof(req)] = 'k';
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 1, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* unknown op */
+	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = 99, .klen = 1 };
+	memcpy(msg, &req, sizeof(req));
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 1, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* a key of 251 bytes */
+	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = KV_OP_GET, .klen = 251 };
+	memcpy(msg, &req, sizeof(req));
+	memset(msg + sizeof(req), 'x', 251);
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 251, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* lengths that claim more than the message holds */
+	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = KV_OP_SET, .klen = 4, .vlen = 1000 };
+	memcpy(msg, &req, sizeof(req));
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 4 + 10, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* a value on a GET */
+	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = KV_OP_GET, .klen = 1, .vlen = 3 };
+	memcpy(msg, &req, sizeof(req));
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 4, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* ... and the connection still serves. */
+	char key[32];
+	int n = snprintf(key, sizeof(key), "c%d:after-bad", who);
+	CHECK(kv_call(c, KV_OP_SET, key, (uint32_t)n, "fine", 4, 0, &r) == 0 && r.status == KV_OK);
+	CHECK(kv_call(c, KV_OP_GET, key, (uint32_t)n, NULL, 0, 0, &r) == 0 && r.status == KV_OK && r.vlen == 4 &&
+	      memcmp(r.value, "fine", 4) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t val[MAXV];
+	static bool present[NKEYS];
+	static uint32_t lens[NKEYS], seeds[NKEYS];
+	static int64_t counter[NKEYS];
+	uint64_t rng[4];
+	int err;
+
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: %s HOST PORT CLIENT_ID OPS [model|race-writer|race-reader]\n", argv[0]);
+		return 2;
+	}
+	const char *mode = argc == 6 ? argv[5] : "model";
+	who = atoi(argv[3]);
+	long ops = atol(argv[4]);
+	struct kv_client *c = kv_connect(argv[1], argv[2], &err);
+	if (!c) {
+		fprintf(stderr, "client %d: connect: %s\n", who, strerror(err));
+		return 1;
+	}
+	if (strcmp(mode, "model") != 0) {
+		int rc = race(c, strcmp(mode, "race-writer") == 0, ops);
+		kv_close(c);
+		return rc;
+	}
+	prng_seed(rng, (uint64_t)who * 7919 + 1);
+	for (long op = 0; op < ops; op++) {
+		int k = (int)(prng_next(rng) % NKEYS);
+		unsigned what = (unsigned)(prng_next(rng) % 100);
+		char key[48];
+		uint32_t klen = (uint32_t)snprintf(key, sizeof(key), "c%d:key:%d", who, k);
+		struct kv_result r;
+
+		if (what < 35) {
+			uint32_t len = (uint32_t)(prng_next(rng) % (prng_next(rng) % 4 ? 512 : MAXV));
+			uint32_t s = (uint32_t)prng_next(rng);
+			fill(val, len, s);
+			CHECK(kv_call(c, KV_OP_SET, key, klen, val, len, 0, &r) == 0 && r.status == KV_OK);
+			present[k] = true;
+			lens[k] = len;
+			seeds[k] = s;
+		} else if (what < 75) {
+			if (op % 2)
+				CHECK(kv_get_one_sided(c, key, klen, now_ns(), &r) == 0);
+			else
+				CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
+			if (present[k]) {
+				CHECK(r.status == KV_OK && r.vlen == lens[k]);
+				fill(val, lens[k], seeds[k]);
+				CHECK(r.vlen != lens[k] || memcmp(r.value, val, r.vlen) == 0);
+			} else {
+				CHECK(r.status == KV_NOT_FOUND);
+			}
+		} else if (what < 90) {
+			CHECK(kv_call(c, KV_OP_DEL, key, klen, NULL, 0, 0, &r) == 0);
+			CHECK(r.status == (present[k] ? KV_OK : KV_NOT_FOUND));
+			present[k] = false;
+		} else {
+			char nkey[48];
+			uint32_t nlen = (uint32_t)snprintf(nkey, sizeof(nkey), "c%d:n:%d", who, k);
+			int64_t d = (int64_t)(prng_next(rng) % 1000) - 500;
+			CHECK(kv_call(c, KV_OP_INCR, nkey, nlen, NULL, 0, d, &r) == 0 && r.status == KV_OK);
+			counter[k] += d;
+			CHECK(r.number == counter[k]);
+		}
+		if (failures > 20)
+			break;
+	}
+	test_bad(c);
+	kv_close(c);
+	if (failures) {
+		fprintf(stderr, "client %d: %d failures\n", who, failures);
+		return 1;
+	}
+	printf("client %d: %ld operations ok\n", who, ops);
+	return 0;
+}
