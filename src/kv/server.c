@@ -37,9 +37,12 @@
 
 #include "kv/proto.h"
 
+/* Slots start 64-byte aligned (the headers are read as structs). */
+#define SLOT_BYTES (((size_t)KV_MSG_MAX + 63) & ~(size_t)63)
+
 struct conn {
 	struct rdma_cm_id *id;
-	uint8_t *recv, *send;           /* KV_DEPTH slots of KV_MSG_MAX */
+	uint8_t *recv, *send;           /* KV_DEPTH slots of SLOT_BYTES */
 	struct ibv_mr *recv_mr, *send_mr;
 	struct conn *next;
 };
@@ -85,7 +88,7 @@ static void conn_free(struct conn *c)
 
 static int post_recv(struct conn *c, unsigned slot)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(c->recv + (size_t)slot * KV_MSG_MAX), .length = KV_MSG_MAX,
+	struct ibv_sge sge = { .addr = (uintptr_t)(c->recv + (size_t)slot * SLOT_BYTES), .length = KV_MSG_MAX,
 			       .lkey = c->recv_mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)c | slot, .sg_list = &sge, .num_sge = 1 }, *bad;
 
@@ -125,12 +128,12 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id)
 	c->id = id;
 	if (setup_device(s, id->verbs))
 		goto refuse;
-	c->recv = malloc((size_t)KV_DEPTH * KV_MSG_MAX);
-	c->send = malloc((size_t)KV_DEPTH * KV_MSG_MAX);
+	c->recv = malloc((size_t)KV_DEPTH * SLOT_BYTES);
+	c->send = malloc((size_t)KV_DEPTH * SLOT_BYTES);
 	if (!c->recv || !c->send)
 		goto refuse;
-	c->recv_mr = ibv_reg_mr(s->pd, c->recv, (size_t)KV_DEPTH * KV_MSG_MAX, IBV_ACCESS_LOCAL_WRITE);
-	c->send_mr = ibv_reg_mr(s->pd, c->send, (size_t)KV_DEPTH * KV_MSG_MAX, 0);
+	c->recv_mr = ibv_reg_mr(s->pd, c->recv, (size_t)KV_DEPTH * SLOT_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	c->send_mr = ibv_reg_mr(s->pd, c->send, (size_t)KV_DEPTH * SLOT_BYTES, 0);
 	if (!c->recv_mr || !c->send_mr)
 		goto refuse;
 	memset(&qa, 0, sizeof(qa));
@@ -202,8 +205,8 @@ static uint32_t stats_text(struct server *s, char *out, size_t cap)
 /* Execute the request in receive slot `slot` and send the answer. */
 static void serve_request(struct server *s, struct conn *c, unsigned slot, uint32_t len)
 {
-	const uint8_t *in = c->recv + (size_t)slot * KV_MSG_MAX;
-	uint8_t *out = c->send + (size_t)slot * KV_MSG_MAX;
+	const uint8_t *in = c->recv + (size_t)slot * SLOT_BYTES;
+	uint8_t *out = c->send + (size_t)slot * SLOT_BYTES;
 	struct kv_resp *resp = (struct kv_resp *)out;
 	struct kv_req req;
 	uint64_t now = now_ns();
