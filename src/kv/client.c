@@ -258,3 +258,20 @@ uint64_t kv_torn_retries(const struct kv_client *c)
 {
 	return c->torn_retries;
 }
+
+int kv_probe_remote(struct kv_client *c, bool write, int64_t offset, uint32_t len)
+{
+	struct ibv_wc wc;
+	uint64_t remote = c->hello.addr + (uint64_t)offset;
+	int r;
+
+	if (len > KV_MSG_MAX || !c->hello.rkey)
+		return EINVAL;
+	r = write ? rdma_post_write(c->id, NULL, c->read, len, c->read_mr, 0, remote, c->hello.rkey)
+		  : rdma_post_read(c->id, NULL, c->read, len, c->read_mr, 0, remote, c->hello.rkey);
+	if (r)
+		return errno ? errno : EIO;
+	if (rdma_get_send_comp(c->id, &wc) <= 0)
+		return EIO;
+	return wc.status == IBV_WC_SUCCESS ? 0 : wc.status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO;
+}

@@ -5,6 +5,7 @@
 #ifndef SOFTRNIC_KV_CLIENT_H
 #define SOFTRNIC_KV_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kv/proto.h"
@@ -36,6 +37,11 @@ void kv_close(struct kv_client *c);
  * by concurrent SETs, or a transport errno.  It does not mark the item
  * recently used: CLOCK may evict an item that is only ever read this way. */
 int kv_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, struct kv_result *res);
+/* For tests of the server's confinement: an RDMA READ (or WRITE) of len
+ * bytes at `offset` from the start of the server's arena (outside it
+ * too) with the rkey it handed out.  0, EACCES (the remote access error
+ * a confined rkey must give; the connection is then unusable), or EIO. */
+int kv_probe_remote(struct kv_client *c, bool write, int64_t offset, uint32_t len);
 /* How many one-sided reads found a chunk changing under them. */
 uint64_t kv_torn_retries(const struct kv_client *c);
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # kv_net.sh — the key-value store over softrnic between processes: a
 # softrnic-kv server, three kv_net_test clients at once (each against its
-# own model, then malformed requests), and the command line's contract
-# (values, exit status 0 / 1 / 2, a 1 MiB value from stdin).
+# own model, then malformed requests), one-sided GETs racing SETs, the
+# rkey's confinement, a client killed mid-work (the server serves on), and
+# the command line's contract (values, exit status 0 / 1 / 2, a 1 MiB
+# value from stdin).
 #
 # usage: kv_net.sh LIB_DIR SOFTRNIC_KV KV_NET_TEST PORT
 set -euo pipefail
@@ -45,6 +47,18 @@ timeout 100 "$CLIENT" 127.0.0.1 "$PORT" 11 20000 race-reader >"$tmp/reader.log" 
 wait "$writer" || { cat "$tmp/writer.log" >&2; fail "race writer"; }
 cat "$tmp/writer.log" "$tmp/reader.log"
 
+# The rkey confines one-sided access to reading the table.
+timeout 60 "$CLIENT" 127.0.0.1 "$PORT" 12 0 confine || fail "rkey confinement"
+
+# A client killed in the middle of its work: the server serves on.
+timeout 100 "$CLIENT" 127.0.0.1 "$PORT" 13 1000000 >/dev/null 2>&1 &
+victim=$!
+sleep 0.5
+kill -KILL "$victim"
+wait "$victim" 2>/dev/null || true
+timeout 100 "$CLIENT" 127.0.0.1 "$PORT" 14 500 >"$tmp/after.log" 2>&1 || { cat "$tmp/after.log" >&2; fail "after a killed client"; }
+cat "$tmp/after.log"
+
 s="--server 127.0.0.1:$PORT"
 "$KV" set $s greeting "hello world" || fail "set"
 [ "$("$KV" get $s greeting)" = "hello world" ] || fail "get returned the wrong value"
@@ -75,7 +89,7 @@ rc=0; "$KV" get $s brief 2>/dev/null || rc=$?
 rc=0; "$KV" get --server 127.0.0.1:$((PORT + 1)) x 2>"$tmp/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "cannot connect" "$tmp/err" || fail "no server: exit $rc"
 "$KV" stats $s >"$tmp/stats" || fail "stats"
-grep -q "^bad_requests 18$" "$tmp/stats" || { cat "$tmp/stats" >&2; fail "server counted other than 3x6 bad requests"; }
+grep -q "^bad_requests 24$" "$tmp/stats" || { cat "$tmp/stats" >&2; fail "server counted other than 4x6 bad requests"; }
 
 kill -TERM "$server"
 rc=0; wait "$server" || rc=$?

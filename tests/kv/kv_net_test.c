@@ -17,7 +17,13 @@
  *           GETs it one-sided as fast as it can and checks every value it
  *           gets is one whole write: never torn by a concurrent SET
  *
- * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader]
+ *   confine (mode confine) the rkey the server hands out reads the table
+ *           and nothing else: a READ inside the arena works, a READ just
+ *           before it, one across its end and any WRITE into it fail with
+ *           a remote access error (each on a fresh connection: the error
+ *           breaks the QP) and leave the table as it was
+ *
+ * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine]
  */
 #include <time.h>
 #include <errno.h>
@@ -173,6 +179,32 @@ int main(int argc, char **argv)
 	if (!c) {
 		fprintf(stderr, "client %d: connect: %s\n", who, strerror(err));
 		return 1;
+	}
+	if (strcmp(mode, "confine") == 0) {
+		struct kv_result r;
+		CHECK(kv_call(c, KV_OP_SET, "confined", 8, "intact", 6, 0, &r) == 0 && r.status == KV_OK);
+		CHECK(kv_probe_remote(c, false, 0, 4096) == 0);        /* the table itself */
+		kv_close(c);
+		static const struct { bool write; int64_t off; uint32_t len; } probes[] = {
+			{ false, -8, 16 }, { false, (int64_t)1 << 40, 64 }, { true, 0, 64 }, { true, 4096, 8 },
+		};
+		for (unsigned i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+			c = kv_connect(argv[1], argv[2], &err);
+			CHECK(c != NULL);
+			if (!c)
+				break;
+			CHECK(kv_probe_remote(c, probes[i].write, probes[i].off, probes[i].len) == EACCES);
+			kv_close(c);
+		}
+		c = kv_connect(argv[1], argv[2], &err);
+		CHECK(c != NULL);
+		if (c) {
+			CHECK(kv_call(c, KV_OP_GET, "confined", 8, NULL, 0, 0, &r) == 0 && r.status == KV_OK &&
+			      r.vlen == 6 && memcmp(r.value, "intact", 6) == 0);
+			kv_close(c);
+		}
+		printf("client %d: the rkey reads the table only: outside reads and every write refused\n", who);
+		return failures ? 1 : 0;
 	}
 	if (strcmp(mode, "model") != 0) {
 		int rc = race(c, strcmp(mode, "race-writer") == 0, ops);
