@@ -2,7 +2,8 @@
  * kv_main.c — `softrnic-kv`, the key-value store's command line (the
  * `softrnic kv ...` subcommand runs it):
  *
- *   softrnic-kv serve [--addr A] [--port P] [--mem SIZE] [-v]
+ *   softrnic-kv serve [--addr A] [--port P] [--mem SIZE] [--aof FILE
+ *                     [--appendfsync always|everysec|no]] [-v]
  *   softrnic-kv get   [--server A[:P]] [--one-sided] KEY    value to stdout
  *                     (--one-sided: RDMA READs of the table, no server CPU)
  *   softrnic-kv set   [--server A[:P]] [--ttl MS] KEY VALUE   (VALUE "-": stdin)
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kv/aof.h"
 #include "kv/client.h"
 #include "kv/server.h"
 
@@ -37,7 +39,8 @@ static void on_signal(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [-v]\n"
+	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
+			"                         [--appendfsync always|everysec|no]] [-v]\n"
 			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
 			"       softrnic-kv del [--server A[:P]] KEY\n"
 			"       softrnic-kv set [--server A[:P]] [--ttl MS] KEY VALUE|-\n"
@@ -75,7 +78,7 @@ static void say_ready(void *ctx)
 
 static int serve(int argc, char **argv)
 {
-	struct kv_server_opts o = { .addr = NULL, .port = 18860, .mem = 64u << 20 };
+	struct kv_server_opts o = { .addr = NULL, .port = 18860, .mem = 64u << 20, .fsync = KV_FSYNC_EVERYSEC };
 	struct sigaction sa;
 
 	for (int i = 1; i < argc; i++) {
@@ -88,6 +91,14 @@ static int serve(int argc, char **argv)
 			o.port = (uint16_t)p;
 		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
 			if (!parse_size(argv[++i], &o.mem))
+				return usage();
+		} else if (!strcmp(argv[i], "--aof") && i + 1 < argc) {
+			o.aof_path = argv[++i];
+		} else if (!strcmp(argv[i], "--appendfsync") && i + 1 < argc) {
+			const char *p = argv[++i];
+			o.fsync = !strcmp(p, "always") ? KV_FSYNC_ALWAYS : !strcmp(p, "everysec") ? KV_FSYNC_EVERYSEC
+				: !strcmp(p, "no") ? KV_FSYNC_NO : -1;
+			if (o.fsync < 0)
 				return usage();
 		} else if (!strcmp(argv[i], "-v")) {
 			o.verbose = true;
@@ -114,6 +125,7 @@ static const char *status_text(enum kv_status s)
 	case KV_NO_MEMORY: return "out of memory (nothing of that size to evict)";
 	case KV_NOT_INTEGER: return "value is not an integer";
 	case KV_OUT_OF_RANGE: return "increment would overflow";
+	case KV_IO_ERROR: return "the change could not be logged";
 	}
 	return "unknown status";
 }

@@ -31,6 +31,7 @@ enum kv_status {
 	KV_NO_MEMORY = 3,       /* nothing of that size could be evicted */
 	KV_NOT_INTEGER = 4,     /* INCR on a value that is not an int64 */
 	KV_OUT_OF_RANGE = 5,    /* INCR overflow */
+	KV_IO_ERROR = 6,        /* the change could not be logged (AOF) */
 };
 
 struct kv_req {

@@ -12,6 +12,9 @@
  * and rkey go to every client in the accept's private data, for the
  * one-sided GET (table.h); nothing is registered for remote write.
  *
+ * With an append-only file (aof.h) every change is logged before it is
+ * answered, and the log is replayed when the server starts.
+ *
  * A malformed request gets KV_BAD_REQUEST and the connection goes on; a
  * client that disconnects or dies (its QP errors) loses its connection
  * and its buffers, and the others are not disturbed.
@@ -35,6 +38,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "kv/aof.h"
 #include "kv/proto.h"
 
 /* Slots start 64-byte aligned (the headers are read as structs). */
@@ -58,6 +62,7 @@ struct server {
 	uint8_t *arena;
 	size_t arena_size;
 	struct kv_table table;
+	struct kv_aof aof;              /* fd -1: no log */
 	struct conn *conns;
 	uint64_t requests, bad_requests;
 	bool verbose;
@@ -245,8 +250,20 @@ static void serve_request(struct server *s, struct conn *c, unsigned slot, uint3
 		err = 0;
 		break;
 	}
+	/* The change goes to the log before the answer goes out. */
+	if (!err && s->aof.fd >= 0 && (req.op == KV_OP_SET || req.op == KV_OP_DEL || req.op == KV_OP_INCR)) {
+		const uint8_t *v = key + req.klen;
+		uint32_t vl = req.vlen;
+		uint64_t expire = req.arg && req.op == KV_OP_SET ? now + (uint64_t)req.arg * 1000000ull : 0;
+		if (req.op == KV_OP_INCR)
+			kv_peek(&s->table, key, req.klen, now, &v, &vl, &expire);  /* INCR as its SET */
+		if (kv_aof_append(&s->aof, req.op == KV_OP_DEL ? KV_AOF_DEL : KV_AOF_SET, key, req.klen, v, vl,
+				  expire, now))
+			err = EIO;
+	}
 	resp->status = err == 0 ? KV_OK : err == ENOENT ? KV_NOT_FOUND : err == ENOMEM ? KV_NO_MEMORY
-		       : err == ERANGE ? KV_OUT_OF_RANGE : req.op == KV_OP_INCR ? KV_NOT_INTEGER : KV_BAD_REQUEST;
+		       : err == ERANGE ? KV_OUT_OF_RANGE : err == EIO ? KV_IO_ERROR
+		       : req.op == KV_OP_INCR ? KV_NOT_INTEGER : KV_BAD_REQUEST;
 	resp->vlen = resp->status == KV_OK ? vlen : 0;
 send:;
 	struct ibv_sge sge = { .addr = (uintptr_t)out, .length = (uint32_t)sizeof(*resp) + resp->vlen,
@@ -307,6 +324,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	int err = 0;
 
 	memset(&s, 0, sizeof(s));
+	s.aof.fd = -1;
 	s.verbose = o->verbose;
 	s.arena_size = o->mem & ~(size_t)4095;
 	s.arena = aligned_alloc(4096, s.arena_size);
@@ -314,6 +332,18 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		fprintf(stderr, "kv: cannot make a table of %zu bytes\n", o->mem);
 		free(s.arena);
 		return EINVAL;
+	}
+	if (o->aof_path) {
+		uint64_t replayed, cut;
+		err = kv_aof_open(&s.aof, o->aof_path, o->fsync, &s.table, now_ns(), &replayed, &cut);
+		if (err) {
+			fprintf(stderr, "kv: cannot open the log %s: %s\n", o->aof_path, strerror(err));
+			free(s.arena);
+			return err;
+		}
+		fprintf(stderr, "kv: %s: %" PRIu64 " records replayed, %" PRIu64 " items%s\n", o->aof_path, replayed,
+			s.table.stats.items, cut ? ", a torn last record cut" : "");
+		err = 0;
 	}
 	snprintf(port, sizeof(port), "%u", o->port);
 	memset(&hints, 0, sizeof(hints));
@@ -352,6 +382,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		}
 		if (s.cq)
 			drain_cq(&s);
+		kv_aof_tick(&s.aof, now_ns());
 	}
 out:
 	while (s.conns) {
@@ -374,6 +405,7 @@ out:
 		rdma_freeaddrinfo(ai);
 	if (s.ch)
 		rdma_destroy_event_channel(s.ch);
+	kv_aof_close(&s.aof);
 	free(s.arena);
 	return err;
 }

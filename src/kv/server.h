@@ -15,6 +15,8 @@ struct kv_server_opts {
 	uint16_t port;                  /* the rdma_cm port */
 	size_t mem;                     /* table arena bytes */
 	bool verbose;
+	const char *aof_path;           /* NULL: no append-only file */
+	int fsync;                      /* enum kv_fsync (aof.h) */
 	void (*ready)(void *ctx);       /* called once listening (may be NULL) */
 	void *ready_ctx;
 };

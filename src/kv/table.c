@@ -222,6 +222,23 @@ int kv_get(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, 
 	return 0;
 }
 
+int kv_peek(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, const uint8_t **val,
+	    uint32_t *vlen, uint64_t *expire_ns)
+{
+	struct kv_slot *s;
+
+	if (!key_ok(klen))
+		return EINVAL;
+	s = find_live(t, key, klen, kv_hash(key, klen), now);
+	if (!s)
+		return ENOENT;
+	struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
+	*val = (const uint8_t *)(it + 1) + it->klen;
+	*vlen = it->vlen;
+	*expire_ns = it->expire_ns;
+	return 0;
+}
+
 int kv_set(struct kv_table *t, const uint8_t *key, uint32_t klen, const uint8_t *val, uint32_t vlen,
 	   uint64_t expire_ns, uint64_t now)
 {

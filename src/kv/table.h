@@ -119,6 +119,10 @@ int kv_table_init(struct kv_table *t, void *arena, size_t size, uint32_t nbucket
  * ENOENT, or EINVAL for a bad key length. */
 int kv_get(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, const uint8_t **val,
 	   uint32_t *vlen);
+/* kv_get that also gives the item's expiry (0: none), without marking it
+ * recently used (the server's log asks, not a client). */
+int kv_peek(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, const uint8_t **val,
+	    uint32_t *vlen, uint64_t *expire_ns);
 /* expire_ns: absolute time, 0 = never.  0, EINVAL (lengths), ENOMEM. */
 int kv_set(struct kv_table *t, const uint8_t *key, uint32_t klen, const uint8_t *val, uint32_t vlen,
 	   uint64_t expire_ns, uint64_t now);

@@ -23,7 +23,11 @@
  *           a remote access error (each on a fresh connection: the error
  *           breaks the QP) and leave the table as it was
  *
- * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine]
+ *   fill / verify (kv_aof.sh) SET keys aof:0 .. aof:OPS-1 with values
+ *           that follow from their number, printing each acknowledged
+ *           number; verify checks keys 0 .. OPS-1 are all there
+ *
+ * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine|fill|verify]
  */
 #include <time.h>
 #include <errno.h>
@@ -179,6 +183,29 @@ int main(int argc, char **argv)
 	if (!c) {
 		fprintf(stderr, "client %d: connect: %s\n", who, strerror(err));
 		return 1;
+	}
+	if (strcmp(mode, "fill") == 0 || strcmp(mode, "verify") == 0) {
+		bool fill_mode = mode[0] == 'f';
+		struct kv_result r;
+		for (long i = 0; i < ops; i++) {
+			char key[32];
+			uint32_t klen = (uint32_t)snprintf(key, sizeof(key), "aof:%ld", i);
+			uint32_t len = 100 + (uint32_t)(i % 3000);
+			fill(val, len, (uint32_t)i);
+			if (fill_mode) {
+				if (kv_call(c, KV_OP_SET, key, klen, val, len, 0, &r) != 0 || r.status != KV_OK)
+					break;
+				printf("acked %ld\n", i);
+				fflush(stdout);
+			} else {
+				CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0 && r.status == KV_OK &&
+				      r.vlen == len && memcmp(r.value, val, len) == 0);
+			}
+		}
+		if (!fill_mode)
+			printf("client %d: all %ld acknowledged SETs found after the restart\n", who, ops);
+		kv_close(c);
+		return failures ? 1 : 0;
 	}
 	if (strcmp(mode, "confine") == 0) {
 		struct kv_result r;
