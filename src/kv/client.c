@@ -275,3 +275,48 @@ int kv_probe_remote(struct kv_client *c, bool write, int64_t offset, uint32_t le
 		return EIO;
 	return wc.status == IBV_WC_SUCCESS ? 0 : wc.status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO;
 }
+
+int kv_mget(struct kv_client *c, unsigned n, const char *const *keys, struct kv_result *res,
+	    const uint8_t **values, uint32_t *vlens)
+{
+	struct kv_req req = { .magic = KV_PROTO_MAGIC, .op = KV_OP_MGET, .id = ++c->next_id };
+	uint32_t at = sizeof(req);
+	int err;
+
+	if (n < 1 || n > KV_MGET_MAX)
+		return EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		size_t kl = strlen(keys[i]);
+		uint16_t k16 = (uint16_t)kl;
+		if (kl < 1 || kl > KV_MAX_KEY)
+			return EINVAL;
+		memcpy(c->send + at, &k16, 2);
+		memcpy(c->send + at + 2, keys[i], kl);
+		at += 2 + (uint32_t)kl;
+	}
+	req.vlen = at - (uint32_t)sizeof(req);
+	memcpy(c->send, &req, sizeof(req));
+	err = exchange(c, at, req.id, true, res);
+	if (err || res->status != KV_OK)
+		return err;
+	/* One entry per key, each checked against the answer's length. */
+	const uint8_t *p = res->value, *end = res->value + res->vlen;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t vl;
+		if (end - p < 4)
+			return EPROTO;
+		memcpy(&vl, p, 4);
+		p += 4;
+		if (vl == KV_MGET_MISSING) {
+			values[i] = NULL;
+			vlens[i] = 0;
+			continue;
+		}
+		if ((uint64_t)(end - p) < vl)
+			return EPROTO;
+		values[i] = p;
+		vlens[i] = vl;
+		p += vl;
+	}
+	return p == end ? 0 : EPROTO;
+}

@@ -25,6 +25,12 @@ struct kv_client *kv_connect(const char *host, const char *port, int *err);
  * for a transport failure (EIO, EPROTO) or bad lengths (EINVAL). */
 int kv_call(struct kv_client *c, enum kv_op op, const void *key, uint32_t klen, const void *val, uint32_t vlen,
 	    int64_t arg, struct kv_result *res);
+/* Multi-GET of n keys (1 .. KV_MGET_MAX) in one round trip: 0 with
+ * res->status; on KV_OK, values[i]/vlens[i] for each key (values[i] NULL
+ * for a missing key; valid until the next call).  KV_BAD_REQUEST when the
+ * values together do not fit one answer. */
+int kv_mget(struct kv_client *c, unsigned n, const char *const *keys, struct kv_result *res,
+	    const uint8_t **values, uint32_t *vlens);
 /* Send `len` raw bytes as a request (tests: malformed requests) and read
  * the answer, whatever its id. */
 int kv_call_raw(struct kv_client *c, const void *msg, uint32_t len, struct kv_result *res);

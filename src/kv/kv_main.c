@@ -7,6 +7,7 @@
  *   softrnic-kv get   [--server A[:P]] [--one-sided] KEY    value to stdout
  *                     (--one-sided: RDMA READs of the table, no server CPU)
  *   softrnic-kv set   [--server A[:P]] [--ttl MS] KEY VALUE   (VALUE "-": stdin)
+ *   softrnic-kv mget  [--server A[:P]] KEY...         one line per key, (nil) if missing
  *   softrnic-kv del   [--server A[:P]] KEY
  *   softrnic-kv incr  [--server A[:P]] KEY [DELTA]    new value to stdout
  *   softrnic-kv stats [--server A[:P]]
@@ -42,6 +43,7 @@ static int usage(void)
 	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
 			"                         [--appendfsync always|everysec|no]] [-v]\n"
 			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
+			"       softrnic-kv mget [--server A[:P]] KEY...\n"
 			"       softrnic-kv del [--server A[:P]] KEY\n"
 			"       softrnic-kv set [--server A[:P]] [--ttl MS] KEY VALUE|-\n"
 			"       softrnic-kv incr [--server A[:P]] KEY [DELTA]\n"
@@ -147,6 +149,58 @@ static uint8_t *read_stdin(uint32_t *len)
 	}
 	*len = (uint32_t)n;
 	return buf;
+}
+
+/* mget: one round trip for up to KV_MGET_MAX keys. */
+static int mget_cmd(int argc, char **argv)
+{
+	char host[256] = "127.0.0.1";
+	const char *port = DEFAULT_PORT;
+	const char *keys[KV_MGET_MAX];
+	unsigned n = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
+			snprintf(host, sizeof(host), "%s", argv[++i]);
+			char *colon = strrchr(host, ':');
+			if (colon) {
+				*colon = '\0';
+				port = argv[i] + (colon - host) + 1;
+			}
+		} else if (n < KV_MGET_MAX) {
+			keys[n++] = argv[i];
+		} else {
+			fprintf(stderr, "softrnic-kv: mget takes at most %u keys\n", KV_MGET_MAX);
+			return 2;
+		}
+	}
+	if (!n)
+		return usage();
+	int err;
+	struct kv_client *c = kv_connect(host, port, &err);
+	if (!c) {
+		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
+		return 2;
+	}
+	struct kv_result res;
+	const uint8_t *vals[KV_MGET_MAX];
+	uint32_t vls[KV_MGET_MAX];
+	err = kv_mget(c, n, keys, &res, vals, vls);
+	int rc = 0;
+	if (err || res.status != KV_OK) {
+		fprintf(stderr, "softrnic-kv: mget: %s\n", err ? strerror(err) : status_text(res.status));
+		rc = 2;
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			if (vals[i])
+				fwrite(vals[i], 1, vls[i], stdout);
+			else
+				fputs("(nil)", stdout);
+			putchar('\n');
+		}
+	}
+	kv_close(c);
+	return rc;
 }
 
 static int client_cmd(const char *cmd, int argc, char **argv)
@@ -267,6 +321,8 @@ int main(int argc, char **argv)
 		return usage();
 	if (!strcmp(argv[1], "serve"))
 		return serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mget"))
+		return mget_cmd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set") || !strcmp(argv[1], "del") ||
 	    !strcmp(argv[1], "incr") || !strcmp(argv[1], "stats"))
 		return client_cmd(argv[1], argc - 1, argv + 1);

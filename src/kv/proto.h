@@ -22,7 +22,15 @@
 #define KV_MSG_MAX (32u + KV_MAX_KEY + KV_MAX_VALUE)
 #define KV_DEPTH 4u                     /* requests in flight per connection */
 
-enum kv_op { KV_OP_GET = 1, KV_OP_SET = 2, KV_OP_DEL = 3, KV_OP_INCR = 4, KV_OP_STATS = 5 };
+enum kv_op { KV_OP_GET = 1, KV_OP_SET = 2, KV_OP_DEL = 3, KV_OP_INCR = 4, KV_OP_STATS = 5, KV_OP_MGET = 6 };
+
+/* MGET: the request's klen is 0 and its "value" is up to KV_MGET_MAX keys,
+ * each as a 2-byte length and the key; the answer's value is one entry per
+ * key in order: a 4-byte length (KV_MGET_MISSING: no such key) and the
+ * value.  The answer must fit one message (KV_MSG_MAX): a multi-GET whose
+ * values add up to more is refused with KV_BAD_REQUEST — ask for fewer. */
+#define KV_MGET_MAX 64u
+#define KV_MGET_MISSING 0xffffffffu
 
 enum kv_status {
 	KV_OK = 0,
@@ -75,8 +83,24 @@ static inline enum kv_status kv_req_parse(const uint8_t *buf, uint32_t len, stru
 	if (len < sizeof(*req))
 		return KV_BAD_REQUEST;
 	memcpy(req, buf, sizeof(*req));
-	if (req->magic != KV_PROTO_MAGIC || req->op < KV_OP_GET || req->op > KV_OP_STATS)
+	if (req->magic != KV_PROTO_MAGIC || req->op < KV_OP_GET || req->op > KV_OP_MGET)
 		return KV_BAD_REQUEST;
+	if (req->op == KV_OP_MGET) {
+		/* Every key inside the message, 1 to KV_MAX_KEY bytes each. */
+		uint32_t at = 0, n = 0;
+		if (req->klen || req->vlen < 3 || (uint64_t)sizeof(*req) + req->vlen != len)
+			return KV_BAD_REQUEST;
+		while (at < req->vlen) {
+			uint16_t kl;
+			if (req->vlen - at < 2 || ++n > KV_MGET_MAX)
+				return KV_BAD_REQUEST;
+			memcpy(&kl, buf + sizeof(*req) + at, 2);
+			if (kl < 1 || kl > KV_MAX_KEY || kl > req->vlen - at - 2)
+				return KV_BAD_REQUEST;
+			at += 2u + kl;
+		}
+		return KV_OK;
+	}
 	if (req->op != KV_OP_STATS && (req->klen < 1 || req->klen > KV_MAX_KEY))
 		return KV_BAD_REQUEST;
 	if (req->vlen > KV_MAX_VALUE || (req->op != KV_OP_SET && req->vlen))

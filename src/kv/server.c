@@ -245,6 +245,30 @@ static void serve_request(struct server *s, struct conn *c, unsigned slot, uint3
 	case KV_OP_INCR:
 		err = kv_incr(&s->table, key, req.klen, req.arg, now, &resp->number);
 		break;
+	case KV_OP_MGET: {
+		/* Keys checked by kv_req_parse; answers packed until full. */
+		const uint8_t *p = in + sizeof(req), *end = p + req.vlen;
+		uint8_t *o = out + sizeof(*resp), *oend = out + KV_MSG_MAX;
+		err = 0;
+		while (p < end && !err) {
+			uint16_t kl;
+			uint32_t vl, missing = KV_MGET_MISSING;
+			memcpy(&kl, p, 2);
+			if (kv_get(&s->table, p + 2, kl, now, &val, &vl) != 0) {
+				memcpy(o, &missing, 4);
+				o += 4;
+			} else if ((size_t)(oend - o) < 4u + vl) {
+				err = EINVAL;           /* the answer would not fit */
+			} else {
+				memcpy(o, &vl, 4);
+				memcpy(o + 4, val, vl);
+				o += 4 + vl;
+			}
+			p += 2 + kl;
+		}
+		vlen = (uint32_t)(o - (out + sizeof(*resp)));
+		break;
+	}
 	default:        /* KV_OP_STATS */
 		vlen = stats_text(s, (char *)out + sizeof(*resp), KV_MSG_MAX - sizeof(*resp));
 		err = 0;

@@ -63,6 +63,8 @@ s="--server 127.0.0.1:$PORT"
 "$KV" set $s greeting "hello world" || fail "set"
 [ "$("$KV" get $s greeting)" = "hello world" ] || fail "get returned the wrong value"
 [ "$("$KV" get --one-sided $s greeting)" = "hello world" ] || fail "one-sided get returned the wrong value"
+"$KV" set $s other two || fail "set"
+[ "$("$KV" mget $s greeting nothing-here other)" = "$(printf 'hello world\n(nil)\ntwo')" ] || fail "mget"
 rc=0; "$KV" get --one-sided $s nothing-here 2>/dev/null || rc=$?
 [ "$rc" = 1 ] || fail "one-sided get of a missing key: exit $rc"
 rc=0; "$KV" get $s nothing-here 2>"$tmp/err" || rc=$?
@@ -89,7 +91,7 @@ rc=0; "$KV" get $s brief 2>/dev/null || rc=$?
 rc=0; "$KV" get --server 127.0.0.1:$((PORT + 1)) x 2>"$tmp/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "cannot connect" "$tmp/err" || fail "no server: exit $rc"
 "$KV" stats $s >"$tmp/stats" || fail "stats"
-grep -q "^bad_requests 24$" "$tmp/stats" || { cat "$tmp/stats" >&2; fail "server counted other than 4x6 bad requests"; }
+grep -q "^bad_requests 28$" "$tmp/stats" || { cat "$tmp/stats" >&2; fail "server counted other than 4x7 bad requests"; }
 
 kill -TERM "$server"
 rc=0; wait "$server" || rc=$?

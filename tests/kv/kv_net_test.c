@@ -155,6 +155,13 @@ static void test_bad(struct kv_client *c)
 	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = KV_OP_GET, .klen = 1, .vlen = 3 };
 	memcpy(msg, &req, sizeof(req));
 	CHECK(kv_call_raw(c, msg, sizeof(req) + 4, &r) == 0 && r.status == KV_BAD_REQUEST);
+	/* an MGET whose key claims more bytes than the message holds */
+	req = (struct kv_req){ .magic = KV_PROTO_MAGIC, .op = KV_OP_MGET, .vlen = 6 };
+	memcpy(msg, &req, sizeof(req));
+	uint16_t kl = 200;
+	memcpy(msg + sizeof(req), &kl, 2);
+	memcpy(msg + sizeof(req) + 2, "abcd", 4);
+	CHECK(kv_call_raw(c, msg, sizeof(req) + 6, &r) == 0 && r.status == KV_BAD_REQUEST);
 	/* ... and the connection still serves. */
 	char key[32];
 	int n = snprintf(key, sizeof(key), "c%d:after-bad", who);
@@ -265,6 +272,29 @@ int main(int argc, char **argv)
 				CHECK(r.vlen != lens[k] || memcmp(r.value, val, r.vlen) == 0);
 			} else {
 				CHECK(r.status == KV_NOT_FOUND);
+			}
+		} else if (what < 80) {
+			/* MGET of 5 keys (some present, some not) in one trip. */
+			char names[5][48];
+			const char *keys[5];
+			const uint8_t *vals[5];
+			uint32_t vls[5];
+			int idx[5];
+			for (int j = 0; j < 5; j++) {
+				idx[j] = (int)(prng_next(rng) % NKEYS);
+				snprintf(names[j], sizeof(names[j]), "c%d:key:%d", who, idx[j]);
+				keys[j] = names[j];
+			}
+			int e = kv_mget(c, 5, keys, &r, vals, vls);
+			CHECK(e == 0 && (r.status == KV_OK || r.status == KV_BAD_REQUEST));
+			for (int j = 0; e == 0 && r.status == KV_OK && j < 5; j++) {
+				if (!present[idx[j]]) {
+					CHECK(vals[j] == NULL);
+					continue;
+				}
+				CHECK(vals[j] && vls[j] == lens[idx[j]]);
+				fill(val, lens[idx[j]], seeds[idx[j]]);
+				CHECK(!vals[j] || vls[j] != lens[idx[j]] || memcmp(vals[j], val, vls[j]) == 0);
 			}
 		} else if (what < 90) {
 			CHECK(kv_call(c, KV_OP_DEL, key, klen, NULL, 0, 0, &r) == 0);
