@@ -335,10 +335,48 @@ static void channel_destroy(struct rcm_channel *c)
 	free(c);
 }
 
+/* Channels the program destroyed are emptied and retired, never closed or
+ * freed.  Programs destroy a channel while another of their threads may
+ * be about to wait on it: rping's cm_thread loops on rdma_get_cm_event
+ * and is never joined, and the main thread destroys the channel after the
+ * last event.  With the kernel's librdmacm a thread already blocked in
+ * read() stays blocked; one that arrives a moment later reads a closed fd
+ * (EBADF), and rping exits 1 after a successful run — seen in CI on a
+ * loaded machine.  Here a late waiter finds an open, empty eventfd and
+ * blocks, as an early one does, and the struct it reads is still there.
+ * Trade-off: one eventfd and one small struct per channel ever destroyed
+ * (kept on a list, so leak checkers see them reachable); programs make a
+ * handful of channels, not thousands. */
+static struct rcm_channel *retired_channels;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	if (channel)
-		channel_destroy((struct rcm_channel *)channel);
+	struct rcm_channel *c = (struct rcm_channel *)channel;
+	struct rcm_event *e, *next;
+	uint64_t v;
+	int fl;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (e = c->head; e; e = next) {
+		next = e->next;
+		free(e);
+	}
+	c->head = c->tail = NULL;
+	/* Drain the count of the entries just freed (semaphore mode: one
+	 * per read), so a late waiter blocks instead of finding no entry. */
+	fl = fcntl(c->ch.fd, F_GETFL);
+	fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
+	while (read(c->ch.fd, &v, sizeof(v)) == sizeof(v))
+		;
+	fcntl(c->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&retired_lock);
+	c->retired_next = retired_channels;
+	retired_channels = c;
+	pthread_mutex_unlock(&retired_lock);
 }
 
 void rcm_queue_event(struct rcm_id *id, struct rcm_event *e)

@@ -60,6 +60,7 @@ struct rcm_channel {
 	pthread_mutex_t lock;
 	struct rcm_event *head, *tail;
 	bool internal;                  /* a synchronous id's own channel */
+	struct rcm_channel *retired_next; /* destroyed by the program (cma.c) */
 };
 
 enum rcm_id_state {
