@@ -24,14 +24,7 @@
 
 #include "cm/cm.h"
 #include "cm_check.h"
-
-#define FUZZ_ASSERT(c)                                                        \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz assertion failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#include "fuzz_check.h"    /* FUZZ_ASSERT */
 
 #define SID 0x0000000001060001ull
 #define QMAX 256

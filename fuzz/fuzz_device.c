@@ -46,14 +46,7 @@
 
 #include "rnic/rnic.h"
 #include "wire/wire.h"
-
-#define FUZZ_ASSERT(c)                                                        \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "fuzz assertion failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+#include "fuzz_check.h"    /* FUZZ_ASSERT */
 
 /* ---- memory: one arena, MRs between canaries ------------------------------- */
 

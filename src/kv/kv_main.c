@@ -151,6 +151,17 @@ static uint8_t *read_stdin(uint32_t *len)
 	return buf;
 }
 
+/* --server HOST[:PORT]: the host into host[cap]; the port, if given,
+ * points into arg. */
+static void parse_server(const char *arg, char *host, size_t cap, const char **port)
+{
+	const char *colon = strrchr(arg, ':');
+
+	snprintf(host, cap, "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+	if (colon)
+		*port = colon + 1;
+}
+
 /* mget: one round trip for up to KV_MGET_MAX keys. */
 static int mget_cmd(int argc, char **argv)
 {
@@ -161,12 +172,7 @@ static int mget_cmd(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			snprintf(host, sizeof(host), "%s", argv[++i]);
-			char *colon = strrchr(host, ':');
-			if (colon) {
-				*colon = '\0';
-				port = argv[i] + (colon - host) + 1;
-			}
+			parse_server(argv[++i], host, sizeof(host), &port);
 		} else if (n < KV_MGET_MAX) {
 			keys[n++] = argv[i];
 		} else {
@@ -215,12 +221,7 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			snprintf(host, sizeof(host), "%s", argv[++i]);
-			char *colon = strrchr(host, ':');
-			if (colon) {
-				*colon = '\0';
-				port = argv[i] + (colon - host) + 1;
-			}
+			parse_server(argv[++i], host, sizeof(host), &port);
 		} else if (!strcmp(argv[i], "--one-sided")) {
 			one_sided = true;
 		} else if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {

@@ -49,6 +49,17 @@ static struct kv_item *item_at(const struct kv_table *t, uint64_t off)
 	return (struct kv_item *)(t->base + off);
 }
 
+/* The item a slot names, and its offset. */
+static uint64_t slot_off(const struct kv_slot *s)
+{
+	return (uint64_t)s->off << 3;
+}
+
+static struct kv_item *slot_item(const struct kv_table *t, const struct kv_slot *s)
+{
+	return item_at(t, slot_off(s));
+}
+
 static uint32_t total_buckets(const struct kv_table *t)
 {
 	return t->hdr->nbuckets + KV_PROBE - 1;
@@ -110,7 +121,7 @@ static void slot_set(struct kv_slot *s, uint32_t tag, uint64_t off)
 /* Drop the item in slot s to make room. */
 static void evict(struct kv_table *t, struct kv_slot *s)
 {
-	uint64_t off = (uint64_t)s->off << 3;
+	uint64_t off = slot_off(s);
 	struct kv_item *it = item_at(t, off);
 
 	if (t->on_evict)
@@ -120,6 +131,14 @@ static void evict(struct kv_table *t, struct kv_slot *s)
 	t->stats.evictions++;
 }
 
+static uint64_t free_pop(struct kv_table *t, int cls)
+{
+	uint64_t off = t->free_head[cls];
+
+	t->free_head[cls] = item_at(t, off)->expire_ns;        /* the list's link */
+	return off;
+}
+
 /* A chunk of class cls: a free one, a new one, or an evicted one (CLOCK
  * over every slot, at most two turns).  0 when none can be had. */
 static uint64_t chunk_alloc(struct kv_table *t, int cls)
@@ -127,11 +146,8 @@ static uint64_t chunk_alloc(struct kv_table *t, int cls)
 	uint64_t bytes = (uint64_t)KV_MIN_CHUNK << cls, off;
 	uint32_t nslots = total_buckets(t) * KV_SLOTS;
 
-	if (t->free_head[cls]) {
-		off = t->free_head[cls];
-		t->free_head[cls] = item_at(t, off)->expire_ns;
-		return off;
-	}
+	if (t->free_head[cls])
+		return free_pop(t, cls);
 	if (t->bump + bytes <= t->size) {
 		off = t->bump;
 		t->bump += bytes;
@@ -146,7 +162,7 @@ static uint64_t chunk_alloc(struct kv_table *t, int cls)
 		t->clock_hand = (i + 1) % nslots;
 		if (!s->tag)
 			continue;
-		struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
+		struct kv_item *it = slot_item(t, s);
 		if (it->cls != cls)
 			continue;
 		if (it->referenced) {
@@ -154,9 +170,7 @@ static uint64_t chunk_alloc(struct kv_table *t, int cls)
 			continue;
 		}
 		evict(t, s);
-		off = t->free_head[cls];
-		t->free_head[cls] = item_at(t, off)->expire_ns;
-		return off;
+		return free_pop(t, cls);
 	}
 	return 0;
 }
@@ -177,7 +191,7 @@ static struct kv_slot *find(struct kv_table *t, const uint8_t *key, uint32_t kle
 			struct kv_slot *s = &t->buckets[b].slot[k];
 			if (s->tag != tag)
 				continue;
-			struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
+			struct kv_item *it = slot_item(t, s);
 			if (it->klen == klen && memcmp(it + 1, key, klen) == 0)
 				return s;
 		}
@@ -191,9 +205,9 @@ static struct kv_slot *find_live(struct kv_table *t, const uint8_t *key, uint32_
 	struct kv_slot *s = find(t, key, klen, hash);
 
 	if (s) {
-		struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
+		struct kv_item *it = slot_item(t, s);
 		if (it->expire_ns && it->expire_ns <= now) {
-			uint64_t off = (uint64_t)s->off << 3;
+			uint64_t off = slot_off(s);
 			slot_clear(s);
 			chunk_free(t, off);
 			t->stats.expired++;
@@ -203,18 +217,25 @@ static struct kv_slot *find_live(struct kv_table *t, const uint8_t *key, uint32_
 	return s;
 }
 
+/* The live item of a key (expired ones dropped on the way), or NULL. */
+static struct kv_item *lookup(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now)
+{
+	struct kv_slot *s = find_live(t, key, klen, kv_hash(key, klen), now);
+
+	return s ? slot_item(t, s) : NULL;
+}
+
 int kv_get(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, const uint8_t **val,
 	   uint32_t *vlen)
 {
-	struct kv_slot *s;
+	struct kv_item *it;
 
 	if (!key_ok(klen))
 		return EINVAL;
 	t->stats.gets++;
-	s = find_live(t, key, klen, kv_hash(key, klen), now);
-	if (!s)
+	it = lookup(t, key, klen, now);
+	if (!it)
 		return ENOENT;
-	struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
 	it->referenced = 1;
 	*val = (const uint8_t *)(it + 1) + it->klen;
 	*vlen = it->vlen;
@@ -225,14 +246,13 @@ int kv_get(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, 
 int kv_peek(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now, const uint8_t **val,
 	    uint32_t *vlen, uint64_t *expire_ns)
 {
-	struct kv_slot *s;
+	struct kv_item *it;
 
 	if (!key_ok(klen))
 		return EINVAL;
-	s = find_live(t, key, klen, kv_hash(key, klen), now);
-	if (!s)
+	it = lookup(t, key, klen, now);
+	if (!it)
 		return ENOENT;
-	struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
 	*val = (const uint8_t *)(it + 1) + it->klen;
 	*vlen = it->vlen;
 	*expire_ns = it->expire_ns;
@@ -272,7 +292,7 @@ int kv_set(struct kv_table *t, const uint8_t *key, uint32_t klen, const uint8_t 
 	hash = kv_hash(key, klen);
 	struct kv_slot *s = find_live(t, key, klen, hash, now);
 	if (s) {
-		uint64_t old = (uint64_t)s->off << 3;
+		uint64_t old = slot_off(s);
 		slot_set(s, kv_tag(hash), off);
 		chunk_free(t, old);
 		return 0;
@@ -287,7 +307,7 @@ int kv_set(struct kv_table *t, const uint8_t *key, uint32_t klen, const uint8_t 
 			struct kv_slot *c = &t->buckets[b].slot[k];
 			if (!c->tag)
 				s = c;
-			else if (!victim && !item_at(t, (uint64_t)c->off << 3)->referenced)
+			else if (!victim && !slot_item(t, c)->referenced)
 				victim = c;
 		}
 	if (!s) {
@@ -308,7 +328,7 @@ int kv_del(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now)
 	s = find_live(t, key, klen, kv_hash(key, klen), now);
 	if (!s)
 		return ENOENT;
-	uint64_t off = (uint64_t)s->off << 3;
+	uint64_t off = slot_off(s);
 	slot_clear(s);
 	chunk_free(t, off);
 	return 0;
@@ -349,7 +369,7 @@ int kv_incr(struct kv_table *t, const uint8_t *key, uint32_t klen, int64_t delta
 	t->stats.incrs++;
 	s = find_live(t, key, klen, kv_hash(key, klen), now);
 	if (s) {
-		struct kv_item *it = item_at(t, (uint64_t)s->off << 3);
+		struct kv_item *it = slot_item(t, s);
 		if (!parse_int64((const uint8_t *)(it + 1) + it->klen, it->vlen, &cur))
 			return EINVAL;
 		expire = it->expire_ns;

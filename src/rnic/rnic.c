@@ -137,6 +137,15 @@ void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj)
 		r->io.async_event(r->io.ctx, type, obj);
 }
 
+/* A packet of len bytes leaves for qp: the device's and the QP's counters. */
+static void count_tx(struct rnic *r, struct rnic_qp *qp, size_t len)
+{
+	r->ctr.tx_packets++;
+	r->ctr.tx_bytes += len;
+	qp->stats.tx_packets++;
+	qp->stats.tx_bytes += len;
+}
+
 void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len)
 {
 	struct rnic_tx tx = {
@@ -148,10 +157,7 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
 		.ib = buf,
 		.ib_len = len,
 	};
-	r->ctr.tx_packets++;
-	r->ctr.tx_bytes += len;
-	qp->stats.tx_packets++;
-	qp->stats.tx_bytes += len;
+	count_tx(r, qp, len);
 	r->io.xmit(r->io.ctx, &tx);
 }
 
@@ -174,10 +180,7 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 		.payload_len = payload_len,
 		.hdr_len = hdr_len,
 	};
-	r->ctr.tx_packets++;
-	r->ctr.tx_bytes += len;
-	qp->stats.tx_packets++;
-	qp->stats.tx_bytes += len;
+	count_tx(r, qp, len);
 	r->io.xmit(r->io.ctx, &tx);
 }
 

@@ -188,22 +188,33 @@ static void encode(const struct wire_cm_msg *m, uint8_t *mad)
 		CT_FAIL("encode attr 0x%x", m->hdr.attr_id);
 }
 
+/* What the hostile and mutation rounds start from: two cms (timewait
+ * timewait_ns), a listener on node 1, and the held ids built (build) with
+ * every MAD of the build captured in *cap.  NULL if any step failed. */
+static struct link *setup_held(uint64_t seed, uint64_t timewait_ns, struct capture *cap, struct held *h,
+			       struct cm_listen **lis)
+{
+	struct cm_config cfg;
+	cm_config_default(&cfg);
+	cfg.timewait_ns = timewait_ns;
+	struct link *l = link_create(seed, 2, &cfg);
+	REQUIRE(l, NULL);
+	REQUIRE(cm_listen(link_cm(l, 1), SID, NULL, lis) == 0, NULL);
+	memset(cap, 0, sizeof(*cap));
+	link_set_tap(l, tap_capture, cap);
+	REQUIRE(build(l, h), NULL);
+	link_set_tap(l, NULL, NULL);
+	return l;
+}
+
 static void test_hostile(uint64_t seed)
 {
 	ct_begin("hostile MADs into cms with ids in several states (seed %llu)", (unsigned long long)seed);
-	struct cm_config cfg;
-	cm_config_default(&cfg);
-	cfg.timewait_ns = 100000 * MS;
-	struct link *l = link_create(seed, 2, &cfg);
-	REQUIRE(l, );
-	struct cm_listen *lis;
-	REQUIRE(cm_listen(link_cm(l, 1), SID, NULL, &lis) == 0, );
 	static struct capture cap;
-	memset(&cap, 0, sizeof(cap));
-	link_set_tap(l, tap_capture, &cap);
+	struct cm_listen *lis;
 	struct held h;
-	REQUIRE(build(l, &h), );
-	link_set_tap(l, NULL, NULL);
+	struct link *l = setup_held(seed, 100000 * MS, &cap, &h, &lis);
+	REQUIRE(l, );
 	no_events(l, "set-up");
 	snapshot(&h);
 	CHECK_EQ(h.st[0], CM_ST_ESTABLISHED);
@@ -401,19 +412,11 @@ static void test_hostile(uint64_t seed)
 static void test_mutations(uint64_t seed)
 {
 	ct_begin("mutated real MADs (seed %llu)", (unsigned long long)seed);
-	struct cm_config cfg;
-	cm_config_default(&cfg);
-	cfg.timewait_ns = 50 * MS;
-	struct link *l = link_create(seed, 2, &cfg);
-	REQUIRE(l, );
-	struct cm_listen *lis;
-	REQUIRE(cm_listen(link_cm(l, 1), SID, NULL, &lis) == 0, );
 	static struct capture cap;
-	memset(&cap, 0, sizeof(cap));
-	link_set_tap(l, tap_capture, &cap);
+	struct cm_listen *lis;
 	struct held h;
-	REQUIRE(build(l, &h), );
-	link_set_tap(l, NULL, NULL);
+	struct link *l = setup_held(seed, 50 * MS, &cap, &h, &lis);
+	REQUIRE(l, );
 	static struct cm_id *extra[4096];
 	unsigned nextra = 0;
 	uint8_t buf[256];
