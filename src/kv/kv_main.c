@@ -25,10 +25,11 @@
 #include <unistd.h>
 
 #include "kv/aof.h"
+#include "kv/bench.h"
+#include "kv/cli.h"
 #include "kv/client.h"
 #include "kv/server.h"
 
-#define DEFAULT_PORT "18860"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -41,13 +42,15 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
-			"                         [--appendfsync always|everysec|no]] [-v]\n"
+			"                         [--appendfsync always|everysec|no]] [--busy-poll] [--probe-ms MS] [-v]\n"
 			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
 			"       softrnic-kv mget [--server A[:P]] KEY...\n"
 			"       softrnic-kv del [--server A[:P]] KEY\n"
 			"       softrnic-kv set [--server A[:P]] [--ttl MS] KEY VALUE|-\n"
 			"       softrnic-kv incr [--server A[:P]] KEY [DELTA]\n"
-			"       softrnic-kv stats [--server A[:P]]\n");
+			"       softrnic-kv stats [--server A[:P]]\n"
+			"       softrnic-kv bench [--server A[:P]] ... (softrnic-kv bench --help)\n"
+			"  client commands also take --transport send|write (default write)\n");
 	return 2;
 }
 
@@ -102,6 +105,13 @@ static int serve(int argc, char **argv)
 				: !strcmp(p, "no") ? KV_FSYNC_NO : -1;
 			if (o.fsync < 0)
 				return usage();
+		} else if (!strcmp(argv[i], "--busy-poll")) {
+			o.busy_poll = true;
+		} else if (!strcmp(argv[i], "--probe-ms") && i + 1 < argc) {
+			long ms = strtol(argv[++i], NULL, 10);
+			if (ms <= 0 || ms > 3600000)
+				return usage();
+			o.probe_ms = (unsigned)ms;
 		} else if (!strcmp(argv[i], "-v")) {
 			o.verbose = true;
 		} else {
@@ -151,28 +161,21 @@ static uint8_t *read_stdin(uint32_t *len)
 	return buf;
 }
 
-/* --server HOST[:PORT]: the host into host[cap]; the port, if given,
- * points into arg. */
-static void parse_server(const char *arg, char *host, size_t cap, const char **port)
-{
-	const char *colon = strrchr(arg, ':');
-
-	snprintf(host, cap, "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
-	if (colon)
-		*port = colon + 1;
-}
-
 /* mget: one round trip for up to KV_MGET_MAX keys. */
 static int mget_cmd(int argc, char **argv)
 {
 	char host[256] = "127.0.0.1";
-	const char *port = DEFAULT_PORT;
+	const char *port = KV_DEFAULT_PORT;
 	const char *keys[KV_MGET_MAX];
 	unsigned n = 0;
+	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			parse_server(argv[++i], host, sizeof(host), &port);
+			kv_cli_server(argv[++i], host, sizeof(host), &port);
+		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
+			if (!kv_cli_transport(argv[++i], &copts.transport))
+				return usage();
 		} else if (n < KV_MGET_MAX) {
 			keys[n++] = argv[i];
 		} else {
@@ -183,7 +186,7 @@ static int mget_cmd(int argc, char **argv)
 	if (!n)
 		return usage();
 	int err;
-	struct kv_client *c = kv_connect(host, port, &err);
+	struct kv_client *c = kv_connect_opts(host, port, &copts, &err);
 	if (!c) {
 		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
 		return 2;
@@ -212,16 +215,20 @@ static int mget_cmd(int argc, char **argv)
 static int client_cmd(const char *cmd, int argc, char **argv)
 {
 	char host[256] = "127.0.0.1";
-	const char *port = DEFAULT_PORT;
+	const char *port = KV_DEFAULT_PORT;
 	long long ttl = 0;
 	bool one_sided = false;
 	const char *args[3];
 	int nargs = 0;
 	enum kv_op op;
+	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			parse_server(argv[++i], host, sizeof(host), &port);
+			kv_cli_server(argv[++i], host, sizeof(host), &port);
+		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
+			if (!kv_cli_transport(argv[++i], &copts.transport))
+				return usage();
 		} else if (!strcmp(argv[i], "--one-sided")) {
 			one_sided = true;
 		} else if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {
@@ -280,7 +287,7 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	}
 
 	int err;
-	struct kv_client *c = kv_connect(host, port, &err);
+	struct kv_client *c = kv_connect_opts(host, port, &copts, &err);
 	if (!c) {
 		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
 		free(owned);
@@ -324,6 +331,8 @@ int main(int argc, char **argv)
 		return serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mget"))
 		return mget_cmd(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return kv_bench_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set") || !strcmp(argv[1], "del") ||
 	    !strcmp(argv[1], "incr") || !strcmp(argv[1], "stats"))
 		return client_cmd(argv[1], argc - 1, argv + 1);

@@ -1,10 +1,24 @@
 /*
- * proto.h — the key-value store's messages: a request in a client's SEND,
- * a response in the server's SEND (two-sided, in the style of HERD's
- * request/response; the one-sided GET reads the table directly, table.h).
+ * proto.h — the key-value store's messages and how they travel (the
+ * one-sided GET reads the table directly instead, table.h).
  *
  *   request   struct kv_req (32 bytes), the key, the value (SET only)
  *   response  struct kv_resp (32 bytes), the value (GET, STATS)
+ *
+ * Each connection has KV_DEPTH slots of KV_SLOT_BYTES on both sides, and
+ * a client keeps at most KV_DEPTH requests in flight.  Two transports,
+ * chosen by the client in its connect private data (kv_client_hello):
+ *
+ *   KV_VIA_SEND       the request is a SEND into one of the server's
+ *                     receive buffers; the answer a SEND into one of the
+ *                     client's.  Answers are matched to requests by id.
+ *   KV_VIA_WRITE_IMM  HERD-style: the client RDMA-WRITEs the request
+ *                     straight into its slot i on the server, with the
+ *                     immediate KV_IMM(i, length); the server answers by
+ *                     RDMA WRITE-with-immediate into the client's slot i.
+ *                     Receives are still posted (an immediate consumes
+ *                     one), but they carry no buffer and nothing is
+ *                     copied out of them.
  *
  * Little-endian host order on both sides (x86-64 and arm64 both are); the
  * magic word catches a peer that is something else.  kv_req_parse is the
@@ -21,6 +35,17 @@
 #define KV_PROTO_MAGIC 0x3150564bu      /* "KVP1" */
 #define KV_MSG_MAX (32u + KV_MAX_KEY + KV_MAX_VALUE)
 #define KV_DEPTH 4u                     /* requests in flight per connection */
+/* Slots start 64-byte aligned (the headers are read as structs). */
+#define KV_SLOT_BYTES ((KV_MSG_MAX + 63u) & ~63u)
+
+enum kv_transport { KV_VIA_SEND = 0, KV_VIA_WRITE_IMM = 1 };
+
+/* The immediate of a WRITE-with-immediate: the slot in the top 8 bits,
+ * the message length (< 2^24, KV_MSG_MAX is about 1 MiB) below. */
+#define KV_IMM(slot, len) ((uint32_t)(slot) << 24 | (uint32_t)(len))
+#define KV_IMM_SLOT(imm) ((imm) >> 24)
+#define KV_IMM_LEN(imm) ((imm) & 0xffffffu)
+_Static_assert(KV_MSG_MAX < (1u << 24), "a message length fits the immediate");
 
 enum kv_op { KV_OP_GET = 1, KV_OP_SET = 2, KV_OP_DEL = 3, KV_OP_INCR = 4, KV_OP_STATS = 5, KV_OP_MGET = 6 };
 
@@ -67,13 +92,29 @@ _Static_assert(sizeof(struct kv_req) == 32, "request header");
 _Static_assert(sizeof(struct kv_resp) == 32, "response header");
 
 /* The server's private data in its accept (rdma_accept): where a
- * one-sided client can READ the table. */
+ * one-sided client can READ the table, and (KV_VIA_WRITE_IMM) where this
+ * connection's request slots are. */
 struct kv_hello {
 	uint32_t magic;
-	uint32_t rkey;
+	uint32_t rkey;                  /* the arena: REMOTE_READ only */
 	uint64_t addr;
 	uint64_t size;
+	uint32_t req_rkey;              /* this connection's request slots: */
+	uint32_t transport;             /*   REMOTE_WRITE, for KV_VIA_WRITE_IMM */
+	uint64_t req_addr;
 };
+
+/* The client's private data in its connect: the transport it wants and,
+ * for KV_VIA_WRITE_IMM, where its response slots are.  A connect without
+ * it (another program) gets KV_VIA_SEND. */
+struct kv_client_hello {
+	uint32_t magic;
+	uint32_t transport;             /* enum kv_transport */
+	uint32_t resp_rkey;
+	uint32_t reserved;
+	uint64_t resp_addr;
+};
+_Static_assert(sizeof(struct kv_client_hello) <= 56, "fits an RC connect's private data");
 
 /* Check a received request of `len` bytes: KV_OK and the header in *req,
  * or KV_BAD_REQUEST.  Every length is checked against `len` and the

@@ -4,24 +4,28 @@
  *
  * The loop sleeps in poll() on two fds: the rdma_cm event channel
  * (connect requests, disconnects) and one completion channel shared by
- * every connection's CQ.  Each connection has KV_DEPTH receive slots and
- * as many send slots; a request that arrives in receive slot i is answered
- * from send slot i (two-sided, HERD-style; a client keeps at most KV_DEPTH
- * requests in flight, so slot i is free again by the time a request can
- * land in it).  The arena is registered for REMOTE_READ and its address
- * and rkey go to every client in the accept's private data, for the
- * one-sided GET (table.h); nothing is registered for remote write.
+ * every connection's CQ (or, with busy_poll, polls both without
+ * sleeping).  Each connection has KV_DEPTH request slots and as many
+ * response slots; a request in slot i is answered from response slot i.
+ * The client picks the transport (proto.h): SENDs into receive buffers,
+ * or WRITE-with-immediate into its request slots, which are registered
+ * for remote write, for that connection only.  The arena is registered
+ * for REMOTE_READ and its address and rkey go to every client in the
+ * accept's private data, for the one-sided GET (table.h).
  *
  * With an append-only file (aof.h) every change is logged before it is
  * answered, and the log is replayed when the server starts.
  *
- * A malformed request gets KV_BAD_REQUEST and the connection goes on; a
- * client that disconnects or dies (its QP errors) loses its connection
- * and its buffers, and the others are not disturbed.
- *
- * Trade-off, measured later (issue 13): requests come as SENDs into
- * receive slots polled through a CQ; the alternative is WRITE-with-
- * immediate into per-client slots, which saves the receive WQE.
+ * Faults.  A malformed request gets KV_BAD_REQUEST and the connection
+ * goes on.  A connection is reclaimed — its QP, buffers and slot in
+ * s->conns freed — when its client disconnects, when an answer cannot be
+ * delivered (the client died: retries run out; or it stopped posting
+ * receives: the RNR retries, finite on the server's side, run out), and
+ * when a client that has been quiet for probe_ms does not acknowledge a
+ * zero-length RDMA WRITE (a process killed between requests: no kernel
+ * tells the server it has gone).  Work requests carry a connection's
+ * index and generation, so a completion for a reclaimed connection is
+ * recognised and dropped, even when its index has been reused.
  */
 #include "kv/server.h"
 
@@ -35,20 +39,33 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #include "kv/aof.h"
 #include "kv/proto.h"
 
-/* Slots start 64-byte aligned (the headers are read as structs). */
-#define SLOT_BYTES (((size_t)KV_MSG_MAX + 63) & ~(size_t)63)
+#define MAX_CONNS 1024u
+/* Work request ids: generation (32 bits) | connection index (16) | kind (8) | slot (8). */
+enum { WR_REQUEST = 1, WR_ANSWER = 2, WR_PROBE = 3 };
+#define WR_ID(c, kind, slot) ((uint64_t)(c)->gen << 32 | (uint64_t)(c)->index << 16 | (kind) << 8 | (slot))
+/* The server's QP retries an answer the client cannot take (no receive
+ * posted: RNR) this many times, then the connection is reclaimed.  Not 7,
+ * which the specification defines as "forever" (IBTA 9.7.5.2.8). */
+#define SERVER_RNR_RETRY 6
 
 struct conn {
 	struct rdma_cm_id *id;
-	uint8_t *recv, *send;           /* KV_DEPTH slots of SLOT_BYTES */
-	struct ibv_mr *recv_mr, *send_mr;
-	struct conn *next;
+	uint32_t gen;
+	uint16_t index;
+	enum kv_transport transport;
+	uint8_t *req, *resp;            /* KV_DEPTH slots of KV_SLOT_BYTES */
+	struct ibv_mr *req_mr, *resp_mr;
+	uint64_t resp_addr;             /* KV_VIA_WRITE_IMM: the client's slots */
+	uint32_t resp_rkey;
+	uint64_t last_heard_ns;         /* a request or a probe's acknowledgement */
+	bool probing;
 };
 
 struct server {
@@ -63,8 +80,11 @@ struct server {
 	size_t arena_size;
 	struct kv_table table;
 	struct kv_aof aof;              /* fd -1: no log */
-	struct conn *conns;
-	uint64_t requests, bad_requests;
+	struct conn *conns[MAX_CONNS];
+	uint32_t next_gen;
+	unsigned nconns;
+	uint64_t requests, bad_requests, connections, reclaimed;
+	uint64_t probe_ns;
 	bool verbose;
 };
 
@@ -76,27 +96,58 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void conn_free(struct conn *c)
 {
 	if (c->id && c->id->qp)
 		rdma_destroy_qp(c->id);
-	if (c->recv_mr)
-		ibv_dereg_mr(c->recv_mr);
-	if (c->send_mr)
-		ibv_dereg_mr(c->send_mr);
-	free(c->recv);
-	free(c->send);
+	if (c->req_mr)
+		ibv_dereg_mr(c->req_mr);
+	if (c->resp_mr)
+		ibv_dereg_mr(c->resp_mr);
+	free(c->req);
+	free(c->resp);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	free(c);
 }
 
+/* Take a connection out of the table and free it; `why` for -v. */
+static void conn_drop(struct server *s, struct conn *c, bool reclaimed, const char *why)
+{
+	s->conns[c->index] = NULL;
+	s->nconns--;
+	if (reclaimed)
+		s->reclaimed++;
+	if (s->verbose)
+		fprintf(stderr, "kv: client %u gone (%s)\n", c->index, why);
+	rdma_disconnect(c->id);
+	conn_free(c);
+}
+
+static struct conn *conn_of(struct server *s, uint64_t wr_id)
+{
+	unsigned index = (unsigned)(wr_id >> 16 & 0xffff);
+	struct conn *c = index < MAX_CONNS ? s->conns[index] : NULL;
+
+	return c && c->gen == (uint32_t)(wr_id >> 32) ? c : NULL;
+}
+
 static int post_recv(struct conn *c, unsigned slot)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(c->recv + (size_t)slot * SLOT_BYTES), .length = KV_MSG_MAX,
-			       .lkey = c->recv_mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)c | slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_sge sge = { .addr = (uintptr_t)(c->req + (size_t)slot * KV_SLOT_BYTES), .length = KV_MSG_MAX,
+			       .lkey = c->req_mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = WR_ID(c, WR_REQUEST, slot), .sg_list = &sge, .num_sge = 1 }, *bad;
 
+	if (c->transport == KV_VIA_WRITE_IMM)
+		wr.num_sge = 0;         /* the request is written into its slot; this takes the immediate */
 	return ibv_post_recv(c->id->qp, &wr, &bad);
 }
 
@@ -109,7 +160,7 @@ static int setup_device(struct server *s, struct ibv_context *verbs)
 	s->verbs = verbs;
 	s->pd = ibv_alloc_pd(verbs);
 	s->comp = s->pd ? ibv_create_comp_channel(verbs) : NULL;
-	s->cq = s->comp ? ibv_create_cq(verbs, 1024, NULL, s->comp, 0) : NULL;
+	s->cq = s->comp ? ibv_create_cq(verbs, 4096, NULL, s->comp, 0) : NULL;
 	s->arena_mr = s->cq ? ibv_reg_mr(s->pd, s->arena, s->arena_size, IBV_ACCESS_LOCAL_WRITE |
 									 IBV_ACCESS_REMOTE_READ)
 			    : NULL;
@@ -118,33 +169,53 @@ static int setup_device(struct server *s, struct ibv_context *verbs)
 	return 0;
 }
 
-static void on_connect_request(struct server *s, struct rdma_cm_id *id)
+static void on_connect_request(struct server *s, struct rdma_cm_id *id, const struct rdma_conn_param *asked)
 {
 	struct conn *c = calloc(1, sizeof(*c));
+	struct kv_client_hello theirs = { 0 };
 	struct ibv_qp_init_attr qa;
 	struct kv_hello hello;
 	struct rdma_conn_param param;
+	unsigned index = 0;
 
-	if (!c) {
+	if (!c || s->nconns >= MAX_CONNS) {
+		free(c);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
 	}
+	while (s->conns[index])
+		index++;
 	c->id = id;
+	c->index = (uint16_t)index;
+	c->gen = ++s->next_gen;
+	/* The client's hello picks the transport; none (another program): SEND. */
+	if (asked->private_data && asked->private_data_len >= sizeof(theirs))
+		memcpy(&theirs, asked->private_data, sizeof(theirs));
+	if (theirs.magic == KV_PROTO_MAGIC && theirs.transport == KV_VIA_WRITE_IMM) {
+		c->transport = KV_VIA_WRITE_IMM;
+		c->resp_addr = theirs.resp_addr;
+		c->resp_rkey = theirs.resp_rkey;
+	}
 	if (setup_device(s, id->verbs))
 		goto refuse;
-	c->recv = malloc((size_t)KV_DEPTH * SLOT_BYTES);
-	c->send = malloc((size_t)KV_DEPTH * SLOT_BYTES);
-	if (!c->recv || !c->send)
+	c->req = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
+	c->resp = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
+	if (!c->req || !c->resp)
 		goto refuse;
-	c->recv_mr = ibv_reg_mr(s->pd, c->recv, (size_t)KV_DEPTH * SLOT_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	c->send_mr = ibv_reg_mr(s->pd, c->send, (size_t)KV_DEPTH * SLOT_BYTES, 0);
-	if (!c->recv_mr || !c->send_mr)
+	/* The request slots: remote write only for the transport that
+	 * writes them, and this rkey is this connection's alone. */
+	c->req_mr = ibv_reg_mr(s->pd, c->req, (size_t)KV_DEPTH * KV_SLOT_BYTES,
+			       IBV_ACCESS_LOCAL_WRITE |
+				       (c->transport == KV_VIA_WRITE_IMM ? IBV_ACCESS_REMOTE_WRITE : 0));
+	c->resp_mr = ibv_reg_mr(s->pd, c->resp, (size_t)KV_DEPTH * KV_SLOT_BYTES, 0);
+	if (!c->req_mr || !c->resp_mr)
 		goto refuse;
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = qa.recv_cq = s->cq;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = qa.cap.max_recv_wr = KV_DEPTH;
+	qa.cap.max_send_wr = KV_DEPTH + 1;      /* the answers and a probe */
+	qa.cap.max_recv_wr = KV_DEPTH;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(id, s->pd, &qa))
 		goto refuse;
@@ -152,48 +223,46 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id)
 		if (post_recv(c, i))
 			goto refuse;
 	hello = (struct kv_hello){ .magic = KV_PROTO_MAGIC, .rkey = s->arena_mr->rkey,
-				   .addr = (uintptr_t)s->arena, .size = s->arena_size };
+				   .addr = (uintptr_t)s->arena, .size = s->arena_size,
+				   .transport = c->transport };
+	if (c->transport == KV_VIA_WRITE_IMM) {
+		hello.req_rkey = c->req_mr->rkey;
+		hello.req_addr = (uintptr_t)c->req;
+	}
 	memset(&param, 0, sizeof(param));
 	param.private_data = &hello;
 	param.private_data_len = sizeof(hello);
 	param.responder_resources = 16;
 	param.initiator_depth = 0;
-	param.rnr_retry_count = 7;
+	param.rnr_retry_count = SERVER_RNR_RETRY;
 	if (rdma_accept(id, &param))
 		goto refuse;
 	id->context = c;
-	c->next = s->conns;
-	s->conns = c;
+	c->last_heard_ns = mono_ns();
+	s->conns[index] = c;
+	s->nconns++;
+	s->connections++;
 	if (s->verbose)
-		fprintf(stderr, "kv: client connected\n");
+		fprintf(stderr, "kv: client %u connected (%s)\n", index,
+			c->transport == KV_VIA_WRITE_IMM ? "write-imm" : "send");
 	return;
 refuse:
 	rdma_reject(id, NULL, 0);
 	conn_free(c);           /* the QP, the buffers and the id */
 }
 
-static void on_disconnect(struct server *s, struct rdma_cm_id *id)
+static uint64_t cpu_us(clockid_t clock)
 {
-	for (struct conn **p = &s->conns; *p; p = &(*p)->next) {
-		if ((*p)->id == id) {
-			struct conn *c = *p;
-			*p = c->next;
-			conn_free(c);
-			if (s->verbose)
-				fprintf(stderr, "kv: client gone\n");
-			return;
-		}
-	}
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static bool conn_alive(struct server *s, struct conn *c)
-{
-	for (struct conn *p = s->conns; p; p = p->next)
-		if (p == c)
-			return true;
-	return false;
-}
-
+/* The counters, and the CPU time of the serving thread and of the whole
+ * process (which includes the NIC's progress thread under softrnic; on a
+ * hardware RNIC that work is in the NIC): `softrnic kv bench` reads them
+ * before and after a run for the server's CPU per operation. */
 static uint32_t stats_text(struct server *s, char *out, size_t cap)
 {
 	const struct kv_stats *st = &s->table.stats;
@@ -201,53 +270,44 @@ static uint32_t stats_text(struct server *s, char *out, size_t cap)
 			 "items %" PRIu64 "\nitem_bytes %" PRIu64 "\ngets %" PRIu64 "\nget_hits %" PRIu64
 			 "\nsets %" PRIu64 "\ndels %" PRIu64 "\nincrs %" PRIu64 "\nevictions %" PRIu64
 			 "\nexpired %" PRIu64 "\nset_failures %" PRIu64 "\nrequests %" PRIu64
-			 "\nbad_requests %" PRIu64 "\narena_bytes %zu\n",
+			 "\nbad_requests %" PRIu64 "\nclients %u\nconnections %" PRIu64
+			 "\nclients_reclaimed %" PRIu64 "\narena_bytes %zu\ncpu_server_thread_us %" PRIu64
+			 "\ncpu_process_us %" PRIu64 "\n",
 			 st->items, st->item_bytes, st->gets, st->get_hits, st->sets, st->dels, st->incrs,
-			 st->evictions, st->expired, st->set_failures, s->requests, s->bad_requests, s->arena_size);
+			 st->evictions, st->expired, st->set_failures, s->requests, s->bad_requests, s->nconns,
+			 s->connections, s->reclaimed, s->arena_size, cpu_us(CLOCK_THREAD_CPUTIME_ID),
+			 cpu_us(CLOCK_PROCESS_CPUTIME_ID));
 	return n < 0 ? 0 : (uint32_t)n;
 }
 
-/* Execute the request in receive slot `slot` and send the answer. */
-static void serve_request(struct server *s, struct conn *c, unsigned slot, uint32_t len)
+/* Execute one well-formed request; the answer's value goes after *resp. */
+static void execute(struct server *s, const struct kv_req *req, const uint8_t *in, uint8_t *out,
+		    struct kv_resp *resp)
 {
-	const uint8_t *in = c->recv + (size_t)slot * SLOT_BYTES;
-	uint8_t *out = c->send + (size_t)slot * SLOT_BYTES;
-	struct kv_resp *resp = (struct kv_resp *)out;
-	struct kv_req req;
 	uint64_t now = now_ns();
-	const uint8_t *key = in + sizeof(req), *val;
+	const uint8_t *key = in + sizeof(*req), *val;
 	uint32_t vlen = 0;
 	int err;
 
-	memset(resp, 0, sizeof(*resp));
-	resp->magic = KV_PROTO_MAGIC;
-	s->requests++;
-	resp->status = (uint8_t)kv_req_parse(in, len, &req);
-	if (resp->status != KV_OK) {
-		s->bad_requests++;
-		memcpy(&resp->id, in + 16, len >= 24 ? 8 : 0);
-		goto send;
-	}
-	resp->id = req.id;
-	switch (req.op) {
+	switch (req->op) {
 	case KV_OP_GET:
-		err = kv_get(&s->table, key, req.klen, now, &val, &vlen);
+		err = kv_get(&s->table, key, req->klen, now, &val, &vlen);
 		if (!err)
 			memcpy(out + sizeof(*resp), val, vlen);
 		break;
 	case KV_OP_SET:
-		err = kv_set(&s->table, key, req.klen, key + req.klen, req.vlen,
-			     req.arg ? now + (uint64_t)req.arg * 1000000ull : 0, now);
+		err = kv_set(&s->table, key, req->klen, key + req->klen, req->vlen,
+			     req->arg ? now + (uint64_t)req->arg * 1000000ull : 0, now);
 		break;
 	case KV_OP_DEL:
-		err = kv_del(&s->table, key, req.klen, now);
+		err = kv_del(&s->table, key, req->klen, now);
 		break;
 	case KV_OP_INCR:
-		err = kv_incr(&s->table, key, req.klen, req.arg, now, &resp->number);
+		err = kv_incr(&s->table, key, req->klen, req->arg, now, &resp->number);
 		break;
 	case KV_OP_MGET: {
 		/* Keys checked by kv_req_parse; answers packed until full. */
-		const uint8_t *p = in + sizeof(req), *end = p + req.vlen;
+		const uint8_t *p = in + sizeof(*req), *end = p + req->vlen;
 		uint8_t *o = out + sizeof(*resp), *oend = out + KV_MSG_MAX;
 		err = 0;
 		while (p < end && !err) {
@@ -275,29 +335,81 @@ static void serve_request(struct server *s, struct conn *c, unsigned slot, uint3
 		break;
 	}
 	/* The change goes to the log before the answer goes out. */
-	if (!err && s->aof.fd >= 0 && (req.op == KV_OP_SET || req.op == KV_OP_DEL || req.op == KV_OP_INCR)) {
-		const uint8_t *v = key + req.klen;
-		uint32_t vl = req.vlen;
-		uint64_t expire = req.arg && req.op == KV_OP_SET ? now + (uint64_t)req.arg * 1000000ull : 0;
-		if (req.op == KV_OP_INCR)
-			kv_peek(&s->table, key, req.klen, now, &v, &vl, &expire);  /* INCR as its SET */
-		if (kv_aof_append(&s->aof, req.op == KV_OP_DEL ? KV_AOF_DEL : KV_AOF_SET, key, req.klen, v, vl,
+	if (!err && s->aof.fd >= 0 && (req->op == KV_OP_SET || req->op == KV_OP_DEL || req->op == KV_OP_INCR)) {
+		const uint8_t *v = key + req->klen;
+		uint32_t vl = req->vlen;
+		uint64_t expire = req->arg && req->op == KV_OP_SET ? now + (uint64_t)req->arg * 1000000ull : 0;
+		if (req->op == KV_OP_INCR)
+			kv_peek(&s->table, key, req->klen, now, &v, &vl, &expire);  /* INCR as its SET */
+		if (kv_aof_append(&s->aof, req->op == KV_OP_DEL ? KV_AOF_DEL : KV_AOF_SET, key, req->klen, v, vl,
 				  expire, now))
 			err = EIO;
 	}
 	resp->status = err == 0 ? KV_OK : err == ENOENT ? KV_NOT_FOUND : err == ENOMEM ? KV_NO_MEMORY
 		       : err == ERANGE ? KV_OUT_OF_RANGE : err == EIO ? KV_IO_ERROR
-		       : req.op == KV_OP_INCR ? KV_NOT_INTEGER : KV_BAD_REQUEST;
+		       : req->op == KV_OP_INCR ? KV_NOT_INTEGER : KV_BAD_REQUEST;
 	resp->vlen = resp->status == KV_OK ? vlen : 0;
-send:;
-	struct ibv_sge sge = { .addr = (uintptr_t)out, .length = (uint32_t)sizeof(*resp) + resp->vlen,
-			       .lkey = c->send_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 0, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	/* The receive slot first: the client may send the next request as
-	 * soon as this answer lands. */
+}
+
+/* Answer the request of `len` bytes in slot `slot`, from response slot
+ * `slot`: a SEND, or a WRITE-with-immediate into the client's slot. */
+static void serve_request(struct server *s, struct conn *c, unsigned slot, uint32_t len)
+{
+	const uint8_t *in = c->req + (size_t)slot * KV_SLOT_BYTES;
+	uint8_t *out = c->resp + (size_t)slot * KV_SLOT_BYTES;
+	struct kv_resp *resp = (struct kv_resp *)out;
+	struct kv_req req;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->magic = KV_PROTO_MAGIC;
+	s->requests++;
+	resp->status = (uint8_t)kv_req_parse(in, len, &req);
+	if (resp->status != KV_OK) {
+		s->bad_requests++;
+		memcpy(&resp->id, in + 16, len >= 24 ? 8 : 0);
+	} else {
+		resp->id = req.id;
+		execute(s, &req, in, out, resp);
+	}
+	uint32_t out_len = (uint32_t)sizeof(*resp) + resp->vlen;
+	struct ibv_sge sge = { .addr = (uintptr_t)out, .length = out_len, .lkey = c->resp_mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = WR_ID(c, WR_ANSWER, slot), .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (c->transport == KV_VIA_WRITE_IMM) {
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htonl(KV_IMM(slot, out_len));
+		wr.wr.rdma.remote_addr = c->resp_addr + (uint64_t)slot * KV_SLOT_BYTES;
+		wr.wr.rdma.rkey = c->resp_rkey;
+	}
+	/* The receive first: the client may send the next request as soon
+	 * as this answer lands. */
 	if (post_recv(c, slot) || ibv_post_send(c->id->qp, &wr, &bad))
-		rdma_disconnect(c->id);
+		conn_drop(s, c, true, "cannot post");
+}
+
+/* A client quiet for probe_ns gets a zero-length RDMA WRITE (it touches
+ * no memory, so its key is not checked: IBTA 9.7.4.1.6 C9-87): a live client's
+ * NIC acknowledges it, a dead one's retries run out and the connection is
+ * reclaimed through the failed completion. */
+static void probe_quiet(struct server *s, uint64_t now)
+{
+	for (unsigned i = 0; i < MAX_CONNS; i++) {
+		struct conn *c = s->conns[i];
+		struct ibv_send_wr wr, *bad;
+
+		if (!c || c->probing || now - c->last_heard_ns < s->probe_ns)
+			continue;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = WR_ID(c, WR_PROBE, 0);
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = c->resp_addr;
+		wr.wr.rdma.rkey = c->resp_rkey;
+		if (ibv_post_send(c->id->qp, &wr, &bad))
+			conn_drop(s, c, true, "cannot probe");
+		else
+			c->probing = true;
+	}
 }
 
 static void drain_cq(struct server *s)
@@ -307,13 +419,41 @@ static void drain_cq(struct server *s)
 
 	while ((n = ibv_poll_cq(s->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
-			if (wc[i].opcode != IBV_WC_RECV)
-				continue;       /* a send completed (or failed: the disconnect follows) */
-			struct conn *c = (struct conn *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)(KV_DEPTH - 1));
-			unsigned slot = (unsigned)(wc[i].wr_id & (KV_DEPTH - 1));
-			if (wc[i].status != IBV_WC_SUCCESS || !conn_alive(s, c))
-				continue;       /* flushed: the connection is going */
-			serve_request(s, c, slot, wc[i].byte_len);
+			struct conn *c = conn_of(s, wc[i].wr_id);
+			unsigned kind = (unsigned)(wc[i].wr_id >> 8 & 0xff), slot = (unsigned)(wc[i].wr_id & 0xff);
+
+			if (!c)
+				continue;       /* a connection already reclaimed */
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				/* Flushed (the connection is going) or failed:
+				 * retries or RNR retries ran out, the client is
+				 * dead or has stopped taking answers. */
+				conn_drop(s, c, wc[i].status != IBV_WC_WR_FLUSH_ERR, ibv_wc_status_str(wc[i].status));
+				continue;
+			}
+			c->last_heard_ns = mono_ns();
+			if (kind == WR_PROBE) {
+				c->probing = false;
+				continue;
+			}
+			if (kind != WR_REQUEST)
+				continue;       /* an answer went out */
+			if (c->transport == KV_VIA_SEND) {
+				serve_request(s, c, slot, wc[i].byte_len);
+				continue;
+			}
+			/* WRITE-with-immediate: the slot and length are in the
+			 * immediate; a bad one has no slot to answer in. */
+			uint32_t imm = ntohl(wc[i].imm_data);
+			if (wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM || KV_IMM_SLOT(imm) >= KV_DEPTH ||
+			    KV_IMM_LEN(imm) > KV_MSG_MAX) {
+				s->requests++;
+				s->bad_requests++;
+				if (post_recv(c, 0))
+					conn_drop(s, c, true, "cannot post");
+				continue;
+			}
+			serve_request(s, c, KV_IMM_SLOT(imm), KV_IMM_LEN(imm));
 		}
 	}
 }
@@ -327,15 +467,22 @@ static void handle_cm_events(struct server *s)
 		enum rdma_cm_event_type type = ev->event;
 
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_conn_param asked = ev->param.conn;
+			uint8_t pdata[256];     /* private_data_len is a uint8_t */
+			/* The private data lives in the event: copy it before the ack. */
+			if (asked.private_data)
+				memcpy(pdata, asked.private_data, asked.private_data_len);
+			asked.private_data = pdata;
 			rdma_ack_cm_event(ev);
-			on_connect_request(s, id);
+			on_connect_request(s, id, &asked);
 			continue;
 		}
 		rdma_ack_cm_event(ev);
 		if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_REJECTED ||
 		    type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_UNREACHABLE) {
-			rdma_disconnect(id);
-			on_disconnect(s, id);
+			struct conn *c = id->context;
+			if (c && s->conns[c->index] == c)
+				conn_drop(s, c, false, "disconnected");
 		}
 	}
 }
@@ -350,6 +497,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	memset(&s, 0, sizeof(s));
 	s.aof.fd = -1;
 	s.verbose = o->verbose;
+	s.probe_ns = (uint64_t)(o->probe_ms ? o->probe_ms : 2000) * 1000000ull;
 	s.arena_size = o->mem & ~(size_t)4095;
 	s.arena = aligned_alloc(4096, s.arena_size);
 	if (!s.arena || kv_table_init(&s.table, s.arena, s.arena_size, 0)) {
@@ -385,36 +533,45 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	fcntl(s.ch->fd, F_SETFL, fcntl(s.ch->fd, F_GETFL) | O_NONBLOCK);
 	if (o->ready)
 		o->ready(o->ready_ctx);
+	uint64_t next_tick = 0;
 	while (!*stop) {
-		struct pollfd fds[2] = { { .fd = s.ch->fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
-		if (s.comp)
-			fds[1].fd = s.comp->fd;
-		int r = poll(fds, 2, 200);
-		if (r < 0 && errno != EINTR) {
-			err = errno;
-			break;
-		}
-		if (fds[0].revents & POLLIN)
-			handle_cm_events(&s);
-		if (s.comp && (fds[1].revents & POLLIN)) {
-			struct ibv_cq *cq;
-			void *ctx;
-			if (ibv_get_cq_event(s.comp, &cq, &ctx) == 0) {
-				ibv_ack_cq_events(cq, 1);
-				ibv_req_notify_cq(cq, 0);
-			}
-		}
-		if (s.cq)
+		if (o->busy_poll && s.cq) {
+			/* Spin on the CQ; the rest every millisecond. */
 			drain_cq(&s);
+			if (mono_ns() < next_tick)
+				continue;
+			handle_cm_events(&s);
+		} else {
+			struct pollfd fds[2] = { { .fd = s.ch->fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+			if (s.comp)
+				fds[1].fd = s.comp->fd;
+			int r = poll(fds, 2, 200);
+			if (r < 0 && errno != EINTR) {
+				err = errno;
+				break;
+			}
+			if (fds[0].revents & POLLIN)
+				handle_cm_events(&s);
+			if (s.comp && (fds[1].revents & POLLIN)) {
+				struct ibv_cq *cq;
+				void *ctx;
+				if (ibv_get_cq_event(s.comp, &cq, &ctx) == 0) {
+					ibv_ack_cq_events(cq, 1);
+					ibv_req_notify_cq(cq, 0);
+				}
+			}
+			if (s.cq)
+				drain_cq(&s);
+		}
+		uint64_t now = mono_ns();
+		next_tick = now + 1000000;
+		probe_quiet(&s, now);
 		kv_aof_tick(&s.aof, now_ns());
 	}
 out:
-	while (s.conns) {
-		struct conn *c = s.conns;
-		s.conns = c->next;
-		rdma_disconnect(c->id);
-		conn_free(c);
-	}
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		if (s.conns[i])
+			conn_drop(&s, s.conns[i], false, "server stopping");
 	if (s.arena_mr)
 		ibv_dereg_mr(s.arena_mr);
 	if (s.cq)

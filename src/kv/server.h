@@ -17,6 +17,8 @@ struct kv_server_opts {
 	bool verbose;
 	const char *aof_path;           /* NULL: no append-only file */
 	int fsync;                      /* enum kv_fsync (aof.h) */
+	bool busy_poll;                 /* spin on the CQ instead of sleeping in poll() */
+	unsigned probe_ms;              /* probe a client quiet this long (0: 2000) */
 	void (*ready)(void *ctx);       /* called once listening (may be NULL) */
 	void *ready_ctx;
 };

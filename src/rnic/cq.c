@@ -117,6 +117,11 @@ int rnic_cq_req_notify(struct rnic_cq *cq, bool solicited_only)
 	return 0;
 }
 
+bool rnic_cq_armed(const struct rnic_cq *cq)
+{
+	return cq->armed;
+}
+
 bool rnic_cq_push(struct rnic_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	struct rnic *r = cq->r;

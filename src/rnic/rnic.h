@@ -258,6 +258,10 @@ int rnic_cq_capacity(const struct rnic_cq *cq);
 /* Returns the number of completions written to wc (0..n). */
 int rnic_cq_poll(struct rnic_cq *cq, int n, struct ibv_wc *wc);
 int rnic_cq_req_notify(struct rnic_cq *cq, bool solicited_only);
+/* Whether a notification is requested and not yet fired: the program
+ * means to sleep on the CQ's channel (the runtime leaves the socket to
+ * its progress thread then). */
+bool rnic_cq_armed(const struct rnic_cq *cq);
 
 /* Creates a QP in RESET.  init->send_cq/recv_cq/srq are ignored; pass the
  * rnic CQs.  Fills init->cap with the actual capacities. */

@@ -23,11 +23,24 @@
  *           a remote access error (each on a fresh connection: the error
  *           breaks the QP) and leave the table as it was
  *
+ *   stall   (mode stall) a client that stops taking answers: a raw
+ *           librdmacm connection (no kv library) that posts no receive,
+ *           sends KV_DEPTH GETs and then sleeps OPS seconds; the server's
+ *           answers meet RNR NAKs until its retries run out, and it must
+ *           reclaim the connection (kv_net.sh watches its STATS)
+ *
+ *   idle    (mode idle) connect, SET one key, say "ready", sleep OPS
+ *           seconds: kv_net.sh kills it with SIGKILL between requests
+ *           and the server must find out by itself (its probe)
+ *
+ * The transport is KV_TEST_TRANSPORT from the environment: send or write
+ * (the default).
+ *
  *   fill / verify (kv_aof.sh) SET keys aof:0 .. aof:OPS-1 with values
  *           that follow from their number, printing each acknowledged
  *           number; verify checks keys 0 .. OPS-1 are all there
  *
- * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine|fill|verify]
+ * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine|stall|idle|fill|verify]
  */
 #include <time.h>
 #include <errno.h>
@@ -35,7 +48,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
 #include "base/prng.h"
+#include "kv/cli.h"
 #include "kv/client.h"
 
 #define NKEYS 200
@@ -124,6 +143,49 @@ static int race(struct kv_client *c, bool writer, long ops)
 	return failures ? 1 : 0;
 }
 
+static struct kv_client *connect_client(const char *host, const char *port, int *err)
+{
+	struct kv_client_opts o = KV_CLIENT_DEFAULTS;
+	const char *t = getenv("KV_TEST_TRANSPORT");
+
+	if (t && !kv_cli_transport(t, &o.transport)) {
+		fprintf(stderr, "KV_TEST_TRANSPORT: send or write\n");
+		exit(2);
+	}
+	return kv_connect_opts(host, port, &o, err);
+}
+
+/* A client that stops taking answers (no receive posted), by hand. */
+static int stall(const char *host, const char *port, long seconds)
+{
+	static uint8_t msg[KV_DEPTH][64];
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = KV_DEPTH, .max_recv_wr = 1, .max_send_sge = 1,
+						.max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+
+	if (rdma_getaddrinfo(host, port, &hints, &ai) || rdma_create_ep(&id, ai, NULL, &qa) ||
+	    !(mr = rdma_reg_msgs(id, msg, sizeof(msg))) || rdma_connect(id, NULL)) {
+		perror("stall: connect");
+		return 1;
+	}
+	for (unsigned i = 0; i < KV_DEPTH; i++) {
+		struct kv_req req = { .magic = KV_PROTO_MAGIC, .op = KV_OP_GET, .klen = 5, .id = i + 1 };
+		memcpy(msg[i], &req, sizeof(req));
+		memcpy(msg[i] + sizeof(req), "stall", 5);
+		if (rdma_post_send(id, NULL, msg[i], sizeof(req) + 5, mr, 0)) {
+			perror("stall: send");
+			return 1;
+		}
+	}
+	printf("client %d: %u requests sent, no receive posted; sleeping\n", who, KV_DEPTH);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	return 0;
+}
+
 static void test_bad(struct kv_client *c)
 {
 	uint8_t msg[600];
@@ -186,10 +248,21 @@ int main(int argc, char **argv)
 	const char *mode = argc == 6 ? argv[5] : "model";
 	who = atoi(argv[3]);
 	long ops = atol(argv[4]);
-	struct kv_client *c = kv_connect(argv[1], argv[2], &err);
+	if (strcmp(mode, "stall") == 0)
+		return stall(argv[1], argv[2], ops);
+	struct kv_client *c = connect_client(argv[1], argv[2], &err);
 	if (!c) {
 		fprintf(stderr, "client %d: connect: %s\n", who, strerror(err));
 		return 1;
+	}
+	if (strcmp(mode, "idle") == 0) {
+		struct kv_result r;
+		CHECK(kv_call(c, KV_OP_SET, "idle", 4, "x", 1, 0, &r) == 0 && r.status == KV_OK);
+		printf("ready\n");
+		fflush(stdout);
+		sleep((unsigned)ops);
+		kv_close(c);
+		return failures ? 1 : 0;
 	}
 	if (strcmp(mode, "fill") == 0 || strcmp(mode, "verify") == 0) {
 		bool fill_mode = mode[0] == 'f';
@@ -223,14 +296,14 @@ int main(int argc, char **argv)
 			{ false, -8, 16 }, { false, (int64_t)1 << 40, 64 }, { true, 0, 64 }, { true, 4096, 8 },
 		};
 		for (unsigned i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
-			c = kv_connect(argv[1], argv[2], &err);
+			c = connect_client(argv[1], argv[2], &err);
 			CHECK(c != NULL);
 			if (!c)
 				break;
 			CHECK(kv_probe_remote(c, probes[i].write, probes[i].off, probes[i].len) == EACCES);
 			kv_close(c);
 		}
-		c = kv_connect(argv[1], argv[2], &err);
+		c = connect_client(argv[1], argv[2], &err);
 		CHECK(c != NULL);
 		if (c) {
 			CHECK(kv_call(c, KV_OP_GET, "confined", 8, NULL, 0, 0, &r) == 0 && r.status == KV_OK &&

@@ -1,0 +1,387 @@
+/*
+ * bench.c — `softrnic-kv bench`: load a server the way redis-benchmark
+ * loads Redis, so bench/kv_vs_redis.sh can put the two side by side.
+ *
+ * N connections (served by T threads, default one, as redis-benchmark's
+ * single thread serves its -c clients) issue GETs or SETs of
+ * uniformly random keys "key:%012u" (16 bytes, redis-benchmark's
+ * "key:__rand_int__" with -r) with values of a fixed size, each keeping
+ * `pipeline` requests in flight (1: one at a time, as redis-benchmark's
+ * default).  GETs go two-sided or, with --one-sided, as RDMA READs.
+ * Every request's latency (submit to answer) is kept; the report is the
+ * throughput over the whole run, p50 and p99, and the server's CPU per
+ * operation from its STATS before and after (the serving thread, and the
+ * whole process: under softrnic that includes the NIC's progress thread).
+ *
+ * A thread with many connections polls them in turn without sleeping; a
+ * thread with one waits in the library (spins for --spin-us, then
+ * sleeps).  One-sided GETs are synchronous chains of READs, so each
+ * connection gets its own thread (trade-off: at 16 connections 16
+ * threads share the cores; an asynchronous one-sided GET would lift it).
+ */
+#include "kv/bench.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/prng.h"
+#include "kv/cli.h"
+#include "kv/client.h"
+
+struct bench {
+	char host[256];
+	const char *port;
+	struct kv_client_opts copts;
+	enum kv_op op;
+	bool one_sided, preload;
+	unsigned clients, threads, pipeline, keys;
+	uint32_t value_size;
+	uint64_t requests;              /* in all */
+	bool csv;
+	pthread_barrier_t start;
+};
+
+struct worker {
+	struct bench *b;
+	unsigned index, nconns;         /* connections index .. index + nconns - 1 */
+	uint64_t n;                     /* this thread's requests */
+	uint32_t *lat_ns;               /* one per request */
+	uint64_t misses;
+	int err;
+	pthread_t thread;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int key_of(char *key, unsigned k)
+{
+	return snprintf(key, 17, "key:%012u", k);
+}
+
+/* One connection of a worker. */
+struct conn_load {
+	struct kv_client *c;
+	uint64_t quota, sent, done;
+	uint64_t started[KV_DEPTH * 2]; /* submit time by token */
+};
+
+static void count(struct worker *w, const struct kv_result *r)
+{
+	if (r->status == KV_NOT_FOUND)
+		w->misses++;
+	else if (r->status != KV_OK && !w->err)
+		w->err = EPROTO;
+}
+
+/* Two-sided: keep `pipeline` requests in flight on each connection and
+ * take answers as they come, one connection after another (one thread
+ * serves many connections, as redis-benchmark does; with one connection
+ * the wait spins and then sleeps in the library). */
+static void run_two_sided(struct worker *w, struct conn_load *cl, uint8_t *value, uint64_t rng[4])
+{
+	struct bench *b = w->b;
+	uint64_t done = 0;
+	char key[17];
+
+	while (done < w->n && !w->err) {
+		for (unsigned i = 0; i < w->nconns && !w->err; i++) {
+			struct conn_load *l = &cl[i];
+			struct kv_result r;
+			while (l->sent < l->quota && l->sent - l->done < b->pipeline) {
+				uint64_t token;
+				int klen = key_of(key, (unsigned)(prng_next(rng) % b->keys));
+				int e = kv_submit(l->c, b->op, key, (uint32_t)klen, value,
+						  b->op == KV_OP_SET ? b->value_size : 0, 0, &token);
+				if (e == EBUSY)
+					break;
+				if (e) {
+					w->err = e;
+					break;
+				}
+				l->started[token % (KV_DEPTH * 2)] = mono_ns();
+				l->sent++;
+			}
+			int n;
+			while ((n = kv_complete(l->c, &r, w->nconns == 1)) == 1) {
+				uint64_t t = mono_ns() - l->started[r.token % (KV_DEPTH * 2)];
+				w->lat_ns[done++] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+				l->done++;
+				count(w, &r);
+				if (w->nconns == 1)
+					break;
+			}
+			if (n < 0)
+				w->err = -n;
+		}
+	}
+}
+
+/* One-sided GETs are synchronous (a chain of READs), one connection per
+ * thread. */
+static void run_one_sided(struct worker *w, struct conn_load *cl, uint64_t rng[4])
+{
+	char key[17];
+
+	for (uint64_t done = 0; done < w->n && !w->err;) {
+		struct kv_result r;
+		int klen = key_of(key, (unsigned)(prng_next(rng) % w->b->keys));
+		uint64_t t0 = mono_ns();
+		int e = kv_get_one_sided(cl[0].c, key, (uint32_t)klen, real_ns(), &r);
+		if (e) {
+			w->err = e;
+			break;
+		}
+		w->lat_ns[done++] = (uint32_t)(mono_ns() - t0);
+		count(w, &r);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct bench *b = w->b;
+	uint8_t *value = calloc(1, b->value_size ? b->value_size : 1);
+	struct conn_load *cl = calloc(w->nconns, sizeof(*cl));
+	uint64_t rng[4];
+
+	prng_seed(rng, 1000 + w->index);
+	for (unsigned i = 0; cl && i < w->nconns && !w->err; i++) {
+		cl[i].c = kv_connect_opts(b->host, b->port, &b->copts, &w->err);
+		cl[i].quota = w->n / w->nconns + (i < w->n % w->nconns);
+	}
+	pthread_barrier_wait(&b->start);
+	if (!value || !cl) {
+		w->err = ENOMEM;
+	} else if (!w->err) {
+		memset(value, 'x', b->value_size);
+		if (b->one_sided)
+			run_one_sided(w, cl, rng);
+		else
+			run_two_sided(w, cl, value, rng);
+	}
+	for (unsigned i = 0; cl && i < w->nconns; i++)
+		kv_close(cl[i].c);
+	free(cl);
+	free(value);
+	return NULL;
+}
+
+/* The server's STATS line `name`, or 0. */
+static uint64_t stat_of(const char *text, uint32_t len, const char *name)
+{
+	char buf[4096];
+	size_t nl = strlen(name);
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)len, text);
+	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, nl) && p[nl] == ' ')
+			return strtoull(p + nl + 1, NULL, 10);
+	return 0;
+}
+
+static int server_cpu(struct bench *b, uint64_t *thread_us, uint64_t *process_us, uint64_t *requests)
+{
+	int err;
+	struct kv_client *c = kv_connect_opts(b->host, b->port, &b->copts, &err);
+	struct kv_result r;
+
+	if (!c)
+		return err;
+	err = kv_call(c, KV_OP_STATS, NULL, 0, NULL, 0, 0, &r);
+	if (!err) {
+		*thread_us = stat_of((const char *)r.value, r.vlen, "cpu_server_thread_us");
+		*process_us = stat_of((const char *)r.value, r.vlen, "cpu_process_us");
+		*requests = stat_of((const char *)r.value, r.vlen, "requests");
+	}
+	kv_close(c);
+	return err;
+}
+
+/* SET every key once, pipelined, so GETs hit. */
+static int preload(struct bench *b)
+{
+	int err;
+	struct kv_client *c = kv_connect_opts(b->host, b->port, &b->copts, &err);
+	uint8_t *value = calloc(1, b->value_size ? b->value_size : 1);
+	struct kv_result r;
+	char key[17];
+
+	if (!c || !value) {
+		free(value);
+		kv_close(c);
+		return c ? ENOMEM : err;
+	}
+	memset(value, 'x', b->value_size);
+	err = 0;
+	for (unsigned k = 0; k < b->keys && !err; k++) {
+		int klen = key_of(key, k);
+		err = kv_call(c, KV_OP_SET, key, (uint32_t)klen, value, b->value_size, 0, &r);
+		if (!err && r.status != KV_OK)
+			err = r.status == KV_NO_MEMORY ? ENOMEM : EPROTO;
+	}
+	free(value);
+	kv_close(c);
+	return err;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int bench_usage(void)
+{
+	fprintf(stderr,
+		"usage: softrnic-kv bench [--server A[:P]] [--op get|set] [--one-sided] [--clients N]\n"
+		"                         [--requests R] [--keys K] [--value-size BYTES] [--pipeline D]\n"
+		"                         [--transport send|write] [--spin-us U] [--threads T] [--no-preload] [--csv]\n"
+		"  N connections (two-sided: served by T threads, default 1, as redis-benchmark's one;\n"
+		"  one-sided: a thread each); R requests in all (default 100000) over K keys (default\n"
+		"  1000), D in flight per connection (1..%u; default 1); GETs preload the keys.\n"
+		"  Prints requests/s, p50 and p99 latency, and the server's CPU per operation.\n",
+		KV_DEPTH);
+	return 2;
+}
+
+int kv_bench_main(int argc, char **argv)
+{
+	struct bench b = { .host = "127.0.0.1", .port = KV_DEFAULT_PORT, .copts = KV_CLIENT_DEFAULTS,
+			   .op = KV_OP_GET, .preload = true, .clients = 1, .pipeline = 1, .keys = 1000,
+			   .value_size = 32, .requests = 100000 };
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--server") && v) {
+			kv_cli_server(v, b.host, sizeof(b.host), &b.port);
+		} else if (!strcmp(a, "--op") && v) {
+			if (strcmp(v, "get") && strcmp(v, "set"))
+				return bench_usage();
+			b.op = v[0] == 'g' ? KV_OP_GET : KV_OP_SET;
+		} else if (!strcmp(a, "--transport") && v) {
+			if (!kv_cli_transport(v, &b.copts.transport))
+				return bench_usage();
+		} else if (!strcmp(a, "--clients") && v) {
+			b.clients = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--threads") && v) {
+			b.threads = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--requests") && v) {
+			b.requests = strtoull(v, NULL, 10);
+		} else if (!strcmp(a, "--keys") && v) {
+			b.keys = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--value-size") && v) {
+			b.value_size = (uint32_t)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--pipeline") && v) {
+			b.pipeline = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--spin-us") && v) {
+			b.copts.spin_us = (unsigned)strtoul(v, NULL, 10);
+		} else if (!strcmp(a, "--one-sided")) {
+			b.one_sided = true;
+			i--;
+		} else if (!strcmp(a, "--no-preload")) {
+			b.preload = false;
+			i--;
+		} else if (!strcmp(a, "--csv")) {
+			b.csv = true;
+			i--;
+		} else {
+			return bench_usage();
+		}
+		i++;
+	}
+	if (b.clients < 1 || b.clients > 256 || b.requests < b.clients || b.keys < 1 || b.keys > 100000000 ||
+	    b.value_size > KV_MAX_VALUE || b.pipeline < 1 || b.pipeline > KV_DEPTH ||
+	    (b.one_sided && b.op != KV_OP_GET) || b.threads > b.clients)
+		return bench_usage();
+	if (b.one_sided || !b.threads)
+		b.threads = b.one_sided ? b.clients : 1;
+	if (b.one_sided && b.threads != b.clients)
+		return bench_usage();
+
+	int err = b.preload && b.op == KV_OP_GET ? preload(&b) : 0;
+	if (err) {
+		fprintf(stderr, "softrnic-kv bench: preloading %u keys: %s\n", b.keys, strerror(err));
+		return 2;
+	}
+	uint64_t thr0 = 0, proc0 = 0, req0 = 0, thr1 = 0, proc1 = 0, req1 = 0;
+	if ((err = server_cpu(&b, &thr0, &proc0, &req0)) != 0) {
+		fprintf(stderr, "softrnic-kv bench: cannot connect to %s:%s: %s\n", b.host, b.port, strerror(err));
+		return 2;
+	}
+	struct worker *w = calloc(b.threads, sizeof(*w));
+	uint32_t *lat = malloc(b.requests * sizeof(*lat));
+	if (!w || !lat) {
+		fprintf(stderr, "softrnic-kv bench: out of memory\n");
+		return 2;
+	}
+	pthread_barrier_init(&b.start, NULL, b.threads + 1);
+	uint64_t at = 0;
+	for (unsigned i = 0, conn = 0; i < b.threads; i++) {
+		unsigned nconns = b.clients / b.threads + (i < b.clients % b.threads);
+		uint64_t n = 0;
+		for (unsigned k = 0; k < nconns; k++)
+			n += b.requests / b.clients + (conn + k < b.requests % b.clients);
+		w[i] = (struct worker){ .b = &b, .index = conn, .nconns = nconns, .n = n, .lat_ns = lat + at };
+		conn += nconns;
+		at += n;
+		pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
+	}
+	pthread_barrier_wait(&b.start);
+	uint64_t t0 = mono_ns();
+	uint64_t misses = 0;
+	for (unsigned i = 0; i < b.threads; i++) {
+		pthread_join(w[i].thread, NULL);
+		misses += w[i].misses;
+		if (w[i].err && !err)
+			err = w[i].err;
+	}
+	uint64_t elapsed = mono_ns() - t0;
+	pthread_barrier_destroy(&b.start);
+	if (err) {
+		fprintf(stderr, "softrnic-kv bench: a client failed: %s\n", strerror(err));
+		free(w);
+		free(lat);
+		return 2;
+	}
+	server_cpu(&b, &thr1, &proc1, &req1);
+	qsort(lat, b.requests, sizeof(*lat), cmp_u32);
+	double rps = (double)b.requests * 1e9 / (double)elapsed;
+	double p50 = lat[b.requests / 2] / 1000.0, p99 = lat[b.requests * 99 / 100] / 1000.0;
+	/* The server's CPU per operation, less the STATS call itself. */
+	double thr_us = (double)(thr1 - thr0) / (double)b.requests;
+	double proc_us = (double)(proc1 - proc0) / (double)b.requests;
+	const char *path = b.op == KV_OP_SET ? "set" : b.one_sided ? "get-one-sided" : "get";
+	const char *tr = b.copts.transport == KV_VIA_SEND ? "send" : "write";
+	if (b.csv)
+		printf("%s,%s,%u,%u,%u,%" PRIu64 ",%.0f,%.2f,%.2f,%.3f,%.3f,%" PRIu64 "\n", path, tr, b.clients,
+		       b.value_size, b.pipeline, b.requests, rps, p50, p99, thr_us, proc_us, req1 - req0);
+	else
+		printf("%s via %s: %u clients, %u B values, pipeline %u: %" PRIu64 " requests in %.2f s, "
+		       "%.0f requests/s, p50 %.2f us, p99 %.2f us; server CPU per op %.3f us (serving thread), "
+		       "%.3f us (process); %" PRIu64 " misses; the server saw %" PRIu64 " requests\n",
+		       path, tr, b.clients, b.value_size, b.pipeline, b.requests, (double)elapsed / 1e9, rps, p50, p99,
+		       thr_us, proc_us, misses, req1 - req0);
+	free(w);
+	free(lat);
+	return 0;
+}
