@@ -21,6 +21,7 @@ PACKAGES=(
   nftables libbpf-dev python3-matplotlib # the ECN bottleneck experiment (scripts/congestion.sh)
   iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh
   linux-perf strace valgrind           # bench/perf_profile.sh
+  redis-server redis-tools             # bench/kv_vs_redis.sh: Redis beside the key-value store
 )
 
 missing=()

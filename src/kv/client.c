@@ -31,7 +31,7 @@
 #include "kv/proto.h"
 
 /* Work request ids: what completed, and which slot or buffer. */
-enum { WR_REQUEST = 1, WR_READ = 2, WR_RECV = 3 };
+enum { WR_REQUEST = 1, WR_READ = 2, WR_RECV = 3, WR_PROBE = 4 };
 #define WR_ID(kind, idx) ((uint64_t)(kind) << 32 | (uint32_t)(idx))
 #define SQ_DEPTH (KV_DEPTH + 4u)
 #define NO_SLOT 0xffu
@@ -50,6 +50,7 @@ struct kv_client {
 	bool one_sided_ok;
 	int failed;                             /* an errno once the connection broke */
 	bool armed;
+	bool probing;                           /* a liveness probe is out */
 
 	uint64_t next_id;
 	uint64_t slot_id[KV_DEPTH];             /* the request in slot i; 0: free */
@@ -166,6 +167,13 @@ static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
 {
 	unsigned kind = (unsigned)(wc->wr_id >> 32), idx = (unsigned)(wc->wr_id & 0xffffffffu);
 
+	if (kind == WR_PROBE) {
+		c->sq_used--;
+		c->probing = false;
+		if (wc->status != IBV_WC_SUCCESS)
+			fail(c, EIO);           /* the server is gone */
+		return;
+	}
 	if (kind == WR_REQUEST || kind == WR_READ) {
 		c->sq_used--;
 		if (kind == WR_READ) {
@@ -197,6 +205,25 @@ static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
 	}
 }
 
+/* A second without an answer: a zero-length RDMA WRITE (no memory, no
+ * key check) that the server's NIC must acknowledge.  If the server has
+ * died after taking the request, its retries run out and the wait ends
+ * with EIO instead of lasting for ever. */
+static void probe_server(struct kv_client *c)
+{
+	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_PROBE, 0), .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (c->probing || c->sq_used >= SQ_DEPTH)
+		return;
+	wr.wr.rdma.remote_addr = c->hello.req_addr;
+	wr.wr.rdma.rkey = c->hello.req_rkey;
+	if (ibv_post_send(c->id->qp, &wr, &bad) == 0) {
+		c->sq_used++;
+		c->probing = true;
+	}
+}
+
 /* Handle one completion: 1, 0 if none (and !wait), or -errno. */
 static int progress(struct kv_client *c, bool wait)
 {
@@ -225,12 +252,15 @@ static int progress(struct kv_client *c, bool wait)
 			continue;       /* poll once more: a completion may have raced the arming */
 		}
 		struct pollfd p = { .fd = c->channel->fd, .events = POLLIN };
-		if (poll(&p, 1, 1000) > 0) {
+		int r = poll(&p, 1, 1000);
+		if (r > 0) {
 			struct ibv_cq *cq;
 			void *ctx;
 			if (ibv_get_cq_event(c->channel, &cq, &ctx) == 0)
 				ibv_ack_cq_events(cq, 1);
 			c->armed = false;
+		} else if (r == 0) {
+			probe_server(c);
 		}
 	}
 }

@@ -11,6 +11,11 @@
  *   softrnic-kv del   [--server A[:P]] KEY
  *   softrnic-kv incr  [--server A[:P]] KEY [DELTA]    new value to stdout
  *   softrnic-kv stats [--server A[:P]]
+ *   softrnic-kv bench [--server A[:P]] ...            (bench.c)
+ *
+ * --server takes a list, A[:P],B[:P],...: the keys are then sharded over
+ * those servers by consistent hashing (cluster.h); stats prints each.
+ * --transport send|write picks how requests travel (proto.h).
  *
  * Exit status: 0 success, 1 no such key (get, del), 2 any error (with a
  * one-line message on stderr).  Connections go through librdmacm, so the
@@ -28,6 +33,7 @@
 #include "kv/bench.h"
 #include "kv/cli.h"
 #include "kv/client.h"
+#include "kv/cluster.h"
 #include "kv/server.h"
 
 
@@ -161,18 +167,54 @@ static uint8_t *read_stdin(uint32_t *len)
 	return buf;
 }
 
-/* mget: one round trip for up to KV_MGET_MAX keys. */
+/* --server's list (one server or several, cluster.h), or NULL after a
+ * message. */
+static struct kv_cluster *open_cluster(const char *servers, const struct kv_client_opts *o)
+{
+	struct kv_cluster *cl;
+	int err = kv_cluster_open(&cl, servers, KV_DEFAULT_PORT, o);
+
+	if (err) {
+		fprintf(stderr, "softrnic-kv: --server %s: %s\n", servers,
+			err == EINVAL ? "expected HOST[:PORT],... (each server once, at most 64)" : strerror(err));
+		return NULL;
+	}
+	return cl;
+}
+
+/* stats of several servers: each under a "# host:port" line. */
+static int stats_all(struct kv_cluster *cl)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < kv_cluster_size(cl); i++) {
+		int err;
+		struct kv_result res;
+		struct kv_client *c = kv_cluster_client(cl, i, &err);
+		if (c)
+			err = kv_call(c, KV_OP_STATS, NULL, 0, NULL, 0, 0, &res);
+		if (!c || err) {
+			fprintf(stderr, "softrnic-kv: %s: %s\n", kv_cluster_name(cl, i), strerror(err));
+			rc = 2;
+			continue;
+		}
+		printf("# %s\n", kv_cluster_name(cl, i));
+		fwrite(res.value, 1, res.vlen, stdout);
+	}
+	return rc;
+}
+
+/* mget: one round trip per server for up to KV_MGET_MAX keys. */
 static int mget_cmd(int argc, char **argv)
 {
-	char host[256] = "127.0.0.1";
-	const char *port = KV_DEFAULT_PORT;
+	const char *servers = "127.0.0.1";
 	const char *keys[KV_MGET_MAX];
 	unsigned n = 0;
 	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			kv_cli_server(argv[++i], host, sizeof(host), &port);
+			servers = argv[++i];
 		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
 			if (!kv_cli_transport(argv[++i], &copts.transport))
 				return usage();
@@ -185,16 +227,18 @@ static int mget_cmd(int argc, char **argv)
 	}
 	if (!n)
 		return usage();
-	int err;
-	struct kv_client *c = kv_connect_opts(host, port, &copts, &err);
-	if (!c) {
-		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
+	struct kv_cluster *cl = open_cluster(servers, &copts);
+	if (!cl)
 		return 2;
-	}
 	struct kv_result res;
 	const uint8_t *vals[KV_MGET_MAX];
 	uint32_t vls[KV_MGET_MAX];
-	err = kv_mget(c, n, keys, &res, vals, vls);
+	int err = kv_cluster_mget(cl, n, keys, &res, vals, vls);
+	if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH || err == ETIMEDOUT) {
+		fprintf(stderr, "softrnic-kv: cannot connect to a server of %s: %s\n", servers, strerror(err));
+		kv_cluster_close(cl);
+		return 2;
+	}
 	int rc = 0;
 	if (err || res.status != KV_OK) {
 		fprintf(stderr, "softrnic-kv: mget: %s\n", err ? strerror(err) : status_text(res.status));
@@ -208,14 +252,13 @@ static int mget_cmd(int argc, char **argv)
 			putchar('\n');
 		}
 	}
-	kv_close(c);
+	kv_cluster_close(cl);
 	return rc;
 }
 
 static int client_cmd(const char *cmd, int argc, char **argv)
 {
-	char host[256] = "127.0.0.1";
-	const char *port = KV_DEFAULT_PORT;
+	const char *servers = "127.0.0.1";
 	long long ttl = 0;
 	bool one_sided = false;
 	const char *args[3];
@@ -225,7 +268,7 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			kv_cli_server(argv[++i], host, sizeof(host), &port);
+			servers = argv[++i];
 		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
 			if (!kv_cli_transport(argv[++i], &copts.transport))
 				return usage();
@@ -286,10 +329,22 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 			return usage();
 	}
 
+	struct kv_cluster *cl = open_cluster(servers, &copts);
+	if (!cl) {
+		free(owned);
+		return 2;
+	}
+	if (op == KV_OP_STATS && kv_cluster_size(cl) > 1) {
+		int rc = stats_all(cl);
+		kv_cluster_close(cl);
+		return rc;
+	}
 	int err;
-	struct kv_client *c = kv_connect_opts(host, port, &copts, &err);
+	unsigned shard = kv_cluster_server_of(cl, key, klen);
+	struct kv_client *c = kv_cluster_client(cl, shard, &err);
 	if (!c) {
-		fprintf(stderr, "softrnic-kv: cannot connect to %s:%s: %s\n", host, port, strerror(err));
+		fprintf(stderr, "softrnic-kv: cannot connect to %s: %s\n", kv_cluster_name(cl, shard), strerror(err));
+		kv_cluster_close(cl);
 		free(owned);
 		return 2;
 	}
@@ -319,7 +374,7 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	} else if (op == KV_OP_INCR) {
 		printf("%lld\n", (long long)res.number);
 	}
-	kv_close(c);
+	kv_cluster_close(cl);
 	return rc;
 }
 

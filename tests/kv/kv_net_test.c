@@ -33,6 +33,13 @@
  *           seconds: kv_net.sh kills it with SIGKILL between requests
  *           and the server must find out by itself (its probe)
  *
+ *   shard   (mode shard, HOST a list A:P,B:P,C:P, PORT unused) through
+ *           the cluster client: SET OPS keys, read each back (every other
+ *           one-sided), MGETs across shards; then each key is asked of
+ *           every server directly: only the one the ring names has it
+ *   shard-degraded (the last server of the list stopped) keys on the
+ *           others are still served, keys on the stopped one fail
+ *
  * The transport is KV_TEST_TRANSPORT from the environment: send or write
  * (the default).
  *
@@ -40,7 +47,7 @@
  *           that follow from their number, printing each acknowledged
  *           number; verify checks keys 0 .. OPS-1 are all there
  *
- * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine|stall|idle|fill|verify]
+ * usage: kv_net_test HOST PORT CLIENT_ID OPS [model|race-writer|race-reader|confine|stall|idle|shard|shard-degraded|fill|verify]
  */
 #include <time.h>
 #include <errno.h>
@@ -56,6 +63,7 @@
 #include "base/prng.h"
 #include "kv/cli.h"
 #include "kv/client.h"
+#include "kv/cluster.h"
 
 #define NKEYS 200
 #define MAXV (64 * 1024)
@@ -186,6 +194,99 @@ static int stall(const char *host, const char *port, long seconds)
 	return 0;
 }
 
+static uint32_t shard_value(uint8_t *v, long i)
+{
+	uint32_t len = 1 + (uint32_t)(i % 700);
+	fill(v, len, (uint32_t)i * 31u);
+	return len;
+}
+
+static int shard(const char *list, long ops, bool degraded)
+{
+	static uint8_t v[1024];
+	struct kv_client_opts o = KV_CLIENT_DEFAULTS;
+	struct kv_cluster *cl;
+	struct kv_result r;
+	long served = 0, refused = 0;
+	int err;
+
+	CHECK(kv_cluster_open(&cl, list, "18860", &o) == 0);
+	if (failures)
+		return 1;
+	unsigned n = kv_cluster_size(cl);
+	for (long i = 0; i < ops && failures < 10; i++) {
+		char key[32];
+		uint32_t klen = (uint32_t)snprintf(key, sizeof(key), "s:%ld", i);
+		uint32_t len = shard_value(v, i);
+		unsigned where = kv_cluster_server_of(cl, key, klen);
+		struct kv_client *c = kv_cluster_client(cl, where, &err);
+		if (degraded && where == n - 1) {
+			CHECK(c == NULL);
+			refused++;
+			continue;
+		}
+		CHECK(c != NULL);
+		if (!c)
+			break;
+		if (!degraded)
+			CHECK(kv_call(c, KV_OP_SET, key, klen, v, len, 0, &r) == 0 && r.status == KV_OK);
+		if (i % 2)
+			CHECK(kv_get_one_sided(c, key, klen, now_ns(), &r) == 0);
+		else
+			CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
+		CHECK(r.status == KV_OK && r.vlen == len && memcmp(r.value, v, len) == 0);
+		served++;
+	}
+	if (!degraded) {
+		/* MGETs of 20 keys spread over the shards. */
+		for (int round = 0; round < 50; round++) {
+			char names[20][32];
+			const char *keys[20];
+			const uint8_t *vals[20];
+			uint32_t vls[20];
+			for (int j = 0; j < 20; j++) {
+				snprintf(names[j], sizeof(names[j]), "s:%ld", (round * 7919L + j * 104729L) % (ops + 50));
+				keys[j] = names[j];
+			}
+			CHECK(kv_cluster_mget(cl, 20, keys, &r, vals, vls) == 0 && r.status == KV_OK);
+			for (int j = 0; j < 20 && r.status == KV_OK; j++) {
+				long i = atol(names[j] + 2);
+				if (i >= ops) {
+					CHECK(vals[j] == NULL);
+					continue;
+				}
+				uint32_t len = shard_value(v, i);
+				CHECK(vals[j] && vls[j] == len && memcmp(vals[j], v, len) == 0);
+			}
+		}
+		/* Each key on its ring server only: ask every server directly. */
+		unsigned per[KV_RING_MAX_SERVERS] = { 0 };
+		for (long i = 0; i < ops && i < 600; i++) {
+			char key[32];
+			uint32_t klen = (uint32_t)snprintf(key, sizeof(key), "s:%ld", i);
+			unsigned where = kv_cluster_server_of(cl, key, klen);
+			for (unsigned s2 = 0; s2 < n; s2++) {
+				struct kv_client *c = kv_cluster_client(cl, s2, &err);
+				CHECK(c && kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
+				CHECK(r.status == (s2 == where ? KV_OK : KV_NOT_FOUND));
+			}
+			per[where]++;
+		}
+		printf("client %d: %ld keys over %u servers; of the first 600: ", who, ops, n);
+		for (unsigned s2 = 0; s2 < n; s2++)
+			printf("%s%u on %s", s2 ? ", " : "", per[s2], kv_cluster_name(cl, s2));
+		printf("; each only there\n");
+		for (unsigned s2 = 0; s2 < n; s2++)
+			CHECK(per[s2] > 100);
+	} else {
+		printf("client %d: with the last server stopped, %ld keys served, %ld refused (theirs)\n", who, served,
+		       refused);
+		CHECK(served > 0 && refused > 0);
+	}
+	kv_cluster_close(cl);
+	return failures ? 1 : 0;
+}
+
 static void test_bad(struct kv_client *c)
 {
 	uint8_t msg[600];
@@ -250,6 +351,8 @@ int main(int argc, char **argv)
 	long ops = atol(argv[4]);
 	if (strcmp(mode, "stall") == 0)
 		return stall(argv[1], argv[2], ops);
+	if (strncmp(mode, "shard", 5) == 0)
+		return shard(argv[1], ops, strcmp(mode, "shard-degraded") == 0);
 	struct kv_client *c = connect_client(argv[1], argv[2], &err);
 	if (!c) {
 		fprintf(stderr, "client %d: connect: %s\n", who, strerror(err));
