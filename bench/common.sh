@@ -6,7 +6,7 @@
 # Stop this shell's background jobs (for trap ... EXIT).
 bench_stop_jobs() {
 	local p
-	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
+	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null || true; done
 }
 
 # The median of the numbers on standard input, one per line ("n/a" when

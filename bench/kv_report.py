@@ -37,12 +37,19 @@ def ratio(a, b):
 def main():
     rows = load(sys.argv[1])
     out = sys.argv[2]
-    values = sorted({int(r["value"]) for r in rows})
-    clients = sorted({int(r["clients"]) for r in rows})
+    kv_rows = [r for r in rows if r["system"] != "udp"]
+    values = sorted({int(r["value"]) for r in kv_rows})
+    clients = sorted({int(r["clients"]) for r in kv_rows})
     md = ["# softrnic-kv and Redis, side by side", "",
           "From `bench/kv_vs_redis.sh` (one run; latencies in microseconds, "
           "throughput in requests/s; ratio = softrnic / Redis). softrnic's server "
           "busy-polls (`--busy-poll`) in the first two tables.", ""]
+    floor = pick(rows, system="udp", path="pingpong")
+    if floor:
+        md += ["The floor: a UDP ping-pong of 100-byte messages between two processes that "
+               "busy-poll their sockets (`bench/udp_pingpong`) has a round trip of p50 %s us, p99 %s us "
+               "on this machine in the same run; every RoCEv2 request softrnic makes over loopback "
+               "pays at least that." % (fmt(num(floor, "p50_us")), fmt(num(floor, "p99_us"))), ""]
     for op in ("get", "set"):
         md += ["## %s" % op.upper(), "",
                "| value | clients | Redis p50 | softrnic p50 | ratio | Redis p99 | softrnic p99 | "

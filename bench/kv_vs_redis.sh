@@ -17,6 +17,10 @@
 #   softrnic   softrnic-kv serve --busy-poll (HERD-style: the serving
 #              thread spins on its CQ), driven by softrnic-kv bench; GETs
 #              both two-sided and one-sided (RDMA READs of the table).
+#   floor      BUILD_DIR/bench/udp_pingpong: two processes busy-polling
+#              UDP sockets, 100-byte messages (a GET's size on the wire):
+#              the kernel's loopback round trip under any RoCEv2 software
+#              stack, so the lowest p50 softrnic could reach here.
 #   softrnic, sleeping server: the same server without --busy-poll, as
 #              Redis sleeps in epoll: its CPU per operation is meaningful
 #              (a spinning server's is not), and its latency shows what a
@@ -54,12 +58,18 @@ echo "system,path,transport,server,clients,value,requests,rps,p50_us,p99_us,cpu_
 
 KEYS=1000
 REDIS_PORT=18871 BUSY_PORT=18870 SLEEP_PORT=18872
+for p in $REDIS_PORT $BUSY_PORT $SLEEP_PORT 18874; do
+	[ -z "$(ss -Hlntu "( sport = :$p )" 2>/dev/null)" ] ||
+		{ echo "kv_vs_redis: port $p is in use: stop what listens there first" >&2; exit 2; }
+done
 trap bench_stop_jobs EXIT
 redis-server --port $REDIS_PORT --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
 	--logfile "$out/redis.log" &
+redis_pid=$!
 "$kv" serve --port $BUSY_PORT --mem 512m --busy-poll 2>"$out/softrnic-busy.log" &
 "$kv" serve --port $SLEEP_PORT --mem 512m 2>"$out/softrnic-sleep.log" &
-bench_wait_listen $REDIS_PORT || { echo "kv_vs_redis: redis-server did not start" >&2; exit 1; }
+bench_wait_listen $REDIS_PORT && kill -0 $redis_pid 2>/dev/null ||
+	{ echo "kv_vs_redis: redis-server did not start ($out/redis.log)" >&2; exit 1; }
 for p in $BUSY_PORT $SLEEP_PORT; do
 	for _ in $(seq 100); do "$kv" stats --server 127.0.0.1:$p >/dev/null 2>&1 && break; sleep 0.1; done
 done
@@ -111,6 +121,12 @@ run_softrnic() {   # port server-label path transport clients value
 softrnic_preload() {   # port value
 	"$kv" bench --server 127.0.0.1:"$1" --op get --value-size "$2" --keys $KEYS --requests 1 >/dev/null
 }
+
+# The floor: the kernel's UDP round trip, busy-polled.
+"$build/bench/udp_pingpong" server 18874 -T 10 &
+sleep 0.3
+"$build/bench/udp_pingpong" client 18874 -s 100 -n 40000 |
+	sed -n 's/.*rtt_p50_us=\([0-9.]*\).*rtt_p99_us=\([0-9.]*\).*/udp,pingpong,udp,busy-poll,1,100,40000,,\1,\2,,/p' >>"$csv"
 
 for v in 32 1024 65536; do
 	echo "kv_vs_redis: values of $v bytes"
