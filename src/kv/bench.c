@@ -270,8 +270,10 @@ int kv_bench_main(int argc, char **argv)
 			   .op = KV_OP_GET, .preload = true, .clients = 1, .pipeline = 1, .keys = 1000,
 			   .value_size = 32, .requests = 100000 };
 
-	for (int i = 1; i < argc; i++) {
+	/* Flags stand alone; options take the next word. */
+	for (int i = 1; i < argc;) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int used = 2;
 		if (!strcmp(a, "--server") && v) {
 			kv_cli_server(v, b.host, sizeof(b.host), &b.port);
 		} else if (!strcmp(a, "--op") && v) {
@@ -297,17 +299,17 @@ int kv_bench_main(int argc, char **argv)
 			b.copts.spin_us = (unsigned)strtoul(v, NULL, 10);
 		} else if (!strcmp(a, "--one-sided")) {
 			b.one_sided = true;
-			i--;
+			used = 1;
 		} else if (!strcmp(a, "--no-preload")) {
 			b.preload = false;
-			i--;
+			used = 1;
 		} else if (!strcmp(a, "--csv")) {
 			b.csv = true;
-			i--;
+			used = 1;
 		} else {
 			return bench_usage();
 		}
-		i++;
+		i += used;
 	}
 	if (b.clients < 1 || b.clients > 256 || b.requests < b.clients || b.keys < 1 || b.keys > 100000000 ||
 	    b.value_size > KV_MAX_VALUE || b.pipeline < 1 || b.pipeline > KV_DEPTH ||

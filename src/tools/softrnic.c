@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "decode", cmd_decode, "decode [-q] FILE.pcap   print each RoCEv2 packet, check its ICRC" },
 	{ "devices", cmd_devices, "devices                 list softrnic devices, addresses and GIDs" },
 	{ "stats", cmd_stats, "stats [--qp] [PID]      show the counters (or the QPs) of running devices" },
+	{ "sim", cmd_sim, "sim exp NAME [--quick] [--seed N] [--out DIR]  the fabric simulator (docs/experiments.md)" },
 	{ "kv", cmd_kv, "kv serve|get|set|del|incr|stats ...  the RDMA key-value store (softrnic kv for help)" },
 };
 

@@ -1,0 +1,93 @@
+/*
+ * engine.c — the event heap of engine.h.
+ */
+#include "sim/engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sim_engine_init(struct sim_engine *e)
+{
+	memset(e, 0, sizeof(*e));
+}
+
+void sim_engine_free(struct sim_engine *e)
+{
+	free(e->heap);
+	memset(e, 0, sizeof(*e));
+}
+
+static bool before(const struct sim_event *a, const struct sim_event *b)
+{
+	return a->at < b->at || (a->at == b->at && a->seq < b->seq);
+}
+
+int sim_at(struct sim_engine *e, uint64_t at, sim_fn fn, void *ctx, uint64_t arg)
+{
+	if (e->len == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 1024;
+		struct sim_event *h = realloc(e->heap, cap * sizeof(*h));
+		if (!h)
+			return ENOMEM;
+		e->heap = h;
+		e->cap = cap;
+	}
+	struct sim_event ev = { .at = at < e->now ? e->now : at, .seq = e->next_seq++, .fn = fn, .ctx = ctx,
+				.arg = arg };
+	size_t i = e->len++;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!before(&ev, &e->heap[parent]))
+			break;
+		e->heap[i] = e->heap[parent];
+		i = parent;
+	}
+	e->heap[i] = ev;
+	return 0;
+}
+
+static struct sim_event pop(struct sim_engine *e)
+{
+	struct sim_event top = e->heap[0], last = e->heap[--e->len];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= e->len)
+			break;
+		if (c + 1 < e->len && before(&e->heap[c + 1], &e->heap[c]))
+			c++;
+		if (!before(&e->heap[c], &last))
+			break;
+		e->heap[i] = e->heap[c];
+		i = c;
+	}
+	if (e->len)
+		e->heap[i] = last;
+	return top;
+}
+
+bool sim_step(struct sim_engine *e)
+{
+	if (!e->len)
+		return false;
+	struct sim_event ev = pop(e);
+	e->now = ev.at;
+	e->events_run++;
+	ev.fn(ev.ctx, ev.arg, ev.at);
+	return true;
+}
+
+void sim_run_until(struct sim_engine *e, uint64_t until)
+{
+	while (e->len && e->heap[0].at <= until)
+		sim_step(e);
+	if (e->now < until)
+		e->now = until;
+}
+
+uint64_t sim_next_time(const struct sim_engine *e)
+{
+	return e->len ? e->heap[0].at : UINT64_MAX;
+}

@@ -1,0 +1,899 @@
+/*
+ * net.c — the simulated fabric of net.h: ports that serialize packets onto
+ * links, switches that buffer, mark and pause, and hosts whose rnics run
+ * on the engine's clock.
+ *
+ * Every packet is one malloc'd struct sim_pkt carried by the events: a
+ * port's "transmission done" event holds it, then the peer's "arrival"
+ * event.  A port sends one packet at a time (busy until the last bit is
+ * out), choosing PFC frames first, then the highest unpaused priority.
+ */
+#include "sim/net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/prng.h"
+#include "rnic/rnic.h"
+
+#define MAX_PORTS 64
+#define MAX_ECMP 8
+#define HOST_BUF (4u << 20)             /* each host's MR: flows are written in pieces this big */
+#define PFC_FRAME_WIRE (64u + 20u)
+#define PFC_QUANTA 0xffffu
+#define OP_CNP 0x81
+
+enum { PKT_DATA = 0, PKT_PFC = 1 };
+
+struct sim_pkt {
+	uint32_t wire;                  /* bytes on the wire, with overhead */
+	uint8_t kind, prio, ecn;
+	bool in_headroom;
+	uint16_t sport;
+	uint16_t in_port;               /* ingress port at the current switch */
+	uint32_t src_host, dst_host;
+	uint16_t quanta;                /* PFC */
+	uint8_t pfc_prio;
+	uint32_t ib_len;
+	uint8_t ib[];
+};
+
+struct queue {
+	struct sim_pkt **ring;          /* FIFO of packets */
+	size_t head, len, cap;
+	uint64_t bytes;
+};
+
+struct node;
+
+struct port {
+	struct node *node;
+	unsigned index;
+	struct node *peer;
+	unsigned peer_port;
+	uint64_t rate_bps, delay_ns;
+	double loss;
+	struct queue q[SIM_PRIOS], ctrl;
+	bool busy, wake_pending;
+	/* Egress: paused by the peer (802.1Qbb) until this time. */
+	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS];
+	/* Ingress (switches): bytes held for packets that came in here. */
+	uint64_t in_bytes[SIM_PRIOS], headroom_used[SIM_PRIOS];
+	bool xoff_sent[SIM_PRIOS];
+	uint64_t refresh_gen[SIM_PRIOS];
+};
+
+struct flow {
+	struct sim_flow_result r;
+	struct rnic_qp *qp_src, *qp_dst;
+};
+
+struct host {
+	struct sim_net *net;
+	unsigned index;
+	struct node *node;
+	struct rnic *rnic;
+	struct rnic_pd *pd;
+	struct rnic_cq *cq;
+	struct rnic_mr *mr;
+	uint8_t *buf;
+	uint64_t timer_at, timer_gen;
+};
+
+struct node {
+	struct sim_net *net;
+	bool is_host;
+	unsigned id, index;             /* node id; index among hosts or switches */
+	unsigned nports;
+	struct port *ports[MAX_PORTS];
+	struct host *host;
+	uint64_t buf_used;              /* switch: shared buffer in use */
+	uint8_t *route_n;               /* switch: per host, candidate count */
+	uint8_t *route_port;            /* switch: per host, MAX_ECMP ports */
+};
+
+struct sim_net {
+	struct sim_engine *eng;
+	uint64_t rng[4];
+	struct sim_host_opts ho;
+	struct sim_switch_opts so;
+	struct node *nodes[SIM_MAX_NODES];
+	unsigned nnodes, nhosts, nswitches;
+	struct host **hosts;
+	unsigned *host_nodes, *switch_nodes;
+	struct flow *flows;
+	unsigned nflows, capflows, running;
+	struct sim_net_stats stats;
+};
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static double uniform(struct sim_net *n)
+{
+	return (double)(prng_next(n->rng) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static uint64_t ser_ns(const struct port *p, uint32_t wire)
+{
+	return ((uint64_t)wire * 8u * 1000000000ull + p->rate_bps - 1) / p->rate_bps;
+}
+
+static uint64_t mtu_wire(const struct sim_net *n)
+{
+	return n->ho.mtu + 64u + SIM_WIRE_OVERHEAD;
+}
+
+static int q_push(struct queue *q, struct sim_pkt *p)
+{
+	if (q->len == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 64;
+		struct sim_pkt **r = malloc(cap * sizeof(*r));
+		if (!r)
+			return ENOMEM;
+		for (size_t i = 0; i < q->len; i++)
+			r[i] = q->ring[(q->head + i) % q->cap];
+		free(q->ring);
+		q->ring = r;
+		q->head = 0;
+		q->cap = cap;
+	}
+	q->ring[(q->head + q->len++) % q->cap] = p;
+	q->bytes += p->wire;
+	return 0;
+}
+
+static struct sim_pkt *q_pop(struct queue *q)
+{
+	struct sim_pkt *p = q->ring[q->head];
+
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+	q->bytes -= p->wire;
+	return p;
+}
+
+static void q_free(struct queue *q)
+{
+	while (q->len)
+		free(q_pop(q));
+	free(q->ring);
+}
+
+static void gid_of_host(unsigned h, struct rnic_gid *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[10] = g->raw[11] = 0xff;
+	g->raw[12] = 10;
+	g->raw[13] = (uint8_t)(h >> 16);
+	g->raw[14] = (uint8_t)(h >> 8);
+	g->raw[15] = (uint8_t)h;
+}
+
+static int host_of_gid(const struct sim_net *n, const struct rnic_gid *g)
+{
+	unsigned h = (unsigned)g->raw[13] << 16 | (unsigned)g->raw[14] << 8 | g->raw[15];
+
+	return g->raw[12] == 10 && h < n->nhosts ? (int)h : -1;
+}
+
+/* ---- ports and links ------------------------------------------------------ */
+
+static void port_kick(struct sim_net *n, struct port *p);
+static void arrive(void *ctx, uint64_t arg, uint64_t now);
+
+static void port_wake(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *p = ctx;
+
+	(void)arg;
+	(void)now;
+	p->wake_pending = false;
+	port_kick(p->node->net, p);
+}
+
+static void tx_done(void *ctx, uint64_t arg, uint64_t now);
+
+/* A switch lets go of a packet's buffer when it starts to leave; that may
+ * take its ingress below XON. */
+static void send_pfc(struct sim_net *n, struct port *ingress, uint8_t prio, uint16_t quanta);
+
+static uint64_t xoff_threshold(const struct sim_net *n, const struct node *sw)
+{
+	uint64_t free_bytes = n->so.buffer_bytes > sw->buf_used ? n->so.buffer_bytes - sw->buf_used : 0;
+	return (uint64_t)(n->so.alpha * (double)free_bytes);
+}
+
+static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
+{
+	struct port *in = sw->ports[pkt->in_port];
+
+	if (pkt->in_headroom) {
+		in->headroom_used[pkt->prio] -= pkt->wire;
+	} else {
+		in->in_bytes[pkt->prio] -= pkt->wire;
+		sw->buf_used -= pkt->wire;
+	}
+	uint64_t xoff = xoff_threshold(n, sw), two = 2 * mtu_wire(n);
+	if (in->xoff_sent[pkt->prio] && in->in_bytes[pkt->prio] + in->headroom_used[pkt->prio] + two <= xoff) {
+		in->xoff_sent[pkt->prio] = false;
+		in->refresh_gen[pkt->prio]++;
+		send_pfc(n, in, pkt->prio, 0);
+		n->stats.resumes_sent++;
+	}
+}
+
+static void port_kick(struct sim_net *n, struct port *p)
+{
+	uint64_t now = n->eng->now, wake = UINT64_MAX;
+	struct sim_pkt *pkt = NULL;
+
+	if (p->busy || !p->peer)
+		return;
+	if (p->ctrl.len) {
+		pkt = q_pop(&p->ctrl);
+	} else {
+		for (int prio = SIM_PRIOS - 1; prio >= 0 && !pkt; prio--) {
+			if (!p->q[prio].len)
+				continue;
+			if (p->paused_until[prio] > now) {
+				wake = p->paused_until[prio] < wake ? p->paused_until[prio] : wake;
+				continue;
+			}
+			pkt = q_pop(&p->q[prio]);
+		}
+	}
+	if (!pkt) {
+		if (wake != UINT64_MAX && !p->wake_pending) {
+			p->wake_pending = true;
+			sim_at(n->eng, wake, port_wake, p, 0);
+		}
+		return;
+	}
+	if (!p->node->is_host && pkt->kind == PKT_DATA)
+		release(n, p->node, pkt);
+	p->busy = true;
+	sim_at(n->eng, now + ser_ns(p, pkt->wire), tx_done, p, (uint64_t)(uintptr_t)pkt);
+}
+
+static void tx_done(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *p = ctx;
+	struct sim_pkt *pkt = (struct sim_pkt *)(uintptr_t)arg;
+	struct sim_net *n = p->node->net;
+
+	p->busy = false;
+	if (pkt->kind == PKT_DATA && p->loss > 0 && uniform(n) < p->loss) {
+		n->stats.link_losses++;
+		free(pkt);
+	} else {
+		struct port *dst = p->peer->ports[p->peer_port];
+		sim_at(n->eng, now + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
+	}
+	port_kick(n, p);
+}
+
+static void send_pfc(struct sim_net *n, struct port *ingress, uint8_t prio, uint16_t quanta)
+{
+	struct sim_pkt *pkt = calloc(1, sizeof(*pkt));
+
+	if (!pkt)
+		return;
+	pkt->kind = PKT_PFC;
+	pkt->wire = PFC_FRAME_WIRE;
+	pkt->pfc_prio = prio;
+	pkt->quanta = quanta;
+	if (q_push(&ingress->ctrl, pkt)) {
+		free(pkt);
+		return;
+	}
+	port_kick(n, ingress);
+}
+
+/* Refresh a PAUSE at half its time while the ingress stays congested. */
+static void pfc_refresh(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *in = ctx;
+	struct sim_net *n = in->node->net;
+	uint8_t prio = (uint8_t)(arg & 0xff);
+	uint64_t gen = arg >> 8;
+
+	if (!in->xoff_sent[prio] || in->refresh_gen[prio] != gen)
+		return;
+	send_pfc(n, in, prio, PFC_QUANTA);
+	n->stats.pauses_sent++;
+	uint64_t quantum_ns = 512ull * 1000000000ull / in->rate_bps;
+	sim_at(n->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in, gen << 8 | prio);
+}
+
+static void xoff(struct sim_net *n, struct port *in, uint8_t prio)
+{
+	in->xoff_sent[prio] = true;
+	in->refresh_gen[prio]++;
+	send_pfc(n, in, prio, PFC_QUANTA);
+	n->stats.pauses_sent++;
+	uint64_t quantum_ns = 512ull * 1000000000ull / in->rate_bps;
+	sim_at(n->eng, n->eng->now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in,
+	       in->refresh_gen[prio] << 8 | prio);
+}
+
+/* A PAUSE or RESUME for our egress on this port. */
+static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt, uint64_t now)
+{
+	uint8_t prio = pkt->pfc_prio;
+	uint64_t quantum_ns = 512ull * 1000000000ull / p->rate_bps;
+
+	n->stats.pauses_received++;
+	if (p->paused_until[prio] <= now) {             /* a new pause period */
+		if (pkt->quanta == 0)
+			return;
+		p->pause_start[prio] = now;
+	}
+	uint64_t until = now + (uint64_t)pkt->quanta * quantum_ns;
+	if (pkt->quanta == 0 || until > p->paused_until[prio]) {
+		if (pkt->quanta == 0)
+			n->stats.paused_ns += now - p->pause_start[prio];
+		else if (p->paused_until[prio] > now)
+			n->stats.paused_ns += 0;        /* extended: counted when it ends */
+		p->paused_until[prio] = pkt->quanta ? until : now;
+	}
+	port_kick(n, p);
+}
+
+/* ---- switches ------------------------------------------------------------ */
+
+static struct port *route(struct sim_net *n, struct node *sw, const struct sim_pkt *pkt)
+{
+	unsigned cnt = sw->route_n[pkt->dst_host];
+	uint64_t h = (uint64_t)pkt->sport * 0x9e3779b97f4a7c15ull ^ (uint64_t)pkt->src_host << 32 ^ pkt->dst_host;
+
+	(void)n;
+	if (!cnt)
+		return NULL;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return sw->ports[sw->route_port[(size_t)pkt->dst_host * MAX_ECMP + h % cnt]];
+}
+
+static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, struct sim_pkt *pkt)
+{
+	struct port *out = route(n, sw, pkt);
+	uint8_t prio = pkt->prio;
+
+	if (!out) {
+		n->stats.drops++;
+		free(pkt);
+		return;
+	}
+	pkt->in_port = (uint16_t)in->index;
+	pkt->in_headroom = false;
+	if (n->so.pfc && prio == SIM_PRIO_ROCE) {
+		uint64_t threshold = xoff_threshold(n, sw);
+		if (in->in_bytes[prio] + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
+			/* Headroom: what is in flight during the pause's
+			 * round trip, and two packets of slack. */
+			uint64_t headroom = 2 * in->rate_bps / 8 * in->delay_ns / 1000000000ull + 2 * mtu_wire(n) +
+					    PFC_FRAME_WIRE;
+			if (!in->xoff_sent[prio])
+				xoff(n, in, prio);
+			if (in->headroom_used[prio] + pkt->wire > headroom) {
+				n->stats.headroom_drops++;
+				free(pkt);
+				return;
+			}
+			in->headroom_used[prio] += pkt->wire;
+			pkt->in_headroom = true;
+		}
+	} else {
+		uint64_t threshold = xoff_threshold(n, sw);
+		if (out->q[prio].bytes + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
+			n->stats.drops++;
+			free(pkt);
+			return;
+		}
+	}
+	if (!pkt->in_headroom) {
+		in->in_bytes[prio] += pkt->wire;
+		sw->buf_used += pkt->wire;
+		if (sw->buf_used > n->stats.max_buffer_bytes)
+			n->stats.max_buffer_bytes = sw->buf_used;
+	}
+	/* ECN/RED at enqueue, on the egress queue's bytes. */
+	if (n->so.ecn && (pkt->ecn == 1 || pkt->ecn == 2)) {
+		uint64_t qb = out->q[prio].bytes;
+		bool mark = qb > n->so.kmax_bytes ||
+			    (qb > n->so.kmin_bytes &&
+			     uniform(n) < n->so.pmax * (double)(qb - n->so.kmin_bytes) /
+						  (double)(n->so.kmax_bytes - n->so.kmin_bytes));
+		if (mark) {
+			pkt->ecn = 3;
+			n->stats.ecn_marks++;
+		}
+	}
+	if (q_push(&out->q[prio], pkt)) {
+		release(n, sw, pkt);
+		n->stats.drops++;
+		free(pkt);
+		return;
+	}
+	port_kick(n, out);
+}
+
+/* ---- hosts --------------------------------------------------------------- */
+
+static void host_timer(void *ctx, uint64_t arg, uint64_t now);
+
+/* After the rnic ran: completions, then its next timer. */
+static void host_after(struct host *h)
+{
+	struct sim_net *n = h->net;
+	struct ibv_wc wc[16];
+	int got;
+
+	while ((got = rnic_cq_poll(h->cq, 16, wc)) > 0) {
+		for (int i = 0; i < got; i++) {
+			struct flow *f = &n->flows[wc[i].wr_id];
+			if (f->r.fct_ns)
+				continue;
+			f->r.fct_ns = n->eng->now - f->r.start_ns;
+			f->r.failed = wc[i].status != IBV_WC_SUCCESS;
+			n->running--;
+		}
+	}
+	uint64_t d = rnic_next_deadline(h->rnic);
+	if (d < h->timer_at) {
+		h->timer_at = d;
+		sim_at(n->eng, d, host_timer, h, ++h->timer_gen);
+	}
+}
+
+static void host_timer(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct host *h = ctx;
+
+	if (arg != h->timer_gen)
+		return;                 /* superseded by an earlier deadline */
+	h->timer_at = UINT64_MAX;
+	rnic_advance(h->rnic, now);
+	host_after(h);
+}
+
+static void host_xmit(void *ctx, const struct rnic_tx *tx)
+{
+	struct host *h = ctx;
+	struct sim_net *n = h->net;
+	int dst = host_of_gid(n, &tx->dst);
+	struct sim_pkt *pkt;
+
+	if (dst < 0 || tx->payload_len || !(pkt = malloc(sizeof(*pkt) + tx->ib_len)))
+		return;
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->kind = PKT_DATA;
+	pkt->wire = (uint32_t)tx->ib_len + SIM_WIRE_OVERHEAD;
+	pkt->prio = tx->ib_len && tx->ib[0] == OP_CNP ? SIM_PRIO_CNP : SIM_PRIO_ROCE;
+	pkt->ecn = tx->ecn;
+	pkt->sport = tx->sport;
+	pkt->src_host = h->index;
+	pkt->dst_host = (uint32_t)dst;
+	pkt->ib_len = (uint32_t)tx->ib_len;
+	memcpy(pkt->ib, tx->ib, tx->ib_len);
+	n->stats.packets_sent++;
+	struct port *p = h->node->ports[0];
+	if (!p || q_push(&p->q[pkt->prio], pkt)) {
+		free(pkt);
+		return;
+	}
+	if (p->q[pkt->prio].bytes > n->stats.max_host_queue_bytes)
+		n->stats.max_host_queue_bytes = p->q[pkt->prio].bytes;
+	port_kick(n, p);
+}
+
+static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt, uint64_t now)
+{
+	struct rnic_rx rx;
+
+	memset(&rx, 0, sizeof(rx));
+	gid_of_host(pkt->src_host, &rx.src);
+	gid_of_host(h->index, &rx.dst);
+	rx.sport = pkt->sport;
+	rx.ecn = pkt->ecn;
+	rx.ib = pkt->ib;
+	rx.ib_len = pkt->ib_len;
+	rx.ttl = 64;
+	rnic_receive(h->rnic, &rx, now);
+	free(pkt);
+	host_after(h);
+	(void)n;
+}
+
+static void arrive(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *p = ctx;
+	struct sim_pkt *pkt = (struct sim_pkt *)(uintptr_t)arg;
+	struct node *node = p->node;
+	struct sim_net *n = node->net;
+
+	if (pkt->kind == PKT_PFC) {
+		on_pfc(n, p, pkt, now);
+		free(pkt);
+		return;
+	}
+	if (node->is_host)
+		host_receive(n, node->host, pkt, now);
+	else
+		switch_receive(n, node, p, pkt);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const struct sim_host_opts *ho,
+			       const struct sim_switch_opts *so)
+{
+	struct sim_net *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->eng = eng;
+	prng_seed(n->rng, seed);
+	n->ho = *ho;
+	n->so = *so;
+	if (!n->ho.mtu)
+		n->ho.mtu = 1024;
+	if (!n->ho.qp_timeout)
+		n->ho.qp_timeout = 10;
+	return n;
+}
+
+static struct node *new_node(struct sim_net *n, bool is_host)
+{
+	struct node *node;
+
+	if (n->nnodes == SIM_MAX_NODES || !(node = calloc(1, sizeof(*node))))
+		return NULL;
+	node->net = n;
+	node->is_host = is_host;
+	node->id = n->nnodes;
+	n->nodes[n->nnodes++] = node;
+	return node;
+}
+
+int sim_add_host(struct sim_net *n)
+{
+	struct node *node = new_node(n, true);
+	struct host *h = node ? calloc(1, sizeof(*h)) : NULL;
+	struct host **hs = h ? realloc(n->hosts, (n->nhosts + 1) * sizeof(*hs)) : NULL;
+	unsigned *hn = hs ? realloc(n->host_nodes, (n->nhosts + 1) * sizeof(*hn)) : NULL;
+
+	if (hs)
+		n->hosts = hs;
+	if (!hn) {
+		free(h);
+		return -1;
+	}
+	n->host_nodes = hn;
+	h->net = n;
+	h->index = n->nhosts;
+	h->node = node;
+	h->timer_at = UINT64_MAX;
+	node->host = h;
+	node->index = h->index;
+	n->hosts[n->nhosts] = h;
+	n->host_nodes[n->nhosts] = node->id;
+	return (int)n->nhosts++;
+}
+
+int sim_add_switch(struct sim_net *n)
+{
+	struct node *node = new_node(n, false);
+	unsigned *sn = node ? realloc(n->switch_nodes, (n->nswitches + 1) * sizeof(*sn)) : NULL;
+
+	if (!sn)
+		return -1;
+	n->switch_nodes = sn;
+	node->index = n->nswitches;
+	n->switch_nodes[n->nswitches] = node->id;
+	return (int)n->nswitches++;
+}
+
+unsigned sim_host_node(const struct sim_net *n, unsigned host)
+{
+	return n->host_nodes[host];
+}
+
+unsigned sim_switch_node(const struct sim_net *n, unsigned sw)
+{
+	return n->switch_nodes[sw];
+}
+
+static struct port *new_port(struct node *node, const struct sim_link_opts *o)
+{
+	struct port *p;
+
+	if (node->nports == MAX_PORTS || (node->is_host && node->nports == 1) || !(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->node = node;
+	p->index = node->nports;
+	p->rate_bps = o->rate_bps;
+	p->delay_ns = o->delay_ns;
+	p->loss = o->loss;
+	node->ports[node->nports++] = p;
+	return p;
+}
+
+int sim_link(struct sim_net *n, unsigned a, unsigned b, const struct sim_link_opts *o)
+{
+	if (a >= n->nnodes || b >= n->nnodes || a == b || !o->rate_bps)
+		return EINVAL;
+	struct port *pa = new_port(n->nodes[a], o), *pb = pa ? new_port(n->nodes[b], o) : NULL;
+	if (!pb)
+		return EINVAL;
+	pa->peer = n->nodes[b];
+	pa->peer_port = pb->index;
+	pb->peer = n->nodes[a];
+	pb->peer_port = pa->index;
+	return 0;
+}
+
+/* The rnic of each host, and every switch's shortest-path next hops. */
+int sim_route(struct sim_net *n)
+{
+	unsigned *dist = malloc(n->nnodes * sizeof(*dist)), *fifo = malloc(n->nnodes * sizeof(*fifo));
+
+	if (!dist || !fifo) {
+		free(dist);
+		free(fifo);
+		return ENOMEM;
+	}
+	for (unsigned s = 0; s < n->nswitches; s++) {
+		struct node *sw = n->nodes[n->switch_nodes[s]];
+		sw->route_n = calloc(n->nhosts, 1);
+		sw->route_port = calloc((size_t)n->nhosts * MAX_ECMP, 1);
+		if (!sw->route_n || !sw->route_port)
+			return ENOMEM;
+	}
+	for (unsigned h = 0; h < n->nhosts; h++) {
+		/* BFS from the host; switches only as transit. */
+		unsigned head = 0, tail = 0;
+		for (unsigned i = 0; i < n->nnodes; i++)
+			dist[i] = UINT32_MAX;
+		dist[n->host_nodes[h]] = 0;
+		fifo[tail++] = n->host_nodes[h];
+		while (head < tail) {
+			struct node *x = n->nodes[fifo[head++]];
+			if (x->is_host && x->id != n->host_nodes[h])
+				continue;
+			for (unsigned i = 0; i < x->nports; i++) {
+				struct node *y = x->ports[i]->peer;
+				if (y && dist[y->id] == UINT32_MAX) {
+					dist[y->id] = dist[x->id] + 1;
+					fifo[tail++] = y->id;
+				}
+			}
+		}
+		for (unsigned s = 0; s < n->nswitches; s++) {
+			struct node *sw = n->nodes[n->switch_nodes[s]];
+			if (dist[sw->id] == UINT32_MAX)
+				continue;
+			for (unsigned i = 0; i < sw->nports && sw->route_n[h] < MAX_ECMP; i++) {
+				struct node *y = sw->ports[i]->peer;
+				if (y && dist[y->id] + 1 == dist[sw->id] && (!y->is_host || y->index == h))
+					sw->route_port[(size_t)h * MAX_ECMP + sw->route_n[h]++] = (uint8_t)i;
+			}
+		}
+	}
+	free(dist);
+	free(fifo);
+	/* The hosts' rnics. */
+	for (unsigned h = 0; h < n->nhosts; h++) {
+		struct host *host = n->hosts[h];
+		struct rnic_config cfg;
+		struct rnic_io io = { .ctx = host, .xmit = host_xmit };
+		rnic_config_default(&cfg);
+		gid_of_host(h, &cfg.gid);
+		cfg.seed = (uint32_t)(prng_next(n->rng) | 1);
+		/* The rnic paces IB bytes; the link carries 66 more per
+		 * packet (net.h): pace at the rate that fills the link with
+		 * full-MTU packets, not above it (else the NIC queue grows
+		 * for ever and every RTT with it). */
+		if (host->node->nports) {
+			uint64_t ib = n->ho.mtu + 48u;  /* payload, BTH, RETH, ICRC */
+			cfg.line_rate = host->node->ports[0]->rate_bps / (ib + SIM_WIRE_OVERHEAD) * ib;
+		}
+		cfg.pace_line_rate = true;
+		cfg.ecn = true;
+		cfg.cnp = n->ho.dcqcn;
+		cfg.dcqcn = n->ho.dcqcn;
+		host->rnic = rnic_create(&cfg, &io);
+		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
+		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
+		host->buf = host->cq ? calloc(1, HOST_BUF) : NULL;
+		host->mr = host->buf ? rnic_mr_reg(host->pd, host->buf, HOST_BUF, (uintptr_t)host->buf,
+						   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+				     : NULL;
+		if (!host->mr)
+			return ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- flows --------------------------------------------------------------- */
+
+static int connect_qp(struct sim_net *n, struct rnic_qp *qp, unsigned peer, uint32_t peer_qpn)
+{
+	struct ibv_qp_attr a;
+	uint64_t now = n->eng->now;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	if (rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = n->ho.mtu >= 4096 ? IBV_MTU_4096 : n->ho.mtu >= 2048 ? IBV_MTU_2048
+		     : n->ho.mtu >= 1024 ? IBV_MTU_1024 : n->ho.mtu >= 512 ? IBV_MTU_512 : IBV_MTU_256;
+	a.dest_qp_num = peer_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = 26 << 2;  /* DSCP 26: the RoCE priority */
+	gid_of_host(peer, (struct rnic_gid *)a.ah_attr.grh.dgid.raw);
+	if (rnic_qp_modify(qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			   now))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = n->ho.qp_timeout;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return rnic_qp_modify(qp, &a,
+			      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				      IBV_QP_MAX_QP_RD_ATOMIC,
+			      now);
+}
+
+/* Post the flow as WRITEs of at most HOST_BUF bytes; the last signaled. */
+static void flow_start(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct sim_net *n = ctx;
+	struct flow *f = &n->flows[arg];
+	struct host *src = n->hosts[f->r.src], *dst = n->hosts[f->r.dst];
+	uint64_t left = f->r.bytes;
+
+	f->r.start_ns = now;
+	while (left) {
+		uint32_t len = left > HOST_BUF ? HOST_BUF : (uint32_t)left;
+		struct ibv_sge sge = { .addr = (uintptr_t)src->buf, .length = len, .lkey = rnic_mr_lkey(src->mr) };
+		struct ibv_send_wr wr = { .wr_id = arg, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE },
+				   *bad;
+		left -= len;
+		if (!left)
+			wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)dst->buf;
+		wr.wr.rdma.rkey = rnic_mr_rkey(dst->mr);
+		if (rnic_post_send(f->qp_src, &wr, &bad, now)) {
+			f->r.failed = true;
+			f->r.fct_ns = 1;
+			n->running--;
+			break;
+		}
+	}
+	host_after(src);
+}
+
+int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, uint64_t start_ns)
+{
+	if (src >= n->nhosts || dst >= n->nhosts || src == dst || !bytes || !n->hosts[src]->rnic)
+		return -1;
+	if (n->nflows == n->capflows) {
+		unsigned cap = n->capflows ? n->capflows * 2 : 64;
+		struct flow *f = realloc(n->flows, cap * sizeof(*f));
+		if (!f)
+			return -1;
+		n->flows = f;
+		n->capflows = cap;
+	}
+	struct flow *f = &n->flows[n->nflows];
+	struct host *a = n->hosts[src], *b = n->hosts[dst];
+	struct ibv_qp_init_attr init;
+	memset(f, 0, sizeof(*f));
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = (uint32_t)(bytes / HOST_BUF + 2);
+	init.cap.max_recv_wr = 1;
+	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+	f->qp_src = rnic_qp_create(a->pd, a->cq, a->cq, &init, NULL);
+	f->qp_dst = rnic_qp_create(b->pd, b->cq, b->cq, &init, NULL);
+	if (!f->qp_src || !f->qp_dst || connect_qp(n, f->qp_src, dst, rnic_qp_num(f->qp_dst)) ||
+	    connect_qp(n, f->qp_dst, src, rnic_qp_num(f->qp_src)))
+		return -1;
+	f->r = (struct sim_flow_result){ .src = src, .dst = dst, .bytes = bytes, .start_ns = start_ns };
+	if (sim_at(n->eng, start_ns, flow_start, n, n->nflows))
+		return -1;
+	n->running++;
+	return (int)n->nflows++;
+}
+
+unsigned sim_flows(const struct sim_net *n)
+{
+	return n->nflows;
+}
+
+const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i)
+{
+	return i < n->nflows ? &n->flows[i].r : NULL;
+}
+
+unsigned sim_flows_running(const struct sim_net *n)
+{
+	return n->running;
+}
+
+const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
+{
+	return &n->stats;
+}
+
+uint64_t sim_rnic_counter(const struct sim_net *n, const char *name)
+{
+	uint64_t sum = 0;
+
+	for (unsigned h = 0; h < n->nhosts; h++) {
+		const struct rnic_counters *c = n->hosts[h]->rnic ? rnic_counters(n->hosts[h]->rnic) : NULL;
+		if (!c)
+			continue;
+#define SUM_ONE(field)                    \
+		if (!strcmp(name, #field)) \
+			sum += c->field;
+		RNIC_COUNTER_LIST(SUM_ONE)
+#undef SUM_ONE
+	}
+	return sum;
+}
+
+void sim_net_destroy(struct sim_net *n)
+{
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n->nflows; i++) {
+		rnic_qp_destroy(n->flows[i].qp_src);
+		rnic_qp_destroy(n->flows[i].qp_dst);
+	}
+	for (unsigned h = 0; h < n->nhosts; h++) {
+		struct host *host = n->hosts[h];
+		if (host->mr)
+			rnic_mr_dereg(host->mr);
+		if (host->cq)
+			rnic_cq_destroy(host->cq);
+		if (host->pd)
+			rnic_pd_free(host->pd);
+		if (host->rnic)
+			rnic_destroy(host->rnic);
+		free(host->buf);
+		free(host);
+	}
+	for (unsigned i = 0; i < n->nnodes; i++) {
+		struct node *node = n->nodes[i];
+		for (unsigned p = 0; p < node->nports; p++) {
+			for (int q = 0; q < SIM_PRIOS; q++)
+				q_free(&node->ports[p]->q[q]);
+			q_free(&node->ports[p]->ctrl);
+			free(node->ports[p]);
+		}
+		free(node->route_n);
+		free(node->route_port);
+		free(node);
+	}
+	free(n->hosts);
+	free(n->host_nodes);
+	free(n->switch_nodes);
+	free(n->flows);
+	free(n);
+}

@@ -1,0 +1,125 @@
+/*
+ * net.h — the simulated fabric (net.c): hosts that are softrnic rnics on
+ * simulated time, switches with a shared buffer, per-port per-priority
+ * queues, ECN/RED and PFC, and the links between them.  Driven by the
+ * event engine (engine.h); everything random comes from one seed.
+ *
+ *   host     an rnic (src/rnic: the real requester, responder, completer
+ *            and DCQCN), a NIC egress port, and the flows it starts.  The
+ *            ICRC is neither written nor checked: nothing corrupts.
+ *   link     rate, propagation delay, random loss (per direction).  A
+ *            packet occupies wire_bytes = IB packet + 46 (Ethernet, IPv4,
+ *            UDP, FCS) + 20 (preamble, inter-frame gap) for 8·wire_bytes
+ *            / rate seconds.
+ *   switch   every port has 8 priority queues, served in strict priority
+ *            (PFC frames first).  RoCE rides priority 3 (DSCP 26), CNPs
+ *            priority 6 (DSCP 48).  Buffer: one shared pool; a packet is
+ *            accounted to its ingress (port, priority) until it leaves.
+ *   ECN      RED on the egress queue's bytes when the packet is enqueued
+ *            (as the DCQCN paper's switch): below kmin never, above kmax
+ *            always, pmax·(q−kmin)/(kmax−kmin) between; only ECT packets.
+ *   PFC      (802.1Qbb) on the lossless priority: when an ingress
+ *            (port, priority) holds more than xoff = alpha · (free shared
+ *            buffer), a PAUSE with 0xffff quanta (one quantum = 512 bit
+ *            times) goes to the upstream port; it is refreshed before it
+ *            expires while the ingress stays above xon (xoff − 2 MTU), and
+ *            a RESUME (0 quanta) follows when it drops below.  Pauses
+ *            expire by themselves.  Packets that arrive after the XOFF go
+ *            to the ingress's headroom (sized from rate × 2 × delay plus
+ *            two MTUs); a packet that finds the headroom full is dropped
+ *            and counted (headroom_drops: zero if sized right).
+ *   no PFC   a packet is dropped when the egress queue exceeds the
+ *            dynamic threshold alpha · (free shared buffer) or the buffer
+ *            is full.
+ *   routing  shortest paths by hop count from each switch to each host;
+ *            equal-cost next hops are chosen by a hash of the UDP source
+ *            port and the hosts (ECMP).
+ *
+ * Trade-offs, said plainly: the host's NIC egress queue is unbounded and
+ * the rnic is not told of pauses (a hardware NIC's scheduler would stop
+ * the QP; here the rnic paces at line rate, or at DCQCN's rate, into the
+ * paused queue); the pause is per priority but the hosts send RoCE on one.
+ */
+#ifndef SOFTRNIC_SIM_NET_H
+#define SOFTRNIC_SIM_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/engine.h"
+
+#define SIM_PRIOS 8
+#define SIM_PRIO_ROCE 3
+#define SIM_PRIO_CNP 6
+#define SIM_MAX_NODES 1024
+#define SIM_WIRE_OVERHEAD (46u + 20u)
+
+struct sim_net;
+
+struct sim_link_opts {
+	uint64_t rate_bps;
+	uint64_t delay_ns;
+	double loss;            /* probability a packet is lost on the wire */
+};
+
+struct sim_switch_opts {
+	uint64_t buffer_bytes;  /* the shared pool */
+	double alpha;           /* dynamic threshold: alpha · free pool */
+	bool pfc;               /* PFC on the RoCE priority */
+	bool ecn;
+	uint64_t kmin_bytes, kmax_bytes;
+	double pmax;
+};
+
+struct sim_host_opts {
+	bool dcqcn;             /* ECN marks -> CNPs -> DCQCN rate cuts */
+	uint8_t qp_timeout;     /* IBTA local ACK timeout code (4.096 us · 2^t) */
+	unsigned mtu;           /* 256 .. 4096 */
+};
+
+/* What happened, all nodes together (per-node figures in the CSVs). */
+struct sim_net_stats {
+	uint64_t packets_sent;          /* by hosts */
+	uint64_t link_losses;           /* the loss knob */
+	uint64_t drops;                 /* switch buffer full / over threshold */
+	uint64_t headroom_drops;        /* PFC headroom exhausted */
+	uint64_t ecn_marks;
+	uint64_t pauses_sent, resumes_sent, pauses_received;
+	uint64_t paused_ns;             /* summed over every paused (port, priority) */
+	uint64_t max_buffer_bytes;      /* a switch's peak occupancy */
+	uint64_t max_host_queue_bytes;  /* a host NIC's peak egress queue */
+};
+
+struct sim_flow_result {
+	unsigned src, dst;              /* host indexes */
+	uint64_t bytes, start_ns, fct_ns;       /* fct 0: not finished */
+	uint16_t sport;
+	bool failed;                    /* completed with an error */
+};
+
+struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const struct sim_host_opts *ho,
+			       const struct sim_switch_opts *so);
+void sim_net_destroy(struct sim_net *n);
+/* Nodes: hosts are numbered among hosts (0..), switches among switches;
+ * both get a node id for links.  -1 on failure. */
+int sim_add_host(struct sim_net *n);
+int sim_add_switch(struct sim_net *n);
+unsigned sim_host_node(const struct sim_net *n, unsigned host);
+unsigned sim_switch_node(const struct sim_net *n, unsigned sw);
+/* A full-duplex link between two nodes (both directions the same). */
+int sim_link(struct sim_net *n, unsigned node_a, unsigned node_b, const struct sim_link_opts *o);
+/* Compute the routes; call after the last link, before the first flow. */
+int sim_route(struct sim_net *n);
+/* An RDMA WRITE of `bytes` from host src to host dst, starting at
+ * start_ns, on its own RC QP pair.  Returns the flow index or -1. */
+int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, uint64_t start_ns);
+unsigned sim_flows(const struct sim_net *n);
+const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i);
+/* Flows still running. */
+unsigned sim_flows_running(const struct sim_net *n);
+const struct sim_net_stats *sim_net_stats(const struct sim_net *n);
+/* The sum of one rnic counter over every host, by name ("tx_retransmits"
+ * ...: RNIC_COUNTER_LIST), or 0 if there is no such counter. */
+uint64_t sim_rnic_counter(const struct sim_net *n, const char *name);
+
+#endif

@@ -1,0 +1,11 @@
+/*
+ * cmd_sim.c — `softrnic sim ...`: the fabric simulator (src/sim), linked
+ * into the tool: it needs nothing but the rnic it runs on simulated time.
+ */
+#include "sim/exp.h"
+#include "tools/commands.h"
+
+int cmd_sim(int argc, char **argv)
+{
+	return sim_cli(argc, argv);
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# experiments.sh — each built experiment of `softrnic sim exp` in its short
+# form (--quick): its qualitative result, and the same seed twice giving
+# the same files byte for byte.
+#   gbn-loss    goodput at 1% loss far below goodput without loss
+#   incast-pfc  no drops with PFC (and pauses sent), drops without
+# usage: experiments.sh SOFTRNIC
+set -euo pipefail
+SOFTRNIC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "sim experiments: $*" >&2; exit 1; }
+
+for name in gbn-loss incast-pfc; do
+	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-a" >/dev/null || fail "$name failed"
+	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-b" >/dev/null || fail "$name failed (2nd)"
+	for f in "$tmp/$name-a"/*; do
+		cmp -s "$f" "$tmp/$name-b/$(basename "$f")" || fail "$name: $(basename "$f") differs between two runs of seed 7"
+	done
+	cat "$tmp/$name-a/summary.txt"
+done
+
+# gbn-loss.csv: loss,bytes,fct_ns,goodput_gbps,...
+awk -F, 'NR > 1 { g[$1] = $4 } END {
+	if (!(g["0"] > 80)) { print "no-loss goodput " g["0"] " Gb/s, expected > 80"; exit 1 }
+	if (!(g["0.01"] < g["0"] / 5)) { print "1% loss goodput " g["0.01"] " not far below " g["0"]; exit 1 }
+}' "$tmp/gbn-loss-a/gbn-loss.csv" || fail "gbn-loss"
+
+# incast-pfc.csv: pfc,senders,bytes_each,done_ns,goodput_gbps,p50,p99,drops,headroom_drops,retransmits,timeouts,pauses_sent,...
+awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
+	if (d[1] != 0 || r[1] != 0) { print "PFC on: " d[1] " drops, " r[1] " retransmissions"; exit 1 }
+	if (!(p[1] > 0)) { print "PFC on: no pause sent"; exit 1 }
+	if (!(d[0] > 0)) { print "PFC off: no drops in a 16:1 incast"; exit 1 }
+	if (!(g[1] > g[0])) { print "PFC on no faster than off"; exit 1 }
+}' "$tmp/incast-pfc-a/incast-pfc.csv" || fail "incast-pfc"
+echo "sim experiments: ok"
