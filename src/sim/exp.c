@@ -9,6 +9,13 @@
  *   incast-pfc   16 senders write to one receiver at once through one
  *                switch, PFC off and on: drops, retransmissions, pauses,
  *                goodput and p99 FCT
+ *   dcqcn-fairness  2, 4 and 8 long flows join one bottleneck one after
+ *                another, DCQCN on and off (PFC on in both): each flow's
+ *                throughput and the queue over time, Jain's fairness
+ *                index, the time to converge, CNPs and pauses
+ *   pfc-storm    a receiver that pauses for ever, with and without the
+ *                PFC watchdog: how far the pause spreads upstream and
+ *                what it does to flows that never touch that receiver
  *
  * Every run is a function of the seed: the same seed gives the same
  * files, byte for byte (tests/sim checks).
@@ -191,12 +198,251 @@ static int exp_incast_pfc(const struct exp_opts *o)
 	return 0;
 }
 
+/* Jain's index of n rates: 1 when all are equal, 1/n when one has all. */
+static double jain(const double *x, unsigned n)
+{
+	double sum = 0, sq = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		sum += x[i];
+		sq += x[i] * x[i];
+	}
+	return sq > 0 ? sum * sum / (n * sq) : 0;
+}
+
+#define MAX_FAIR_FLOWS 8
+#define FAIR_WINDOW 10
+
+struct fair_run {
+	struct sim_net *n;
+	unsigned flows, queue_node, queue_port;
+	uint64_t period_ns, last_start_ns, end_ns;
+	uint64_t prev[MAX_FAIR_FLOWS];
+	FILE *csv;
+	const char *label;
+	/* After the last flow joined: */
+	double jain_sum, queue_sum, rate_sum;
+	unsigned samples;
+	uint64_t max_queue, converged_ns;
+	double window[MAX_FAIR_FLOWS][FAIR_WINDOW];
+	unsigned wpos, good_streak;
+};
+
+static void fair_sample(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct fair_run *r = ctx;
+	double gbps[MAX_FAIR_FLOWS], avg[MAX_FAIR_FLOWS];
+	uint64_t q = sim_port_queue_bytes(r->n, r->queue_node, r->queue_port);
+
+	(void)arg;
+	fprintf(r->csv, "%s,%" PRIu64 ",%" PRIu64, r->label, now / 1000, q);
+	for (unsigned i = 0; i < r->flows; i++) {
+		uint64_t d = sim_host_delivered(r->n, i + 1);
+		gbps[i] = (double)(d - r->prev[i]) * 8 / (double)r->period_ns;
+		r->prev[i] = d;
+		r->window[i][r->wpos % FAIR_WINDOW] = gbps[i];
+		fprintf(r->csv, ",%.2f", gbps[i]);
+	}
+	fprintf(r->csv, "\n");
+	r->wpos++;
+	if (now > r->last_start_ns) {
+		double total = 0;
+		for (unsigned i = 0; i < r->flows; i++) {
+			avg[i] = 0;
+			for (int k = 0; k < FAIR_WINDOW; k++)
+				avg[i] += r->window[i][k] / FAIR_WINDOW;
+			total += gbps[i];
+		}
+		/* Converged: the index over the last FAIR_WINDOW samples
+		 * reaches 0.9 and stays there to the end. */
+		if (jain(avg, r->flows) >= 0.9) {
+			if (!r->good_streak++)
+				r->converged_ns = now - r->last_start_ns;
+		} else {
+			r->good_streak = 0;
+		}
+		/* Averages over the second half after the last join. */
+		if (now >= r->last_start_ns + (r->end_ns - r->last_start_ns) / 2) {
+			r->jain_sum += jain(gbps, r->flows);
+			r->queue_sum += (double)q;
+			r->rate_sum += total;
+			r->samples++;
+		}
+		if (q > r->max_queue)
+			r->max_queue = q;
+	}
+	if (now + r->period_ns <= r->end_ns)
+		sim_at(sim_net_engine(r->n), now + r->period_ns, fair_sample, r, 0);
+}
+
+static int exp_dcqcn_fairness(const struct exp_opts *o)
+{
+	static const unsigned counts[] = { 2, 4, 8 };
+	uint64_t stagger = o->quick ? 500000 : 2000000, settle = o->quick ? 3000000 : 10000000;
+	FILE *csv = open_out(o, "dcqcn-fairness.csv"), *sum = open_out(o, "summary.txt"),
+	     *runs = open_out(o, "dcqcn-fairness-runs.csv");
+
+	if (!csv || !sum || !runs)
+		return 2;
+	fprintf(runs, "flows,dcqcn,jain,total_gbps,queue_mean_bytes,queue_max_bytes,cnps,rate_cuts,pauses,drops,"
+		      "converged_ns\n");
+	fprintf(csv, "run,t_us,queue_bytes");
+	for (unsigned i = 0; i < MAX_FAIR_FLOWS; i++)
+		fprintf(csv, ",flow%u_gbps", i);
+	fprintf(csv, "\n");
+	fprintf(sum, "dcqcn-fairness: N long RDMA WRITEs join one 100 Gb/s bottleneck every %.1f ms, then %.1f ms more;"
+		     " ECN/RED Kmin 100 KB Kmax 400 KB Pmax 0.2 at enqueue, PFC on, seed %" PRIu64 "\n",
+		(double)stagger / 1e6, (double)settle / 1e6, o->seed);
+	fprintf(sum, "  (Jain index, rate and queue: means over the second half after the last flow joined;"
+		     " converged: the index over %u samples reaches 0.9 and stays)\n", FAIR_WINDOW);
+	for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (int dcqcn = 1; dcqcn >= 0; dcqcn--) {
+			unsigned k = counts[c];
+			if (o->quick && k == 8)
+				continue;
+			struct sim_engine e;
+			struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000 };
+			struct sim_host_opts ho = HOSTS;
+			struct sim_switch_opts so = SWITCH;
+			struct fair_run r;
+			char label[32];
+			ho.dcqcn = dcqcn;
+			so.ecn = dcqcn;
+			sim_engine_init(&e);
+			memset(&r, 0, sizeof(r));
+			r.n = star(&e, o->seed + k, k + 1, &l, &ho, &so);
+			r.last_start_ns = (uint64_t)(k - 1) * stagger;
+			r.end_ns = r.last_start_ns + settle;
+			uint64_t bytes = 100 * GBPS / 8 * (r.end_ns + 1000000) / 1000000000ull;
+			for (unsigned i = 0; r.n && i < k; i++)
+				if (sim_add_flow(r.n, i + 1, 0, bytes, (uint64_t)i * stagger) < 0)
+					r.n = NULL;
+			if (!r.n) {
+				fprintf(stderr, "softrnic sim: cannot build dcqcn-fairness\n");
+				return 2;
+			}
+			snprintf(label, sizeof(label), "%u-%s", k, dcqcn ? "dcqcn" : "none");
+			r.flows = k;
+			r.label = label;
+			r.csv = csv;
+			r.period_ns = o->quick ? 20000 : 50000;
+			r.queue_node = sim_switch_node(r.n, 0);
+			r.queue_port = (unsigned)sim_port_to_host(r.n, r.queue_node, 0);
+			sim_at(&e, r.period_ns, fair_sample, &r, 0);
+			sim_run_until(&e, r.end_ns);
+			const struct sim_net_stats *st = sim_net_stats(r.n);
+			double s = r.samples ? r.samples : 1;
+			fprintf(sum, "  %u flows, DCQCN %-3s: Jain %.3f, total %.1f Gb/s, queue mean %.0f KB max %.0f KB, "
+				     "%" PRIu64 " CNPs, %" PRIu64 " rate cuts, %" PRIu64 " pauses, %" PRIu64 " drops; ",
+				k, dcqcn ? "on" : "off", r.jain_sum / s, r.rate_sum / s, r.queue_sum / s / 1000,
+				(double)r.max_queue / 1000, sim_rnic_counter(r.n, "cnp_sent"),
+				sim_rnic_counter(r.n, "rate_decreases"), st->pauses_sent, st->drops + st->headroom_drops);
+			fprintf(runs, "%u,%d,%.4f,%.2f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+				k, dcqcn, r.jain_sum / s, r.rate_sum / s, r.queue_sum / s, r.max_queue,
+				sim_rnic_counter(r.n, "cnp_sent"), sim_rnic_counter(r.n, "rate_decreases"), st->pauses_sent,
+				st->drops + st->headroom_drops, r.good_streak ? r.converged_ns : 0);
+			if (r.good_streak)
+				fprintf(sum, "converged %.2f ms after the last join\n", (double)r.converged_ns / 1e6);
+			else
+				fprintf(sum, "not converged\n");
+			sim_net_destroy(r.n);
+			sim_engine_free(&e);
+		}
+	}
+	fclose(csv);
+	fclose(runs);
+	fclose(sum);
+	return 0;
+}
+
+/* pfc-storm: hosts 0-3 on switch A, hosts 4 and 5 on switch B, A and B
+ * linked.  Hosts 0 and 1 write to host 5, hosts 2 and 3 to host 4.  From
+ * storm_ns on, host 5's NIC pauses its port for ever.  Without the
+ * watchdog the pause spreads upstream (B's port to 5 fills, B pauses A,
+ * A pauses every sender) and stops the innocent flows to host 4 too; with
+ * it, B's queue to host 5 is declared stormed and dropped, and the rest
+ * flows again. */
+static int exp_pfc_storm(const struct exp_opts *o)
+{
+	uint64_t storm_ns = o->quick ? 500000 : 2000000, end_ns = o->quick ? 8000000 : 30000000;
+	uint64_t detect = o->quick ? 1000000 : 5000000;
+	FILE *csv = open_out(o, "pfc-storm.csv"), *sum = open_out(o, "summary.txt");
+
+	if (!csv || !sum)
+		return 2;
+	fprintf(csv, "watchdog,innocent_gbps_before,innocent_gbps_after,storm_port_paused,a_to_b_paused,"
+		     "sender_nic_paused_mean,storms_detected,watchdog_drops,pauses_sent\n");
+	fprintf(sum, "pfc-storm: 4 senders on switch A, 2 receivers on switch B, 100 Gb/s, 1 us links; "
+		     "receiver 5 pauses for ever from %.1f ms; watchdog detection and restoration %.1f ms "
+		     "(SONiC's default 200 ms, scaled to the run); %.1f ms simulated, seed %" PRIu64 "\n",
+		(double)storm_ns / 1e6, (double)detect / 1e6, (double)end_ns / 1e6, o->seed);
+	fprintf(sum, "  (paused: the share of the time after the storm began that the egress stood paused)\n");
+	for (int wd = 0; wd <= 1; wd++) {
+		struct sim_engine e;
+		struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000 };
+		struct sim_switch_opts so = SWITCH;
+		so.wd_detect_ns = wd ? detect : 0;
+		so.wd_restore_ns = detect;
+		sim_engine_init(&e);
+		struct sim_net *n = sim_net_create(&e, o->seed, &HOSTS, &so);
+		int a = n ? sim_add_switch(n) : -1, b = n ? sim_add_switch(n) : -1;
+		bool ok = a >= 0 && b >= 0;
+		for (unsigned h = 0; ok && h < 6; h++) {
+			int id = sim_add_host(n);
+			ok = id >= 0 && !sim_link(n, sim_host_node(n, (unsigned)id), sim_switch_node(n, h < 4 ? (unsigned)a : (unsigned)b), &l);
+		}
+		ok = ok && !sim_link(n, sim_switch_node(n, (unsigned)a), sim_switch_node(n, (unsigned)b), &l) && !sim_route(n);
+		uint64_t bytes = 100 * GBPS / 8 * (end_ns / 1000000 + 1) / 1000;
+		for (unsigned s = 0; ok && s < 4; s++)
+			ok = sim_add_flow(n, s, s < 2 ? 5 : 4, bytes, 0) >= 0;
+		ok = ok && !sim_host_storm(n, 5, storm_ns);
+		if (!ok) {
+			fprintf(stderr, "softrnic sim: cannot build pfc-storm\n");
+			sim_net_destroy(n);
+			return 2;
+		}
+		sim_run_until(&e, storm_ns);
+		uint64_t before = sim_host_delivered(n, 2) + sim_host_delivered(n, 3);
+		uint64_t p_storm0 = sim_port_paused_ns(n, sim_switch_node(n, (unsigned)b),
+						       (unsigned)sim_port_to_host(n, sim_switch_node(n, (unsigned)b), 5));
+		unsigned a_node = sim_switch_node(n, (unsigned)a), a_to_b = 4;    /* A's ports: hosts 0-3, then B */
+		uint64_t p_ab0 = sim_port_paused_ns(n, a_node, a_to_b), p_nic0 = 0;
+		for (unsigned s = 0; s < 4; s++)
+			p_nic0 += sim_port_paused_ns(n, sim_host_node(n, s), 0);
+		sim_run_until(&e, end_ns);
+		uint64_t after = sim_host_delivered(n, 2) + sim_host_delivered(n, 3) - before;
+		double span = (double)(end_ns - storm_ns);
+		double storm_port = (double)(sim_port_paused_ns(n, sim_switch_node(n, (unsigned)b),
+					 (unsigned)sim_port_to_host(n, sim_switch_node(n, (unsigned)b), 5)) - p_storm0) / span;
+		double ab = (double)(sim_port_paused_ns(n, a_node, a_to_b) - p_ab0) / span, nic = 0;
+		for (unsigned s = 0; s < 4; s++)
+			nic += (double)sim_port_paused_ns(n, sim_host_node(n, s), 0);
+		nic = (nic - (double)p_nic0) / 4 / span;
+		const struct sim_net_stats *st = sim_net_stats(n);
+		double g_before = (double)before * 8 / (double)storm_ns, g_after = (double)after * 8 / span;
+		fprintf(csv, "%d,%.2f,%.2f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", wd, g_before, g_after,
+			storm_port, ab, nic, st->storms_detected, st->watchdog_drops, st->pauses_sent);
+		fprintf(sum, "  watchdog %-3s innocent flows %.1f Gb/s before the storm, %.1f Gb/s after; paused: "
+			     "B->storming host %.0f%%, A->B %.0f%%, senders' NICs %.0f%% (mean); %" PRIu64
+			     " storms detected, %" PRIu64 " packets dropped by the watchdog\n",
+			wd ? "on" : "off", g_before, g_after, 100 * storm_port, 100 * ab, 100 * nic, st->storms_detected,
+			st->watchdog_drops);
+		sim_net_destroy(n);
+		sim_engine_free(&e);
+	}
+	fclose(csv);
+	fclose(sum);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(const struct exp_opts *o);
 } EXPERIMENTS[] = {
 	{ "gbn-loss", exp_gbn_loss },
 	{ "incast-pfc", exp_incast_pfc },
+	{ "dcqcn-fairness", exp_dcqcn_fairness },
+	{ "pfc-storm", exp_pfc_storm },
 };
 
 static int usage(void)

@@ -57,7 +57,9 @@ struct port {
 	struct queue q[SIM_PRIOS], ctrl;
 	bool busy, wake_pending;
 	/* Egress: paused by the peer (802.1Qbb) until this time. */
-	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS];
+	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS], paused_total[SIM_PRIOS];
+	uint64_t last_pause_rx[SIM_PRIOS];
+	bool stormed[SIM_PRIOS];        /* the watchdog's verdict */
 	/* Ingress (switches): bytes held for packets that came in here. */
 	uint64_t in_bytes[SIM_PRIOS], headroom_used[SIM_PRIOS];
 	bool xoff_sent[SIM_PRIOS];
@@ -79,6 +81,7 @@ struct host {
 	struct rnic_mr *mr;
 	uint8_t *buf;
 	uint64_t timer_at, timer_gen;
+	uint64_t delivered;             /* wire bytes of its packets that arrived */
 };
 
 struct node {
@@ -214,8 +217,10 @@ static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 		in->in_bytes[pkt->prio] -= pkt->wire;
 		sw->buf_used -= pkt->wire;
 	}
+	/* XON: two MTUs below XOFF, and the headroom empty again, so that
+	 * the next XOFF finds all of it for the packets in flight. */
 	uint64_t xoff = xoff_threshold(n, sw), two = 2 * mtu_wire(n);
-	if (in->xoff_sent[pkt->prio] && in->in_bytes[pkt->prio] + in->headroom_used[pkt->prio] + two <= xoff) {
+	if (in->xoff_sent[pkt->prio] && !in->headroom_used[pkt->prio] && in->in_bytes[pkt->prio] + two <= xoff) {
 		in->xoff_sent[pkt->prio] = false;
 		in->refresh_gen[pkt->prio]++;
 		send_pfc(n, in, pkt->prio, 0);
@@ -317,27 +322,112 @@ static void xoff(struct sim_net *n, struct port *in, uint8_t prio)
 	       in->refresh_gen[prio] << 8 | prio);
 }
 
-/* A PAUSE or RESUME for our egress on this port. */
+/* Time this (port, priority) has spent paused, up to now. */
+static uint64_t paused_ns(const struct port *p, int prio, uint64_t now)
+{
+	uint64_t t = p->paused_total[prio];
+	uint64_t end = p->paused_until[prio] < now ? p->paused_until[prio] : now;
+
+	return end > p->pause_start[prio] ? t + end - p->pause_start[prio] : t;
+}
+
+/* A PAUSE or RESUME for our egress on this port.  A queue the watchdog
+ * has declared stormed ignores them (SONiC pfcwd's "drop" action). */
 static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt, uint64_t now)
 {
 	uint8_t prio = pkt->pfc_prio;
 	uint64_t quantum_ns = 512ull * 1000000000ull / p->rate_bps;
 
 	n->stats.pauses_received++;
-	if (p->paused_until[prio] <= now) {             /* a new pause period */
+	if (pkt->quanta)
+		p->last_pause_rx[prio] = now;
+	if (p->stormed[prio])
+		return;
+	if (p->paused_until[prio] <= now) {
 		if (pkt->quanta == 0)
-			return;
+			return;         /* a RESUME for a queue not paused */
+		/* A new pause period: the last one is over. */
+		if (p->paused_until[prio] > p->pause_start[prio])
+			p->paused_total[prio] += p->paused_until[prio] - p->pause_start[prio];
 		p->pause_start[prio] = now;
+		p->paused_until[prio] = now;
 	}
-	uint64_t until = now + (uint64_t)pkt->quanta * quantum_ns;
-	if (pkt->quanta == 0 || until > p->paused_until[prio]) {
-		if (pkt->quanta == 0)
-			n->stats.paused_ns += now - p->pause_start[prio];
-		else if (p->paused_until[prio] > now)
-			n->stats.paused_ns += 0;        /* extended: counted when it ends */
-		p->paused_until[prio] = pkt->quanta ? until : now;
-	}
+	/* A pause expires by itself after its quanta; a newer frame
+	 * replaces the time left (802.1Qbb), a RESUME ends it now. */
+	p->paused_until[prio] = now + (uint64_t)pkt->quanta * quantum_ns;
 	port_kick(n, p);
+}
+
+/* ---- the PFC watchdog (SONiC pfcwd) ---------------------------------------
+ *
+ * Every detect/4, each switch egress queue of the lossless priority is
+ * looked at: paused without a break for the detection time while holding
+ * packets, it is declared stormed: its packets are dropped, and so is
+ * everything routed to it later, and pauses for it are ignored.  It is
+ * restored once no pause has arrived for the restoration time. */
+static void drop_queue(struct sim_net *n, struct port *p, int prio)
+{
+	while (p->q[prio].len) {
+		struct sim_pkt *pkt = q_pop(&p->q[prio]);
+		release(n, p->node, pkt);
+		n->stats.watchdog_drops++;
+		free(pkt);
+	}
+}
+
+static void watchdog_tick(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct sim_net *n = ctx;
+	const int prio = SIM_PRIO_ROCE;
+
+	(void)arg;
+	for (unsigned s = 0; s < n->nswitches; s++) {
+		struct node *sw = n->nodes[n->switch_nodes[s]];
+		for (unsigned i = 0; i < sw->nports; i++) {
+			struct port *p = sw->ports[i];
+			if (!p->stormed[prio] && p->paused_until[prio] > now && p->q[prio].len &&
+			    now - p->pause_start[prio] >= n->so.wd_detect_ns) {
+				p->stormed[prio] = true;
+				p->paused_total[prio] += now - p->pause_start[prio];
+				p->pause_start[prio] = p->paused_until[prio] = now;
+				n->stats.storms_detected++;
+				drop_queue(n, p, prio);
+				port_kick(n, p);
+			} else if (p->stormed[prio] && now - p->last_pause_rx[prio] >= n->so.wd_restore_ns) {
+				p->stormed[prio] = false;
+				n->stats.storms_restored++;
+			}
+		}
+	}
+	sim_at(n->eng, now + n->so.wd_detect_ns / 4, watchdog_tick, n, 0);
+}
+
+/* A host whose NIC pauses its switch port for ever (a PFC storm),
+ * refreshing the pause before it expires. */
+static void storm_tick(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *p = ctx;
+	struct sim_net *n = p->node->net;
+	uint64_t quantum_ns = 512ull * 1000000000ull / p->rate_bps;
+
+	(void)arg;
+	send_pfc(n, p, SIM_PRIO_ROCE, PFC_QUANTA);
+	n->stats.pauses_sent++;
+	sim_at(n->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, storm_tick, p, 0);
+}
+
+int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns)
+{
+	if (host >= n->nhosts || !n->hosts[host]->node->nports)
+		return EINVAL;
+	return sim_at(n->eng, start_ns, storm_tick, n->hosts[host]->node->ports[0], 0);
+}
+
+uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port)
+{
+	if (node >= n->nnodes || port >= n->nodes[node]->nports)
+		return 0;
+	return paused_ns(n->nodes[node]->ports[port], SIM_PRIO_ROCE, n->eng->now);
 }
 
 /* ---- switches ------------------------------------------------------------ */
@@ -368,6 +458,11 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	}
 	pkt->in_port = (uint16_t)in->index;
 	pkt->in_headroom = false;
+	if (out->stormed[prio]) {
+		n->stats.watchdog_drops++;
+		free(pkt);
+		return;
+	}
 	if (n->so.pfc && prio == SIM_PRIO_ROCE) {
 		uint64_t threshold = xoff_threshold(n, sw);
 		if (in->in_bytes[prio] + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
@@ -501,10 +596,10 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	rx.ib = pkt->ib;
 	rx.ib_len = pkt->ib_len;
 	rx.ttl = 64;
+	n->hosts[pkt->src_host]->delivered += pkt->wire;
 	rnic_receive(h->rnic, &rx, now);
 	free(pkt);
 	host_after(h);
-	(void)n;
 }
 
 static void arrive(void *ctx, uint64_t arg, uint64_t now)
@@ -684,6 +779,8 @@ int sim_route(struct sim_net *n)
 	}
 	free(dist);
 	free(fifo);
+	if (n->so.pfc && n->so.wd_detect_ns && sim_at(n->eng, n->so.wd_detect_ns / 4, watchdog_tick, n, 0))
+		return ENOMEM;
 	/* The hosts' rnics. */
 	for (unsigned h = 0; h < n->nhosts; h++) {
 		struct host *host = n->hosts[h];
@@ -821,6 +918,11 @@ int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, 
 	return (int)n->nflows++;
 }
 
+struct sim_engine *sim_net_engine(const struct sim_net *n)
+{
+	return n->eng;
+}
+
 unsigned sim_flows(const struct sim_net *n)
 {
 	return n->nflows;
@@ -838,7 +940,40 @@ unsigned sim_flows_running(const struct sim_net *n)
 
 const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
 {
+	struct sim_net *m = (struct sim_net *)n;        /* the sum is made now */
+
+	m->stats.paused_ns = 0;
+	for (unsigned i = 0; i < n->nnodes; i++)
+		for (unsigned p = 0; p < n->nodes[i]->nports; p++)
+			for (int q = 0; q < SIM_PRIOS; q++)
+				m->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
 	return &n->stats;
+}
+
+uint64_t sim_host_delivered(const struct sim_net *n, unsigned src)
+{
+	return src < n->nhosts ? n->hosts[src]->delivered : 0;
+}
+
+uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned port)
+{
+	uint64_t b = 0;
+
+	if (node >= n->nnodes || port >= n->nodes[node]->nports)
+		return 0;
+	for (int q = 0; q < SIM_PRIOS; q++)
+		b += n->nodes[node]->ports[port]->q[q].bytes;
+	return b;
+}
+
+int sim_port_to_host(const struct sim_net *n, unsigned sw, unsigned host)
+{
+	if (sw >= n->nnodes || host >= n->nhosts)
+		return -1;
+	for (unsigned i = 0; i < n->nodes[sw]->nports; i++)
+		if (n->nodes[sw]->ports[i]->peer == n->hosts[host]->node)
+			return (int)i;
+	return -1;
 }
 
 uint64_t sim_rnic_counter(const struct sim_net *n, const char *name)
@@ -862,6 +997,14 @@ void sim_net_destroy(struct sim_net *n)
 {
 	if (!n)
 		return;
+	/* Packets still on the wire or being sent live in the engine's
+	 * events: free them, and leave no event that points into the net. */
+	for (size_t i = 0; i < n->eng->len; i++) {
+		struct sim_event *ev = &n->eng->heap[i];
+		if (ev->fn == tx_done || ev->fn == arrive)
+			free((void *)(uintptr_t)ev->arg);
+	}
+	n->eng->len = 0;
 	for (unsigned i = 0; i < n->nflows; i++) {
 		rnic_qp_destroy(n->flows[i].qp_src);
 		rnic_qp_destroy(n->flows[i].qp_dst);

@@ -27,7 +27,11 @@
  *            expire by themselves.  Packets that arrive after the XOFF go
  *            to the ingress's headroom (sized from rate × 2 × delay plus
  *            two MTUs); a packet that finds the headroom full is dropped
- *            and counted (headroom_drops: zero if sized right).
+ *            and counted (headroom_drops: zero if sized right).  XON
+ *            waits for the headroom to drain, so each XOFF finds it empty.
+ *   watchdog (SONiC pfcwd, action drop) a queue paused without a break
+ *            for wd_detect_ns while holding packets is stormed: dropped,
+ *            its pauses ignored, until none came for wd_restore_ns.
  *   no PFC   a packet is dropped when the egress queue exceeds the
  *            dynamic threshold alpha · (free shared buffer) or the buffer
  *            is full.
@@ -69,6 +73,9 @@ struct sim_switch_opts {
 	bool ecn;
 	uint64_t kmin_bytes, kmax_bytes;
 	double pmax;
+	/* PFC watchdog (SONiC pfcwd, action drop): 0 detect_ns turns it off.
+	 * SONiC's defaults are 200 ms for both. */
+	uint64_t wd_detect_ns, wd_restore_ns;
 };
 
 struct sim_host_opts {
@@ -86,6 +93,8 @@ struct sim_net_stats {
 	uint64_t ecn_marks;
 	uint64_t pauses_sent, resumes_sent, pauses_received;
 	uint64_t paused_ns;             /* summed over every paused (port, priority) */
+	uint64_t storms_detected, storms_restored;
+	uint64_t watchdog_drops;        /* dropped from or for a stormed queue */
 	uint64_t max_buffer_bytes;      /* a switch's peak occupancy */
 	uint64_t max_host_queue_bytes;  /* a host NIC's peak egress queue */
 };
@@ -114,10 +123,24 @@ int sim_route(struct sim_net *n);
  * start_ns, on its own RC QP pair.  Returns the flow index or -1. */
 int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, uint64_t start_ns);
 unsigned sim_flows(const struct sim_net *n);
+struct sim_engine *sim_net_engine(const struct sim_net *n);
 const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i);
 /* Flows still running. */
 unsigned sim_flows_running(const struct sim_net *n);
 const struct sim_net_stats *sim_net_stats(const struct sim_net *n);
+/* From start_ns on, host `host` pauses its switch port for ever (a NIC
+ * stuck sending PFC frames): the PFC storm of docs/experiments.md. */
+int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns);
+/* Time the egress of port `port` of node `node` spent paused (lossless
+ * priority), up to now. */
+uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port);
+/* Bytes (on the wire) of every packet host `src` sent that reached its
+ * destination host: sampled over time, a sender's throughput. */
+uint64_t sim_host_delivered(const struct sim_net *n, unsigned src);
+/* Bytes waiting in the egress queues of port `port` of node `node`. */
+uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned port);
+/* The port of switch node `sw` whose link leads to host `host`, or -1. */
+int sim_port_to_host(const struct sim_net *n, unsigned sw, unsigned host);
 /* The sum of one rnic counter over every host, by name ("tx_retransmits"
  * ...: RNIC_COUNTER_LIST), or 0 if there is no such counter. */
 uint64_t sim_rnic_counter(const struct sim_net *n, const char *name);

@@ -4,6 +4,10 @@
 # the same files byte for byte.
 #   gbn-loss    goodput at 1% loss far below goodput without loss
 #   incast-pfc  no drops with PFC (and pauses sent), drops without
+#   dcqcn-fairness  with DCQCN: two flows share fairly (Jain >= 0.9) and the
+#               queue stays far shorter than without; CNPs were sent
+#   pfc-storm   without the watchdog the storming port stays paused; with
+#               it the storm is detected and the innocent flows go faster
 # usage: experiments.sh SOFTRNIC
 set -euo pipefail
 SOFTRNIC=$1
@@ -11,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sim experiments: $*" >&2; exit 1; }
 
-for name in gbn-loss incast-pfc; do
+for name in gbn-loss incast-pfc dcqcn-fairness pfc-storm; do
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-a" >/dev/null || fail "$name failed"
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-b" >/dev/null || fail "$name failed (2nd)"
 	for f in "$tmp/$name-a"/*; do
@@ -33,4 +37,17 @@ awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
 	if (!(d[0] > 0)) { print "PFC off: no drops in a 16:1 incast"; exit 1 }
 	if (!(g[1] > g[0])) { print "PFC on no faster than off"; exit 1 }
 }' "$tmp/incast-pfc-a/incast-pfc.csv" || fail "incast-pfc"
+# dcqcn-fairness-runs.csv: flows,dcqcn,jain,total_gbps,queue_mean_bytes,queue_max_bytes,cnps,...
+awk -F, 'NR > 1 { j[$1 "-" $2] = $3; q[$1 "-" $2] = $5; c[$1 "-" $2] = $7 } END {
+	if (!(j["2-1"] >= 0.9)) { print "2 flows with DCQCN: Jain " j["2-1"]; exit 1 }
+	if (!(c["2-1"] > 0)) { print "no CNP sent"; exit 1 }
+	if (!(q["2-1"] < q["2-0"] / 2 && q["4-1"] < q["4-0"] / 2)) { print "DCQCN did not keep the queue short"; exit 1 }
+}' "$tmp/dcqcn-fairness-a/dcqcn-fairness-runs.csv" || fail "dcqcn-fairness"
+
+# pfc-storm.csv: watchdog,innocent_before,innocent_after,storm_port_paused,a_to_b_paused,nic_paused,storms,drops,...
+awk -F, 'NR > 1 { after[$1] = $3; storm[$1] = $4; det[$1] = $7 } END {
+	if (!(storm[0] > 0.9)) { print "without the watchdog the storming port was paused only " storm[0]; exit 1 }
+	if (!(det[1] >= 1)) { print "the watchdog detected no storm"; exit 1 }
+	if (!(after[1] > 1.3 * after[0])) { print "innocent flows: " after[1] " Gb/s with the watchdog, " after[0] " without"; exit 1 }
+}' "$tmp/pfc-storm-a/pfc-storm.csv" || fail "pfc-storm"
 echo "sim experiments: ok"

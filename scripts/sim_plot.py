@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""sim_plot.py — plots of `softrnic sim exp` outputs.
+
+usage: sim_plot.py dcqcn-fairness DIR OUT.png   (DIR: that experiment's --out)
+       sim_plot.py gbn-loss DIR OUT.png
+"""
+import csv
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def fairness(d, out):
+    data = rows(d + "/dcqcn-fairness.csv")
+    runs = ["4-dcqcn", "4-none", "8-dcqcn", "8-none"]
+    fig, axes = plt.subplots(2, len(runs), figsize=(4 * len(runs), 6), sharex="col")
+    for i, run in enumerate(runs):
+        rs = [r for r in data if r["run"] == run]
+        if not rs:
+            continue
+        t = [float(r["t_us"]) / 1000 for r in rs]
+        n = int(run.split("-")[0])
+        for k in range(n):
+            axes[0][i].plot(t, [float(r["flow%d_gbps" % k] or 0) for r in rs], lw=0.7, label="flow %d" % k)
+        axes[1][i].plot(t, [float(r["queue_bytes"]) / 1000 for r in rs], color="black", lw=0.7)
+        axes[0][i].set_title("%d flows, DCQCN %s" % (n, "on" if run.endswith("dcqcn") else "off"))
+        axes[0][i].set_ylabel("Gb/s (wire)")
+        axes[1][i].set_ylabel("bottleneck queue (KB)")
+        axes[1][i].set_xlabel("time (ms)")
+        for a in axes[:, i]:
+            a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
+def gbn(d, out):
+    data = rows(d + "/gbn-loss.csv")
+    loss = [r["loss"] for r in data]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(range(len(loss)), [float(r["goodput_gbps"]) for r in data])
+    ax.set_xticks(range(len(loss)))
+    ax.set_xticklabels([("%g%%" % (float(x) * 100)) for x in loss])
+    ax.set_xlabel("random loss per link")
+    ax.set_ylabel("goodput (Gb/s), Go-Back-N")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
+if __name__ == "__main__":
+    {"dcqcn-fairness": fairness, "gbn-loss": gbn}[sys.argv[1]](sys.argv[2], sys.argv[3])
