@@ -421,21 +421,13 @@ int kv_call_raw(struct kv_client *c, const void *msg, uint32_t len, struct kv_re
 	return wait_one(c, res);
 }
 
-/* RDMA READ len bytes of the server's arena at offset `off` into c->read
- * and wait for it. */
-static int read_remote(struct kv_client *c, uint64_t off, uint32_t len)
+/* Post a one-sided WR (wr_id WR_READ) and wait for its completion: 0,
+ * EACCES (a remote access error) or EIO. */
+static int post_and_wait(struct kv_client *c, struct ibv_send_wr *wr)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)c->read, .length = len, .lkey = c->read_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, 0), .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr *bad;
 
-	if (off > c->hello.size || len > c->hello.size - off || len > KV_MSG_MAX)
-		return EINVAL;
-	if (c->failed)
-		return c->failed;
-	wr.wr.rdma.remote_addr = c->hello.addr + off;
-	wr.wr.rdma.rkey = c->hello.rkey;
-	if (ibv_post_send(c->id->qp, &wr, &bad))
+	if (ibv_post_send(c->id->qp, wr, &bad))
 		return errno ? errno : EIO;
 	c->sq_used++;
 	c->read_done = false;
@@ -445,6 +437,23 @@ static int read_remote(struct kv_client *c, uint64_t off, uint32_t len)
 			return -n;
 	}
 	return c->read_status == IBV_WC_SUCCESS ? 0 : c->read_status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO;
+}
+
+/* RDMA READ len bytes of the server's arena at offset `off` into c->read
+ * and wait for it. */
+static int read_remote(struct kv_client *c, uint64_t off, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)c->read, .length = len, .lkey = c->read_mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, 0), .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED };
+
+	if (off > c->hello.size || len > c->hello.size - off || len > KV_MSG_MAX)
+		return EINVAL;
+	if (c->failed)
+		return c->failed;
+	wr.wr.rdma.remote_addr = c->hello.addr + off;
+	wr.wr.rdma.rkey = c->hello.rkey;
+	return post_and_wait(c, &wr);
 }
 
 struct kv_client *kv_connect(const char *host, const char *port, int *err)
@@ -628,22 +637,13 @@ int kv_probe_remote(struct kv_client *c, bool write, int64_t offset, uint32_t le
 	struct ibv_sge sge = { .addr = (uintptr_t)c->read, .length = len, .lkey = c->read_mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, 0), .sg_list = &sge, .num_sge = 1,
 				  .opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+				  .send_flags = IBV_SEND_SIGNALED };
 
 	if (len > KV_MSG_MAX || !c->hello.rkey)
 		return EINVAL;
 	wr.wr.rdma.remote_addr = c->hello.addr + (uint64_t)offset;
 	wr.wr.rdma.rkey = c->hello.rkey;
-	if (ibv_post_send(c->id->qp, &wr, &bad))
-		return errno ? errno : EIO;
-	c->sq_used++;
-	c->read_done = false;
-	while (!c->read_done) {
-		int n = progress(c, true);
-		if (n < 0)
-			return -n;
-	}
-	return c->read_status == IBV_WC_SUCCESS ? 0 : c->read_status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO;
+	return post_and_wait(c, &wr);
 }
 
 int kv_mget(struct kv_client *c, unsigned n, const char *const *keys, struct kv_result *res,
