@@ -19,7 +19,7 @@ def rows(path):
 
 def fairness(d, out):
     data = rows(d + "/dcqcn-fairness.csv")
-    runs = ["4-dcqcn", "4-none", "8-dcqcn", "8-none"]
+    runs = ["8-mlx5", "8-paper", "8-off"]
     fig, axes = plt.subplots(2, len(runs), figsize=(4 * len(runs), 6), sharex="col")
     for i, run in enumerate(runs):
         rs = [r for r in data if r["run"] == run]
@@ -30,7 +30,7 @@ def fairness(d, out):
         for k in range(n):
             axes[0][i].plot(t, [float(r["flow%d_gbps" % k] or 0) for r in rs], lw=0.7, label="flow %d" % k)
         axes[1][i].plot(t, [float(r["queue_bytes"]) / 1000 for r in rs], color="black", lw=0.7)
-        axes[0][i].set_title("%d flows, DCQCN %s" % (n, "on" if run.endswith("dcqcn") else "off"))
+        axes[0][i].set_title("%d flows, DCQCN %s" % (n, run.split("-")[1]))
         axes[0][i].set_ylabel("Gb/s (wire)")
         axes[1][i].set_ylabel("bottleneck queue (KB)")
         axes[1][i].set_xlabel("time (ms)")

@@ -296,7 +296,9 @@ static int exp_dcqcn_fairness(const struct exp_opts *o)
 	fprintf(sum, "  (Jain index, rate and queue: means over the second half after the last flow joined;"
 		     " converged: the index over %u samples reaches 0.9 and stays)\n", FAIR_WINDOW);
 	for (unsigned c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-		for (int dcqcn = 1; dcqcn >= 0; dcqcn--) {
+		/* 1: DCQCN with mlx5's factory parameters, 2: the paper's, 0: none. */
+		for (int v = 0; v < 3; v++) {
+			int dcqcn = (v + 1) % 3;
 			unsigned k = counts[c];
 			if (o->quick && k == 8)
 				continue;
@@ -306,8 +308,10 @@ static int exp_dcqcn_fairness(const struct exp_opts *o)
 			struct sim_switch_opts so = SWITCH;
 			struct fair_run r;
 			char label[32];
-			ho.dcqcn = dcqcn;
-			so.ecn = dcqcn;
+			ho.dcqcn = dcqcn != 0;
+			ho.dcqcn_paper = dcqcn == 2;
+			so.ecn = dcqcn != 0;
+			static const char *const names[] = { "off", "mlx5", "paper" };
 			sim_engine_init(&e);
 			memset(&r, 0, sizeof(r));
 			r.n = star(&e, o->seed + k, k + 1, &l, &ho, &so);
@@ -321,7 +325,7 @@ static int exp_dcqcn_fairness(const struct exp_opts *o)
 				fprintf(stderr, "softrnic sim: cannot build dcqcn-fairness\n");
 				return 2;
 			}
-			snprintf(label, sizeof(label), "%u-%s", k, dcqcn ? "dcqcn" : "none");
+			snprintf(label, sizeof(label), "%u-%s", k, names[dcqcn]);
 			r.flows = k;
 			r.label = label;
 			r.csv = csv;
@@ -332,9 +336,9 @@ static int exp_dcqcn_fairness(const struct exp_opts *o)
 			sim_run_until(&e, r.end_ns);
 			const struct sim_net_stats *st = sim_net_stats(r.n);
 			double s = r.samples ? r.samples : 1;
-			fprintf(sum, "  %u flows, DCQCN %-3s: Jain %.3f, total %.1f Gb/s, queue mean %.0f KB max %.0f KB, "
+			fprintf(sum, "  %u flows, DCQCN %-5s: Jain %.3f, total %.1f Gb/s, queue mean %.0f KB max %.0f KB, "
 				     "%" PRIu64 " CNPs, %" PRIu64 " rate cuts, %" PRIu64 " pauses, %" PRIu64 " drops; ",
-				k, dcqcn ? "on" : "off", r.jain_sum / s, r.rate_sum / s, r.queue_sum / s / 1000,
+				k, names[dcqcn], r.jain_sum / s, r.rate_sum / s, r.queue_sum / s / 1000,
 				(double)r.max_queue / 1000, sim_rnic_counter(r.n, "cnp_sent"),
 				sim_rnic_counter(r.n, "rate_decreases"), st->pauses_sent, st->drops + st->headroom_drops);
 			fprintf(runs, "%u,%d,%.4f,%.2f,%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",

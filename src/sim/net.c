@@ -801,6 +801,8 @@ int sim_route(struct sim_net *n)
 		cfg.ecn = true;
 		cfg.cnp = n->ho.dcqcn;
 		cfg.dcqcn = n->ho.dcqcn;
+		if (n->ho.dcqcn_paper)
+			dcqcn_params_default(&cfg.cc, DCQCN_PROFILE_PAPER);
 		host->rnic = rnic_create(&cfg, &io);
 		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
 		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
@@ -948,6 +950,11 @@ const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
 			for (int q = 0; q < SIM_PRIOS; q++)
 				m->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
 	return &n->stats;
+}
+
+struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h)
+{
+	return h < n->nhosts ? n->hosts[h]->rnic : NULL;
 }
 
 uint64_t sim_host_delivered(const struct sim_net *n, unsigned src)

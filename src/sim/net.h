@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rnic/rnic.h"
 #include "sim/engine.h"
 
 #define SIM_PRIOS 8
@@ -80,6 +81,7 @@ struct sim_switch_opts {
 
 struct sim_host_opts {
 	bool dcqcn;             /* ECN marks -> CNPs -> DCQCN rate cuts */
+	bool dcqcn_paper;       /* the DCQCN paper's parameters, not mlx5's (dcqcn.h) */
 	uint8_t qp_timeout;     /* IBTA local ACK timeout code (4.096 us · 2^t) */
 	unsigned mtu;           /* 256 .. 4096 */
 };
@@ -128,6 +130,8 @@ const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i);
 /* Flows still running. */
 unsigned sim_flows_running(const struct sim_net *n);
 const struct sim_net_stats *sim_net_stats(const struct sim_net *n);
+/* Host h's rnic (for its per-QP view, rnic_qp_infos). */
+struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h);
 /* From start_ns on, host `host` pauses its switch port for ever (a NIC
  * stuck sending PFC frames): the PFC storm of docs/experiments.md. */
 int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns);
