@@ -13,6 +13,11 @@
  *                another, DCQCN on and off (PFC on in both): each flow's
  *                throughput and the queue over time, Jain's fairness
  *                index, the time to converge, CNPs and pauses
+ *   pfc-deadlock a ring of switches with routes that make a cyclic buffer
+ *                dependency deadlocks under PFC; the watchdog breaks it;
+ *                a leaf-spine with up/down routes never deadlocks
+ *   ib-credit    the incast of incast-pfc with PFC and in InfiniBand
+ *                credit mode (no pauses, no drops by construction)
  *   pfc-storm    a receiver that pauses for ever, with and without the
  *                PFC watchdog: how far the pause spreads upstream and
  *                what it does to flows that never touch that receiver
@@ -133,26 +138,34 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int exp_incast_pfc(const struct exp_opts *o)
+/* The 16:1 incast under each flow-control mode: 0 none (lossy), 1 PFC,
+ * 2 InfiniBand credits.  Files NAME.csv, NAME-flows.csv, summary.txt. */
+static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib" };
+
+static int run_incast(const struct exp_opts *o, const char *name, const int *modes, unsigned nmodes)
 {
 	unsigned senders = 16;
 	uint64_t bytes = o->quick ? 256u << 10 : 2u << 20;
-	FILE *csv = open_out(o, "incast-pfc.csv"), *sum = open_out(o, "summary.txt"),
-	     *flows = open_out(o, "incast-pfc-flows.csv");
+	char csv_name[64], flows_name[64];
+	snprintf(csv_name, sizeof(csv_name), "%s.csv", name);
+	snprintf(flows_name, sizeof(flows_name), "%s-flows.csv", name);
+	FILE *csv = open_out(o, csv_name), *sum = open_out(o, "summary.txt"), *flows = open_out(o, flows_name);
 
 	if (!csv || !sum || !flows)
 		return 2;
-	fprintf(csv, "pfc,senders,bytes_each,done_ns,goodput_gbps,fct_p50_ns,fct_p99_ns,drops,headroom_drops,"
+	fprintf(csv, "mode,senders,bytes_each,done_ns,goodput_gbps,fct_p50_ns,fct_p99_ns,drops,headroom_drops,"
 		     "retransmits,timeouts,pauses_sent,pauses_received,max_buffer_bytes\n");
-	fprintf(flows, "pfc,flow,src,dst,bytes,start_ns,fct_ns\n");
-	fprintf(sum, "incast-pfc: %u senders x %" PRIu64 " bytes to one receiver through one switch "
+	fprintf(flows, "mode,flow,src,dst,bytes,start_ns,fct_ns\n");
+	fprintf(sum, "%s: %u senders x %" PRIu64 " bytes to one receiver through one switch "
 		     "(4 MiB shared buffer), 100 Gb/s links, 1 us each, seed %" PRIu64 "\n",
-		senders, bytes, o->seed);
-	for (int pfc = 0; pfc <= 1; pfc++) {
+		name, senders, bytes, o->seed);
+	for (unsigned m = 0; m < nmodes; m++) {
+		const char *mode = MODE_NAMES[modes[m]];
 		struct sim_engine e;
 		struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000 };
 		struct sim_switch_opts so = SWITCH;
-		so.pfc = pfc;
+		so.pfc = modes[m] == 1;
+		so.ib_credits = modes[m] == 2;
 		sim_engine_init(&e);
 		struct sim_net *n = star(&e, o->seed, senders + 1, &l, &HOSTS, &so);
 		for (unsigned s = 1; n && s <= senders; s++)
@@ -167,7 +180,7 @@ static int exp_incast_pfc(const struct exp_opts *o)
 		unsigned finished = 0;
 		for (unsigned i = 0; i < sim_flows(n); i++) {
 			const struct sim_flow_result *f = sim_flow(n, i);
-			fprintf(flows, "%d,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", pfc, i, f->src, f->dst, f->bytes,
+			fprintf(flows, "%s,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", mode, i, f->src, f->dst, f->bytes,
 				f->start_ns, f->fct_ns);
 			if (f->fct_ns && !f->failed) {
 				fct[finished++] = f->fct_ns;
@@ -178,17 +191,18 @@ static int exp_incast_pfc(const struct exp_opts *o)
 		const struct sim_net_stats *st = sim_net_stats(n);
 		double gbps = done ? (double)bytes * finished * 8 / (double)done : 0;
 		uint64_t p50 = finished ? fct[finished / 2] : 0, p99 = finished ? fct[(finished * 99) / 100] : 0;
-		fprintf(csv, "%d,%u,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		fprintf(csv, "%s,%u,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			     ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-			pfc, senders, bytes, done, gbps, p50, p99, st->drops, st->headroom_drops,
+			mode, senders, bytes, done, gbps, p50, p99, st->drops, st->headroom_drops,
 			sim_rnic_counter(n, "retransmits"), sim_rnic_counter(n, "retransmit_timeouts"), st->pauses_sent,
 			st->pauses_received, st->max_buffer_bytes);
-		fprintf(sum, "  PFC %-3s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
+		fprintf(sum, "  %-5s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
 			     " drops, %" PRIu64 " retransmitted packets, %" PRIu64 " timeouts, %" PRIu64
-			     " pauses sent, buffer peak %" PRIu64 " bytes\n",
-			pfc ? "on" : "off", finished, senders, gbps, (double)p50 / 1000, (double)p99 / 1000,
+			     " pauses sent, %" PRIu64 " credit waits, buffer peak %" PRIu64 " bytes\n",
+			mode, finished, senders, gbps, (double)p50 / 1000, (double)p99 / 1000,
 			st->drops + st->headroom_drops, sim_rnic_counter(n, "retransmits"),
-			sim_rnic_counter(n, "retransmit_timeouts"), st->pauses_sent, st->max_buffer_bytes);
+			sim_rnic_counter(n, "retransmit_timeouts"), st->pauses_sent, st->credit_stalls,
+			st->max_buffer_bytes);
 		sim_net_destroy(n);
 		sim_engine_free(&e);
 	}
@@ -196,6 +210,20 @@ static int exp_incast_pfc(const struct exp_opts *o)
 	fclose(flows);
 	fclose(sum);
 	return 0;
+}
+
+static int exp_incast_pfc(const struct exp_opts *o)
+{
+	static const int modes[] = { 0, 1 };
+
+	return run_incast(o, "incast-pfc", modes, 2);
+}
+
+static int exp_ib_credit(const struct exp_opts *o)
+{
+	static const int modes[] = { 1, 2 };
+
+	return run_incast(o, "ib-credit", modes, 2);
 }
 
 /* Jain's index of n rates: 1 when all are equal, 1/n when one has all. */
@@ -439,6 +467,176 @@ static int exp_pfc_storm(const struct exp_opts *o)
 	return 0;
 }
 
+/* pfc-deadlock: three switches in a ring, one host on each.  Host i
+ * writes to host i+1 (one hop) and to host i+2, routed the long way
+ * round (two hops clockwise, static routes) so that every ring link
+ * carries three flows and each switch's buffer for the next waits on the
+ * next switch's: a cyclic buffer dependency.  Once every ring port is
+ * paused, nothing drains and the pauses are refreshed for ever: a
+ * deadlock, detected here as a millisecond in which no byte arrives
+ * anywhere while every ring egress stands paused.  The watchdog breaks
+ * it.  The same host pairs on a leaf-spine with up/down (shortest) routes
+ * have no cycle and never stop. */
+struct dl_result {
+	uint64_t formed_ns;             /* the first millisecond with nothing delivered */
+	uint64_t stalled_ms, progress_after;
+	bool cycle_paused;              /* in a stall, every ring egress stood paused */
+	bool deadlocked_at_end;
+};
+
+static uint64_t delivered_all(const struct sim_net *n, unsigned hosts)
+{
+	uint64_t d = 0;
+
+	for (unsigned h = 0; h < hosts; h++)
+		d += sim_host_delivered(n, h);
+	return d;
+}
+
+static void run_deadlock(struct sim_engine *e, struct sim_net *n, unsigned hosts, uint64_t end_ns,
+			 const unsigned (*ring)[2], unsigned nring, struct dl_result *r)
+{
+	uint64_t last = delivered_all(n, hosts);
+
+	memset(r, 0, sizeof(*r));
+	for (uint64_t t = 1000000; t <= end_ns; t += 1000000) {
+		sim_run_until(e, t);
+		uint64_t d = delivered_all(n, hosts);
+		bool all_paused = nring > 0;
+		for (unsigned i = 0; i < nring; i++)
+			if (!sim_port_is_paused(n, ring[i][0], ring[i][1]))
+				all_paused = false;
+		bool stalled = d == last && sim_flows_running(n);
+		if (stalled) {
+			r->stalled_ms++;
+			if (!r->formed_ns)
+				r->formed_ns = t;
+			r->cycle_paused |= all_paused;
+		} else if (r->formed_ns) {
+			r->progress_after += d - last;
+		}
+		r->deadlocked_at_end = stalled;
+		last = d;
+	}
+}
+
+static int exp_pfc_deadlock(const struct exp_opts *o)
+{
+	uint64_t end_ns = o->quick ? 20000000 : 100000000, detect = o->quick ? 1000000 : 2000000;
+	FILE *csv = open_out(o, "pfc-deadlock.csv"), *sum = open_out(o, "summary.txt");
+	struct sim_switch_opts so = SWITCH;
+	struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000 };
+
+	if (!csv || !sum)
+		return 2;
+	/* A small buffer and a low threshold, as on a shallow-buffer switch. */
+	so.buffer_bytes = 1u << 20;
+	so.alpha = 0.125;
+	fprintf(csv, "topology,watchdog,first_stall_ns,stalled_ms,cycle_paused,stalled_at_end,bytes_after_first_stall,"
+		     "storms_detected,watchdog_drops,pauses_sent,flows_done,flows_failed,flows\n");
+	fprintf(sum, "pfc-deadlock: a 3-switch ring with routes the long way round, against a 3-leaf, "
+		     "2-spine leaf-spine with up/down routes; the same 6 flows; 1 MiB buffer, alpha 1/8; "
+		     "watchdog %.0f ms; %.0f ms simulated, seed %" PRIu64 "\n",
+		(double)detect / 1e6, (double)end_ns / 1e6, o->seed);
+	for (int topo = 0; topo <= 1; topo++) {
+		for (int wd = 0; wd <= 1; wd++) {
+			if (topo == 1 && wd == 1)
+				continue;               /* nothing for a watchdog to do */
+			struct sim_engine e;
+			struct sim_switch_opts s2 = so;
+			unsigned ring[3][2], nring = 0;
+			s2.wd_detect_ns = wd ? detect : 0;
+			s2.wd_restore_ns = detect;
+			sim_engine_init(&e);
+			/* The transport's timeout (16.8 ms) longer than the
+			 * watchdog's detection, as on hardware (SONiC's 200 ms
+			 * against retries that run for seconds): a deadlock the
+			 * watchdog breaks costs the flows a timeout, not their
+			 * life. */
+			struct sim_host_opts ho = HOSTS;
+			ho.qp_timeout = 12;
+			struct sim_net *n = sim_net_create(&e, o->seed, &ho, &s2);
+			bool ok = n != NULL;
+			if (topo == 0) {
+				/* Switch i: port 0 to host i, port 1 to switch
+				 * i+1, port 2 to switch i-1 (links made in that
+				 * order). */
+				for (unsigned i = 0; ok && i < 3; i++)
+					ok = sim_add_switch(n) >= 0 && sim_add_host(n) >= 0;
+				for (unsigned i = 0; ok && i < 3; i++)
+					ok = !sim_link(n, sim_host_node(n, i), sim_switch_node(n, i), &l);
+				for (unsigned i = 0; ok && i < 3; i++)
+					ok = !sim_link(n, sim_switch_node(n, i), sim_switch_node(n, (i + 1) % 3), &l);
+				ok = ok && !sim_route(n);
+				/* Every host is reached clockwise: out of the port
+				 * towards switch i+1 (port 1), except at its own. */
+				for (unsigned i = 0; ok && i < 3; i++)
+					for (unsigned h = 0; ok && h < 3; h++)
+						if (h != i)
+							ok = !sim_set_route(n, sim_switch_node(n, i), h, 1);
+				for (unsigned i = 0; i < 3; i++) {
+					ring[i][0] = sim_switch_node(n, i);
+					ring[i][1] = 1;
+				}
+				nring = 3;
+			} else {
+				int leaf[3], spine[2];
+				for (unsigned i = 0; ok && i < 3; i++)
+					ok = (leaf[i] = sim_add_switch(n)) >= 0 && sim_add_host(n) >= 0;
+				for (unsigned i = 0; ok && i < 2; i++)
+					ok = (spine[i] = sim_add_switch(n)) >= 0;
+				for (unsigned i = 0; ok && i < 3; i++)
+					ok = !sim_link(n, sim_host_node(n, i), sim_switch_node(n, (unsigned)leaf[i]), &l);
+				for (unsigned i = 0; ok && i < 3; i++)
+					for (unsigned j = 0; ok && j < 2; j++)
+						ok = !sim_link(n, sim_switch_node(n, (unsigned)leaf[i]),
+							       sim_switch_node(n, (unsigned)spine[j]), &l);
+				ok = ok && !sim_route(n);
+			}
+			uint64_t bytes = o->quick ? 4u << 20 : 16u << 20;
+			for (unsigned i = 0; ok && i < 3; i++)
+				ok = sim_add_flow(n, i, (i + 1) % 3, bytes, 0) >= 0 &&
+				     sim_add_flow(n, i, (i + 2) % 3, bytes, 0) >= 0;
+			if (!ok) {
+				fprintf(stderr, "softrnic sim: cannot build pfc-deadlock\n");
+				sim_net_destroy(n);
+				return 2;
+			}
+			struct dl_result r;
+			run_deadlock(&e, n, 3, end_ns, (const unsigned (*)[2])ring, nring, &r);
+			const struct sim_net_stats *st = sim_net_stats(n);
+			unsigned done = 0, failed = 0;
+			for (unsigned i = 0; i < sim_flows(n); i++) {
+				const struct sim_flow_result *f = sim_flow(n, i);
+				done += f->fct_ns && !f->failed;
+				failed += f->failed;
+			}
+			const char *tname = topo ? "leaf-spine" : "ring";
+			fprintf(csv, "%s,%d,%" PRIu64 ",%" PRIu64 ",%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%u,%u\n",
+				tname, wd, r.formed_ns, r.stalled_ms, r.cycle_paused, r.deadlocked_at_end, r.progress_after,
+				st->storms_detected, st->watchdog_drops, st->pauses_sent, done, failed, sim_flows(n));
+			fprintf(sum, "  %-10s watchdog %-3s ", tname, wd ? "on" : "off");
+			if (r.formed_ns)
+				fprintf(sum, "stopped at %.0f ms%s; %" PRIu64 " of %.0f ms without a byte delivered; %s; "
+					     "%.1f MB delivered after the first stop",
+					(double)r.formed_ns / 1e6,
+					r.cycle_paused ? " with every ring port paused (deadlock)" : "", r.stalled_ms,
+					(double)end_ns / 1e6, r.deadlocked_at_end ? "still stopped at the end" : "moving at the end",
+					(double)r.progress_after / 1e6);
+			else
+				fprintf(sum, "never stopped");
+			fprintf(sum, "; %" PRIu64 " storms detected, %" PRIu64 " packets dropped by the watchdog; "
+				     "%u/%u flows done, %u failed (retries exhausted)\n",
+				st->storms_detected, st->watchdog_drops, done, sim_flows(n), failed);
+			sim_net_destroy(n);
+			sim_engine_free(&e);
+		}
+	}
+	fclose(csv);
+	fclose(sum);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(const struct exp_opts *o);
@@ -447,6 +645,8 @@ static const struct {
 	{ "incast-pfc", exp_incast_pfc },
 	{ "dcqcn-fairness", exp_dcqcn_fairness },
 	{ "pfc-storm", exp_pfc_storm },
+	{ "ib-credit", exp_ib_credit },
+	{ "pfc-deadlock", exp_pfc_deadlock },
 };
 
 static int usage(void)

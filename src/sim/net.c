@@ -60,6 +60,9 @@ struct port {
 	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS], paused_total[SIM_PRIOS];
 	uint64_t last_pause_rx[SIM_PRIOS];
 	bool stormed[SIM_PRIOS];        /* the watchdog's verdict */
+	/* InfiniBand mode: bytes the peer's input buffer for this VL can
+	 * still take (credits it granted and we have not used). */
+	uint64_t credits[SIM_PRIOS];
 	/* Ingress (switches): bytes held for packets that came in here. */
 	uint64_t in_bytes[SIM_PRIOS], headroom_used[SIM_PRIOS];
 	bool xoff_sent[SIM_PRIOS];
@@ -207,9 +210,22 @@ static uint64_t xoff_threshold(const struct sim_net *n, const struct node *sw)
 	return (uint64_t)(n->so.alpha * (double)free_bytes);
 }
 
+static void credit_return(void *ctx, uint64_t arg, uint64_t now);
+
 static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 {
 	struct port *in = sw->ports[pkt->in_port];
+
+	if (n->so.ib_credits) {
+		/* The input buffer space is free again: the credit goes back
+		 * to the upstream port, one link delay away (a flow-control
+		 * packet; its own wire time is neglected). */
+		in->in_bytes[pkt->prio] -= pkt->wire;
+		sw->buf_used -= pkt->wire;
+		struct port *up = in->peer->ports[in->peer_port];
+		sim_at(n->eng, n->eng->now + in->delay_ns, credit_return, up, (uint64_t)pkt->wire << 8 | pkt->prio);
+		return;
+	}
 
 	if (pkt->in_headroom) {
 		in->headroom_used[pkt->prio] -= pkt->wire;
@@ -244,6 +260,16 @@ static void port_kick(struct sim_net *n, struct port *p)
 			if (p->paused_until[prio] > now) {
 				wake = p->paused_until[prio] < wake ? p->paused_until[prio] : wake;
 				continue;
+			}
+			if (n->so.ib_credits) {
+				/* Send only what the receiver has room for; the
+				 * credit's return kicks the port again. */
+				uint32_t need = p->q[prio].ring[p->q[prio].head]->wire;
+				if (p->credits[prio] < need) {
+					n->stats.credit_stalls++;
+					continue;
+				}
+				p->credits[prio] -= need;
 			}
 			pkt = q_pop(&p->q[prio]);
 		}
@@ -423,11 +449,27 @@ int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns)
 	return sim_at(n->eng, start_ns, storm_tick, n->hosts[host]->node->ports[0], 0);
 }
 
+bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port)
+{
+	if (node >= n->nnodes || port >= n->nodes[node]->nports)
+		return false;
+	return n->nodes[node]->ports[port]->paused_until[SIM_PRIO_ROCE] > n->eng->now;
+}
+
 uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port)
 {
 	if (node >= n->nnodes || port >= n->nodes[node]->nports)
 		return 0;
 	return paused_ns(n->nodes[node]->ports[port], SIM_PRIO_ROCE, n->eng->now);
+}
+
+static void credit_return(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct port *p = ctx;
+
+	(void)now;
+	p->credits[arg & 0xff] += arg >> 8;
+	port_kick(p->node->net, p);
 }
 
 /* ---- switches ------------------------------------------------------------ */
@@ -463,7 +505,15 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 		free(pkt);
 		return;
 	}
-	if (n->so.pfc && prio == SIM_PRIO_ROCE) {
+	if (n->so.ib_credits) {
+		/* Credits guarantee the room: nothing is dropped (counted if
+		 * the model is ever wrong). */
+		if (in->in_bytes[prio] + pkt->wire > n->so.buffer_bytes / sw->nports) {
+			n->stats.drops++;
+			free(pkt);
+			return;
+		}
+	} else if (n->so.pfc && prio == SIM_PRIO_ROCE) {
 		uint64_t threshold = xoff_threshold(n, sw);
 		if (in->in_bytes[prio] + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
 			/* Headroom: what is in flight during the pause's
@@ -781,6 +831,19 @@ int sim_route(struct sim_net *n)
 	free(fifo);
 	if (n->so.pfc && n->so.wd_detect_ns && sim_at(n->eng, n->so.wd_detect_ns / 4, watchdog_tick, n, 0))
 		return ENOMEM;
+	/* InfiniBand mode: each switch input port's buffer is its share of
+	 * the switch's (static partition per port, per VL); the upstream port
+	 * starts with that many bytes of credit.  A host takes what arrives
+	 * at once, so sending to a host is never credit-bound. */
+	for (unsigned i = 0; n->so.ib_credits && i < n->nnodes; i++) {
+		struct node *x = n->nodes[i];
+		for (unsigned k = 0; k < x->nports; k++) {
+			struct port *p = x->ports[k];
+			for (int q = 0; q < SIM_PRIOS; q++)
+				p->credits[q] = p->peer && !p->peer->is_host ? n->so.buffer_bytes / p->peer->nports
+									      : UINT64_MAX / 2;
+		}
+	}
 	/* The hosts' rnics. */
 	for (unsigned h = 0; h < n->nhosts; h++) {
 		struct host *host = n->hosts[h];
@@ -813,6 +876,17 @@ int sim_route(struct sim_net *n)
 		if (!host->mr)
 			return ENOMEM;
 	}
+	return 0;
+}
+
+int sim_set_route(struct sim_net *n, unsigned sw, unsigned host, unsigned port)
+{
+	struct node *x = sw < n->nnodes ? n->nodes[sw] : NULL;
+
+	if (!x || x->is_host || !x->route_n || host >= n->nhosts || port >= x->nports)
+		return EINVAL;
+	x->route_n[host] = 1;
+	x->route_port[(size_t)host * MAX_ECMP] = (uint8_t)port;
 	return 0;
 }
 

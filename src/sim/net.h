@@ -35,9 +35,11 @@
  *   no PFC   a packet is dropped when the egress queue exceeds the
  *            dynamic threshold alpha · (free shared buffer) or the buffer
  *            is full.
- *   routing  shortest paths by hop count from each switch to each host;
+ *   IB mode  credits per virtual lane instead of PFC (sim_switch_opts).
+ *   routing  shortest paths by hop count from each switch to each host
+ *            (min-hop, the subnet manager's step in IB mode);
  *            equal-cost next hops are chosen by a hash of the UDP source
- *            port and the hosts (ECMP).
+ *            port and the hosts (ECMP); sim_set_route overrides.
  *
  * Trade-offs, said plainly: the host's NIC egress queue is unbounded and
  * the rnic is not told of pauses (a hardware NIC's scheduler would stop
@@ -77,6 +79,12 @@ struct sim_switch_opts {
 	/* PFC watchdog (SONiC pfcwd, action drop): 0 detect_ns turns it off.
 	 * SONiC's defaults are 200 ms for both. */
 	uint64_t wd_detect_ns, wd_restore_ns;
+	/* InfiniBand mode instead of PFC: credit-based link-level flow
+	 * control per virtual lane (the priorities) — a port sends a packet
+	 * only when the receiver's input buffer has granted room for it, and
+	 * the room comes back as credit when the packet leaves that buffer.
+	 * Each switch input port's buffer is buffer_bytes / ports. */
+	bool ib_credits;
 };
 
 struct sim_host_opts {
@@ -97,6 +105,7 @@ struct sim_net_stats {
 	uint64_t paused_ns;             /* summed over every paused (port, priority) */
 	uint64_t storms_detected, storms_restored;
 	uint64_t watchdog_drops;        /* dropped from or for a stormed queue */
+	uint64_t credit_stalls;         /* IB mode: a packet waited for credit */
 	uint64_t max_buffer_bytes;      /* a switch's peak occupancy */
 	uint64_t max_host_queue_bytes;  /* a host NIC's peak egress queue */
 };
@@ -121,6 +130,10 @@ unsigned sim_switch_node(const struct sim_net *n, unsigned sw);
 int sim_link(struct sim_net *n, unsigned node_a, unsigned node_b, const struct sim_link_opts *o);
 /* Compute the routes; call after the last link, before the first flow. */
 int sim_route(struct sim_net *n);
+/* After sim_route: switch node `sw` sends everything for `host` out of
+ * its port `port` (a static route, replacing the shortest paths; routes
+ * that make a loop of buffer dependencies are how pfc-deadlock starts). */
+int sim_set_route(struct sim_net *n, unsigned sw, unsigned host, unsigned port);
 /* An RDMA WRITE of `bytes` from host src to host dst, starting at
  * start_ns, on its own RC QP pair.  Returns the flow index or -1. */
 int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, uint64_t start_ns);
@@ -138,6 +151,8 @@ int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns);
 /* Time the egress of port `port` of node `node` spent paused (lossless
  * priority), up to now. */
 uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port);
+/* Whether that egress is paused now (lossless priority). */
+bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port);
 /* Bytes (on the wire) of every packet host `src` sent that reached its
  * destination host: sampled over time, a sender's throughput. */
 uint64_t sim_host_delivered(const struct sim_net *n, unsigned src);

@@ -6,6 +6,11 @@
 #   incast-pfc  no drops with PFC (and pauses sent), drops without
 #   dcqcn-fairness  with DCQCN: two flows share fairly (Jain >= 0.9) and the
 #               queue stays far shorter than without; CNPs were sent
+#   ib-credit   in InfiniBand credit mode: no drops, no pauses, no
+#               retransmissions, goodput as with PFC
+#   pfc-deadlock the ring with cyclic routes deadlocks (every ring port
+#               paused, nothing delivered to the end); the watchdog detects
+#               it and some traffic moves again; up/down routes never stop
 #   pfc-storm   without the watchdog the storming port stays paused; with
 #               it the storm is detected and the innocent flows go faster
 # usage: experiments.sh SOFTRNIC
@@ -15,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sim experiments: $*" >&2; exit 1; }
 
-for name in gbn-loss incast-pfc dcqcn-fairness pfc-storm; do
+for name in gbn-loss incast-pfc dcqcn-fairness pfc-storm ib-credit pfc-deadlock; do
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-a" >/dev/null || fail "$name failed"
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-b" >/dev/null || fail "$name failed (2nd)"
 	for f in "$tmp/$name-a"/*; do
@@ -31,12 +36,17 @@ awk -F, 'NR > 1 { g[$1] = $4 } END {
 }' "$tmp/gbn-loss-a/gbn-loss.csv" || fail "gbn-loss"
 
 # incast-pfc.csv: pfc,senders,bytes_each,done_ns,goodput_gbps,p50,p99,drops,headroom_drops,retransmits,timeouts,pauses_sent,...
+# (mode: lossy, pfc or ib)
 awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
-	if (d[1] != 0 || r[1] != 0) { print "PFC on: " d[1] " drops, " r[1] " retransmissions"; exit 1 }
-	if (!(p[1] > 0)) { print "PFC on: no pause sent"; exit 1 }
-	if (!(d[0] > 0)) { print "PFC off: no drops in a 16:1 incast"; exit 1 }
-	if (!(g[1] > g[0])) { print "PFC on no faster than off"; exit 1 }
+	if (d["pfc"] != 0 || r["pfc"] != 0) { print "PFC on: " d["pfc"] " drops, " r["pfc"] " retransmissions"; exit 1 }
+	if (!(p["pfc"] > 0)) { print "PFC on: no pause sent"; exit 1 }
+	if (!(d["lossy"] > 0)) { print "PFC off: no drops in a 16:1 incast"; exit 1 }
+	if (!(g["pfc"] > g["lossy"])) { print "PFC on no faster than off"; exit 1 }
 }' "$tmp/incast-pfc-a/incast-pfc.csv" || fail "incast-pfc"
+awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
+	if (d["ib"] != 0 || p["ib"] != 0 || r["ib"] != 0) { print "IB credits: " d["ib"] " drops, " p["ib"] " pauses, " r["ib"] " retransmissions"; exit 1 }
+	if (!(g["ib"] > 0.9 * g["pfc"])) { print "IB credits: goodput " g["ib"] " against PFC " g["pfc"]; exit 1 }
+}' "$tmp/ib-credit-a/ib-credit.csv" || fail "ib-credit"
 # dcqcn-fairness-runs.csv: flows,dcqcn,jain,total_gbps,queue_mean_bytes,queue_max_bytes,cnps,...
 awk -F, 'NR > 1 { j[$1 "-" $2] = $3; q[$1 "-" $2] = $5; c[$1 "-" $2] = $7 } END {
 	if (!(j["2-1"] >= 0.9)) { print "2 flows with DCQCN: Jain " j["2-1"]; exit 1 }
@@ -50,4 +60,10 @@ awk -F, 'NR > 1 { after[$1] = $3; storm[$1] = $4; det[$1] = $7 } END {
 	if (!(det[1] >= 1)) { print "the watchdog detected no storm"; exit 1 }
 	if (!(after[1] > 1.3 * after[0])) { print "innocent flows: " after[1] " Gb/s with the watchdog, " after[0] " without"; exit 1 }
 }' "$tmp/pfc-storm-a/pfc-storm.csv" || fail "pfc-storm"
+# pfc-deadlock.csv: topology,watchdog,first_stall_ns,stalled_ms,cycle_paused,stalled_at_end,bytes_after,storms,drops,pauses,done,failed,flows
+awk -F, 'NR > 1 { k = $1 "-" $2; stall[k] = $3; cyc[k] = $5; end[k] = $6; after[k] = $7; st[k] = $8; done[k] = $11; n[k] = $13 } END {
+	if (!(cyc["ring-0"] == 1 && end["ring-0"] == 1)) { print "the ring did not deadlock"; exit 1 }
+	if (!(st["ring-1"] >= 1 && after["ring-1"] > 0)) { print "the watchdog did not break the deadlock"; exit 1 }
+	if (!(stall["leaf-spine-0"] == 0 && done["leaf-spine-0"] == n["leaf-spine-0"])) { print "the leaf-spine stopped"; exit 1 }
+}' "$tmp/pfc-deadlock-a/pfc-deadlock.csv" || fail "pfc-deadlock"
 echo "sim experiments: ok"
