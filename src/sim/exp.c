@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "sim/engine.h"
+#include "sim/hpcc.h"
 #include "sim/net.h"
 
 #define GBPS 1000000000ull
@@ -649,9 +650,37 @@ static const struct {
 	{ "pfc-deadlock", exp_pfc_deadlock },
 };
 
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+	char dir[512];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(dir, 0777);
+			*p = '/';
+		}
+	mkdir(dir, 0777);
+}
+
+static void print_summary(const char *dir)
+{
+	char path[600], line[1024];
+
+	snprintf(path, sizeof(path), "%s/summary.txt", dir);
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		fputs(line, stdout);
+	if (f)
+		fclose(f);
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: softrnic sim exp NAME [--quick] [--seed N] [--out DIR]\n  NAME:");
+	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N]   (an HPCC simulator config.txt)\n"
+			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR]\n  NAME:");
 	for (unsigned i = 0; i < sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]); i++)
 		fprintf(stderr, " %s", EXPERIMENTS[i].name);
 	fprintf(stderr, "\n  (the others of docs/experiments.md are not built yet)\n");
@@ -663,6 +692,23 @@ int sim_cli(int argc, char **argv)
 	struct exp_opts o = { .seed = 1 };
 	const char *name = NULL;
 
+	if (argc >= 3 && !strcmp(argv[1], "run")) {
+		char out[512] = "sim-out/run";
+		uint64_t seed = 1;
+		for (int i = 3; i < argc; i++) {
+			if (!strcmp(argv[i], "--out") && i + 1 < argc)
+				snprintf(out, sizeof(out), "%s", argv[++i]);
+			else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+				seed = strtoull(argv[++i], NULL, 10);
+			else
+				return usage();
+		}
+		make_dirs(out);
+		int rc = sim_run_hpcc(argv[2], out, seed);
+		if (!rc)
+			print_summary(out);
+		return rc;
+	}
 	if (argc < 2 || strcmp(argv[1], "exp"))
 		return usage();
 	for (int i = 2; i < argc; i++) {
@@ -684,26 +730,10 @@ int sim_cli(int argc, char **argv)
 			continue;
 		if (!o.out[0])
 			snprintf(o.out, sizeof(o.out), "sim-out/%s", name);
-		char dir[512];
-		snprintf(dir, sizeof(dir), "%s", o.out);
-		for (char *p = dir + 1; *p; p++)
-			if (*p == '/') {
-				*p = '\0';
-				mkdir(dir, 0777);
-				*p = '/';
-			}
-		mkdir(dir, 0777);
+		make_dirs(o.out);
 		int rc = EXPERIMENTS[i].run(&o);
-		if (rc == 0) {
-			char path[600];
-			snprintf(path, sizeof(path), "%s/summary.txt", o.out);
-			FILE *f = fopen(path, "r");
-			char line[512];
-			while (f && fgets(line, sizeof(line), f))
-				fputs(line, stdout);
-			if (f)
-				fclose(f);
-		}
+		if (rc == 0)
+			print_summary(o.out);
 		return rc;
 	}
 	return usage();

@@ -546,11 +546,17 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	}
 	/* ECN/RED at enqueue, on the egress queue's bytes. */
 	if (n->so.ecn && (pkt->ecn == 1 || pkt->ecn == 2)) {
-		uint64_t qb = out->q[prio].bytes;
-		bool mark = qb > n->so.kmax_bytes ||
-			    (qb > n->so.kmin_bytes &&
-			     uniform(n) < n->so.pmax * (double)(qb - n->so.kmin_bytes) /
-						  (double)(n->so.kmax_bytes - n->so.kmin_bytes));
+		uint64_t qb = out->q[prio].bytes, kmin = n->so.kmin_bytes, kmax = n->so.kmax_bytes;
+		double pmax = n->so.pmax;
+		for (unsigned i = 0; i < n->so.ecn_map_n; i++) {
+			if (n->so.ecn_map[i].rate_bps == out->rate_bps) {
+				kmin = n->so.ecn_map[i].kmin_bytes;
+				kmax = n->so.ecn_map[i].kmax_bytes;
+				pmax = n->so.ecn_map[i].pmax;
+			}
+		}
+		bool mark = qb > kmax ||
+			    (qb > kmin && kmax > kmin && uniform(n) < pmax * (double)(qb - kmin) / (double)(kmax - kmin));
 		if (mark) {
 			pkt->ecn = 3;
 			n->stats.ecn_marks++;
@@ -864,7 +870,9 @@ int sim_route(struct sim_net *n)
 		cfg.ecn = true;
 		cfg.cnp = n->ho.dcqcn;
 		cfg.dcqcn = n->ho.dcqcn;
-		if (n->ho.dcqcn_paper)
+		if (n->ho.cc)
+			cfg.cc = *n->ho.cc;
+		else if (n->ho.dcqcn_paper)
 			dcqcn_params_default(&cfg.cc, DCQCN_PROFILE_PAPER);
 		host->rnic = rnic_create(&cfg, &io);
 		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
@@ -1024,6 +1032,32 @@ const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
 			for (int q = 0; q < SIM_PRIOS; q++)
 				m->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
 	return &n->stats;
+}
+
+int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *delay_ns, uint64_t *min_rate_bps)
+{
+	if (src >= n->nhosts || dst >= n->nhosts || !n->hosts[src]->node->nports)
+		return ENOENT;
+	struct port *p = n->hosts[src]->node->ports[0];
+	uint64_t delay = 0, rate = UINT64_MAX;
+	for (unsigned hops = 0; hops < SIM_MAX_NODES; hops++) {
+		delay += p->delay_ns;
+		rate = p->rate_bps < rate ? p->rate_bps : rate;
+		struct node *x = p->peer;
+		if (!x)
+			return ENOENT;
+		if (x->is_host) {
+			if (x->index != dst)
+				return ENOENT;
+			*delay_ns = delay;
+			*min_rate_bps = rate;
+			return 0;
+		}
+		if (!x->route_n || !x->route_n[dst])
+			return ENOENT;
+		p = x->ports[x->route_port[(size_t)dst * MAX_ECMP]];
+	}
+	return ENOENT;
 }
 
 struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h)

@@ -76,6 +76,13 @@ struct sim_switch_opts {
 	bool ecn;
 	uint64_t kmin_bytes, kmax_bytes;
 	double pmax;
+	/* Per egress rate, as HPCC's KMIN/KMAX/PMAX maps: a port whose rate
+	 * is listed uses that entry, any other the three values above. */
+	struct sim_ecn_entry {
+		uint64_t rate_bps, kmin_bytes, kmax_bytes;
+		double pmax;
+	} ecn_map[8];
+	unsigned ecn_map_n;
 	/* PFC watchdog (SONiC pfcwd, action drop): 0 detect_ns turns it off.
 	 * SONiC's defaults are 200 ms for both. */
 	uint64_t wd_detect_ns, wd_restore_ns;
@@ -90,6 +97,7 @@ struct sim_switch_opts {
 struct sim_host_opts {
 	bool dcqcn;             /* ECN marks -> CNPs -> DCQCN rate cuts */
 	bool dcqcn_paper;       /* the DCQCN paper's parameters, not mlx5's (dcqcn.h) */
+	const struct dcqcn_params *cc;  /* or these (NULL: by dcqcn_paper) */
 	uint8_t qp_timeout;     /* IBTA local ACK timeout code (4.096 us · 2^t) */
 	unsigned mtu;           /* 256 .. 4096 */
 };
@@ -143,6 +151,10 @@ const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i);
 /* Flows still running. */
 unsigned sim_flows_running(const struct sim_net *n);
 const struct sim_net_stats *sim_net_stats(const struct sim_net *n);
+/* The path routes take from host src to host dst (the first of equal
+ * next hops): its one-way propagation delay and its slowest link.  0, or
+ * ENOENT when there is no route. */
+int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *delay_ns, uint64_t *min_rate_bps);
 /* Host h's rnic (for its per-QP view, rnic_qp_infos). */
 struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h);
 /* From start_ns on, host `host` pauses its switch port for ever (a NIC

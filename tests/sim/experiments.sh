@@ -66,4 +66,23 @@ awk -F, 'NR > 1 { k = $1 "-" $2; stall[k] = $3; cyc[k] = $5; end[k] = $6; after[
 	if (!(st["ring-1"] >= 1 && after["ring-1"] > 0)) { print "the watchdog did not break the deadlock"; exit 1 }
 	if (!(stall["leaf-spine-0"] == 0 && done["leaf-spine-0"] == n["leaf-spine-0"])) { print "the leaf-spine stopped"; exit 1 }
 }' "$tmp/pfc-deadlock-a/pfc-deadlock.csv" || fail "pfc-deadlock"
+# sim run: a run described in the HPCC simulator's file formats (our own
+# small leaf-spine in tests/sim/hpcc): twice the same files, one FCT line
+# per flow in HPCC's format, the keys it does not use named, and a
+# congestion control it does not model refused.
+here=$(cd "$(dirname "$0")" && pwd)
+"$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/run-a" >/dev/null || fail "sim run failed"
+"$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/run-b" >/dev/null || fail "sim run failed (2nd)"
+for f in fct.txt flows.csv summary.txt; do
+	cmp -s "$tmp/run-a/$f" "$tmp/run-b/$f" || fail "sim run: $f differs between two runs"
+done
+[ "$(grep -cE '^[0-9a-f]{8} [0-9a-f]{8} [0-9]+ [0-9]+ [0-9]+ [0-9]+ [0-9]+ [0-9]+$' "$tmp/run-a/fct.txt")" = 10 ] ||
+	fail "sim run: fct.txt has not 10 lines of HPCC's format"
+grep -q '^0b000401 0b000001 10000 100 2000000 1000000 ' "$tmp/run-a/fct.txt" || fail "sim run: the first flow's line"
+grep -q 'not used by this model: .*QLEN_MON_FILE' "$tmp/run-a/summary.txt" || fail "sim run: unused keys not named"
+sed 's/^CC_MODE 1/CC_MODE 3/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
+cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
+rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "only 1 (DCQCN)" "$tmp/err" || fail "sim run: CC_MODE 3 not refused (exit $rc)"
+cat "$tmp/run-a/summary.txt"
 echo "sim experiments: ok"

@@ -1,0 +1,467 @@
+/*
+ * hpcc.c — `softrnic sim run CONFIG`: an experiment described in the
+ * files of the HPCC simulator (alibaba-edu/High-Precision-Congestion-
+ * Control, and the ns-3 RDMA simulators derived from it), so that its
+ * users' setups run unchanged, and its FCT file written the same way.
+ *
+ *   config.txt    "KEY value ..." lines.  Read: TOPOLOGY_FILE, FLOW_FILE,
+ *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1,
+ *                 DCQCN, is the one the model shares), ENABLE_QCN,
+ *                 ENABLE_PFC, BUFFER_SIZE (MB), KMIN_MAP / KMAX_MAP
+ *                 (KB) / PMAX_MAP per link rate, ERROR_RATE_PER_LINK,
+ *                 PACKET_PAYLOAD_SIZE, and the DCQCN keys RATE_AI,
+ *                 RATE_HAI, MIN_RATE, RP_TIMER (µs), EWMA_GAIN,
+ *                 FAST_RECOVERY_TIMES, RATE_DECREASE_INTERVAL (µs),
+ *                 ALPHA_RESUME_INTERVAL (µs), CLAMP_TARGET_RATE.  Other
+ *                 keys are listed in the summary as not used.
+ *   topology      "nodes switches links", the switch ids, then one
+ *                 "a b rate delay error_rate" per link (rate 100Gbps,
+ *                 delay 1000ns / 0.001ms).
+ *   flows         the count, then "src dst priority dport size start_s"
+ *                 (only the first `count` lines are read, as HPCC does).
+ *   fct output    "sip dip sport dport size start_ns fct_ns standalone_ns"
+ *                 with HPCC's addresses (0x0b000001 + id/256 << 16 +
+ *                 id%256 << 8) in hex; sport is 10000 + the flow's index.
+ *
+ * Differences that remain (docs/experiments.md): ECN thresholds by port
+ * rate from the maps (a rate not in them takes the fastest link's entry),
+ * the MTU rounded to a power of two (1000 -> 1024), and softrnic's own
+ * DCQCN, not HPCC's rdma-hw.cc.
+ */
+#include "sim/hpcc.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rnic/dcqcn.h"
+#include "sim/engine.h"
+#include "sim/net.h"
+
+#define MAX_MAP 16
+
+struct rate_map {
+	unsigned n;
+	uint64_t rate[MAX_MAP];
+	double value[MAX_MAP];
+};
+
+struct hpcc_config {
+	char topology[512], flows[512], fct_out[512];
+	int cc_mode;
+	bool qcn, pfc;
+	double stop_s, error_rate;
+	uint64_t buffer_bytes;
+	unsigned payload;
+	struct rate_map kmin, kmax, pmax;
+	struct dcqcn_params cc;
+	char ignored[2048];
+};
+
+/* "100Gbps", "40Gb/s", "25000000000" -> bits/s; 0 when unreadable. */
+static uint64_t parse_rate(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return 0;
+	if (!strncasecmp(end, "G", 1))
+		v *= 1e9;
+	else if (!strncasecmp(end, "M", 1))
+		v *= 1e6;
+	else if (!strncasecmp(end, "K", 1))
+		v *= 1e3;
+	return (uint64_t)v;
+}
+
+/* "1000ns", "0.001ms", "1us", "2s" -> ns. */
+static uint64_t parse_delay(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (!strcmp(end, "ms"))
+		v *= 1e6;
+	else if (!strcmp(end, "us"))
+		v *= 1e3;
+	else if (!strcmp(end, "s"))
+		v *= 1e9;
+	return (uint64_t)(v + 0.5);
+}
+
+/* Mb/s from "50Mb/s" (RATE_AI and friends). */
+static uint32_t parse_mbps(const char *s)
+{
+	return (uint32_t)(parse_rate(s) / 1000000);
+}
+
+static int read_map(FILE *f, struct rate_map *m)
+{
+	if (fscanf(f, "%u", &m->n) != 1 || m->n > MAX_MAP)
+		return EINVAL;
+	for (unsigned i = 0; i < m->n; i++)
+		if (fscanf(f, "%" SCNu64 " %lf", &m->rate[i], &m->value[i]) != 2)
+			return EINVAL;
+	return 0;
+}
+
+static double map_at(const struct rate_map *m, uint64_t rate, double dflt)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->rate[i] == rate)
+			return m->value[i];
+	return dflt;
+}
+
+/* Resolve `name` as given, else next to the config file. */
+static void resolve(char *out, size_t cap, const char *name, const char *config_path)
+{
+	FILE *f = fopen(name, "r");
+	const char *slash = strrchr(config_path, '/');
+
+	if (f || name[0] == '/' || !slash) {
+		if (f)
+			fclose(f);
+		snprintf(out, cap, "%s", name);
+		return;
+	}
+	snprintf(out, cap, "%.*s/%s", (int)(slash - config_path), config_path, name);
+}
+
+static int read_config(const char *path, struct hpcc_config *c)
+{
+	FILE *f = fopen(path, "r");
+	char key[128], word[512];
+
+	if (!f) {
+		fprintf(stderr, "softrnic sim run: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	memset(c, 0, sizeof(*c));
+	c->cc_mode = 1;
+	c->qcn = c->pfc = true;
+	c->stop_s = 10;
+	c->buffer_bytes = 32u << 20;
+	c->payload = 1000;
+	dcqcn_params_default(&c->cc, DCQCN_PROFILE_PAPER);
+	while (fscanf(f, "%127s", key) == 1) {
+		int ok = 1;
+		if (key[0] == '#' || key[0] == '{' || key[0] == '}') {
+			int ch;
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			continue;
+		}
+#define WORD() (ok = fscanf(f, "%511s", word) == 1)
+		if (!strcmp(key, "TOPOLOGY_FILE")) {
+			if (WORD())
+				resolve(c->topology, sizeof(c->topology), word, path);
+		} else if (!strcmp(key, "FLOW_FILE")) {
+			if (WORD())
+				resolve(c->flows, sizeof(c->flows), word, path);
+		} else if (!strcmp(key, "FCT_OUTPUT_FILE")) {
+			if (WORD())
+				snprintf(c->fct_out, sizeof(c->fct_out), "%s", word);
+		} else if (!strcmp(key, "SIMULATOR_STOP_TIME")) {
+			ok = fscanf(f, "%lf", &c->stop_s) == 1;
+		} else if (!strcmp(key, "CC_MODE")) {
+			ok = fscanf(f, "%d", &c->cc_mode) == 1;
+		} else if (!strcmp(key, "ENABLE_QCN") || !strcmp(key, "ENABLE_PFC")) {
+			int v;
+			ok = fscanf(f, "%d", &v) == 1;
+			*(key[7] == 'Q' ? &c->qcn : &c->pfc) = v != 0;
+		} else if (!strcmp(key, "BUFFER_SIZE")) {
+			double mb;
+			ok = fscanf(f, "%lf", &mb) == 1;
+			c->buffer_bytes = (uint64_t)(mb * 1024 * 1024);
+		} else if (!strcmp(key, "ERROR_RATE_PER_LINK")) {
+			ok = fscanf(f, "%lf", &c->error_rate) == 1;
+		} else if (!strcmp(key, "PACKET_PAYLOAD_SIZE")) {
+			ok = fscanf(f, "%u", &c->payload) == 1;
+		} else if (!strcmp(key, "KMIN_MAP")) {
+			ok = !read_map(f, &c->kmin);
+		} else if (!strcmp(key, "KMAX_MAP")) {
+			ok = !read_map(f, &c->kmax);
+		} else if (!strcmp(key, "PMAX_MAP")) {
+			ok = !read_map(f, &c->pmax);
+		} else if (!strcmp(key, "RATE_AI")) {
+			if (WORD())
+				c->cc.rpg_ai_rate = parse_mbps(word);
+		} else if (!strcmp(key, "RATE_HAI")) {
+			if (WORD())
+				c->cc.rpg_hai_rate = parse_mbps(word);
+		} else if (!strcmp(key, "MIN_RATE")) {
+			if (WORD())
+				c->cc.rpg_min_rate = parse_mbps(word) ? parse_mbps(word) : 1;
+		} else if (!strcmp(key, "RP_TIMER")) {
+			ok = fscanf(f, "%u", &c->cc.rpg_time_reset) == 1;
+		} else if (!strcmp(key, "FAST_RECOVERY_TIMES")) {
+			ok = fscanf(f, "%u", &c->cc.rpg_threshold) == 1;
+		} else if (!strcmp(key, "RATE_DECREASE_INTERVAL")) {
+			ok = fscanf(f, "%u", &c->cc.rate_reduce_monitor_period) == 1;
+		} else if (!strcmp(key, "ALPHA_RESUME_INTERVAL")) {
+			ok = fscanf(f, "%u", &c->cc.dce_tcp_rtt) == 1;
+		} else if (!strcmp(key, "CLAMP_TARGET_RATE")) {
+			ok = fscanf(f, "%u", &c->cc.clamp_tgt_rate) == 1;
+		} else if (!strcmp(key, "EWMA_GAIN")) {
+			double g;
+			ok = fscanf(f, "%lf", &g) == 1 && g > 0 && g < 1;
+			c->cc.dce_tcp_g = (uint32_t)(1024 * (1 - g) + 0.5);
+		} else {
+			/* Not a key the model shares: skip its values. */
+			size_t at = strlen(c->ignored);
+			snprintf(c->ignored + at, sizeof(c->ignored) - at, "%s%s", at ? " " : "", key);
+			int ch;
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			continue;
+		}
+#undef WORD
+		if (!ok) {
+			fprintf(stderr, "softrnic sim run: %s: bad value for %s\n", path, key);
+			fclose(f);
+			return 2;
+		}
+	}
+	fclose(f);
+	if (!c->topology[0] || !c->flows[0]) {
+		fprintf(stderr, "softrnic sim run: %s: TOPOLOGY_FILE and FLOW_FILE are needed\n", path);
+		return 2;
+	}
+	if (c->cc_mode != 1) {
+		fprintf(stderr, "softrnic sim run: CC_MODE %d: only 1 (DCQCN) is modelled here "
+				"(3 HPCC, 7 TIMELY, 8 DCTCP and 10 HPCC-PINT are not)\n", c->cc_mode);
+		return 2;
+	}
+	return 0;
+}
+
+static uint32_t hpcc_ip(unsigned id)
+{
+	return 0x0b000001u + ((id / 256) << 16) + ((id % 256) << 8);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed)
+{
+	struct hpcc_config c;
+	int rc = read_config(config, &c);
+	if (rc)
+		return rc;
+
+	FILE *topo = fopen(c.topology, "r"), *flows = fopen(c.flows, "r");
+	if (!topo || !flows) {
+		fprintf(stderr, "softrnic sim run: cannot open %s\n", topo ? c.flows : c.topology);
+		if (topo)
+			fclose(topo);
+		if (flows)
+			fclose(flows);
+		return 2;
+	}
+	unsigned nodes, switches, links;
+	if (fscanf(topo, "%u %u %u", &nodes, &switches, &links) != 3 || nodes > SIM_MAX_NODES || switches > nodes) {
+		fprintf(stderr, "softrnic sim run: %s: bad header (at most %u nodes)\n", c.topology, SIM_MAX_NODES);
+		fclose(topo);
+		fclose(flows);
+		return 2;
+	}
+	bool *is_switch = calloc(nodes, sizeof(*is_switch));
+	unsigned *host_of = calloc(nodes, sizeof(*host_of));
+	struct { unsigned a, b; struct sim_link_opts l; } *lk = calloc(links ? links : 1, sizeof(*lk));
+	rc = !is_switch || !host_of || !lk ? 2 : 0;
+	for (unsigned i = 0; !rc && i < switches; i++) {
+		unsigned id;
+		if (fscanf(topo, "%u", &id) != 1 || id >= nodes)
+			rc = 2;
+		else
+			is_switch[id] = true;
+	}
+	uint64_t fastest = 0;
+	for (unsigned i = 0; !rc && i < links; i++) {
+		char rate[64], delay[64];
+		double err;
+		if (fscanf(topo, "%u %u %63s %63s %lf", &lk[i].a, &lk[i].b, rate, delay, &err) != 5 || lk[i].a >= nodes ||
+		    lk[i].b >= nodes || !parse_rate(rate)) {
+			rc = 2;
+			break;
+		}
+		lk[i].l = (struct sim_link_opts){ .rate_bps = parse_rate(rate), .delay_ns = parse_delay(delay),
+						  .loss = err > 0 ? err : c.error_rate };
+		fastest = lk[i].l.rate_bps > fastest ? lk[i].l.rate_bps : fastest;
+	}
+	fclose(topo);
+	if (rc) {
+		fprintf(stderr, "softrnic sim run: %s: unreadable switch list or link line\n", c.topology);
+		fclose(flows);
+		free(is_switch);
+		free(host_of);
+		free(lk);
+		return 2;
+	}
+
+	struct sim_engine e;
+	struct sim_host_opts ho = { .dcqcn = c.qcn, .cc = &c.cc, .qp_timeout = 10,
+				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
+					   : c.payload <= 2100 ? 2048 : 4096 };
+	struct sim_switch_opts so = {
+		.buffer_bytes = c.buffer_bytes, .alpha = 1.0 / 8, .pfc = c.pfc, .ecn = c.qcn,
+		.kmin_bytes = (uint64_t)(map_at(&c.kmin, fastest, 400) * 1000),
+		.kmax_bytes = (uint64_t)(map_at(&c.kmax, fastest, 1600) * 1000),
+		.pmax = map_at(&c.pmax, fastest, 0.2),
+	};
+	/* Every rate of the KMIN map with its KMAX and PMAX. */
+	for (unsigned i = 0; i < c.kmin.n && so.ecn_map_n < 8; i++)
+		so.ecn_map[so.ecn_map_n++] = (struct sim_ecn_entry){
+			.rate_bps = c.kmin.rate[i], .kmin_bytes = (uint64_t)(c.kmin.value[i] * 1000),
+			.kmax_bytes = (uint64_t)(map_at(&c.kmax, c.kmin.rate[i], 1600) * 1000),
+			.pmax = map_at(&c.pmax, c.kmin.rate[i], 0.2) };
+	sim_engine_init(&e);
+	struct sim_net *n = sim_net_create(&e, seed, &ho, &so);
+	/* Nodes in the files' order: our node ids are theirs. */
+	for (unsigned id = 0; n && !rc && id < nodes; id++) {
+		int x = is_switch[id] ? sim_add_switch(n) : sim_add_host(n);
+		if (x < 0)
+			rc = 2;
+		else if (!is_switch[id])
+			host_of[id] = (unsigned)x;
+	}
+	for (unsigned i = 0; n && !rc && i < links; i++)
+		if (sim_link(n, lk[i].a, lk[i].b, &lk[i].l))
+			rc = 2;
+	if (!n || rc || sim_route(n)) {
+		fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", c.topology);
+		fclose(flows);
+		sim_net_destroy(n);
+		free(is_switch);
+		free(host_of);
+		free(lk);
+		return 2;
+	}
+	unsigned nflows = 0;
+	if (fscanf(flows, "%u", &nflows) != 1)
+		rc = 2;
+	unsigned *flow_src = calloc(nflows ? nflows : 1, sizeof(unsigned) * 2);
+	for (unsigned i = 0; !rc && flow_src && i < nflows; i++) {
+		unsigned s, d, pg, dport;
+		uint64_t size;
+		double start;
+		if (fscanf(flows, "%u %u %u %u %" SCNu64 " %lf", &s, &d, &pg, &dport, &size, &start) != 6 ||
+		    s >= nodes || d >= nodes || is_switch[s] || is_switch[d] ||
+		    sim_add_flow(n, host_of[s], host_of[d], size, (uint64_t)(start * 1e9 + 0.5)) < 0) {
+			fprintf(stderr, "softrnic sim run: %s: flow line %u unreadable or impossible\n", c.flows, i + 1);
+			rc = 2;
+			break;
+		}
+		flow_src[2 * i] = s;
+		flow_src[2 * i + 1] = d;
+	}
+	fclose(flows);
+	if (rc || !flow_src) {
+		sim_net_destroy(n);
+		free(flow_src);
+		free(is_switch);
+		free(host_of);
+		free(lk);
+		return 2;
+	}
+
+	uint64_t stop = (uint64_t)(c.stop_s * 1e9);
+	while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
+		;
+
+	/* Outputs: HPCC's FCT lines, our flows CSV, a summary. */
+	char path[700];
+	snprintf(path, sizeof(path), "%s/%s", out_dir, c.fct_out[0] ? strrchr(c.fct_out, '/') ? strrchr(c.fct_out, '/') + 1
+										       : c.fct_out
+								 : "fct.txt");
+	FILE *fct = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/flows.csv", out_dir);
+	FILE *csv = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/summary.txt", out_dir);
+	FILE *sum = fopen(path, "w");
+	double *slow = calloc(nflows ? nflows : 1, sizeof(double));
+	uint64_t *sizes = calloc(nflows ? nflows : 1, sizeof(uint64_t));
+	if (!fct || !csv || !sum || !slow || !sizes) {
+		fprintf(stderr, "softrnic sim run: cannot write in %s\n", out_dir);
+		rc = 2;
+		goto out;
+	}
+	fprintf(csv, "flow,src,dst,bytes,start_ns,fct_ns,standalone_ns,slowdown,failed\n");
+	unsigned done = 0, failed = 0;
+	for (unsigned i = 0; i < nflows; i++) {
+		const struct sim_flow_result *f = sim_flow(n, i);
+		uint64_t one_way = 0, rate = 0;
+		sim_path(n, f->src, f->dst, &one_way, &rate);
+		/* Alone on an idle path: the bytes with their headers at the
+		 * path's slowest rate, and a round trip of propagation. */
+		uint64_t pkts = (f->bytes + ho.mtu - 1) / ho.mtu;
+		uint64_t wire = f->bytes + pkts * (48u + SIM_WIRE_OVERHEAD);
+		uint64_t standalone = 2 * one_way + (rate ? wire * 8 * 1000000000ull / rate : 0);
+		double sd = f->fct_ns && standalone ? (double)f->fct_ns / (double)standalone : 0;
+		fprintf(csv, "%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%d\n", i, flow_src[2 * i],
+			flow_src[2 * i + 1], f->bytes, f->start_ns, f->fct_ns, standalone, sd, f->failed);
+		if (f->fct_ns && !f->failed) {
+			fprintf(fct, "%08x %08x %u %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+				hpcc_ip(flow_src[2 * i]), hpcc_ip(flow_src[2 * i + 1]), 10000 + i, 100u, f->bytes,
+				f->start_ns, f->fct_ns, standalone);
+			sizes[done] = f->bytes;
+			slow[done++] = sd;
+		}
+		failed += f->failed;
+	}
+	const struct sim_net_stats *st = sim_net_stats(n);
+	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows; seed %" PRIu64 "; DCQCN %s, PFC %s, "
+		     "%u ECN map entries, buffer %" PRIu64 " bytes\n",
+		config, nodes, switches, links, nflows, seed, c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
+		so.buffer_bytes);
+	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events)\n", done, failed,
+		nflows - done - failed, (double)e.now / 1e9, e.events_run);
+	fprintf(sum, "  %" PRIu64 " drops, %" PRIu64 " pauses, %" PRIu64 " ECN marks, %" PRIu64 " CNPs, %" PRIu64
+		     " retransmitted packets\n",
+		st->drops + st->headroom_drops, st->pauses_sent, st->ecn_marks, sim_rnic_counter(n, "cnp_sent"),
+		sim_rnic_counter(n, "retransmits"));
+	/* FCT slowdown by size, as HPCC's fct_analysis does by percentile. */
+	static const uint64_t edges[] = { 10000, 100000, 1000000, 10000000, UINT64_MAX };
+	uint64_t lo = 0;
+	for (unsigned b = 0; b < sizeof(edges) / sizeof(edges[0]); lo = edges[b++]) {
+		double v[4096];
+		unsigned k = 0;
+		for (unsigned i = 0; i < done && k < 4096; i++)
+			if (sizes[i] >= lo && sizes[i] < edges[b])
+				v[k++] = slow[i];
+		if (!k)
+			continue;
+		qsort(v, k, sizeof(v[0]), cmp_double);
+		fprintf(sum, "  sizes %" PRIu64 "..%s bytes: %u flows, slowdown p50 %.2f p95 %.2f p99 %.2f\n", lo,
+			edges[b] == UINT64_MAX ? "" : (snprintf(path, sizeof(path), "%" PRIu64, edges[b]), path), k,
+			v[k / 2], v[k * 95 / 100], v[k * 99 / 100]);
+	}
+	if (c.ignored[0])
+		fprintf(sum, "  keys of %s not used by this model: %s\n", config, c.ignored);
+out:
+	if (fct)
+		fclose(fct);
+	if (csv)
+		fclose(csv);
+	if (sum)
+		fclose(sum);
+	free(slow);
+	free(sizes);
+	free(flow_src);
+	free(is_switch);
+	free(host_of);
+	free(lk);
+	sim_net_destroy(n);
+	sim_engine_free(&e);
+	return rc;
+}

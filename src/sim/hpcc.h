@@ -1,0 +1,15 @@
+/*
+ * hpcc.h — `softrnic sim run CONFIG` (hpcc.c): a run described by the
+ * HPCC simulator's config.txt, topology and flow files, with its FCT file
+ * written beside our CSV and summary.
+ */
+#ifndef SOFTRNIC_SIM_HPCC_H
+#define SOFTRNIC_SIM_HPCC_H
+
+#include <stdint.h>
+
+/* 0, or 2 after a one-line message (unreadable files, an unsupported
+ * CC_MODE, a topology over SIM_MAX_NODES). */
+int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed);
+
+#endif
