@@ -22,6 +22,8 @@ PACKAGES=(
   iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh
   linux-perf strace valgrind           # bench/perf_profile.sh
   redis-server redis-tools             # bench/kv_vs_redis.sh: Redis beside the key-value store
+  bc                                   # tests/kv/kv_fsync.sh's arithmetic
+  libns3-dev libgsl-dev g++            # bench/sim_speed.sh: ns-3 beside the simulator
 )
 
 missing=()

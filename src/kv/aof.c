@@ -8,6 +8,7 @@
 #include "kv/aof.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +118,9 @@ int kv_aof_open(struct kv_aof *a, const char *path, enum kv_fsync policy, struct
 	if (lseek(a->fd, (off_t)off, SEEK_SET) < 0)
 		goto fail;
 	a->records = n;
-	a->bytes = off;
+	a->bytes = a->base_bytes = off;
 	a->last_sync_ns = now;
+	snprintf(a->path, sizeof(a->path), "%s", path);
 	return 0;
 fail:;
 	int e = errno ? errno : EIO;
@@ -187,4 +189,67 @@ void kv_aof_close(struct kv_aof *a)
 		close(a->fd);
 	}
 	a->fd = -1;
+}
+
+bool kv_aof_wants_rewrite(const struct kv_aof *a, uint64_t min_bytes)
+{
+	return a->fd >= 0 && a->bytes > min_bytes && a->bytes > 2 * a->base_bytes;
+}
+
+struct rewrite_ctx {
+	struct kv_aof tmp;
+	uint64_t now;
+	int err;
+};
+
+static void rewrite_one(void *ctx, const uint8_t *key, uint32_t klen, const uint8_t *val, uint32_t vlen,
+			uint64_t expire_ns)
+{
+	struct rewrite_ctx *r = ctx;
+
+	if (!r->err)
+		r->err = kv_aof_append(&r->tmp, KV_AOF_SET, key, klen, val, vlen, expire_ns, r->now);
+}
+
+int kv_aof_rewrite(struct kv_aof *a, const struct kv_table *t, uint64_t now)
+{
+	char tmp_path[4200], dir[4096];
+	struct rewrite_ctx r = { .now = now };
+
+	if (a->fd < 0)
+		return EBADF;
+	snprintf(tmp_path, sizeof(tmp_path), "%s.rewrite", a->path);
+	r.tmp.fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r.tmp.fd < 0)
+		return errno;
+	r.tmp.policy = KV_FSYNC_NO;     /* one sync at the end */
+	kv_table_foreach(t, now, rewrite_one, &r);
+	if (!r.err && fdatasync(r.tmp.fd) != 0)
+		r.err = errno;
+	if (!r.err && rename(tmp_path, a->path) != 0)
+		r.err = errno;
+	if (r.err) {
+		close(r.tmp.fd);
+		unlink(tmp_path);
+		return r.err;
+	}
+	/* The rename is durable once the directory is synced. */
+	snprintf(dir, sizeof(dir), "%s", a->path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	/* Appends go on through the new file's descriptor, at its end. */
+	close(a->fd);
+	a->fd = r.tmp.fd;
+	a->records = r.tmp.records;
+	a->bytes = a->base_bytes = r.tmp.bytes;
+	a->dirty = false;
+	a->last_sync_ns = now;
+	a->rewrites++;
+	return 0;
 }

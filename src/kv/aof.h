@@ -29,6 +29,9 @@ struct kv_aof {
 	uint64_t last_sync_ns;
 	bool dirty;                     /* written since the last sync */
 	uint64_t records, bytes;
+	char path[4096];
+	uint64_t rewrites;
+	uint64_t base_bytes;            /* the log's size after the last rewrite (or open) */
 };
 
 /* Open (create) `path`, replay it into t with `now` as the time, cut a
@@ -46,6 +49,17 @@ int kv_aof_append(struct kv_aof *a, int op, const uint8_t *key, uint32_t klen, c
  * from its loop, so an idle server's last writes are synced too). */
 void kv_aof_tick(struct kv_aof *a, uint64_t now);
 void kv_aof_close(struct kv_aof *a);
+/* Rewrite the log as one SET per live item of t (Redis's BGREWRITEAOF,
+ * done in place and synchronously: the server does not answer meanwhile):
+ * written to PATH.rewrite, synced, renamed over PATH, the directory
+ * synced; appends go on in the new file.  A crash at any point leaves
+ * either the old log or the new one, both whole.  0 or an errno (the old
+ * log then stays in use). */
+int kv_aof_rewrite(struct kv_aof *a, const struct kv_table *t, uint64_t now);
+/* Whether the log has grown enough to be worth rewriting: over min_bytes
+ * and twice its size after the last rewrite (Redis's defaults are 64 MB
+ * and 100%). */
+bool kv_aof_wants_rewrite(const struct kv_aof *a, uint64_t min_bytes);
 
 /* One record in buf (len bytes): its total length, 0 if buf holds no whole
  * valid record (short or CRC mismatch).  The decoding replay uses; pure. */

@@ -3,7 +3,8 @@
  * `softrnic kv ...` subcommand runs it):
  *
  *   softrnic-kv serve [--addr A] [--port P] [--mem SIZE] [--aof FILE
- *                     [--appendfsync always|everysec|no]] [-v]
+ *                     [--appendfsync always|everysec|no] [--aof-rewrite-min SIZE]]
+ *                     [--busy-poll] [--probe-ms MS] [-v]
  *   softrnic-kv get   [--server A[:P]] [--one-sided] KEY    value to stdout
  *                     (--one-sided: RDMA READs of the table, no server CPU)
  *   softrnic-kv set   [--server A[:P]] [--ttl MS] KEY VALUE   (VALUE "-": stdin)
@@ -48,7 +49,8 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
-			"                         [--appendfsync always|everysec|no]] [--busy-poll] [--probe-ms MS] [-v]\n"
+			"                         [--appendfsync always|everysec|no] [--aof-rewrite-min SIZE]]\n"
+			"                         [--busy-poll] [--probe-ms MS] [-v]\n"
 			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
 			"       softrnic-kv mget [--server A[:P]] KEY...\n"
 			"       softrnic-kv del [--server A[:P]] KEY\n"
@@ -111,6 +113,11 @@ static int serve(int argc, char **argv)
 				: !strcmp(p, "no") ? KV_FSYNC_NO : -1;
 			if (o.fsync < 0)
 				return usage();
+		} else if (!strcmp(argv[i], "--aof-rewrite-min") && i + 1 < argc) {
+			size_t m;
+			if (!parse_size(argv[++i], &m))
+				return usage();
+			o.aof_rewrite_min = m;
 		} else if (!strcmp(argv[i], "--busy-poll")) {
 			o.busy_poll = true;
 		} else if (!strcmp(argv[i], "--probe-ms") && i + 1 < argc) {

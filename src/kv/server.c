@@ -85,6 +85,7 @@ struct server {
 	unsigned nconns;
 	uint64_t requests, bad_requests, connections, reclaimed;
 	uint64_t probe_ns;
+	uint64_t aof_rewrite_min;
 	bool verbose;
 };
 
@@ -272,11 +273,11 @@ static uint32_t stats_text(struct server *s, char *out, size_t cap)
 			 "\nexpired %" PRIu64 "\nset_failures %" PRIu64 "\nrequests %" PRIu64
 			 "\nbad_requests %" PRIu64 "\nclients %u\nconnections %" PRIu64
 			 "\nclients_reclaimed %" PRIu64 "\narena_bytes %zu\ncpu_server_thread_us %" PRIu64
-			 "\ncpu_process_us %" PRIu64 "\n",
+			 "\ncpu_process_us %" PRIu64 "\naof_bytes %" PRIu64 "\naof_rewrites %" PRIu64 "\n",
 			 st->items, st->item_bytes, st->gets, st->get_hits, st->sets, st->dels, st->incrs,
 			 st->evictions, st->expired, st->set_failures, s->requests, s->bad_requests, s->nconns,
 			 s->connections, s->reclaimed, s->arena_size, cpu_us(CLOCK_THREAD_CPUTIME_ID),
-			 cpu_us(CLOCK_PROCESS_CPUTIME_ID));
+			 cpu_us(CLOCK_PROCESS_CPUTIME_ID), s->aof.bytes, s->aof.rewrites);
 	return n < 0 ? 0 : (uint32_t)n;
 }
 
@@ -487,6 +488,33 @@ static void handle_cm_events(struct server *s)
 	}
 }
 
+/* The bytes a log record of each live item takes (24-byte header). */
+static void count_bytes(void *ctx, const uint8_t *key, uint32_t klen, const uint8_t *val, uint32_t vlen,
+			uint64_t expire_ns)
+{
+	(void)key;
+	(void)val;
+	(void)expire_ns;
+	*(uint64_t *)ctx += 24u + klen + vlen;
+}
+
+/* Rewrite the log when it has grown past aof_rewrite_min and twice its
+ * size after the last rewrite; a failure keeps the old log (reported). */
+static void maybe_rewrite(struct server *s)
+{
+	if (!kv_aof_wants_rewrite(&s->aof, s->aof_rewrite_min))
+		return;
+	uint64_t before = s->aof.bytes;
+	int e = kv_aof_rewrite(&s->aof, &s->table, now_ns());
+	if (e)
+		fprintf(stderr, "kv: rewriting %s failed: %s (the old log stays)\n", s->aof.path, strerror(e));
+	else if (s->verbose)
+		fprintf(stderr, "kv: %s rewritten: %" PRIu64 " -> %" PRIu64 " bytes\n", s->aof.path, before,
+			s->aof.bytes);
+	if (e)
+		s->aof.base_bytes = s->aof.bytes;       /* do not retry at every turn */
+}
+
 int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 {
 	struct server s;
@@ -516,6 +544,12 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		fprintf(stderr, "kv: %s: %" PRIu64 " records replayed, %" PRIu64 " items%s\n", o->aof_path, replayed,
 			s.table.stats.items, cut ? ", a torn last record cut" : "");
 		err = 0;
+		s.aof_rewrite_min = o->aof_rewrite_min ? o->aof_rewrite_min : 64ull << 20;
+		/* A log mostly of overwritten records is compacted before
+		 * serving: its size counts against twice the live data. */
+		s.aof.base_bytes = 0;
+		kv_table_foreach(&s.table, now_ns(), count_bytes, &s.aof.base_bytes);
+		maybe_rewrite(&s);
 	}
 	snprintf(port, sizeof(port), "%u", o->port);
 	memset(&hints, 0, sizeof(hints));
@@ -567,6 +601,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		next_tick = now + 1000000;
 		probe_quiet(&s, now);
 		kv_aof_tick(&s.aof, now_ns());
+		maybe_rewrite(&s);
 	}
 out:
 	for (unsigned i = 0; i < MAX_CONNS; i++)

@@ -17,6 +17,8 @@ struct kv_server_opts {
 	bool verbose;
 	const char *aof_path;           /* NULL: no append-only file */
 	int fsync;                      /* enum kv_fsync (aof.h) */
+	uint64_t aof_rewrite_min;       /* rewrite the log past this size and twice its
+					   size after the last rewrite (0: 64 MiB) */
 	bool busy_poll;                 /* spin on the CQ instead of sleeping in poll() */
 	unsigned probe_ms;              /* probe a client quiet this long (0: 2000) */
 	void (*ready)(void *ctx);       /* called once listening (may be NULL) */

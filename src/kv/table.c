@@ -217,6 +217,22 @@ static struct kv_slot *find_live(struct kv_table *t, const uint8_t *key, uint32_
 	return s;
 }
 
+void kv_table_foreach(const struct kv_table *t, uint64_t now, kv_item_fn fn, void *ctx)
+{
+	for (uint32_t b = 0; b < total_buckets(t); b++) {
+		for (unsigned i = 0; i < KV_SLOTS; i++) {
+			const struct kv_slot *s = &t->buckets[b].slot[i];
+			if (!s->tag)
+				continue;
+			const struct kv_item *it = slot_item(t, s);
+			if ((it->version & 1) || (it->expire_ns && it->expire_ns <= now))
+				continue;
+			const uint8_t *key = (const uint8_t *)(it + 1);
+			fn(ctx, key, it->klen, key + it->klen, it->vlen, it->expire_ns);
+		}
+	}
+}
+
 /* The live item of a key (expired ones dropped on the way), or NULL. */
 static struct kv_item *lookup(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now)
 {

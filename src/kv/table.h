@@ -131,6 +131,13 @@ int kv_del(struct kv_table *t, const uint8_t *key, uint32_t klen, uint64_t now);
  * int64 (EINVAL otherwise, or ERANGE on overflow).  The expiry stays. */
 int kv_incr(struct kv_table *t, const uint8_t *key, uint32_t klen, int64_t delta, uint64_t now, int64_t *out);
 
+/* Call fn for every live, unexpired item (key, value, expiry), in bucket
+ * order; the pointers are valid during the call.  Rewriting the log
+ * (aof.c) walks the table this way. */
+typedef void (*kv_item_fn)(void *ctx, const uint8_t *key, uint32_t klen, const uint8_t *val, uint32_t vlen,
+			   uint64_t expire_ns);
+void kv_table_foreach(const struct kv_table *t, uint64_t now, kv_item_fn fn, void *ctx);
+
 /* The one-sided reader's check, on bytes RDMA READ from the arena: is
  * `item` (len bytes available) a whole, live item for this key?  Then 0
  * and the value's place in `item`; EAGAIN for a free, torn or half-written

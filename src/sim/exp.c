@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "sim/engine.h"
+#include "sim/gen.h"
 #include "sim/hpcc.h"
 #include "sim/net.h"
 
@@ -680,6 +681,8 @@ static void print_summary(const char *dir)
 static int usage(void)
 {
 	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N]   (an HPCC simulator config.txt)\n"
+			"       softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]   (a topology file)\n"
+			"       softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R] [--time S] [--seed N]\n"
 			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR]\n  NAME:");
 	for (unsigned i = 0; i < sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]); i++)
 		fprintf(stderr, " %s", EXPERIMENTS[i].name);
@@ -692,6 +695,10 @@ int sim_cli(int argc, char **argv)
 	struct exp_opts o = { .seed = 1 };
 	const char *name = NULL;
 
+	if (argc >= 2 && !strcmp(argv[1], "topo"))
+		return sim_topo_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "gen"))
+		return sim_gen_main(argc - 1, argv + 1);
 	if (argc >= 3 && !strcmp(argv[1], "run")) {
 		char out[512] = "sim-out/run";
 		uint64_t seed = 1;

@@ -396,6 +396,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed)
 		rc = 2;
 		goto out;
 	}
+	const struct sim_net_stats *st = sim_net_stats(n);
 	fprintf(csv, "flow,src,dst,bytes,start_ns,fct_ns,standalone_ns,slowdown,failed\n");
 	unsigned done = 0, failed = 0;
 	for (unsigned i = 0; i < nflows; i++) {
@@ -419,13 +420,13 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed)
 		}
 		failed += f->failed;
 	}
-	const struct sim_net_stats *st = sim_net_stats(n);
 	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows; seed %" PRIu64 "; DCQCN %s, PFC %s, "
 		     "%u ECN map entries, buffer %" PRIu64 " bytes\n",
 		config, nodes, switches, links, nflows, seed, c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
 		so.buffer_bytes);
-	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events)\n", done, failed,
-		nflows - done - failed, (double)e.now / 1e9, e.events_run);
+	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events, %" PRIu64
+		     " packet-hops)\n", done, failed, nflows - done - failed, (double)e.now / 1e9, e.events_run,
+		st->packet_hops);
 	fprintf(sum, "  %" PRIu64 " drops, %" PRIu64 " pauses, %" PRIu64 " ECN marks, %" PRIu64 " CNPs, %" PRIu64
 		     " retransmitted packets\n",
 		st->drops + st->headroom_drops, st->pauses_sent, st->ecn_marks, sim_rnic_counter(n, "cnp_sent"),

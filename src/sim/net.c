@@ -23,6 +23,7 @@
 #define PFC_FRAME_WIRE (64u + 20u)
 #define PFC_QUANTA 0xffffu
 #define OP_CNP 0x81
+#define NIC_FLOW_QUEUES 256
 
 enum { PKT_DATA = 0, PKT_PFC = 1 };
 
@@ -85,6 +86,14 @@ struct host {
 	uint8_t *buf;
 	uint64_t timer_at, timer_gen;
 	uint64_t delivered;             /* wire bytes of its packets that arrived */
+	/* The NIC's arbiter: RoCE packets wait per flow (by destination host
+	 * and QP, hashed into NIC_FLOW_QUEUES) and leave round robin, one
+	 * packet per turn, so a new flow is not stuck behind the backlog of
+	 * long ones in one FIFO. */
+	struct queue flowq[NIC_FLOW_QUEUES];
+	uint16_t active[NIC_FLOW_QUEUES];
+	unsigned act_head, act_len;
+	uint64_t flowq_bytes;
 };
 
 struct node {
@@ -251,6 +260,19 @@ static void port_kick(struct sim_net *n, struct port *p)
 
 	if (p->busy || !p->peer)
 		return;
+	struct host *h = p->node->host;
+	if (h && !p->q[SIM_PRIO_ROCE].len && h->act_len) {
+		/* The arbiter's next turn: one packet of the next flow. */
+		unsigned id = h->active[h->act_head];
+		h->act_head = (h->act_head + 1) % NIC_FLOW_QUEUES;
+		h->act_len--;
+		struct sim_pkt *next = q_pop(&h->flowq[id]);
+		h->flowq_bytes -= next->wire;
+		if (h->flowq[id].len)
+			h->active[(h->act_head + h->act_len++) % NIC_FLOW_QUEUES] = (uint16_t)id;
+		if (q_push(&p->q[SIM_PRIO_ROCE], next))
+			free(next);
+	}
 	if (p->ctrl.len) {
 		pkt = q_pop(&p->ctrl);
 	} else {
@@ -294,6 +316,7 @@ static void tx_done(void *ctx, uint64_t arg, uint64_t now)
 	struct sim_net *n = p->node->net;
 
 	p->busy = false;
+	n->stats.packet_hops++;
 	if (pkt->kind == PKT_DATA && p->loss > 0 && uniform(n) < p->loss) {
 		n->stats.link_losses++;
 		free(pkt);
@@ -631,12 +654,27 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 	memcpy(pkt->ib, tx->ib, tx->ib_len);
 	n->stats.packets_sent++;
 	struct port *p = h->node->ports[0];
-	if (!p || q_push(&p->q[pkt->prio], pkt)) {
+	if (!p) {
 		free(pkt);
 		return;
 	}
-	if (p->q[pkt->prio].bytes > n->stats.max_host_queue_bytes)
-		n->stats.max_host_queue_bytes = p->q[pkt->prio].bytes;
+	if (pkt->prio == SIM_PRIO_ROCE) {
+		/* BTH bytes 5..7: the destination QP; with the host, the flow. */
+		unsigned dqp = tx->ib_len >= 8 ? (unsigned)tx->ib[5] << 16 | (unsigned)tx->ib[6] << 8 | tx->ib[7] : 0;
+		unsigned id = (dqp * 2654435761u ^ (unsigned)dst * 40503u) % NIC_FLOW_QUEUES;
+		if (q_push(&h->flowq[id], pkt)) {
+			free(pkt);
+			return;
+		}
+		if (h->flowq[id].len == 1)
+			h->active[(h->act_head + h->act_len++) % NIC_FLOW_QUEUES] = (uint16_t)id;
+		h->flowq_bytes += pkt->wire;
+		if (h->flowq_bytes > n->stats.max_host_queue_bytes)
+			n->stats.max_host_queue_bytes = h->flowq_bytes;
+	} else if (q_push(&p->q[pkt->prio], pkt)) {
+		free(pkt);
+		return;
+	}
 	port_kick(n, p);
 }
 
@@ -1078,6 +1116,8 @@ uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned p
 		return 0;
 	for (int q = 0; q < SIM_PRIOS; q++)
 		b += n->nodes[node]->ports[port]->q[q].bytes;
+	if (n->nodes[node]->host)
+		b += n->nodes[node]->host->flowq_bytes;
 	return b;
 }
 
@@ -1134,6 +1174,8 @@ void sim_net_destroy(struct sim_net *n)
 			rnic_pd_free(host->pd);
 		if (host->rnic)
 			rnic_destroy(host->rnic);
+		for (unsigned q = 0; q < NIC_FLOW_QUEUES; q++)
+			q_free(&host->flowq[q]);
 		free(host->buf);
 		free(host);
 	}

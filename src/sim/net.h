@@ -41,10 +41,14 @@
  *            equal-cost next hops are chosen by a hash of the UDP source
  *            port and the hosts (ECMP); sim_set_route overrides.
  *
- * Trade-offs, said plainly: the host's NIC egress queue is unbounded and
- * the rnic is not told of pauses (a hardware NIC's scheduler would stop
- * the QP; here the rnic paces at line rate, or at DCQCN's rate, into the
- * paused queue); the pause is per priority but the hosts send RoCE on one.
+ *   NIC      a host's RoCE packets wait per flow and leave round robin
+ *            (the arbiter of a NIC's send queues); CNPs go first.
+ *
+ * Trade-offs, said plainly: the host's NIC queues are unbounded and the
+ * rnic is not told of pauses (a hardware NIC's scheduler would stop the
+ * QP; here the rnic paces at line rate, or at DCQCN's rate, into the
+ * paused queue, bounded only by its RC window); the pause is per priority
+ * but the hosts send RoCE on one.
  */
 #ifndef SOFTRNIC_SIM_NET_H
 #define SOFTRNIC_SIM_NET_H
@@ -105,6 +109,7 @@ struct sim_host_opts {
 /* What happened, all nodes together (per-node figures in the CSVs). */
 struct sim_net_stats {
 	uint64_t packets_sent;          /* by hosts */
+	uint64_t packet_hops;           /* packets that crossed a link (PFC frames too) */
 	uint64_t link_losses;           /* the loss knob */
 	uint64_t drops;                 /* switch buffer full / over threshold */
 	uint64_t headroom_drops;        /* PFC headroom exhausted */

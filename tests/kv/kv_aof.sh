@@ -62,5 +62,31 @@ start 4
 [ "$("$KV" get --server "127.0.0.1:$PORT" after-cut)" = yes ] || fail "a record appended after the cut was lost"
 kill -TERM "$server"; wait "$server" || true
 server=
+# Rewriting: 20 000 SETs over 100 keys (about 20 MB of log for 100 KB of
+# data) with --aof-rewrite-min 1m: the log is rewritten as it grows and
+# stays small; after a SIGKILL the rewritten log gives every key back.
+rm -f "$tmp/log.aof"
+"$KV" serve --port "$PORT" --mem 64m --aof "$tmp/log.aof" --appendfsync everysec --aof-rewrite-min 1m -v \
+	>"$tmp/server5.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do "$KV" stats --server "127.0.0.1:$PORT" >/dev/null 2>&1 && break; sleep 0.1; done
+"$KV" bench --server "127.0.0.1:$PORT" --op set --keys 100 --value-size 1000 --requests 20000 >/dev/null ||
+	fail "bench SETs"
+"$KV" stats --server "127.0.0.1:$PORT" >"$tmp/stats"
+rewrites=$(awk '$1 == "aof_rewrites" { print $2 }' "$tmp/stats")
+size=$(stat -c %s "$tmp/log.aof")
+[ "$rewrites" -ge 1 ] || { cat "$tmp/stats" >&2; fail "the log was never rewritten"; }
+[ "$size" -lt 4000000 ] || fail "the log is $size bytes after $rewrites rewrites"
+grep -q "rewritten:" "$tmp/server5.log" || fail "no rewrite reported"
+kill -KILL "$server"; wait "$server" 2>/dev/null || true
+server=
+"$KV" serve --port "$PORT" --mem 64m --aof "$tmp/log.aof" >"$tmp/server6.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do "$KV" stats --server "127.0.0.1:$PORT" >/dev/null 2>&1 && break; sleep 0.1; done
+grep -q " 100 items" "$tmp/server6.log" || { cat "$tmp/server6.log" >&2; fail "the rewritten log does not hold the 100 keys"; }
+[ "$("$KV" get --server "127.0.0.1:$PORT" key:000000000042 | wc -c)" = 1000 ] || fail "a key's value after the rewrite"
+kill -TERM "$server"; wait "$server" || true
+server=
+echo "kv_aof: $rewrites rewrites kept the log at $size bytes; 100 keys back after a SIGKILL"
 cat "$tmp"/server*.log
 echo "kv_aof: ok"

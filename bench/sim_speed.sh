@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# sim_speed.sh — how fast softrnic's simulator runs a datacenter workload,
+# beside ns-3 on the same topology and flow list, in one run.  A
+# benchmark, not a test.
+#
+#   bench/sim_speed.sh [BUILD_DIR] [--quick] [--out DIR]
+#
+# The workload: a k=8 fat-tree (128 hosts, 80 switches, 100 Gb/s links,
+# 1 us each; `softrnic sim topo fat-tree 8`), web-search flow sizes
+# (data/cdf/websearch.txt) arriving as Poisson processes at 50% load
+# (`softrnic sim gen`), 100 ms simulated (--quick: 10 ms).  softrnic runs
+# it with DCQCN, ECN and PFC (`softrnic sim run`, HPCC's DCQCN keys);
+# ns-3 3.37 (Debian's libns3-dev) runs the same files with its own
+# point-to-point and UDP models (bench/sim_ns3.cc: no RDMA, no ACKs, no
+# congestion control — a reference for packet-level simulation cost).
+# Both on one core, one after the other.  Reported: wall time, events per
+# second, packet-hops per second, peak memory (/usr/bin/time).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=build
+out=bench-out/sim-speed
+quick=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--out) out=$2; shift ;;
+	-*) echo "usage: $0 [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2 ;;
+	*) build=$1 ;;
+	esac
+	shift
+done
+softrnic=$(cd "$build" && pwd)/bin/softrnic
+[ -x "$softrnic" ] || { echo "sim_speed: $softrnic not built" >&2; exit 2; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+stop=0.1
+[ $quick = 1 ] && stop=0.01
+
+"$softrnic" sim topo fat-tree 8 >"$out/topology.txt"
+"$softrnic" sim gen --cdf "$root/data/cdf/websearch.txt" --hosts 128 --load 0.5 --time "$stop" --seed 1 \
+	>"$out/flow.txt" 2>"$out/gen.log"
+cat >"$out/config.txt" <<EOF
+TOPOLOGY_FILE topology.txt
+FLOW_FILE flow.txt
+FCT_OUTPUT_FILE fct.txt
+SIMULATOR_STOP_TIME $stop
+CC_MODE 1
+ENABLE_QCN 1
+ENABLE_PFC 1
+PACKET_PAYLOAD_SIZE 1000
+BUFFER_SIZE 32
+ALPHA_RESUME_INTERVAL 1
+RATE_DECREASE_INTERVAL 4
+CLAMP_TARGET_RATE 0
+RP_TIMER 900
+EWMA_GAIN 0.00390625
+FAST_RECOVERY_TIMES 1
+RATE_AI 50Mb/s
+RATE_HAI 100Mb/s
+MIN_RATE 100Mb/s
+KMAX_MAP 1 100000000000 1600
+KMIN_MAP 1 100000000000 400
+PMAX_MAP 1 100000000000 0.2
+EOF
+flows=$(head -1 "$out/flow.txt")
+
+# peak RSS (kB) and wall seconds from /usr/bin/time -v
+measure() {   # LOG -> "wall_s rss_kb"
+	awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i] }
+		/Maximum resident/ { r = $2 } END { printf "%.2f %d\n", s, r }' "$1"
+}
+
+(cd "$out" && /usr/bin/time -v taskset -c 0 "$softrnic" sim run config.txt --out softrnic >"$out/softrnic.log" 2>"$out/softrnic.time")
+read -r s_wall s_rss < <(measure "$out/softrnic.time")
+s_events=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\1/p' "$out/softrnic/summary.txt")
+s_hops=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\2/p' "$out/softrnic/summary.txt")
+
+n_wall=n/a n_rss=n/a n_events=n/a n_hops=n/a n_sim=n/a
+if pkg-config --exists ns3-core 2>/dev/null; then
+	libs=$(pkg-config --cflags --libs ns3-core ns3-network ns3-internet ns3-point-to-point ns3-applications)
+	# shellcheck disable=SC2086
+	g++ -O2 -std=c++17 -o "$out/sim_ns3" "$here/sim_ns3.cc" $libs 2>"$out/ns3-build.log"
+	(cd "$out" && /usr/bin/time -v taskset -c 0 ./sim_ns3 topology.txt flow.txt "$stop" >"$out/ns3.log" 2>"$out/ns3.time")
+	read -r n_wall n_rss < <(measure "$out/ns3.time")
+	n_sim=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$out/ns3.log")
+	n_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$out/ns3.log")
+	n_hops=$(sed -n 's/.*packet_hops=\([0-9]*\).*/\1/p' "$out/ns3.log")
+fi
+
+rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 / 1e6 }'; }
+{
+	echo "# sim speed: k=8 fat-tree, web-search at 50% load, ${stop} s simulated, $flows flows, one core"
+	echo
+	echo "| simulator | wall s | events | M events/s | packet-hops | M packet-hops/s | peak MB |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "| softrnic sim (RoCEv2 RC, DCQCN, PFC) | $s_wall | $s_events | $(rate "$s_events" "$s_wall") | $s_hops | $(rate "$s_hops" "$s_wall") | $((s_rss / 1024)) |"
+	if [ "$n_wall" != n/a ]; then
+		echo "| ns-3 3.37 (UDP, point-to-point; run only: ${n_sim} s) | $n_wall | $n_events | $(rate "$n_events" "$n_wall") | $n_hops | $(rate "$n_hops" "$n_wall") | $((n_rss / 1024)) |"
+	else
+		echo "| ns-3 | not installed (libns3-dev) | | | | | |"
+	fi
+	echo
+	sed 's/^/    /' "$out/softrnic/summary.txt"
+} | tee "$out/sim_speed.md"

@@ -1,0 +1,220 @@
+/*
+ * gen.c — the inputs `softrnic sim run` reads, generated, in the HPCC
+ * simulator's formats (hpcc.c):
+ *
+ *   softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]
+ *       a k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2
+ *       aggregation switches, (k/2)^2 cores, k^3/4 hosts; hosts are nodes
+ *       0 .. k^3/4 - 1, then edge, aggregation and core switches
+ *   softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R]
+ *       [--time S] [--seed N]
+ *       flows whose sizes follow the CDF (data/cdf/, linear between
+ *       points), arriving at each host as a Poisson process whose rate
+ *       makes the offered load L of its link; destinations uniform among
+ *       the other hosts; sorted by start time
+ *
+ * Both write to standard output.  The generator's draws come from the
+ * seeded PRNG, so a seed gives the same flow file.
+ */
+#include "sim/gen.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/prng.h"
+
+#define MAX_CDF 64
+
+static int topo_usage(void)
+{
+	fprintf(stderr, "usage: softrnic sim topo fat-tree K [--rate 100Gbps] [--core-rate 100Gbps] [--delay 1000ns]\n"
+			"  K even, 2..16\n");
+	return 2;
+}
+
+int sim_topo_main(int argc, char **argv)
+{
+	const char *rate = "100Gbps", *core_rate = NULL, *delay = "1000ns";
+
+	if (argc < 3 || strcmp(argv[1], "fat-tree"))
+		return topo_usage();
+	unsigned k = (unsigned)strtoul(argv[2], NULL, 10);
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			rate = argv[++i];
+		else if (!strcmp(argv[i], "--core-rate") && i + 1 < argc)
+			core_rate = argv[++i];
+		else if (!strcmp(argv[i], "--delay") && i + 1 < argc)
+			delay = argv[++i];
+		else
+			return topo_usage();
+	}
+	if (k < 2 || k > 16 || k % 2)
+		return topo_usage();
+	if (!core_rate)
+		core_rate = rate;
+	unsigned half = k / 2, hosts = k * k * k / 4, edges = k * half, aggs = k * half, cores = half * half;
+	unsigned edge0 = hosts, agg0 = edge0 + edges, core0 = agg0 + aggs;
+	unsigned links = hosts + k * half * half + aggs * half;
+	printf("%u %u %u\n", hosts + edges + aggs + cores, edges + aggs + cores, links);
+	for (unsigned s = edge0; s < core0 + cores; s++)
+		printf("%u%c", s, s + 1 == core0 + cores ? '\n' : ' ');
+	/* Host h under edge switch h / (k/2). */
+	for (unsigned h = 0; h < hosts; h++)
+		printf("%u %u %s %s 0\n", h, edge0 + h / half, rate, delay);
+	/* Pod p: every edge switch to every aggregation switch of the pod. */
+	for (unsigned p = 0; p < k; p++)
+		for (unsigned e = 0; e < half; e++)
+			for (unsigned a = 0; a < half; a++)
+				printf("%u %u %s %s 0\n", edge0 + p * half + e, agg0 + p * half + a, rate, delay);
+	/* Aggregation switch a of each pod to cores a*(k/2) .. a*(k/2)+k/2-1. */
+	for (unsigned p = 0; p < k; p++)
+		for (unsigned a = 0; a < half; a++)
+			for (unsigned c = 0; c < half; c++)
+				printf("%u %u %s %s 0\n", agg0 + p * half + a, core0 + a * half + c, core_rate, delay);
+	return 0;
+}
+
+struct cdf {
+	unsigned n;
+	double bytes[MAX_CDF], pct[MAX_CDF];
+};
+
+static int read_cdf(const char *path, struct cdf *c)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return errno;
+	c->n = 0;
+	while (c->n < MAX_CDF && fscanf(f, "%lf %lf", &c->bytes[c->n], &c->pct[c->n]) == 2) {
+		if (c->n && (c->pct[c->n] < c->pct[c->n - 1] || c->bytes[c->n] < c->bytes[c->n - 1])) {
+			fclose(f);
+			return EINVAL;
+		}
+		c->n++;
+	}
+	fclose(f);
+	return c->n >= 2 && c->pct[c->n - 1] == 100 ? 0 : EINVAL;
+}
+
+static double cdf_sample(const struct cdf *c, double u)   /* u in [0, 100) */
+{
+	for (unsigned i = 1; i < c->n; i++)
+		if (u <= c->pct[i]) {
+			double span = c->pct[i] - c->pct[i - 1];
+			double t = span > 0 ? (u - c->pct[i - 1]) / span : 1;
+			return c->bytes[i - 1] + t * (c->bytes[i] - c->bytes[i - 1]);
+		}
+	return c->bytes[c->n - 1];
+}
+
+static double cdf_mean(const struct cdf *c)
+{
+	double m = 0;
+
+	for (unsigned i = 1; i < c->n; i++)
+		m += (c->pct[i] - c->pct[i - 1]) / 100 * (c->bytes[i] + c->bytes[i - 1]) / 2;
+	return m;
+}
+
+static double uniform01(uint64_t rng[4])
+{
+	return (double)(prng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+struct gen_flow {
+	double start;
+	unsigned src, dst;
+	uint64_t size;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct gen_flow *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->src != y->src ? (x->src < y->src ? -1 : 1) : (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+static int gen_usage(void)
+{
+	fprintf(stderr, "usage: softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth 100Gbps] [--time 0.1]\n"
+			"                        [--seed N]   (L in (0, 1]; the flow file on standard output)\n");
+	return 2;
+}
+
+int sim_gen_main(int argc, char **argv)
+{
+	const char *cdf_path = NULL;
+	unsigned hosts = 0;
+	double load = 0, bandwidth = 100e9, duration = 0.1;
+	uint64_t seed = 1, rng[4];
+	struct cdf c;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v)
+			return gen_usage();
+		if (!strcmp(argv[i], "--cdf"))
+			cdf_path = v;
+		else if (!strcmp(argv[i], "--hosts"))
+			hosts = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(argv[i], "--load"))
+			load = strtod(v, NULL);
+		else if (!strcmp(argv[i], "--bandwidth"))
+			bandwidth = strtod(v, NULL) * (strchr(v, 'G') ? 1e9 : strchr(v, 'M') ? 1e6 : 1);
+		else if (!strcmp(argv[i], "--time"))
+			duration = strtod(v, NULL);
+		else if (!strcmp(argv[i], "--seed"))
+			seed = strtoull(v, NULL, 10);
+		else
+			return gen_usage();
+		i++;
+	}
+	if (!cdf_path || hosts < 2 || load <= 0 || load > 1 || bandwidth <= 0 || duration <= 0)
+		return gen_usage();
+	int e = read_cdf(cdf_path, &c);
+	if (e) {
+		fprintf(stderr, "softrnic sim gen: %s: %s\n", cdf_path,
+			e == EINVAL ? "not a CDF (\"bytes percent\" lines, rising to 100)" : strerror(e));
+		return 2;
+	}
+	/* Per host: flows per second that offer `load` of its link. */
+	double mean = cdf_mean(&c), per_host = load * bandwidth / (8 * mean);
+	size_t cap = (size_t)(per_host * duration * hosts * 1.5) + 1024, n = 0;
+	struct gen_flow *f = malloc(cap * sizeof(*f));
+	if (!f)
+		return 2;
+	prng_seed(rng, seed);
+	for (unsigned h = 0; h < hosts; h++) {
+		for (double t = -log(1 - uniform01(rng)) / per_host; t < duration;
+		     t += -log(1 - uniform01(rng)) / per_host) {
+			if (n == cap) {
+				cap *= 2;
+				struct gen_flow *g = realloc(f, cap * sizeof(*f));
+				if (!g) {
+					free(f);
+					return 2;
+				}
+				f = g;
+			}
+			unsigned d = (unsigned)(prng_next(rng) % (hosts - 1));
+			double size = cdf_sample(&c, uniform01(rng) * 100);
+			f[n++] = (struct gen_flow){ .start = t, .src = h, .dst = d >= h ? d + 1 : d,
+						    .size = size < 1 ? 1 : (uint64_t)(size + 0.5) };
+		}
+	}
+	qsort(f, n, sizeof(*f), by_start);
+	printf("%zu\n", n);
+	for (size_t i = 0; i < n; i++)
+		printf("%u %u 3 100 %" PRIu64 " %.9f\n", f[i].src, f[i].dst, f[i].size, f[i].start);
+	fprintf(stderr, "softrnic sim gen: %zu flows, mean size %.0f bytes, %.1f flows/s per host\n", n, mean, per_host);
+	free(f);
+	return 0;
+}
