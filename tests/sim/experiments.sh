@@ -85,4 +85,25 @@ cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "only 1 (DCQCN)" "$tmp/err" || fail "sim run: CC_MODE 3 not refused (exit $rc)"
 cat "$tmp/run-a/summary.txt"
+
+# sim topo / sim gen: a k=4 fat-tree (16 hosts, 20 switches, 48 links) and
+# a web-search workload, the same for the same seed, run through sim run.
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$tmp/ft"
+"$SOFTRNIC" sim topo fat-tree 4 >"$tmp/ft/topology.txt" || fail "sim topo"
+[ "$(head -1 "$tmp/ft/topology.txt")" = "36 20 48" ] || fail "fat-tree 4: header $(head -1 "$tmp/ft/topology.txt")"
+[ "$(wc -l <"$tmp/ft/topology.txt")" = 50 ] || fail "fat-tree 4: not 48 links"
+for i in 1 2; do
+	"$SOFTRNIC" sim gen --cdf "$root/data/cdf/websearch.txt" --hosts 16 --load 0.3 --time 0.002 --seed 5 \
+		>"$tmp/ft/flow$i.txt" 2>"$tmp/ft/gen.log" || fail "sim gen"
+done
+cmp -s "$tmp/ft/flow1.txt" "$tmp/ft/flow2.txt" || fail "sim gen: two runs of one seed differ"
+awk 'NR == 1 { n = $1; next } { if ($1 == $2 || $1 >= 16 || $2 >= 16) bad++; c++ } END {
+	if (bad || c != n || n < 10) { print "sim gen: " c " flows for " n " announced, " bad " bad"; exit 1 } }' \
+	"$tmp/ft/flow1.txt" || fail "sim gen: flow file"
+cp "$tmp/ft/flow1.txt" "$tmp/ft/flow.txt"
+sed -e 's/^TOPOLOGY_FILE .*/TOPOLOGY_FILE topology.txt/; s/^SIMULATOR_STOP_TIME .*/SIMULATOR_STOP_TIME 0.05/' \
+	"$here/hpcc/config.txt" >"$tmp/ft/config.txt"
+(cd "$tmp/ft" && "$SOFTRNIC" sim run config.txt --out out >/dev/null) || fail "sim run on the fat-tree"
+grep -q " 0 failed, 0 unfinished" "$tmp/ft/out/summary.txt" || { cat "$tmp/ft/out/summary.txt" >&2; fail "fat-tree flows"; }
 echo "sim experiments: ok"
