@@ -613,6 +613,13 @@ static void host_after(struct host *h)
 			f->r.fct_ns = n->eng->now - f->r.start_ns;
 			f->r.failed = wc[i].status != IBV_WC_SUCCESS;
 			n->running--;
+			/* Done: every byte is acknowledged, the pair can go (a
+			 * late duplicate finds no QP and is counted). */
+			if (!f->r.failed) {
+				rnic_qp_destroy(f->qp_src);
+				rnic_qp_destroy(f->qp_dst);
+				f->qp_src = f->qp_dst = NULL;
+			}
 		}
 	}
 	uint64_t d = rnic_next_deadline(h->rnic);
@@ -987,6 +994,23 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 	uint64_t left = f->r.bytes;
 
 	f->r.start_ns = now;
+	/* The QP pair exists while the flow runs (a host's rnic looks at
+	 * every QP for its next deadline: idle ones would cost every event). */
+	struct ibv_qp_init_attr init;
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = (uint32_t)(f->r.bytes / HOST_BUF + 2);
+	init.cap.max_recv_wr = 1;
+	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+	f->qp_src = rnic_qp_create(src->pd, src->cq, src->cq, &init, NULL);
+	f->qp_dst = rnic_qp_create(dst->pd, dst->cq, dst->cq, &init, NULL);
+	if (!f->qp_src || !f->qp_dst || connect_qp(n, f->qp_src, f->r.dst, rnic_qp_num(f->qp_dst)) ||
+	    connect_qp(n, f->qp_dst, f->r.src, rnic_qp_num(f->qp_src))) {
+		f->r.failed = true;
+		f->r.fct_ns = 1;
+		n->running--;
+		return;
+	}
 	while (left) {
 		uint32_t len = left > HOST_BUF ? HOST_BUF : (uint32_t)left;
 		struct ibv_sge sge = { .addr = (uintptr_t)src->buf, .length = len, .lkey = rnic_mr_lkey(src->mr) };
@@ -1020,19 +1044,7 @@ int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, 
 		n->capflows = cap;
 	}
 	struct flow *f = &n->flows[n->nflows];
-	struct host *a = n->hosts[src], *b = n->hosts[dst];
-	struct ibv_qp_init_attr init;
 	memset(f, 0, sizeof(*f));
-	memset(&init, 0, sizeof(init));
-	init.qp_type = IBV_QPT_RC;
-	init.cap.max_send_wr = (uint32_t)(bytes / HOST_BUF + 2);
-	init.cap.max_recv_wr = 1;
-	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-	f->qp_src = rnic_qp_create(a->pd, a->cq, a->cq, &init, NULL);
-	f->qp_dst = rnic_qp_create(b->pd, b->cq, b->cq, &init, NULL);
-	if (!f->qp_src || !f->qp_dst || connect_qp(n, f->qp_src, dst, rnic_qp_num(f->qp_dst)) ||
-	    connect_qp(n, f->qp_dst, src, rnic_qp_num(f->qp_src)))
-		return -1;
 	f->r = (struct sim_flow_result){ .src = src, .dst = dst, .bytes = bytes, .start_ns = start_ns };
 	if (sim_at(n->eng, start_ns, flow_start, n, n->nflows))
 		return -1;
@@ -1161,8 +1173,10 @@ void sim_net_destroy(struct sim_net *n)
 	}
 	n->eng->len = 0;
 	for (unsigned i = 0; i < n->nflows; i++) {
-		rnic_qp_destroy(n->flows[i].qp_src);
-		rnic_qp_destroy(n->flows[i].qp_dst);
+		if (n->flows[i].qp_src)
+			rnic_qp_destroy(n->flows[i].qp_src);
+		if (n->flows[i].qp_dst)
+			rnic_qp_destroy(n->flows[i].qp_dst);
 	}
 	for (unsigned h = 0; h < n->nhosts; h++) {
 		struct host *host = n->hosts[h];
