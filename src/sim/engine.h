@@ -8,9 +8,9 @@
  * engine is an object, not a global: several simulations can live in one
  * process (tests run two and compare them).
  *
- * The queue is a binary heap: O(log n) per event.  A calendar queue or a
+ * The queue is a 4-ary heap: O(log n) per event.  A calendar queue or a
  * ladder queue would be O(1) amortised for the near-uniform spacing of
- * packet events; the heap is kept until a profile says otherwise.
+ * packet events; the heap is kept until a profile says it is not enough.
  */
 #ifndef SOFTRNIC_SIM_ENGINE_H
 #define SOFTRNIC_SIM_ENGINE_H
