@@ -157,10 +157,11 @@ int sim_gen_main(int argc, char **argv)
 	uint64_t seed = 1, rng[4];
 	struct cdf c;
 
-	for (int i = 1; i < argc; i++) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			return gen_usage();
+	/* Every option takes a value: they come in pairs. */
+	if (argc % 2 == 0)
+		return gen_usage();
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *v = argv[i + 1];
 		if (!strcmp(argv[i], "--cdf"))
 			cdf_path = v;
 		else if (!strcmp(argv[i], "--hosts"))
@@ -175,7 +176,6 @@ int sim_gen_main(int argc, char **argv)
 			seed = strtoull(v, NULL, 10);
 		else
 			return gen_usage();
-		i++;
 	}
 	if (!cdf_path || hosts < 2 || load <= 0 || load > 1 || bandwidth <= 0 || duration <= 0)
 		return gen_usage();
