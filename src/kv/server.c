@@ -52,7 +52,7 @@ enum { WR_REQUEST = 1, WR_ANSWER = 2, WR_PROBE = 3 };
 #define WR_ID(c, kind, slot) ((uint64_t)(c)->gen << 32 | (uint64_t)(c)->index << 16 | (kind) << 8 | (slot))
 /* The server's QP retries an answer the client cannot take (no receive
  * posted: RNR) this many times, then the connection is reclaimed.  Not 7,
- * which the specification defines as "forever" (IBTA 9.7.5.2.8). */
+ * which means "retry for ever" (ibv_modify_qp(3), rnr_retry). */
 #define SERVER_RNR_RETRY 6
 
 struct conn {
