@@ -35,7 +35,11 @@
  * (srt_poll_cq: a poll less than 5 us after its previous poll or post
  * returned) reads the socket itself, without blocking, and the progress
  * thread stops listening to it and leaves the device lock alone, so a
- * busy-polling program needs no thread hand-off per packet.  The
+ * busy-polling program needs no thread hand-off per packet.  An empty
+ * poll of an armed CQ (ibv_req_notify_cq was called and has not fired)
+ * never takes the socket: that is the end of the canonical event loop,
+ * and the program sleeps next, perhaps in its own poll() on the
+ * channel's fd where the runtime cannot see it.  The
  * progress thread takes the socket back when that thread's poll finds a
  * completion and the program did not come straight back after its
  * previous completion (it may now stop polling: perftest's write_lat
