@@ -680,7 +680,7 @@ static void print_summary(const char *dir)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N]   (an HPCC simulator config.txt)\n"
+	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N] [--sample-us N]   (an HPCC config.txt)\n"
 			"       softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]   (a topology file)\n"
 			"       softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R] [--time S] [--seed N]\n"
 			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR]\n  NAME:");
@@ -701,17 +701,21 @@ int sim_cli(int argc, char **argv)
 		return sim_gen_main(argc - 1, argv + 1);
 	if (argc >= 3 && !strcmp(argv[1], "run")) {
 		char out[512] = "sim-out/run";
-		uint64_t seed = 1;
-		for (int i = 3; i < argc; i++) {
-			if (!strcmp(argv[i], "--out") && i + 1 < argc)
-				snprintf(out, sizeof(out), "%s", argv[++i]);
-			else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-				seed = strtoull(argv[++i], NULL, 10);
+		uint64_t seed = 1, sample_ns = 0;
+		for (int i = 3; i + 1 < argc; i += 2) {
+			if (!strcmp(argv[i], "--out"))
+				snprintf(out, sizeof(out), "%s", argv[i + 1]);
+			else if (!strcmp(argv[i], "--seed"))
+				seed = strtoull(argv[i + 1], NULL, 10);
+			else if (!strcmp(argv[i], "--sample-us"))
+				sample_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
 			else
 				return usage();
 		}
+		if (argc % 2 == 0)
+			return usage();
 		make_dirs(out);
-		int rc = sim_run_hpcc(argv[2], out, seed);
+		int rc = sim_run_hpcc(argv[2], out, seed, sample_ns);
 		if (!rc)
 			print_summary(out);
 		return rc;

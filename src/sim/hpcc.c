@@ -19,6 +19,10 @@
  *                 delay 1000ns / 0.001ms).
  *   flows         the count, then "src dst priority dport size start_s"
  *                 (only the first `count` lines are read, as HPCC does).
+ *   outputs       fct.txt (below), flows.csv, pfc.csv (pauses and paused
+ *                 time per port that was paused), summary.txt, and with
+ *                 --sample-us, queues.csv (every port holding packets or
+ *                 paused, every sample)
  *   fct output    "sip dip sport dport size start_ns fct_ns standalone_ns"
  *                 with HPCC's addresses (0x0b000001 + id/256 << 16 +
  *                 id%256 << 8) in hex; sport is 10000 + the flow's index.
@@ -252,7 +256,30 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed)
+/* Every sample_ns: one queues.csv line per port holding packets. */
+struct sampler {
+	struct sim_net *n;
+	FILE *f;
+	uint64_t period_ns, stop_ns;
+};
+
+static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct sampler *s = ctx;
+
+	(void)arg;
+	for (unsigned node = 0; node < sim_nodes(s->n); node++)
+		for (unsigned p = 0; p < sim_node_ports(s->n, node); p++) {
+			uint64_t q = sim_port_queue_bytes(s->n, node, p);
+			bool paused = sim_port_is_paused(s->n, node, p);
+			if (q || paused)
+				fprintf(s->f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%d\n", now / 1000, node, p, q, paused);
+		}
+	if (now + s->period_ns <= s->stop_ns && sim_flows_running(s->n))
+		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
+}
+
+int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_t sample_ns)
 {
 	struct hpcc_config c;
 	int rc = read_config(config, &c);
@@ -376,11 +403,34 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed)
 	}
 
 	uint64_t stop = (uint64_t)(c.stop_s * 1e9);
+	char path[700];
+	struct sampler smp = { .n = n, .period_ns = sample_ns, .stop_ns = stop };
+	if (sample_ns) {
+		snprintf(path, sizeof(path), "%s/queues.csv", out_dir);
+		smp.f = fopen(path, "w");
+		if (smp.f) {
+			fprintf(smp.f, "t_us,node,port,queue_bytes,paused\n");
+			sim_at(&e, sample_ns, sample_queues, &smp, 0);
+		}
+	}
 	while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
 		;
+	if (smp.f)
+		fclose(smp.f);
+	/* Pauses per port: pfc.csv. */
+	snprintf(path, sizeof(path), "%s/pfc.csv", out_dir);
+	FILE *pfc = fopen(path, "w");
+	if (pfc) {
+		fprintf(pfc, "node,port,is_host,pauses_received,paused_ns\n");
+		for (unsigned node = 0; node < sim_nodes(n); node++)
+			for (unsigned p = 0; p < sim_node_ports(n, node); p++)
+				if (sim_port_pauses_received(n, node, p))
+					fprintf(pfc, "%u,%u,%d,%" PRIu64 ",%" PRIu64 "\n", node, p, sim_node_is_host(n, node),
+						sim_port_pauses_received(n, node, p), sim_port_paused_ns(n, node, p));
+		fclose(pfc);
+	}
 
 	/* Outputs: HPCC's FCT lines, our flows CSV, a summary. */
-	char path[700];
 	snprintf(path, sizeof(path), "%s/%s", out_dir, c.fct_out[0] ? strrchr(c.fct_out, '/') ? strrchr(c.fct_out, '/') + 1
 										       : c.fct_out
 								 : "fct.txt");

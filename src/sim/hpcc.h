@@ -10,6 +10,7 @@
 
 /* 0, or 2 after a one-line message (unreadable files, an unsupported
  * CC_MODE, a topology over SIM_MAX_NODES). */
-int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed);
+/* sample_ns: 0, or the period of queues.csv. */
+int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_t sample_ns);
 
 #endif

@@ -61,6 +61,7 @@ struct port {
 	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS], paused_total[SIM_PRIOS];
 	uint64_t last_pause_rx[SIM_PRIOS];
 	bool stormed[SIM_PRIOS];        /* the watchdog's verdict */
+	uint64_t pauses_rx;             /* PAUSE frames (quanta > 0) that reached this port */
 	/* InfiniBand mode: bytes the peer's input buffer for this VL can
 	 * still take (credits it granted and we have not used). */
 	uint64_t credits[SIM_PRIOS];
@@ -388,8 +389,10 @@ static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt,
 	uint64_t quantum_ns = 512ull * 1000000000ull / p->rate_bps;
 
 	n->stats.pauses_received++;
-	if (pkt->quanta)
+	if (pkt->quanta) {
 		p->last_pause_rx[prio] = now;
+		p->pauses_rx++;
+	}
 	if (p->stormed[prio])
 		return;
 	if (p->paused_until[prio] <= now) {
@@ -470,6 +473,26 @@ int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns)
 	if (host >= n->nhosts || !n->hosts[host]->node->nports)
 		return EINVAL;
 	return sim_at(n->eng, start_ns, storm_tick, n->hosts[host]->node->ports[0], 0);
+}
+
+unsigned sim_nodes(const struct sim_net *n)
+{
+	return n->nnodes;
+}
+
+unsigned sim_node_ports(const struct sim_net *n, unsigned node)
+{
+	return node < n->nnodes ? n->nodes[node]->nports : 0;
+}
+
+bool sim_node_is_host(const struct sim_net *n, unsigned node)
+{
+	return node < n->nnodes && n->nodes[node]->is_host;
+}
+
+uint64_t sim_port_pauses_received(const struct sim_net *n, unsigned node, unsigned port)
+{
+	return node < n->nnodes && port < n->nodes[node]->nports ? n->nodes[node]->ports[port]->pauses_rx : 0;
 }
 
 bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port)

@@ -168,6 +168,12 @@ int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns);
 /* Time the egress of port `port` of node `node` spent paused (lossless
  * priority), up to now. */
 uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port);
+/* Walking the nodes and ports (for per-port outputs). */
+unsigned sim_nodes(const struct sim_net *n);
+unsigned sim_node_ports(const struct sim_net *n, unsigned node);
+bool sim_node_is_host(const struct sim_net *n, unsigned node);
+/* PAUSE frames that reached this egress. */
+uint64_t sim_port_pauses_received(const struct sim_net *n, unsigned node, unsigned port);
 /* Whether that egress is paused now (lossless priority). */
 bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port);
 /* Bytes (on the wire) of every packet host `src` sent that reached its

@@ -80,6 +80,12 @@ done
 	fail "sim run: fct.txt has not 10 lines of HPCC's format"
 grep -q '^0b000401 0b000001 10000 100 2000000 1000000 ' "$tmp/run-a/fct.txt" || fail "sim run: the first flow's line"
 grep -q 'not used by this model: .*QLEN_MON_FILE' "$tmp/run-a/summary.txt" || fail "sim run: unused keys not named"
+# The per-port outputs: pauses per paused port, queues every 10 us.
+"$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/run-q" --sample-us 10 >/dev/null || fail "sim run --sample-us"
+cmp -s "$tmp/run-a/fct.txt" "$tmp/run-q/fct.txt" || fail "sim run: sampling changed the run"
+[ "$(head -1 "$tmp/run-q/queues.csv")" = "t_us,node,port,queue_bytes,paused" ] && [ "$(wc -l <"$tmp/run-q/queues.csv")" -gt 10 ] ||
+	fail "sim run: queues.csv"
+awk -F, 'NR > 1 { p += $4 } END { exit !(p > 0) }' "$tmp/run-q/pfc.csv" || fail "sim run: pfc.csv has no pause"
 sed 's/^CC_MODE 1/CC_MODE 3/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
 cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
