@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/prng.h"
 #include "kv/cli.h"
 #include "kv/client.h"
@@ -55,22 +56,6 @@ struct worker {
 	int err;
 	pthread_t thread;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int key_of(char *key, unsigned k)
 {
@@ -117,12 +102,12 @@ static void run_two_sided(struct worker *w, struct conn_load *cl, uint8_t *value
 					w->err = e;
 					break;
 				}
-				l->started[token % (KV_DEPTH * 2)] = mono_ns();
+				l->started[token % (KV_DEPTH * 2)] = clock_ns(CLOCK_MONOTONIC);
 				l->sent++;
 			}
 			int n;
 			while ((n = kv_complete(l->c, &r, w->nconns == 1)) == 1) {
-				uint64_t t = mono_ns() - l->started[r.token % (KV_DEPTH * 2)];
+				uint64_t t = clock_ns(CLOCK_MONOTONIC) - l->started[r.token % (KV_DEPTH * 2)];
 				w->lat_ns[done++] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 				l->done++;
 				count(w, &r);
@@ -144,13 +129,13 @@ static void run_one_sided(struct worker *w, struct conn_load *cl, uint64_t rng[4
 	for (uint64_t done = 0; done < w->n && !w->err;) {
 		struct kv_result r;
 		int klen = key_of(key, (unsigned)(prng_next(rng) % w->b->keys));
-		uint64_t t0 = mono_ns();
-		int e = kv_get_one_sided(cl[0].c, key, (uint32_t)klen, real_ns(), &r);
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		int e = kv_get_one_sided(cl[0].c, key, (uint32_t)klen, clock_ns(CLOCK_REALTIME), &r);
 		if (e) {
 			w->err = e;
 			break;
 		}
-		w->lat_ns[done++] = (uint32_t)(mono_ns() - t0);
+		w->lat_ns[done++] = (uint32_t)(clock_ns(CLOCK_MONOTONIC) - t0);
 		count(w, &r);
 	}
 }
@@ -349,7 +334,7 @@ int kv_bench_main(int argc, char **argv)
 		pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
 	}
 	pthread_barrier_wait(&b.start);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	uint64_t misses = 0;
 	for (unsigned i = 0; i < b.threads; i++) {
 		pthread_join(w[i].thread, NULL);
@@ -357,7 +342,7 @@ int kv_bench_main(int argc, char **argv)
 		if (w[i].err && !err)
 			err = w[i].err;
 	}
-	uint64_t elapsed = mono_ns() - t0;
+	uint64_t elapsed = clock_ns(CLOCK_MONOTONIC) - t0;
 	pthread_barrier_destroy(&b.start);
 	if (err) {
 		fprintf(stderr, "softrnic-kv bench: a client failed: %s\n", strerror(err));

@@ -28,6 +28,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "base/clock.h"
 #include "kv/proto.h"
 
 /* Work request ids: what completed, and which slot or buffer. */
@@ -68,14 +69,6 @@ struct kv_client {
 	enum ibv_wc_status read_status;
 	uint64_t torn_retries;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void kv_close(struct kv_client *c)
 {
@@ -240,7 +233,7 @@ static int progress(struct kv_client *c, bool wait)
 		}
 		if (!wait)
 			return 0;
-		uint64_t now = mono_ns();
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		if (!spin_until)
 			spin_until = now + c->spin_ns;
 		if (now < spin_until)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+
 /* How long a server that refused a connection is taken as down before
  * the next attempt (each attempt costs a connection setup's time). */
 #define DOWN_NS 1000000000ull
@@ -97,9 +99,7 @@ struct kv_client *kv_cluster_client(struct kv_cluster *cl, unsigned i, int *err)
 	}
 	if (cl->conn[i])
 		return cl->conn[i];
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	if (now < cl->down_until_ns[i]) {
 		*err = cl->down_err[i];
 		return NULL;

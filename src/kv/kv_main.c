@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "kv/aof.h"
 #include "kv/bench.h"
 #include "kv/cli.h"
@@ -211,6 +212,22 @@ static int stats_all(struct kv_cluster *cl)
 	return rc;
 }
 
+/* The options every client command takes: --server LIST, --transport.
+ * 1 when argv[*i] was one (and *i moved past its value), 0 when it is
+ * not, -1 for a bad transport. */
+static int client_option(int argc, char **argv, int *i, const char **servers, struct kv_client_opts *o)
+{
+	if (*i + 1 >= argc)
+		return 0;
+	if (!strcmp(argv[*i], "--server")) {
+		*servers = argv[++*i];
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--transport"))
+		return kv_cli_transport(argv[++*i], &o->transport) ? 1 : -1;
+	return 0;
+}
+
 /* mget: one round trip per server for up to KV_MGET_MAX keys. */
 static int mget_cmd(int argc, char **argv)
 {
@@ -220,12 +237,12 @@ static int mget_cmd(int argc, char **argv)
 	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			servers = argv[++i];
-		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
-			if (!kv_cli_transport(argv[++i], &copts.transport))
-				return usage();
-		} else if (n < KV_MGET_MAX) {
+		int opt = client_option(argc, argv, &i, &servers, &copts);
+		if (opt < 0)
+			return usage();
+		if (opt)
+			continue;
+		if (n < KV_MGET_MAX) {
 			keys[n++] = argv[i];
 		} else {
 			fprintf(stderr, "softrnic-kv: mget takes at most %u keys\n", KV_MGET_MAX);
@@ -274,12 +291,12 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--server") && i + 1 < argc) {
-			servers = argv[++i];
-		} else if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
-			if (!kv_cli_transport(argv[++i], &copts.transport))
-				return usage();
-		} else if (!strcmp(argv[i], "--one-sided")) {
+		int opt = client_option(argc, argv, &i, &servers, &copts);
+		if (opt < 0)
+			return usage();
+		if (opt)
+			continue;
+		if (!strcmp(argv[i], "--one-sided")) {
 			one_sided = true;
 		} else if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {
 			ttl = strtoll(argv[++i], NULL, 10);
@@ -357,9 +374,7 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	}
 	struct kv_result res;
 	if (one_sided) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		err = kv_get_one_sided(c, key, klen, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &res);
+		err = kv_get_one_sided(c, key, klen, clock_ns(CLOCK_REALTIME), &res);
 	} else {
 		err = kv_call(c, op, key, klen, val, vlen, arg, &res);
 	}

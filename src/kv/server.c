@@ -43,6 +43,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "base/clock.h"
 #include "kv/aof.h"
 #include "kv/proto.h"
 
@@ -89,20 +90,10 @@ struct server {
 	bool verbose;
 };
 
+/* The table's clock: real time, so that TTLs outlive a restart. */
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);     /* TTLs outlive a restart */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_REALTIME);
 }
 
 static void conn_free(struct conn *c)
@@ -239,7 +230,7 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	if (rdma_accept(id, &param))
 		goto refuse;
 	id->context = c;
-	c->last_heard_ns = mono_ns();
+	c->last_heard_ns = clock_ns(CLOCK_MONOTONIC);
 	s->conns[index] = c;
 	s->nconns++;
 	s->connections++;
@@ -254,10 +245,7 @@ refuse:
 
 static uint64_t cpu_us(clockid_t clock)
 {
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+	return clock_ns(clock) / 1000;
 }
 
 /* The counters, and the CPU time of the serving thread and of the whole
@@ -432,7 +420,7 @@ static void drain_cq(struct server *s)
 				conn_drop(s, c, wc[i].status != IBV_WC_WR_FLUSH_ERR, ibv_wc_status_str(wc[i].status));
 				continue;
 			}
-			c->last_heard_ns = mono_ns();
+			c->last_heard_ns = clock_ns(CLOCK_MONOTONIC);
 			if (kind == WR_PROBE) {
 				c->probing = false;
 				continue;
@@ -572,7 +560,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		if (o->busy_poll && s.cq) {
 			/* Spin on the CQ; the rest every millisecond. */
 			drain_cq(&s);
-			if (mono_ns() < next_tick)
+			if (clock_ns(CLOCK_MONOTONIC) < next_tick)
 				continue;
 			handle_cm_events(&s);
 		} else {
@@ -597,7 +585,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 			if (s.cq)
 				drain_cq(&s);
 		}
-		uint64_t now = mono_ns();
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		next_tick = now + 1000000;
 		probe_quiet(&s, now);
 		kv_aof_tick(&s.aof, now_ns());

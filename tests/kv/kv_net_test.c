@@ -60,6 +60,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "base/clock.h"
 #include "base/prng.h"
 #include "kv/cli.h"
 #include "kv/client.h"
@@ -84,14 +85,6 @@ static void fill(uint8_t *p, uint32_t len, uint32_t seed)
 {
 	for (uint32_t i = 0; i < len; i++)
 		p[i] = (uint8_t)((seed * 2654435761u + i * 40503u) >> 11);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A race value: [seed][len] then fill(len - 8, seed). */
@@ -131,7 +124,7 @@ static int race(struct kv_client *c, bool writer, long ops)
 			race_value(v, len, (uint32_t)prng_next(rng));
 			CHECK(kv_call(c, KV_OP_SET, "race", 4, v, len, 0, &r) == 0 && r.status == KV_OK);
 		} else {
-			int e = kv_get_one_sided(c, "race", 4, now_ns(), &r);
+			int e = kv_get_one_sided(c, "race", 4, clock_ns(CLOCK_REALTIME), &r);
 			CHECK(e == 0 || e == EAGAIN);
 			if (e == 0 && r.status == KV_OK) {
 				seen++;
@@ -231,7 +224,7 @@ static int shard(const char *list, long ops, bool degraded)
 		if (!degraded)
 			CHECK(kv_call(c, KV_OP_SET, key, klen, v, len, 0, &r) == 0 && r.status == KV_OK);
 		if (i % 2)
-			CHECK(kv_get_one_sided(c, key, klen, now_ns(), &r) == 0);
+			CHECK(kv_get_one_sided(c, key, klen, clock_ns(CLOCK_REALTIME), &r) == 0);
 		else
 			CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
 		CHECK(r.status == KV_OK && r.vlen == len && memcmp(r.value, v, len) == 0);
@@ -439,7 +432,7 @@ int main(int argc, char **argv)
 			seeds[k] = s;
 		} else if (what < 75) {
 			if (op % 2)
-				CHECK(kv_get_one_sided(c, key, klen, now_ns(), &r) == 0);
+				CHECK(kv_get_one_sided(c, key, klen, clock_ns(CLOCK_REALTIME), &r) == 0);
 			else
 				CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
 			if (present[k]) {
