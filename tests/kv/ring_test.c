@@ -10,19 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "kv/ring.h"
 #include "kv/table.h"
 
 #define NKEYS 30000
 
-static int failures;
-#define CHECK(c)                                                                              \
-	do {                                                                                  \
-		if (!(c)) {                                                                   \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
 
 static struct kv_ring r3, r4, r2, r3b;
 static unsigned on3[NKEYS];
@@ -86,10 +79,8 @@ int main(void)
 	CHECK(kv_ring_build(&r3, dup, 3) == EINVAL);
 	CHECK(kv_ring_build(&r3, three, 0) == EINVAL);
 	CHECK(kv_ring_build(&r3, three, KV_RING_MAX_SERVERS + 1) == EINVAL);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
+	if (failures)
+		return check_exit("kv_ring_test");
 	printf("ring: ok\n");
 	return 0;
 }

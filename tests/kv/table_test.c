@@ -22,18 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "base/prng.h"
 #include "kv/table.h"
 
-static int failures;
-
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                            \
-		}                                                                              \
-	} while (0)
 
 static const uint8_t *K(const char *s)
 {
@@ -337,10 +329,8 @@ int main(int argc, char **argv)
 	test_model(seed);
 	test_model(seed + 1);
 	test_onesided();
-	if (failures) {
-		fprintf(stderr, "kv_table_test: %d failures\n", failures);
-		return 1;
-	}
+	if (failures)
+		return check_exit("kv_table_test");
 	printf("kv_table_test: ok\n");
 	return 0;
 }

@@ -7,19 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../check.h"
 #include "base/prng.h"
 #include "sim/engine.h"
 
 #define N 20000
 
-static int failures;
-#define CHECK(c)                                                                              \
-	do {                                                                                  \
-		if (!(c)) {                                                                   \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
 
 static uint64_t last_at, last_seq_at_time, ran;
 static struct sim_engine e;
@@ -57,10 +50,8 @@ int main(void)
 	CHECK(ran > before && ran >= N);
 	CHECK(sim_next_time(&e) == UINT64_MAX);
 	sim_engine_free(&e);
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
+	if (failures)
+		return check_exit("sim_engine_test");
 	printf("sim engine: %llu events in order\n", (unsigned long long)ran);
 	return 0;
 }
