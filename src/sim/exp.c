@@ -116,11 +116,12 @@ static int exp_gbn_loss(const struct exp_opts *o)
 		}
 		run_flows(&e, n, 60ull * 1000000000ull);
 		const struct sim_flow_result *f = sim_flow(n, 0);
+		const struct sim_net_stats *st = sim_net_stats(n);
 		double gbps = f->fct_ns && !f->failed ? (double)bytes * 8 / (double)f->fct_ns : 0;
 		fprintf(csv, "%g,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 			losses[i], bytes, f->fct_ns, gbps, sim_rnic_counter(n, "retransmits"),
-			sim_rnic_counter(n, "retransmit_timeouts"), sim_net_stats(n)->link_losses,
-			sim_net_stats(n)->packets_sent, sim_net_stats(n)->max_host_queue_bytes);
+			sim_rnic_counter(n, "retransmit_timeouts"), st->link_losses, st->packets_sent,
+			st->max_host_queue_bytes);
 		fprintf(sum, "  loss %-8g goodput %7.2f Gb/s (%5.1f%% of the link), %" PRIu64 " retransmitted packets, %"
 			     PRIu64 " timeouts%s\n",
 			losses[i], gbps, gbps, sim_rnic_counter(n, "retransmits"),

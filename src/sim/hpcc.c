@@ -493,8 +493,10 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 		if (!k)
 			continue;
 		qsort(v, k, sizeof(v[0]), cmp_double);
-		fprintf(sum, "  sizes %" PRIu64 "..%s bytes: %u flows, slowdown p50 %.2f p95 %.2f p99 %.2f\n", lo,
-			edges[b] == UINT64_MAX ? "" : (snprintf(path, sizeof(path), "%" PRIu64, edges[b]), path), k,
+		char hi[24] = "";        /* the last range is open */
+		if (edges[b] != UINT64_MAX)
+			snprintf(hi, sizeof(hi), "%" PRIu64, edges[b]);
+		fprintf(sum, "  sizes %" PRIu64 "..%s bytes: %u flows, slowdown p50 %.2f p95 %.2f p99 %.2f\n", lo, hi, k,
 			v[k / 2], v[k * 95 / 100], v[k * 99 / 100]);
 	}
 	if (c.ignored[0])

@@ -520,12 +520,11 @@ static void credit_return(void *ctx, uint64_t arg, uint64_t now)
 
 /* ---- switches ------------------------------------------------------------ */
 
-static struct port *route(struct sim_net *n, struct node *sw, const struct sim_pkt *pkt)
+static struct port *route(struct node *sw, const struct sim_pkt *pkt)
 {
 	unsigned cnt = sw->route_n[pkt->dst_host];
 	uint64_t h = (uint64_t)pkt->sport * 0x9e3779b97f4a7c15ull ^ (uint64_t)pkt->src_host << 32 ^ pkt->dst_host;
 
-	(void)n;
 	if (!cnt)
 		return NULL;
 	h ^= h >> 29;
@@ -536,7 +535,7 @@ static struct port *route(struct sim_net *n, struct node *sw, const struct sim_p
 
 static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, struct sim_pkt *pkt)
 {
-	struct port *out = route(n, sw, pkt);
+	struct port *out = route(sw, pkt);
 	uint8_t prio = pkt->prio;
 
 	if (!out) {
@@ -1095,15 +1094,14 @@ unsigned sim_flows_running(const struct sim_net *n)
 	return n->running;
 }
 
-const struct sim_net_stats *sim_net_stats(const struct sim_net *n)
+const struct sim_net_stats *sim_net_stats(struct sim_net *n)
 {
-	struct sim_net *m = (struct sim_net *)n;        /* the sum is made now */
-
-	m->stats.paused_ns = 0;
+	/* paused_ns is summed now, up to the clock. */
+	n->stats.paused_ns = 0;
 	for (unsigned i = 0; i < n->nnodes; i++)
 		for (unsigned p = 0; p < n->nodes[i]->nports; p++)
 			for (int q = 0; q < SIM_PRIOS; q++)
-				m->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
+				n->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
 	return &n->stats;
 }
 

@@ -155,7 +155,8 @@ struct sim_engine *sim_net_engine(const struct sim_net *n);
 const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i);
 /* Flows still running. */
 unsigned sim_flows_running(const struct sim_net *n);
-const struct sim_net_stats *sim_net_stats(const struct sim_net *n);
+/* Not const: paused_ns is summed over the ports when asked. */
+const struct sim_net_stats *sim_net_stats(struct sim_net *n);
 /* The path routes take from host src to host dst (the first of equal
  * next hops): its one-way propagation delay and its slowest link.  0, or
  * ENOENT when there is no route. */
