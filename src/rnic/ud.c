@@ -325,8 +325,23 @@ static bool take_recv_wqe(struct rnic_qp *qp, struct rnic_recv_wqe *wqe)
 	return true;
 }
 
+/* The RoCE packet type in wc.sl, the mlx5 convention that UCX's ud_verbs
+ * (uct_ud_iface_check_grh) and other middleware read to find the IPv4
+ * header inside the 40-byte GRH area: 0 an IB GRH (RoCE v1), 1 IPv6,
+ * 2 IPv4 (mlx5 CQE "l3_hdr_type" reported through the SL bits).  RoCE has
+ * no SL of its own (IBTA A17.4.5.1: the priority travels in the DSCP), so
+ * the field is free for this. */
+enum { UD_WC_SL_IB_GRH = 0, UD_WC_SL_IPV6 = 1, UD_WC_SL_IPV4 = 2 };
+
+static uint8_t roce_packet_type(const struct rnic_rx *rx)
+{
+	if (gid_is_ipv4(&rx->src) && gid_is_ipv4(&rx->dst))
+		return UD_WC_SL_IPV4;
+	return UD_WC_SL_IPV6;
+}
+
 static void complete_recv(struct rnic_qp *qp, const struct rnic_recv_wqe *wqe, const struct wire_ib *pkt,
-			  enum ibv_wc_status st, uint32_t byte_len)
+			  const struct rnic_rx *rx, enum ibv_wc_status st, uint32_t byte_len)
 {
 	struct ibv_wc wc;
 
@@ -337,8 +352,8 @@ static void complete_recv(struct rnic_qp *qp, const struct rnic_recv_wqe *wqe, c
 	wc.qp_num = qp->qpn;
 	if (st == IBV_WC_SUCCESS) {
 		/* A UD receive completion (ibv_poll_cq(3), IBTA 11.4.2.1):
-		 * source QP, GRH present (RoCE always has one), and SL, SLID
-		 * and P_Key index 0 on RoCE. */
+		 * source QP, GRH present (RoCE always has one), SLID and
+		 * P_Key index 0 on RoCE, and the RoCE packet type in SL. */
 		wc.byte_len = byte_len;
 		wc.src_qp = pkt->deth.sqpn;
 		wc.wc_flags = IBV_WC_GRH;
@@ -348,7 +363,7 @@ static void complete_recv(struct rnic_qp *qp, const struct rnic_recv_wqe *wqe, c
 		}
 		wc.pkey_index = 0;
 		wc.slid = 0;
-		wc.sl = 0;
+		wc.sl = roce_packet_type(rx);
 	}
 	rnic_cq_push(qp->recv_cq, &wc, pkt->bth.se || st != IBV_WC_SUCCESS);
 }
@@ -400,7 +415,7 @@ void ud_receive(struct rnic_qp *qp, const struct wire_ib *pkt, const struct rnic
 	/* Too small for GRH + payload: the WQE completes with a local length
 	 * error and the QP carries on (rxe: class D error for UD). */
 	if ((uint64_t)pkt->payload_len + UD_GRH_LEN > wqe.length) {
-		complete_recv(qp, &wqe, pkt, IBV_WC_LOC_LEN_ERR, 0);
+		complete_recv(qp, &wqe, pkt, rx, IBV_WC_LOC_LEN_ERR, 0);
 		return;
 	}
 	build_grh(rx, grh);
@@ -408,7 +423,7 @@ void ud_receive(struct rnic_qp *qp, const struct wire_ib *pkt, const struct rnic
 	if (st == IBV_WC_SUCCESS && pkt->payload_len)
 		st = rnic_scatter_pd(qp->r, qp->srq ? qp->srq->pd : qp->pd, wqe.sge, wqe.num_sge, UD_GRH_LEN,
 				     pkt->payload, pkt->payload_len);
-	complete_recv(qp, &wqe, pkt, st, UD_GRH_LEN + pkt->payload_len);
+	complete_recv(qp, &wqe, pkt, rx, st, UD_GRH_LEN + pkt->payload_len);
 	/* A receive buffer with a bad key is a QP-fatal local error. */
 	if (st != IBV_WC_SUCCESS) {
 		rnic_qp_to_error(qp);

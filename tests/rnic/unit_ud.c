@@ -376,7 +376,8 @@ static void test_send_recv(void)
 	CHECK(wc.src_qp == a.qpn && wc.qp_num == b.qpn);
 	CHECK(wc.wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM));
 	CHECK(wc.imm_data == htobe32(0xcafe0001));
-	CHECK(wc.pkey_index == 0 && wc.slid == 0 && wc.sl == 0);
+	CHECK(wc.pkey_index == 0 && wc.slid == 0);
+	CHECK(wc.sl == 2);      /* the mlx5 RoCE packet type: IPv4 */
 	/* GRH area: 20 zero bytes, then the IPv4 header as received. */
 	for (int i = 0; i < 20; i++)
 		CHECK(b.buf[i] == 0);
@@ -738,6 +739,7 @@ static void test_ipv6_grh(void)
 	size_t ib_len = n.last.len;
 	deliver_all(&n);
 	CHECK(poll1(b.rcq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 60);
+	CHECK(wc.sl == 1);      /* the mlx5 RoCE packet type: IPv6 */
 	/* IPv6 header: version 6, traffic class = DSCP << 2, payload length
 	 * = UDP + IB packet, next header 17, hop limit, addresses. */
 	CHECK(b.buf[0] >> 4 == 6);
