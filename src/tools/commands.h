@@ -11,5 +11,6 @@ int cmd_devices(int argc, char **argv);  /* cmd_stats.c: list devices and GIDs *
 int cmd_stats(int argc, char **argv);    /* cmd_stats.c: counters of running devices */
 int cmd_kv(int argc, char **argv);       /* cmd_kv.c: runs bin/softrnic-kv */
 int cmd_sim(int argc, char **argv);      /* cmd_sim.c: the fabric simulator (src/sim) */
+int cmd_run(int argc, char **argv);      /* cmd_run.c: run a program on softrnic */
 
 #endif

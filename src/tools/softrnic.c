@@ -15,6 +15,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "run", cmd_run, "run [--no-shim] [--] CMD [ARGS]  run a program on softrnic (libraries, /sys and /dev entries)" },
 	{ "decode", cmd_decode, "decode [-q] FILE.pcap   print each RoCEv2 packet, check its ICRC" },
 	{ "devices", cmd_devices, "devices                 list softrnic devices, addresses and GIDs" },
 	{ "stats", cmd_stats, "stats [--qp] [PID]      show the counters (or the QPs) of running devices" },

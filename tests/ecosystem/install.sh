@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# install.sh — `cmake --install` into a temporary prefix: softrnic and
+# softrnic-kv in P/bin, the libraries in P/lib/softrnic (never in P/lib,
+# where they would shadow the system's rdma-core), and the installed
+# `softrnic run` finds them with no setting.
+#   install.sh BUILD_DIR
+set -uo pipefail
+BUILD=$1
+fail() { echo "install: FAIL: $*" >&2; exit 1; }
+P=$(mktemp -d)
+trap 'rm -rf "$P"' EXIT
+cmake --install "$BUILD" --prefix "$P" > "$P.log" 2>&1 || { cat "$P.log"; rm -f "$P.log"; fail "cmake --install"; }
+rm -f "$P.log"
+for f in bin/softrnic bin/softrnic-kv lib/softrnic/libibverbs.so.1 lib/softrnic/librdmacm.so.1 \
+	 lib/softrnic/libsoftrnic_shim.so; do
+	[ -e "$P/$f" ] || fail "no $f"
+done
+stray=$(find "$P/lib" -maxdepth 1 -name '*.so*')
+[ -z "$stray" ] || fail "libraries directly in P/lib: $stray"
+# Run from elsewhere, with no LD_LIBRARY_PATH and nothing of the build tree.
+cd /
+out=$(env -u LD_LIBRARY_PATH -u SOFTRNIC_LIBDIR "$P/bin/softrnic" run ibv_devinfo) || fail "installed softrnic run ibv_devinfo"
+grep -q "hca_id:.*softrnic0" <<<"$out" || fail "installed run: no softrnic0"
+env -u LD_LIBRARY_PATH "$P/bin/softrnic" run sh -c 'test -c /dev/infiniband/softrnic0' || fail "installed shim"
+# Without `softrnic run` the installed libraries stay out of the way.
+env -u LD_LIBRARY_PATH ldd "$(command -v ibv_devinfo)" | grep -q "$P" && fail "ibv_devinfo resolves into P without run"
+# softrnic-kv finds librdmacm.so.1 and libibverbs.so.1 in P/lib/softrnic.
+rdma=$(env -u LD_LIBRARY_PATH ldd "$P/bin/softrnic-kv" | grep -E "lib(ibverbs|rdmacm)")
+[ "$(grep -c "=> $P/bin/../lib/softrnic/" <<<"$rdma")" -eq 2 ] ||
+	fail "softrnic-kv resolves its rdma libraries elsewhere: $rdma"
+echo "install: all checks passed ($P)"
