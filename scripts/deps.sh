@@ -24,6 +24,7 @@ PACKAGES=(
   redis-server redis-tools             # bench/kv_vs_redis.sh: Redis beside the key-value store
   bc                                   # tests/kv/kv_fsync.sh's arithmetic
   libns3-dev libgsl-dev g++            # bench/sim_speed.sh: ns-3 beside the simulator
+  ucx-utils openmpi-bin libopenmpi-dev python3-mpi4py # middleware on softrnic (tests/ecosystem)
 )
 
 missing=()

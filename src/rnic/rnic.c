@@ -25,7 +25,11 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->max_mtu = IBV_MTU_4096;
 	cfg->max_qp = 1024;
 	cfg->max_qp_wr = 16384;
-	cfg->max_cqe = 65536;
+	/* mlx5's limit (2^22 - 1): libfabric's ofi_rxm sizes one CQ for
+	 * every peer it may talk to (its universe size) and fails when the
+	 * device refuses.  The ring is calloc'ed, so pages are only touched
+	 * as completions pass through them. */
+	cfg->max_cqe = 4194303;
 	cfg->max_mr = 16384;
 	cfg->max_sge = 32;
 	cfg->max_inline = 512;

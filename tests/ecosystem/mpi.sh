@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# mpi.sh — Open MPI (openmpi-bin 4.1, pml ucx) on softrnic through
+# `softrnic run`, with UCX pinned to rc_verbs,ud_verbs,self so that no
+# shared memory or TCP carries the data:
+#   1. two ranks on this machine: mpi_check.c (ping-pong 8 B..256 KiB with
+#      every byte checked, an allreduce checked element by element), built
+#      here with mpicc; python3-mpi4py's helloworld and ringtest;
+#   2. (root only) two network namespaces joined by a veth, one rank in
+#      each, mpirun in the first launching the second through
+#      `ip netns exec` as its remote-shell agent.
+#   mpi.sh SOFTRNIC_BIN SOURCE_DIR
+# Skips (77) without mpirun/mpicc.
+set -uo pipefail
+SOFTRNIC=$1
+SRC=$2
+command -v mpirun >/dev/null && command -v mpicc >/dev/null ||
+	{ echo "mpi: openmpi-bin/libopenmpi-dev not installed; skipped"; exit 77; }
+dir=$(mktemp -d)
+NS_A=srt-mpi-a-$$
+NS_B=srt-mpi-b-$$
+cleanup() {
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "mpi: FAIL: $*" >&2; exit 1; }
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # CI runs as root
+export OMPI_MCA_rmaps_base_oversubscribe=1                          # 2 cores, up to 4 ranks
+MCA=(--mca pml ucx --mca btl self -x UCX_TLS=rc_verbs,ud_verbs,self)
+LOCAL=(--mca plm isolated)      # one host: no ssh needed (a fresh machine may have none)
+
+mpicc -O2 -Wall -Wextra -Werror -o "$dir/mpi_check" "$SRC/mpi_check.c" || fail "mpicc mpi_check.c"
+
+# The job's output; fails unless it printed `expect`.
+job() {
+	local name=$1 expect=$2
+	shift 2
+	timeout 120 "$@" > "$dir/$name.log" 2>&1
+	local rc=$?
+	[ $rc -eq 0 ] && grep -q "$expect" "$dir/$name.log" || { cat "$dir/$name.log" >&2; fail "$name: exit $rc"; }
+	grep -E "mpi_check|time for|Hello" "$dir/$name.log" | sed "s/^/mpi: $name: /" | head -12
+}
+
+# 1. Two ranks here.  UCX's info log names the transport of each endpoint.
+job local-c "mpi_check: ok" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" -x UCX_LOG_LEVEL=info "$dir/mpi_check" 200
+grep -q "ep_cfg.*tag(rc_verbs/softrnic0:1)" "$dir/local-c.log" || fail "local-c: no rc_verbs/softrnic0:1 endpoint"
+job local-hello "Hello, World! I am process 1 of 2" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" \
+	/usr/bin/python3 -m mpi4py.bench helloworld
+job local-ring "time for 100 loops" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" \
+	/usr/bin/python3 -m mpi4py.bench ringtest -n 1000 -l 100
+
+# 2. Two namespaces, one rank each.
+if [ "$(id -u)" -ne 0 ]; then
+	echo "mpi: not root: the two-namespace run is skipped"
+	exit 0
+fi
+ip netns add "$NS_A" && ip netns add "$NS_B" || fail "ip netns add"
+ip link add srtmpi0 netns "$NS_A" type veth peer name srtmpi0 netns "$NS_B" || fail "veth"
+ip -n "$NS_A" addr add 10.199.0.1/24 dev srtmpi0 && ip -n "$NS_B" addr add 10.199.0.2/24 dev srtmpi0 || fail "addr"
+for ns in "$NS_A" "$NS_B"; do
+	ip -n "$ns" link set lo up && ip -n "$ns" link set srtmpi0 up || fail "link up in $ns"
+done
+# The port follows the link (SOFTRNIC_IFACE): wait until both ends are up.
+for i in $(seq 50); do
+	ip -n "$NS_A" -br link show srtmpi0 | grep -q "UP " && ip -n "$NS_B" -br link show srtmpi0 | grep -q "UP " && break
+	sleep 0.1
+done
+# mpirun's remote-shell agent: "host command..." -> that host's namespace.
+cat > "$dir/netns_rsh" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case \$host in 10.199.0.1) ns=$NS_A ;; 10.199.0.2) ns=$NS_B ;; *) echo "netns_rsh: unknown host \$host" >&2; exit 1 ;; esac
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+chmod +x "$dir/netns_rsh"
+NETNS=(ip netns exec "$NS_A" "$SOFTRNIC" run mpirun --host 10.199.0.1,10.199.0.2 -np 2
+       --mca plm_rsh_agent "$dir/netns_rsh" "${MCA[@]}" -x SOFTRNIC_IFACE=srtmpi0)
+job netns-c "mpi_check: ok" "${NETNS[@]}" -x UCX_LOG_LEVEL=info "$dir/mpi_check" 200
+# Each rank's endpoint to the other is rc_verbs, and the hosts really differ.
+[ "$(grep -c "ep_cfg.*tag(rc_verbs/softrnic0:1)" "$dir/netns-c.log")" -ge 2 ] || fail "netns-c: no rc_verbs endpoints"
+job netns-ring "time for 100 loops" "${NETNS[@]}" /usr/bin/python3 -m mpi4py.bench ringtest -n 1000 -l 100
+echo "mpi: all runs passed"
