@@ -2,10 +2,12 @@
 # install.sh — `cmake --install` into a temporary prefix: softrnic and
 # softrnic-kv in P/bin, the libraries in P/lib/softrnic (never in P/lib,
 # where they would shadow the system's rdma-core), and the installed
-# `softrnic run` finds them with no setting.
-#   install.sh BUILD_DIR
+# `softrnic run` finds them with no setting.  Then the same for the
+# Debian package of scripts/package_deb.sh, unpacked with dpkg -x.
+#   install.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-BUILD=$1
+BUILD=$(cd "$1" && pwd)
+SOURCE=$(cd "$2" && pwd)
 fail() { echo "install: FAIL: $*" >&2; exit 1; }
 P=$(mktemp -d)
 trap 'rm -rf "$P"' EXIT
@@ -28,4 +30,13 @@ env -u LD_LIBRARY_PATH ldd "$(command -v ibv_devinfo)" | grep -q "$P" && fail "i
 rdma=$(env -u LD_LIBRARY_PATH ldd "$P/bin/softrnic-kv" | grep -E "lib(ibverbs|rdmacm)")
 [ "$(grep -c "=> $P/bin/../lib/softrnic/" <<<"$rdma")" -eq 2 ] ||
 	fail "softrnic-kv resolves its rdma libraries elsewhere: $rdma"
-echo "install: all checks passed ($P)"
+
+# The Debian package: its control fields and its unpacked programs.
+deb=$(bash "$SOURCE/scripts/package_deb.sh" "$BUILD" "$P") || fail "package_deb.sh"
+dpkg-deb -f "$deb" Package Depends | grep -q "^Depends: libc6, libdeflate0" || fail "Depends: $(dpkg-deb -f "$deb" Depends)"
+dpkg-deb -c "$deb" | grep -q " ./usr/lib/softrnic/libibverbs.so.1 " || fail "no /usr/lib/softrnic/libibverbs.so.1 in $deb"
+dpkg-deb -c "$deb" | grep -E " ./usr/lib/[^/]+\.so" && fail "a library directly in /usr/lib"
+mkdir "$P/unpacked" && dpkg -x "$deb" "$P/unpacked" || fail "dpkg -x"
+env -u LD_LIBRARY_PATH "$P/unpacked/usr/bin/softrnic" run ibv_devinfo | grep -q "hca_id:.*softrnic0" ||
+	fail "the packaged softrnic run finds no device"
+echo "install: all checks passed ($P; $(basename "$deb"))"
