@@ -304,11 +304,13 @@ bool cm_id_set_remote(struct cm_id *id, uint32_t remote_id, uint64_t remote_ca_g
 /* A fresh local comm ID: a counter XOR a random word, as the kernel's
  * cm_alloc_id_priv (xa_alloc_cyclic ^ random_id_operand), so IDs are hard
  * to guess yet a value comes back only after 2^32 allocations; never 0 and
- * never one still in the table (an id in TimeWait keeps its own). */
+ * never one still in the table (an id in TimeWait keeps its own); with
+ * the configuration's prefix bits (cm_config id_prefix). */
 static uint32_t new_local_id(struct cm *cm)
 {
 	for (;;) {
-		uint32_t v = cm->id_next++ ^ cm->id_xor;
+		uint32_t v = ((cm->id_next++ ^ cm->id_xor) & ~cm->cfg.id_prefix_mask) |
+			     (cm->cfg.id_prefix & cm->cfg.id_prefix_mask);
 		if (v != 0 && !find_local(cm, v))
 			return v;
 	}

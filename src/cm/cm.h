@@ -153,6 +153,12 @@ struct cm_config {
 	uint8_t max_cm_retries;         /* default for cm_req_param_init (4 bits
 	                                   on the wire: 0..15)                  */
 	uint64_t timewait_ns;           /* time an id stays in TimeWait         */
+	/* Local comm IDs (and SIDR request IDs) carry these bits: the bits
+	 * of id_prefix_mask are id_prefix's, the rest drawn as usual.  A
+	 * process sharing its host address puts its slot there, so that the
+	 * kernel steers the answers to it (runtime/share_steer.h).  0, 0:
+	 * the whole 32 bits are drawn. */
+	uint32_t id_prefix, id_prefix_mask;
 };
 /* gid all zero, ca_guid 1, seed 1, cm_response_timeout 20 (~4.3 s) and
  * max_cm_retries 15 (librdmacm's CMA_CM_RESPONSE_TIMEOUT and

@@ -150,10 +150,13 @@ void rnic_qp_to_error(struct rnic_qp *qp)
 
 static uint32_t alloc_qpn(struct rnic *r)
 {
+	uint32_t base = r->cfg.qpn_span ? r->cfg.qpn_base : 0;
+	uint32_t span = r->cfg.qpn_span ? r->cfg.qpn_span : WIRE_QPN_MASK + 1;
+
 	for (uint32_t tries = 0; tries <= r->cfg.max_qp; tries++) {
 		uint32_t qpn = r->next_qpn;
 
-		r->next_qpn = (r->next_qpn + 1) & WIRE_QPN_MASK;
+		r->next_qpn = base + (r->next_qpn - base + 1) % span;
 		if (r->next_qpn < 2)
 			r->next_qpn = 2;
 		if (qpn < 2 || r->qps[qpn % r->cfg.max_qp])

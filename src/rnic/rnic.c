@@ -63,6 +63,10 @@ static bool config_valid(const struct rnic_config *cfg)
 		return false;
 	if (cfg->max_qp_wr < 1 || cfg->max_cqe < 1 || cfg->max_sge < 1)
 		return false;
+	/* A QPN range holds at least the QP table, within 24 bits. */
+	if (cfg->qpn_span && (cfg->qpn_span < 2 * cfg->max_qp ||
+			      (uint64_t)cfg->qpn_base + cfg->qpn_span > WIRE_QPN_MASK + 1ull))
+		return false;
 	return true;
 }
 
@@ -100,8 +104,12 @@ struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io
 		r->mr_gen[i] = (uint8_t)rnic_random(r);
 	r->mr_next = 1;
 	/* First QPN: seed-derived, in [16, 2^23) so 0 and 1 (QP0/QP1) and
-	 * the wrap at 2^24 are far away. */
-	r->next_qpn = 16 + (uint32_t)(rnic_random(r) % ((1u << 23) - 16));
+	 * the wrap at 2^24 are far away; in a range of the configuration's,
+	 * anywhere in its first half. */
+	if (cfg->qpn_span)
+		r->next_qpn = cfg->qpn_base + (uint32_t)(rnic_random(r) % (cfg->qpn_span / 2));
+	else
+		r->next_qpn = 16 + (uint32_t)(rnic_random(r) % ((1u << 23) - 16));
 	return r;
 }
 

@@ -155,6 +155,10 @@ struct rnic_config {
 	uint32_t max_inline;            /* max_inline_data                     */
 	uint32_t max_rd_atomic;         /* max_qp_rd_atom / max_qp_init_rd_atom */
 	uint32_t seed;                  /* first QPN / key seed (determinism)  */
+	/* QPNs come from [qpn_base, qpn_base + qpn_span) (span 0: all of
+	 * 2..2^24-1).  A process sharing its host address takes its slot's
+	 * range, so that the kernel can steer by QPN (runtime/share_steer.h). */
+	uint32_t qpn_base, qpn_span;
 	uint32_t max_srq;               /* SRQs (0: none can be created)       */
 	uint32_t max_srq_wr;            /* largest SRQ depth (SGEs: max_sge)   */
 	uint32_t max_ah;                /* address handles                     */

@@ -20,6 +20,13 @@
  * The runtime is the non-deterministic shell around the deterministic
  * rnic: it reads the clock, seeds the rnic from pid and time, and owns
  * every system call.
+ *
+ * Debugging aids on the real path (docs/capture_and_faults.md), each one
+ * pointer test when off: SOFTRNIC_FAULTS (faults.h) sits between the
+ * socket and the ICRC check, holding packets back in its own queue whose
+ * deadline is one of the device's (device_deadline); SOFTRNIC_PCAP
+ * (capture.h) records each packet handed to the ICRC check here and each
+ * packet sent in udp_port.c.
  */
 #include "runtime/runtime.h"
 
@@ -39,13 +46,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/prng.h"
+#include "runtime/capture.h"
 #include "runtime/cc_env.h"
 #include "runtime/cpu_idle.h"
+#include "runtime/faults.h"
 #include "runtime/icrc_recv.h"
 #include "runtime/link_monitor.h"
 #include "runtime/mcast.h"
 #include "runtime/stats_file.h"
 #include "runtime/udp_port.h"
+#include "runtime/share_steer.h"
 
 #define SRT_DEVICE_NAME "softrnic0"
 #define SRT_MAX_HOOKS 64
@@ -188,6 +199,9 @@ struct srt_device {
 	 * while there is none are counted here. */
 	struct srt_agent agent;
 	uint64_t rx_mad_no_agent;
+	/* SOFTRNIC_FAULTS (faults.h), under the lock; NULL: off.  The
+	 * capture is dev->udp.capture. */
+	struct srt_faults *faults;
 };
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -273,6 +287,19 @@ const struct rnic_gid *srt_gid(const struct srt_device *dev) { return &dev->gid;
 const char *srt_name(const struct srt_device *dev) { (void)dev; return SRT_DEVICE_NAME; }
 enum ibv_mtu srt_active_mtu(const struct srt_device *dev) { return dev->udp.active_mtu; }
 
+bool srt_share_slot(const struct srt_device *dev, unsigned *slot)
+{
+	if (dev->udp.share.conn < 0)
+		return false;
+	*slot = dev->udp.share.slot;
+	return true;
+}
+
+int srt_share_listen(struct srt_device *dev, uint64_t service_id, bool on)
+{
+	return srt_host_share_listen(&dev->udp.share, service_id, on);
+}
+
 /* What rxe reports for its netdev: LinkUp when active, Polling when the
  * link is up without carrier (or address), Disabled when set down
  * (IBTA 14.2.5.6 PortInfo PortPhysicalState: 2 Polling, 3 Disabled,
@@ -334,12 +361,21 @@ static uint64_t device_deadline(const struct srt_device *dev)
 		if (a < d)
 			d = a;
 	}
+	if (dev->faults) {      /* packets held back (SOFTRNIC_FAULTS) */
+		uint64_t f = srt_faults_deadline(dev->faults);
+		if (f < d)
+			d = f;
+	}
 	return d;
 }
 
-/* Lock held: fire what is due at `now` in the rnic and the agent. */
+/* Lock held: fire what is due at `now` in the rnic and the agent, and
+ * deliver the held-back packets that are due (before the timers: a
+ * delayed ACK then stops a retransmission due at the same time). */
 static void device_advance(struct srt_device *dev, uint64_t now)
 {
+	if (dev->faults)
+		srt_faults_release(dev->faults, now);
 	if (rnic_next_deadline(dev->rnic) <= now)
 		rnic_advance(dev->rnic, now);
 	if (dev->agent.advance && dev->agent.next_deadline(dev->agent.ctx) <= now)
@@ -424,6 +460,26 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 
 /* ---- progress thread ---------------------------------------------------- */
 
+/* Lock held: the runtime's own counters (runtime.h). */
+static void runtime_counters(struct srt_device *dev, struct srt_runtime_counters *rt)
+{
+	memset(rt, 0, sizeof(*rt));
+	if (dev->faults) {
+		const struct srt_faults_counters *f = srt_faults_counters(dev->faults);
+		rt->faults_loss = f->loss;
+		rt->faults_dup = f->dup;
+		rt->faults_reorder = f->reorder;
+		rt->faults_delay = f->delay;
+		rt->faults_corrupt = f->corrupt;
+	}
+	if (dev->udp.capture) {
+		struct srt_capture_stats cs;
+		srt_capture_stats(dev->udp.capture, &cs);
+		rt->capture_packets = cs.packets;
+		rt->capture_dropped = cs.dropped;
+	}
+}
+
 /* Lock held: publish the rnic's counters plus the drops the runtime
  * makes before the rnic sees a packet, releasing the lock once they are
  * read (the shared-memory write needs no lock). */
@@ -439,11 +495,16 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	struct srt_runtime_counters rt;
+	runtime_counters(dev, &rt);
 	dev->last_publish_ns = now;
 	send_all_at_unlock(dev);
 	srt_unlock(dev);
 	srt_stats_publish(&dev->stats, &c, agent, n_agent, qps,
-			  qp_total < SRT_STATS_QPS ? qp_total : SRT_STATS_QPS, qp_total, now);
+			  qp_total < SRT_STATS_QPS ? qp_total : SRT_STATS_QPS, qp_total, &rt, now);
+	/* Buffered frames reach the file with each refresh (capture.c). */
+	if (dev->udp.capture)
+		srt_capture_flush(dev->udp.capture);
 }
 
 /* Refresh the published counters now. */
@@ -466,11 +527,25 @@ static void publish_stats_soon(struct srt_device *dev, uint64_t now)
 	publish_stats_and_unlock(dev, now);
 }
 
+/* SOFTRNIC_PCAP: a packet as it was received (capture.h), with the IPv4
+ * ID it carried. */
+static void capture_received(struct srt_device *dev, const struct srt_rx_pkt *p, uint16_t ip_id)
+{
+	struct srt_capture_hdr h = { .src = p->src, .dst = p->dst, .sport = p->sport, .ip_id = ip_id,
+				     .tos = p->tos, .ttl = p->ttl };
+	struct wire_piece pc = { p->data, p->len };
+
+	srt_capture_packet(dev->udp.capture, &h, &pc, 1);
+}
+
 /* Check one datagram before the rnic sees it.  Returns true if it may be
  * delivered, and fills rx. */
 static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, struct rnic_rx *rx)
 {
 	if (p->truncated || p->len < WIRE_BTH_LEN + WIRE_ICRC_LEN) {
+		/* A truncated datagram's bytes are not all here: not captured. */
+		if (dev->udp.capture && !p->truncated)
+			capture_received(dev, p, p->seg_index);
 		dev->rx_drop_malformed++;
 		return false;
 	}
@@ -488,6 +563,10 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 
 	/* Segment k of a GSO run was sent with IPv4 ID k (udp_port.c). */
 	int verdict = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
+	/* The IPv4 ID the ICRC check found is the one the packet carried
+	 * (with a bad ICRC: the one a GSO sender gave it, our best guess). */
+	if (dev->udp.capture)
+		capture_received(dev, p, verdict == SRT_ICRC_BAD ? p->seg_index : id);
 	if (verdict == SRT_ICRC_BAD) {
 		dev->rx_drop_bad_icrc++;
 		return false;
@@ -504,6 +583,17 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	rx->ib = p->data;
 	rx->ib_len = p->len;
 	return true;
+}
+
+/* One received packet (or one SOFTRNIC_FAULTS let through, later
+ * perhaps: srt_faults_deliver_fn) to the ICRC check and the rnic. */
+static void deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
+{
+	struct srt_device *dev = ctx;
+	struct rnic_rx rx;
+
+	if (accept_datagram(dev, p, &rx))
+		rnic_receive(dev->rnic, &rx, now);
 }
 
 /* Read and deliver what is waiting on socket `u` (the device's own, or
@@ -523,9 +613,10 @@ static int receive_packets(struct srt_device *dev, struct srt_udp *u)
 			break;
 		now = srt_now();
 		for (int i = 0; i < n; i++) {
-			struct rnic_rx rx;
-			if (accept_datagram(dev, &dev->batch.pkt[i], &rx))
-				rnic_receive(dev->rnic, &rx, now);
+			if (dev->faults)        /* which calls deliver_packet, or not */
+				srt_faults_receive(dev->faults, &dev->batch.pkt[i], now);
+			else
+				deliver_packet(dev, &dev->batch.pkt[i], now);
 		}
 		total += n;
 	}
@@ -947,6 +1038,11 @@ static void print_stats_at_exit(struct srt_device *dev)
 		fprintf(stderr, " %s=%llu", #name, (unsigned long long)f->counters.name);
 	RNIC_COUNTER_LIST(PRINT_NONZERO)
 #undef PRINT_NONZERO
+#define PRINT_NONZERO_RT(name)                                                     \
+	if (f->runtime.name)                                                      \
+		fprintf(stderr, " %s=%llu", #name, (unsigned long long)f->runtime.name);
+	SRT_RUNTIME_COUNTER_LIST(PRINT_NONZERO_RT)
+#undef PRINT_NONZERO_RT
 	fprintf(stderr, "\n");
 	struct srt_progress_stats ps;
 	srt_progress_stats(dev, &ps);
@@ -972,6 +1068,10 @@ static void destroy_device(struct srt_device *dev)
 	srt_stats_remove(&dev->stats);
 	srt_mcast_close_all(&dev->mcast);
 	srt_link_close(&dev->link);
+	srt_faults_destroy(dev->faults);
+	dev->faults = NULL;
+	srt_capture_close(dev->udp.capture);
+	dev->udp.capture = NULL;
 	srt_udp_close(&dev->udp);
 	if (dev->wake_fd >= 0)
 		close(dev->wake_fd);
@@ -985,6 +1085,51 @@ static void destroy_device(struct srt_device *dev)
 static enum ibv_mtu smaller_mtu(enum ibv_mtu a, enum ibv_mtu b)
 {
 	return a < b ? a : b;
+}
+
+/* SOFTRNIC_FAULTS (faults.h): parsed, announced on stderr (a run with
+ * faults on should never pass for a clean one; the line names the seed
+ * that replays its decisions), created.  0 or an errno, with a message
+ * on stderr. */
+static int open_faults(struct srt_device *dev)
+{
+	const char *spec = getenv("SOFTRNIC_FAULTS");
+	struct srt_faults_config cfg;
+	char err[256], text[256];
+
+	if (!spec)
+		return 0;
+	if (srt_faults_parse(spec, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "softrnic: SOFTRNIC_FAULTS=\"%s\": %s\n", spec, err);
+		return EINVAL;
+	}
+	if (!srt_faults_config_active(&cfg))
+		return 0;
+	/* One chosen seed and one announcement per process, however often
+	 * it opens the device (ibv_get_device_guid opens it too); called
+	 * under open_lock. */
+	static pid_t seed_pid, announced_pid;
+	static uint64_t chosen_seed;
+	if (!cfg.seeded) {
+		if (seed_pid != getpid()) {
+			uint64_t mix = (uint64_t)getpid() << 32 ^ srt_now();
+			chosen_seed = prng_splitmix64(&mix) & 0xffffffffu;   /* short enough to type back */
+			seed_pid = getpid();
+		}
+		cfg.seed = chosen_seed;
+	}
+	dev->faults = srt_faults_create(&cfg, deliver_packet, dev);
+	if (!dev->faults) {
+		fprintf(stderr, "softrnic: SOFTRNIC_FAULTS: out of memory\n");
+		return ENOMEM;
+	}
+	if (announced_pid != getpid()) {
+		srt_faults_format(&cfg, text, sizeof(text));
+		fprintf(stderr, "softrnic: pid %d: SOFTRNIC_FAULTS on received packets: %s%s\n", (int)getpid(), text,
+			cfg.seeded ? "" : " (seed chosen; give it to replay the decisions)");
+		announced_pid = getpid();
+	}
+	return 0;
 }
 
 static struct srt_device *create_device(void)
@@ -1018,6 +1163,17 @@ static struct srt_device *create_device(void)
 	}
 	srt_udp_gid(&dev->udp, &dev->gid);
 	srt_link_open(&dev->link, dev->udp.addr, &dev->port);
+	/* SOFTRNIC_PCAP, SOFTRNIC_FAULTS: asked for and not to be had
+	 * (a file that cannot be created, a malformed setting) fails the
+	 * open, as a bad SOFTRNIC_ADDR does, rather than run without. */
+	e = srt_capture_from_env(&dev->udp.capture, dev->udp.gso, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "softrnic: %s\n", err);
+		goto fail;
+	}
+	e = open_faults(dev);
+	if (e)
+		goto fail;
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->wake_fd < 0) {
@@ -1043,6 +1199,11 @@ static struct srt_device *create_device(void)
 	srt_cc_from_env(&cfg);  /* SOFTRNIC_ECN, _DCQCN, _CC_* (cc_env.c) */
 	/* Non-deterministic on purpose: QPNs and keys differ between runs. */
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
+	/* On a shared address, our slot's QPNs only (share_steer.h). */
+	if (dev->udp.share.conn >= 0) {
+		cfg.qpn_base = dev->udp.share.slot << SRT_SHARE_QPN_SHIFT;
+		cfg.qpn_span = 1u << SRT_SHARE_QPN_SHIFT;
+	}
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
 		.mcast = io_mcast, .tx_buffer = io_tx_buffer, .gsi_receive = io_gsi_receive,
@@ -1085,6 +1246,7 @@ struct srt_device *srt_open(void)
 	 * a device of its own (the parent's sockets are closed here, its
 	 * memory is left alone). */
 	if (the_device && the_device->owner != getpid()) {
+		srt_capture_close_inherited(the_device->udp.capture);
 		srt_udp_close(&the_device->udp);
 		srt_mcast_close_all(&the_device->mcast);
 		srt_link_close(&the_device->link);
@@ -1118,6 +1280,11 @@ void srt_close(struct srt_device *dev)
 	__atomic_store_n(&dev->stopping, 1, __ATOMIC_RELEASE);
 	srt_kick(dev);
 	pthread_join(dev->thread, NULL);
+	/* What still waits in the transmit queue (an ACK waiting to ride)
+	 * leaves now, so the last counters include it (capture_packets). */
+	srt_lock(dev);
+	send_all_at_unlock(dev);
+	srt_unlock(dev);
 	publish_stats(dev, srt_now());
 	print_stats_at_exit(dev);
 	destroy_device(dev);

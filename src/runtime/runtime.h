@@ -147,6 +147,13 @@ void srt_will_sleep(struct srt_device *dev);
 
 /* Our address as an IPv4-mapped GID, and the name ("softrnic0"). */
 const struct rnic_gid *srt_gid(const struct srt_device *dev);
+/* Sharing the host address with other processes (host_share.h): true and
+ * our slot when shared. */
+bool srt_share_slot(const struct srt_device *dev, unsigned *slot);
+/* Tells the host's helper that this process listens on (or no longer
+ * on) a CM Service ID: 0, EADDRINUSE (another process of the host has
+ * it) or another errno; 0 when not shared. */
+int srt_share_listen(struct srt_device *dev, uint64_t service_id, bool on);
 const char *srt_name(const struct srt_device *dev);
 /* Interface MTU used for active_mtu (loopback: 4096 path MTU). */
 enum ibv_mtu srt_active_mtu(const struct srt_device *dev);
@@ -173,6 +180,20 @@ struct srt_progress_stats {
 };
 void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out);
 
+/* The runtime's own counters (stats file version 4 on), by name for the
+ * CLI: the faults SOFTRNIC_FAULTS injected into received packets
+ * (faults.h: packets lost, extra copies, packets held back, packets
+ * delayed, bits flipped) and the frames SOFTRNIC_PCAP wrote and did not
+ * write (capture.h: past SOFTRNIC_PCAP_LIMIT, or a write error). */
+#define SRT_RUNTIME_COUNTER_LIST(X)                                             \
+	X(faults_loss) X(faults_dup) X(faults_reorder) X(faults_delay)          \
+	X(faults_corrupt) X(capture_packets) X(capture_dropped)
+struct srt_runtime_counters {
+#define SRT_RUNTIME_COUNTER_FIELD(name) uint64_t name;
+	SRT_RUNTIME_COUNTER_LIST(SRT_RUNTIME_COUNTER_FIELD)
+#undef SRT_RUNTIME_COUNTER_FIELD
+};
+
 /* Published statistics: each open device writes its counters to
  * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the
  * progress thread; `softrnic stats` reads them. */
@@ -194,6 +215,8 @@ struct srt_stats_file {
 	 * qp_total may exceed SRT_STATS_QPS; only that many are listed. */
 	uint32_t n_qp, qp_total;
 	struct rnic_qp_info qps[SRT_STATS_QPS];
+	/* The runtime's counters (version 4 on): faults, capture. */
+	struct srt_runtime_counters runtime;
 };
 
 #endif

@@ -58,11 +58,12 @@ int srt_stats_create(struct srt_stats_writer *w, const char *name, const uint8_t
 
 void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c,
 		       const struct srt_named_counter *agent, size_t n_agent, const struct rnic_qp_info *qps,
-		       size_t n_qp, size_t qp_total, uint64_t now_ns)
+		       size_t n_qp, size_t qp_total, const struct srt_runtime_counters *rt, uint64_t now_ns)
 {
 	if (!w->map)
 		return;
 	w->map->counters = *c;
+	w->map->runtime = *rt;
 	if (n_agent > SRT_AGENT_COUNTERS)
 		n_agent = SRT_AGENT_COUNTERS;
 	memcpy(w->map->agent, agent, n_agent * sizeof(*agent));

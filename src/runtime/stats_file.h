@@ -17,7 +17,8 @@
 
 #include "runtime/runtime.h"
 
-#define SRT_STATS_VERSION 3u    /* 2: the agent's counters; 3: QPs, CC counters */
+#define SRT_STATS_VERSION 4u    /* 2: the agent's counters; 3: QPs, CC counters;
+                                   4: the runtime's counters (faults, capture) */
 #define SRT_STATS_DIR "/dev/shm"
 #define SRT_STATS_PREFIX "softrnic-"
 
@@ -29,7 +30,7 @@ struct srt_stats_writer {
 int srt_stats_create(struct srt_stats_writer *w, const char *name, const uint8_t gid[16]);
 void srt_stats_publish(struct srt_stats_writer *w, const struct rnic_counters *c,
 		       const struct srt_named_counter *agent, size_t n_agent, const struct rnic_qp_info *qps,
-		       size_t n_qp, size_t qp_total, uint64_t now_ns);
+		       size_t n_qp, size_t qp_total, const struct srt_runtime_counters *rt, uint64_t now_ns);
 void srt_stats_remove(struct srt_stats_writer *w);
 
 /* Reader side.  Reads the record of process `pid`: 0, ENOENT if there is

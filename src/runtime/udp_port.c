@@ -86,6 +86,11 @@
  * it at the GRO segment size; the receiver checks segment k against ID k
  * (srt_icrc_verify_ipv4_hint), all 32 bits.  Measured with perftest
  * ib_write_bw, 64 KiB, 2-core VM: ~2.5x the packets-one-by-one rate.
+ *
+ * Capture (SOFTRNIC_PCAP, capture.h): when u->capture is set, each packet
+ * a send call accepted is written to it as it left, a GSO run as its
+ * segments with IPv4 IDs 0, 1, 2... (capture_group); one pointer test per
+ * socket group when off.
  */
 #include "runtime/udp_port.h"
 
@@ -101,6 +106,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "runtime/capture.h"
+#include "runtime/host_share.h"
 
 #define SRT_DEFAULT_TTL 64
 /* Headers around the IB payload: IPv4 20 + UDP 8 + BTH 12 + largest
@@ -479,6 +487,35 @@ static int bind_first_free_loopback(struct srt_udp *u, char *err, size_t errlen)
 	return EADDRINUSE;
 }
 
+/* An address given by the environment is shared with the host's other
+ * softrnic processes (host_share.h) unless SOFTRNIC_SHARE=0, or softrnic-
+ * hostd is not installed beside us (a program linking the runtime
+ * statically, as some tests do): then it is bound alone, as before. */
+static int share_or_bind(struct srt_udp *u, struct in_addr addr, const char *text, char *err, size_t errlen)
+{
+	const char *env = getenv("SOFTRNIC_SHARE");
+	int e;
+
+	u->share.conn = -1;
+	if (!(env && !strcmp(env, "0"))) {
+		int fd;
+
+		e = srt_host_share_join(&u->share, addr, &fd, err, errlen);
+		if (e == 0) {
+			u->fd = fd;
+			u->addr = addr;
+			return 0;
+		}
+		if (e != ENOENT)
+			return e;
+	}
+	e = try_bind(u, addr);
+	if (e)
+		snprintf(err, errlen, "cannot bind %s:%u (%s): %s%s", text, WIRE_ROCEV2_UDP_PORT, source_name(u->source),
+			 strerror(e), e == EADDRINUSE && env && !strcmp(env, "0") ? " (SOFTRNIC_SHARE=0: not shared)" : "");
+	return e;
+}
+
 int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 {
 	const char *env_addr = getenv("SOFTRNIC_ADDR");
@@ -488,6 +525,7 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 
 	memset(u, 0, sizeof(*u));
 	u->fd = -1;
+	u->share.conn = -1;
 	if (env_addr && *env_addr) {
 		u->source = SRT_ADDR_ENV_ADDR;
 		if (inet_pton(AF_INET, env_addr, &addr) != 1) {
@@ -514,11 +552,7 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: %s is not a unicast address", source_name(u->source), text);
 			return EINVAL;
 		}
-		e = try_bind(u, addr);
-		if (e) {
-			snprintf(err, errlen, "cannot bind %s:%u (%s): %s", text, WIRE_ROCEV2_UDP_PORT,
-				 source_name(u->source), strerror(e));
-		}
+		e = share_or_bind(u, addr, text, err, errlen);
 	}
 	if (e)
 		return e;
@@ -547,6 +581,7 @@ void srt_udp_close(struct srt_udp *u)
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
+	srt_host_share_leave(&u->share);        /* the helper frees our slot */
 	free(u->txq);
 	u->txq = NULL;
 }
@@ -583,6 +618,20 @@ static bool tx_shape_ok(const struct rnic_tx *tx)
 		return true;
 	return tx->payload && tx->hdr_len >= WIRE_BTH_LEN && tx->hdr_len + WIRE_ICRC_LEN <= tx->ib_len &&
 	       tx->ib_len - tx->hdr_len - WIRE_ICRC_LEN <= 3;
+}
+
+/* SOFTRNIC_PCAP: a packet the kernel accepted, as it left (capture.h):
+ * the pieces up to the ICRC, then the ICRC. */
+static void capture_sent(struct srt_udp *u, struct in_addr dst, uint16_t sport, uint16_t ip_id, uint8_t tos,
+			 uint8_t ttl, const struct wire_piece *pc, unsigned npc, const uint8_t *icrc)
+{
+	struct wire_piece all[4];
+	struct srt_capture_hdr h = { .src = u->addr, .dst = dst, .sport = sport, .ip_id = ip_id, .tos = tos,
+				     .ttl = ttl };
+
+	memcpy(all, pc, npc * sizeof(*pc));
+	all[npc] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };
+	srt_capture_packet(u->capture, &h, all, npc + 1);
 }
 
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
@@ -656,6 +705,8 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 		u->tx_errors++;
 		return errno;
 	}
+	if (u->capture)
+		capture_sent(u, dst, sport, 0, (uint8_t)tos, ip.ttl, pc, npc, icrc);
 	return 0;
 }
 
@@ -888,8 +939,11 @@ static unsigned group_by_socket(const struct srt_tx_queue *q, uint16_t *order, u
 
 /* sendmmsg all of msgs[0..nmsg) on fd.  Returns the packets lost: a
  * message the kernel refuses is lost (RC retransmission recovers it); a
- * full socket buffer loses the rest, like a full NIC queue. */
-static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkts, unsigned nmsg)
+ * full socket buffer loses the rest, like a full NIC queue.  lost_msg
+ * (NULL unless capturing, zeroed by the caller): set for each message
+ * lost. */
+static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkts, unsigned nmsg,
+			      bool *lost_msg)
 {
 	unsigned lost = 0;
 
@@ -902,13 +956,38 @@ static unsigned send_messages(int fd, struct mmsghdr *msgs, const unsigned *npkt
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
-			for (; sent < nmsg; sent++)
+			for (; sent < nmsg; sent++) {
 				lost += npkts[sent];
+				if (lost_msg)
+					lost_msg[sent] = true;
+			}
 			break;
 		}
+		if (lost_msg)
+			lost_msg[sent] = true;
 		lost += npkts[sent++];
 	}
 	return lost;
+}
+
+/* SOFTRNIC_PCAP: the packets of messages msgs[first .. end) that the
+ * kernel accepted, from position `pos` of order, each GSO segment as its
+ * own frame with the IPv4 ID the kernel gives it (fill_icrcs). */
+static void capture_group(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned pos,
+			  const unsigned *npkts, unsigned first, unsigned end, const bool *lost_msg)
+{
+	for (unsigned m = first; m < end; pos += npkts[m], m++) {
+		if (lost_msg[m - first])
+			continue;
+		for (unsigned k = 0; k < npkts[m]; k++) {
+			const struct srt_tx_slot *s = &q->slot[order[pos + k]];
+			struct wire_piece pc[3];
+			uint8_t *icrc;
+			unsigned npc = slot_pieces(q, s, pc, &icrc);
+			capture_sent(u, s->dst, s->sport, npkts[m] > 1 ? (uint16_t)k : 0, s->tos, s->ttl, pc, npc,
+				     icrc);
+		}
+	}
 }
 
 /* Append {p, len} to a message's iovecs iov[first .. n), merged into the
@@ -987,8 +1066,15 @@ unsigned srt_udp_flush(struct srt_udp *u)
 			nmsg++;
 			i += n;
 		}
-		lost += send_messages(q->slot[order[start[g]]].fd, &msgs[first_msg], &npkts[first_msg],
-				      nmsg - first_msg);
+		if (u->capture) {
+			bool lost_msg[SRT_TX_MAX_PKTS] = { false };
+			lost += send_messages(q->slot[order[start[g]]].fd, &msgs[first_msg], &npkts[first_msg],
+					      nmsg - first_msg, lost_msg);
+			capture_group(u, q, order, start[g], npkts, first_msg, nmsg, lost_msg);
+		} else {
+			lost += send_messages(q->slot[order[start[g]]].fd, &msgs[first_msg], &npkts[first_msg],
+					      nmsg - first_msg, NULL);
+		}
 	}
 	u->tx_sends += nmsg;
 	u->tx_errors += lost;

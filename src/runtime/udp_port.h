@@ -16,6 +16,7 @@
 #include <net/if.h>
 
 #include "rnic/rnic.h"
+#include "runtime/host_share.h"
 
 /* How the address was chosen (for messages). */
 enum srt_addr_source {
@@ -58,6 +59,13 @@ struct srt_udp {
 	uint64_t tx_sport_fallbacks;    /* source ports sent from 4791
 	                                   instead: bind failed (port taken,
 	                                   EADDRINUSE) or cap reached      */
+	/* SOFTRNIC_PCAP (capture.h): every packet a send accepted is
+	 * written here, each GSO segment as its own frame.  Set and closed
+	 * by the owner (runtime.c); NULL: off. */
+	struct srt_capture *capture;
+	/* A shared host address (host_share.h): conn >= 0 when fd came from
+	 * softrnic-hostd; share.slot then picks our QPN and comm ID range. */
+	struct srt_host_share share;
 };
 
 /* Bind UDP 4791 as configured by the environment (see runtime.h).  Returns

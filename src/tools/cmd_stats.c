@@ -106,6 +106,10 @@ static void print_counters(void *arg, const struct srt_stats_file *s)
 #define PRINT_COUNTER(name) printf("  %-26s %llu\n", #name, (unsigned long long)s->counters.name);
 	RNIC_COUNTER_LIST(PRINT_COUNTER)
 #undef PRINT_COUNTER
+	/* The runtime's own: SOFTRNIC_FAULTS and SOFTRNIC_PCAP. */
+#define PRINT_RUNTIME_COUNTER(name) printf("  %-26s %llu\n", #name, (unsigned long long)s->runtime.name);
+	SRT_RUNTIME_COUNTER_LIST(PRINT_RUNTIME_COUNTER)
+#undef PRINT_RUNTIME_COUNTER
 	for (uint32_t i = 0; i < s->n_agent && i < SRT_AGENT_COUNTERS; i++)
 		printf("  %-26.*s %llu\n", (int)sizeof(s->agent[i].name), s->agent[i].name,
 		       (unsigned long long)s->agent[i].value);

@@ -133,6 +133,26 @@ int pcap_write(struct pcap_writer *w, uint64_t ts_ns, const uint8_t *data, uint3
 	return 0;
 }
 
+int pcap_write_pieces(struct pcap_writer *w, uint64_t ts_ns, const struct wire_piece *pc, unsigned n)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		len += pc[i].len;
+	if (!w->f || len > PCAP_MAX_SNAPLEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	uint32_t rec[4] = { (uint32_t)(ts_ns / 1000000000u), (uint32_t)(ts_ns % 1000000000u), (uint32_t)len,
+			    (uint32_t)len };
+	if (put_u32s(w->f, rec, 4))
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (pc[i].len && fwrite(pc[i].p, 1, pc[i].len, w->f) != pc[i].len)
+			return -1;
+	return 0;
+}
+
 int pcap_close_write(struct pcap_writer *w)
 {
 	if (!w->f)

@@ -1,15 +1,18 @@
 /*
  * pcap.h — read and write classic libpcap files (linktype Ethernet), the
  * format of the kernel captures in tests/vectors and of softrnic's own
- * capture option.  Self-contained (no libpcap dependency); this is the only
- * file of wire/ that does I/O, and it is used by tools and tests, never on
- * the data path.
+ * capture option (runtime/capture.c, SOFTRNIC_PCAP).  Self-contained (no
+ * libpcap dependency); this is the only file of wire/ that does I/O, and
+ * it is used by tools, tests and that opt-in capture, never by the packet
+ * path itself.
  */
 #ifndef SOFTRNIC_WIRE_PCAP_H
 #define SOFTRNIC_WIRE_PCAP_H
 
 #include <stdint.h>
 #include <stdio.h>
+
+#include "wire/wire.h"
 
 #define PCAP_LINKTYPE_ETHERNET 1u
 #define PCAP_MAX_SNAPLEN 262144u
@@ -40,6 +43,9 @@ struct pcap_writer {
 };
 int pcap_open_write(struct pcap_writer *w, const char *path, uint32_t linktype);
 int pcap_write(struct pcap_writer *w, uint64_t ts_ns, const uint8_t *data, uint32_t len);
+/* One record whose bytes are the n pieces in order (a frame header built
+ * apart from the packet, say).  Bytes in a record: 16 + their sum. */
+int pcap_write_pieces(struct pcap_writer *w, uint64_t ts_ns, const struct wire_piece *pc, unsigned n);
 int pcap_close_write(struct pcap_writer *w);
 
 #endif

@@ -7,7 +7,8 @@
 #      here with mpicc; python3-mpi4py's helloworld and ringtest;
 #   2. (root only) two network namespaces joined by a veth, one rank in
 #      each, mpirun in the first launching the second through
-#      `ip netns exec` as its remote-shell agent.
+#      `ip netns exec` as its remote-shell agent; then two ranks in each,
+#      the two of a namespace sharing its one address.
 #   mpi.sh SOFTRNIC_BIN SOURCE_DIR
 # Skips (77) without mpirun/mpicc.
 set -uo pipefail
@@ -81,4 +82,10 @@ job netns-c "mpi_check: ok" "${NETNS[@]}" -x UCX_LOG_LEVEL=info "$dir/mpi_check"
 # Each rank's endpoint to the other is rc_verbs, and the hosts really differ.
 [ "$(grep -c "ep_cfg.*tag(rc_verbs/softrnic0:1)" "$dir/netns-c.log")" -ge 2 ] || fail "netns-c: no rc_verbs endpoints"
 job netns-ring "time for 100 loops" "${NETNS[@]}" /usr/bin/python3 -m mpi4py.bench ringtest -n 1000 -l 100
+# Two ranks in each namespace: the two of a host share its one address
+# (softrnic-hostd, runtime/host_share.h), as MPI ranks share a NIC.
+NETNS4=(ip netns exec "$NS_A" "$SOFTRNIC" run mpirun --host 10.199.0.1:2,10.199.0.2:2 -np 4
+	--mca plm_rsh_agent "$dir/netns_rsh" "${MCA[@]}" -x SOFTRNIC_IFACE=srtmpi0)
+job netns4-c "allreduce of 100000 longs over 4 ranks ok" "${NETNS4[@]}" "$dir/mpi_check" 200
+job netns4-ring "(4 processes, 1000 bytes)" "${NETNS4[@]}" /usr/bin/python3 -m mpi4py.bench ringtest -n 1000 -l 100
 echo "mpi: all runs passed"

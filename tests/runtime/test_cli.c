@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 	snprintf(want, sizeof(want), "\n  %-26s ", #name);                                   \
 	CHECK(strstr(out, want), "counter %s missing:\n%s", #name, out);
 	RNIC_COUNTER_LIST(CHECK_COUNTER)
+	/* and the runtime's own (faults, capture: runtime.h), 0 here */
+	SRT_RUNTIME_COUNTER_LIST(CHECK_COUNTER)
 #undef CHECK_COUNTER
 	int lines = 0;
 	for (char *p = out; (p = strchr(p, '\n')) != NULL; p++)
@@ -85,6 +87,7 @@ int main(int argc, char **argv)
 	int counters = 0;
 #define COUNT_ONE(name) counters++;
 	RNIC_COUNTER_LIST(COUNT_ONE)
+	SRT_RUNTIME_COUNTER_LIST(COUNT_ONE)
 #undef COUNT_ONE
 	CHECK(lines == counters + 1, "%d lines for %d counters", lines, counters);
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "compat/rdmacm/rdmacm_int.h"
+#include "runtime/share_steer.h"
 #include "wire/mad.h"
 
 struct rcm_global rcm = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -232,6 +233,13 @@ static int init_locked(void)
 	cfg.cm_response_timeout = (uint8_t)env_uint("SOFTRNIC_CM_RESPONSE_TIMEOUT", 16, 31);
 	cfg.max_cm_retries = (uint8_t)env_uint("SOFTRNIC_CM_RETRIES", 5, 15);
 	cfg.timewait_ns = 200ull * 1000 * 1000;
+	/* A shared host address: our slot in the top bits of every comm ID
+	 * (runtime/share_steer.h), so that answers reach this process. */
+	unsigned slot;
+	if (srt_share_slot(rcm.dev, &slot)) {
+		cfg.id_prefix = (uint32_t)slot << SRT_SHARE_COMM_ID_SHIFT;
+		cfg.id_prefix_mask = ~0u << SRT_SHARE_COMM_ID_SHIFT;
+	}
 	struct cm_io io = { .ctx = NULL, .send_mad = io_send_mad, .event = cm_event };
 	rcm.cm = cm_create(&cfg, &io);
 	if (!rcm.cm)
@@ -561,11 +569,14 @@ int rdma_destroy_id(struct rdma_cm_id *cmid)
 		cm_destroy_id(id->cm, srt_now());
 		id->cm = NULL;
 	}
+	bool was_listening = id->listen != NULL;
 	if (id->listen) {
 		cm_unlisten(id->listen);
 		id->listen = NULL;
 	}
 	srt_unlock(rcm.dev);
+	if (was_listening)
+		srt_share_listen(rcm.dev, id->service_id, false);
 	srt_kick(rcm.dev);
 	if (id->registered)
 		rcm_unregister_listener(id);
@@ -912,13 +923,24 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 		return rcm_fail(e);
 	if (id->registered)
 		remember_port(rcm_ps(id), rcm_src_port(id));
-	srt_lock(rcm.dev);
-	e = cm_listen(rcm.cm, wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id)), id, &id->listen);
-	srt_unlock(rcm.dev);
+	uint64_t service_id = wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id));
+	/* On a shared host address, REQs for the service must come to us:
+	 * another process of the host listening on it is EADDRINUSE, as
+	 * for a port bound twice. */
+	e = srt_share_listen(rcm.dev, service_id, true);
 	if (e) {
 		rcm_unregister_listener(id);
 		return rcm_fail(e);
 	}
+	srt_lock(rcm.dev);
+	e = cm_listen(rcm.cm, service_id, id, &id->listen);
+	srt_unlock(rcm.dev);
+	if (e) {
+		srt_share_listen(rcm.dev, service_id, false);
+		rcm_unregister_listener(id);
+		return rcm_fail(e);
+	}
+	id->service_id = service_id;
 	id->backlog = backlog;
 	id->state = RCM_LISTEN;
 	return 0;

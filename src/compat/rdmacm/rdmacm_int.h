@@ -85,6 +85,7 @@ struct rcm_id {
 	enum rcm_id_state state;
 	struct cm_id *cm;               /* the cm's id, NULL when none */
 	struct cm_listen *listen;
+	uint64_t service_id;            /* listening ids: what listen registered */
 	struct rcm_id *listener;        /* passive ids: the listening id */
 	int backlog;
 	bool registered;                /* has an open loopback registry entry */
