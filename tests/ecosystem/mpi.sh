@@ -4,7 +4,8 @@
 # shared memory or TCP carries the data:
 #   1. two ranks on this machine: mpi_check.c (ping-pong 8 B..256 KiB with
 #      every byte checked, an allreduce checked element by element), built
-#      here with mpicc; python3-mpi4py's helloworld and ringtest;
+#      here with mpicc, over pml ucx and over pml cm + the ofi MTL
+#      (libfabric verbs;ofi_rxd); python3-mpi4py's helloworld and ringtest;
 #   2. (root only) two network namespaces joined by a veth, one rank in
 #      each, mpirun in the first launching the second through
 #      `ip netns exec` as its remote-shell agent; then two ranks in each,
@@ -47,6 +48,12 @@ job() {
 # 1. Two ranks here.  UCX's info log names the transport of each endpoint.
 job local-c "mpi_check: ok" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" -x UCX_LOG_LEVEL=info "$dir/mpi_check" 200
 grep -q "ep_cfg.*tag(rc_verbs/softrnic0:1)" "$dir/local-c.log" || fail "local-c: no rc_verbs/softrnic0:1 endpoint"
+# Open MPI's other path: pml cm over the ofi MTL, libfabric's verbs;ofi_rxd
+# on softrnic's UD.  (It used to die with SIGSEGV at exit: libfabric is
+# unloaded with a device still open, and libibverbs' progress thread ran
+# on in unmapped code; libibverbs.so.1 is now -z nodelete.)
+job local-ofi "mpi_check: ok" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 --mca pml cm --mca mtl ofi \
+	--mca mtl_ofi_provider_include "verbs;ofi_rxd" "$dir/mpi_check" 100
 job local-hello "Hello, World! I am process 1 of 2" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" \
 	/usr/bin/python3 -m mpi4py.bench helloworld
 job local-ring "time for 100 loops" "$SOFTRNIC" run mpirun "${LOCAL[@]}" -np 2 "${MCA[@]}" \
