@@ -89,7 +89,8 @@ if command -v tshark >/dev/null && [ "$(id -u)" -eq 0 ]; then
   tshark -q -i lo -F pcap -f "udp port 4791" -c 12 -w "$cap" >/dev/null 2>&1 &
   tpid=$!
   sleep 1.5
-  SOFTRNIC_GSO=0 pair capture ibv_rc_pingpong -g 0 -s 64 -n 3 >/dev/null || true
+  # UDP only (the host-local path would keep the packets off lo)
+  SOFTRNIC_LOCAL=0 SOFTRNIC_GSO=0 pair capture ibv_rc_pingpong -g 0 -s 64 -n 3 >/dev/null || true
   sleep 0.5; kill "$tpid" 2>/dev/null || true; wait "$tpid" 2>/dev/null || true
   "$bin/softrnic" decode "$cap" || true
   rm -f "$cap"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — run every softrnic test, the way CI does.
-#   1. release build (gcc, -Werror) and its full CTest suite;
+#   1. release build (gcc, -Werror) and its full CTest suite, twice: over
+#      the host-local path (the default) and over UDP only (SOFTRNIC_LOCAL=0);
 #   2. clang build (-Werror), compiled to prove it is warning-free;
 #   3. ASan + UBSan build and its full CTest suite;
 #   4. the libFuzzer targets for a bounded time (FUZZ_SECONDS, default 60).
@@ -34,6 +35,11 @@ if bash scripts/build.sh release; then
   step "release tests"
   (cd build && ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release.log"
   count_ctest "$log_dir/release.log"
+  # The same suite with the host-local path off: every packet over UDP
+  # (runtime/local_path.h), as between hosts.
+  step "release tests over UDP only (SOFTRNIC_LOCAL=0)"
+  (cd build && SOFTRNIC_LOCAL=0 ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release-udp.log"
+  count_ctest "$log_dir/release-udp.log"
 else
   failed=$((failed + 1))
 fi

@@ -126,6 +126,11 @@
  * visits every QP slot).  Far below every timer the rnic arms (delayed
  * ACK 20 us, retransmit >= 4 us * 2^timeout). */
 #define SRT_APP_TIMER_SCAN_NS (10ull * 1000)
+/* The host-local path: a ring that carried a packet this recently is
+ * active, and a polling thread then reads the socket only this often
+ * (receive_packets). */
+#define SRT_LOCAL_ACTIVE_NS (1000ull * 1000)
+#define SRT_LOCAL_UDP_EVERY_NS (20ull * 1000)
 
 struct srt_hook_slot {
 	bool used;
@@ -202,6 +207,9 @@ struct srt_device {
 	/* SOFTRNIC_FAULTS (faults.h), under the lock; NULL: off.  The
 	 * capture is dev->udp.capture. */
 	struct srt_faults *faults;
+	/* The host-local path (receive_packets): when the ring last carried
+	 * a packet, and when a polling thread last read the socket. */
+	uint64_t last_local_rx_ns, last_udp_read_ns;
 };
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -478,6 +486,14 @@ static void runtime_counters(struct srt_device *dev, struct srt_runtime_counters
 		rt->capture_packets = cs.packets;
 		rt->capture_dropped = cs.dropped;
 	}
+	if (dev->udp.local) {
+		struct srt_local_stats ls;
+		srt_local_get_stats(dev->udp.local, &ls);
+		rt->local_tx_packets = ls.tx_packets;
+		rt->local_rx_packets = ls.rx_packets;
+		rt->local_ring_full = ls.tx_ring_full;
+		rt->local_doorbells = ls.doorbells_sent;
+	}
 }
 
 /* Lock held: publish the rnic's counters plus the drops the runtime
@@ -601,24 +617,63 @@ static void deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
  * under the lock too, so the batch buffer needs no lock of its own and
  * any thread may receive; it serialises multi-threaded programs a little
  * more.  Returns the number of packets read. */
-static int receive_packets(struct srt_device *dev, struct srt_udp *u)
+static int deliver_batch(struct srt_device *dev, int n)
+{
+	uint64_t now = srt_now();
+
+	for (int i = 0; i < n; i++) {
+		const struct srt_rx_pkt *p = &dev->batch.pkt[i];
+
+		/* A local peer's wake-up (local_path.h) has done its work by
+		 * waking us: not a packet, not for SOFTRNIC_FAULTS to touch. */
+		if (!p->truncated && srt_local_is_doorbell(p->data, p->len))
+			continue;
+		if (dev->faults)        /* which calls deliver_packet, or not */
+			srt_faults_receive(dev->faults, &dev->batch.pkt[i], now);
+		else
+			deliver_packet(dev, &dev->batch.pkt[i], now);
+	}
+	return n;
+}
+
+/* Each round: the device's local ring (local_path.h; only for the
+ * device's own socket, not a multicast group's), then the socket.
+ *
+ * A busy-polling application thread (app_poll) talking to a local peer
+ * would pay a recvmmsg on every poll for a socket that carries nothing
+ * but the odd MAD or remote packet; while the ring has carried packets in
+ * the last SRT_LOCAL_ACTIVE_NS, such a thread reads the socket only every
+ * SRT_LOCAL_UDP_EVERY_NS, so the local fast path makes no system call.
+ * Trade-off: a remote peer's packet then waits up to that long for a
+ * polling reader (the progress thread, woken by epoll, does not wait). */
+static int receive_packets(struct srt_device *dev, struct srt_udp *u, bool app_poll)
 {
 	int total = 0;
 
 	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
-		int n = srt_udp_recv(u, &dev->batch);
-		uint64_t now;
+		int got = 0, n;
+		uint64_t now = 0;
+		bool skip_udp = false;
 
-		if (n <= 0)
-			break;
-		now = srt_now();
-		for (int i = 0; i < n; i++) {
-			if (dev->faults)        /* which calls deliver_packet, or not */
-				srt_faults_receive(dev->faults, &dev->batch.pkt[i], now);
-			else
-				deliver_packet(dev, &dev->batch.pkt[i], now);
+		if (u->local) {
+			n = srt_local_recv(u->local, &dev->batch);
+			now = srt_now();
+			if (n > 0) {
+				dev->last_local_rx_ns = now;
+				got += deliver_batch(dev, n);
+			}
+			skip_udp = app_poll && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
+				   now - dev->last_udp_read_ns < SRT_LOCAL_UDP_EVERY_NS;
 		}
-		total += n;
+		if (!skip_udp) {
+			if (u->local)
+				dev->last_udp_read_ns = now;
+			n = srt_udp_recv(u, &dev->batch);
+			got += n > 0 ? deliver_batch(dev, n) : 0;
+		}
+		if (!got)
+			break;
+		total += got;
 	}
 	return total;
 }
@@ -679,7 +734,7 @@ static void drive_from_app(struct srt_device *dev, uint64_t now)
 	 * thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
 		dev->acks_may_ride = true;
-	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp);
+	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp, true);
 	if (now >= dev->app_timer_scan_ns) {
 		uint64_t deadline = device_deadline(dev);
 		if (deadline <= now) {
@@ -928,7 +983,7 @@ static void *progress_main(void *arg)
 				dev->handoff_timeouts++;
 			}
 			if (!dev->app_polling) {
-				int got = receive_packets(dev, &dev->udp);
+				int got = receive_packets(dev, &dev->udp, false);
 				dev->rx_by_thread += (uint64_t)got;
 				if (got > 0)
 					last_rx_ns = now;
@@ -971,6 +1026,15 @@ static void *progress_main(void *arg)
 			continue;
 
 		uint64_t wait = wake_at > now && !spin ? wake_at - now : 0;
+		/* Sleeping with the socket in our poll set: local senders
+		 * must ring our doorbell (local_path.h); not if packets wait
+		 * in the ring already. */
+		bool local_sleep = wait && dev->udp.local && !__atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE);
+		if (local_sleep && !srt_local_sleep(dev->udp.local, true)) {
+			wait = 0;
+			local_sleep = false;
+			must_lock = true;
+		}
 		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ull),
 				       .tv_nsec = (long)(wait % 1000000000ull) };
 		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
@@ -979,6 +1043,10 @@ static void *progress_main(void *arg)
 		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
 			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
 		int ready = ppoll(fds, (nfds_t)nfds, &ts, NULL);
+		if (local_sleep) {
+			srt_local_sleep(dev->udp.local, false);
+			must_lock = true;       /* the ring may have filled meanwhile */
+		}
 		if (ready <= 0)
 			continue;
 		/* The socket (handed back to this thread), a kick, a link
@@ -992,7 +1060,7 @@ static void *progress_main(void *arg)
 			srt_lock(dev);
 			for (int i = 0; i < ngroups; i++)
 				if (fds[2 + i].revents & POLLIN)
-					receive_packets(dev, group[i]);
+					receive_packets(dev, group[i], false);
 			send_all_at_unlock(dev);
 			srt_unlock(dev);
 		}
@@ -1070,6 +1138,8 @@ static void destroy_device(struct srt_device *dev)
 	srt_link_close(&dev->link);
 	srt_faults_destroy(dev->faults);
 	dev->faults = NULL;
+	srt_local_close(dev->udp.local);
+	dev->udp.local = NULL;
 	srt_capture_close(dev->udp.capture);
 	dev->udp.capture = NULL;
 	srt_udp_close(&dev->udp);
@@ -1174,6 +1244,16 @@ static struct srt_device *create_device(void)
 	e = open_faults(dev);
 	if (e)
 		goto fail;
+	/* The host-local path (local_path.h), unless a capture wants every
+	 * packet on the socket or SOFTRNIC_LOCAL=0. */
+	if (!dev->udp.capture) {
+		unsigned slot = 0;
+		bool shared = dev->udp.share.conn >= 0;
+
+		if (shared)
+			slot = dev->udp.share.slot;
+		dev->udp.local = srt_local_open(dev->udp.addr, slot, shared, dev->udp.fd);
+	}
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->wake_fd < 0) {

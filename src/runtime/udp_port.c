@@ -1022,6 +1022,40 @@ static unsigned push_slot(struct srt_tx_queue *q, const struct srt_tx_slot *s, s
 	return push_iovec(iov, n, first, pkt + s->hdr_len, s->len - s->payload_len - s->hdr_len);
 }
 
+/* The host-local path (local_path.h): every queued packet whose
+ * destination has a ring here goes into it, with the ICRC of the IPv4
+ * header a lone datagram would carry (ID 0), and leaves the queue; the
+ * rest keeps its order for the sockets. */
+static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
+{
+	struct wire_ip ip;
+	unsigned kept = 0;
+
+	memset(&ip, 0, sizeof(ip));
+	ip.version = 4;
+	ip.df = true;
+	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
+	for (unsigned i = 0; i < q->n; i++) {
+		struct srt_tx_slot *s = &q->slot[i];
+		struct wire_piece pc[4];
+		uint8_t *icrc;
+		unsigned npc = slot_pieces(q, s, pc, &icrc);
+
+		if (!srt_local_reaches(u->local, s->dst, pc[0].p)) {
+			q->slot[kept++] = *s;
+			continue;
+		}
+		ip.ttl = s->ttl;
+		ip.dscp = s->tos >> 2;
+		ip.ecn = s->tos & 3;
+		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
+		wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
+		pc[npc++] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };  /* the pieces stop before it */
+		srt_local_send(u->local, s->dst, s->sport, s->tos, s->ttl, pc, npc, s->len);
+	}
+	q->n = kept;
+}
+
 unsigned srt_udp_flush(struct srt_udp *u)
 {
 	struct srt_tx_queue *q = u->txq;
@@ -1038,7 +1072,9 @@ unsigned srt_udp_flush(struct srt_udp *u)
 
 	if (!q || !q->n)
 		return 0;
-	unsigned ngroups = group_by_socket(q, order, start);
+	if (u->local)
+		take_local(u, q);
+	unsigned ngroups = q->n ? group_by_socket(q, order, start) : 0;
 	for (unsigned g = 0; g < ngroups; g++) {
 		unsigned first_msg = nmsg;
 
@@ -1081,6 +1117,7 @@ unsigned srt_udp_flush(struct srt_udp *u)
 	q->n = 0;
 	q->not_acks = 0;
 	q->used = 0;
+	srt_local_flush(u->local);      /* doorbells for sleeping local peers */
 	return lost;
 }
 

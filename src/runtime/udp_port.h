@@ -17,6 +17,7 @@
 
 #include "rnic/rnic.h"
 #include "runtime/host_share.h"
+#include "runtime/local_path.h"
 
 /* How the address was chosen (for messages). */
 enum srt_addr_source {
@@ -66,6 +67,10 @@ struct srt_udp {
 	/* A shared host address (host_share.h): conn >= 0 when fd came from
 	 * softrnic-hostd; share.slot then picks our QPN and comm ID range. */
 	struct srt_host_share share;
+	/* The host-local path (local_path.h): packets for a softrnic device
+	 * on this host go through its ring instead of this socket.  Set and
+	 * closed by the owner (runtime.c); NULL: UDP only. */
+	struct srt_local *local;
 };
 
 /* Bind UDP 4791 as configured by the environment (see runtime.h).  Returns

@@ -64,50 +64,14 @@ static int open_dynamic(const char *path, int flags, bool *handled)
 	return shim_open_dynamic(path, handled);
 }
 
-EXPORT int open(const char *path, int flags, ...)
+/* Every open variant: open(p) is openat(AT_FDCWD, p), and on 64-bit
+ * Linux the *64 variants are the same calls (O_LARGEFILE is implied). */
+static int open_at(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char buf[PATH_MAX];
 	bool handled;
-	va_list ap;
 	int fd;
 
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	REAL(int, open, const char *, int, ...);
-	fd = open_dynamic(path, flags, &handled);
-	if (handled)
-		return fd;
-	return real_open(shim_rewrite(path, buf, sizeof(buf)), flags, mode);
-}
-
-EXPORT int open64(const char *path, int flags, ...)
-{
-	char buf[PATH_MAX];
-	bool handled;
-	va_list ap;
-	int fd;
-
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	REAL(int, open64, const char *, int, ...);
-	fd = open_dynamic(path, flags, &handled);
-	if (handled)
-		return fd;
-	return real_open64(shim_rewrite(path, buf, sizeof(buf)), flags, mode);
-}
-
-EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-	char buf[PATH_MAX];
-	bool handled;
-	va_list ap;
-	int fd;
-
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
 	REAL(int, openat, int, const char *, int, ...);
 	fd = open_dynamic(path, flags, &handled);
 	if (handled)
@@ -115,42 +79,66 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	return real_openat(dirfd, shim_rewrite(path, buf, sizeof(buf)), flags, mode);
 }
 
+/* The mode argument, present with O_CREAT or O_TMPFILE. */
+#define OPEN_MODE(flags, mode)                  \
+	do {                                    \
+		va_list ap;                     \
+		va_start(ap, flags);            \
+		mode = open_mode(flags, ap);    \
+		va_end(ap);                     \
+	} while (0)
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return open_at(AT_FDCWD, path, flags, mode);
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return open_at(AT_FDCWD, path, flags, mode);
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode;
+
+	OPEN_MODE(flags, mode);
+	return open_at(dirfd, path, flags, mode);
+}
+
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
-	char buf[PATH_MAX];
-	bool handled;
-	va_list ap;
-	int fd;
+	mode_t mode;
 
-	va_start(ap, flags);
-	mode_t mode = open_mode(flags, ap);
-	va_end(ap);
-	REAL(int, openat64, int, const char *, int, ...);
-	fd = open_dynamic(path, flags, &handled);
-	if (handled)
-		return fd;
-	return real_openat64(dirfd, shim_rewrite(path, buf, sizeof(buf)), flags, mode);
+	OPEN_MODE(flags, mode);
+	return open_at(dirfd, path, flags, mode);
 }
 
 /* _FORTIFY_SOURCE builds call these when the flags are not constant. */
 EXPORT int __open_2(const char *path, int flags)
 {
-	return open(path, flags);
+	return open_at(AT_FDCWD, path, flags, 0);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
 {
-	return open64(path, flags);
+	return open_at(AT_FDCWD, path, flags, 0);
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
-	return openat(dirfd, path, flags);
+	return open_at(dirfd, path, flags, 0);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
-	return openat64(dirfd, path, flags);
+	return open_at(dirfd, path, flags, 0);
 }
 
 static FILE *fopen_common(FILE *(*real)(const char *, const char *), const char *path, const char *mode)

@@ -27,6 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "libfabric: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$SOFTRNIC" run fi_info -p verbs > "$dir/info" 2>&1 || fail "fi_info -p verbs exited $?"
 grep -q "domain: softrnic0" "$dir/info" || { cat "$dir/info" >&2; fail "fi_info -p verbs lists no softrnic0 domain"; }
@@ -39,11 +40,7 @@ pingpong() {
 	${SERVER_NS:-} "$SOFTRNIC" run fi_pingpong -p "$provider" -e "$ep" -I 200 -B "$PORT" $server_addr \
 		> "$dir/$name.server" 2>&1 &
 	server_pid=$!
-	local i
-	for i in $(seq 100); do
-		[ -n "$(${SERVER_NS:-} ss -Hltn "sport = :$PORT")" ] && break
-		sleep 0.05
-	done
+	wait_listen "$PORT" ${SERVER_NS:-} || fail "$name: the server does not listen"
 	timeout 60 ${CLIENT_NS:-} "$SOFTRNIC" run fi_pingpong -p "$provider" -e "$ep" -I 200 -P "$PORT" "$client_to" \
 		> "$dir/$name.client" 2>&1
 	local rc=$?
@@ -66,16 +63,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "libfabric: not root: the two-namespace runs (msg, rdm over rxm) are skipped"
 	exit 0
 fi
-ip netns add "$NS_A" && ip netns add "$NS_B" || fail "ip netns add"
-ip link add srtfi0 netns "$NS_A" type veth peer name srtfi0 netns "$NS_B" || fail "veth"
-ip -n "$NS_A" addr add 10.198.0.1/24 dev srtfi0 && ip -n "$NS_B" addr add 10.198.0.2/24 dev srtfi0 || fail "addr"
-for ns in "$NS_A" "$NS_B"; do
-	ip -n "$ns" link set lo up && ip -n "$ns" link set srtfi0 up || fail "link up in $ns"
-done
-for i in $(seq 50); do
-	ip -n "$NS_A" -br link show srtfi0 | grep -q "UP " && ip -n "$NS_B" -br link show srtfi0 | grep -q "UP " && break
-	sleep 0.1
-done
+netns_pair "$NS_A" "$NS_B" srtfi0 10.198.0.1 10.198.0.2 || fail "two namespaces over a veth"
 export SOFTRNIC_IFACE=srtfi0
 SERVER_NS="ip netns exec $NS_A" CLIENT_NS="ip netns exec $NS_B" pingpong msg verbs msg "" 10.198.0.1
 SERVER_NS="ip netns exec $NS_A" CLIENT_NS="ip netns exec $NS_B" pingpong rdm-rxm "verbs;ofi_rxm" rdm "" 10.198.0.1

@@ -27,6 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "mpi: FAIL: $*" >&2; exit 1; }
+. "$SRC/lib.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # CI runs as root
 export OMPI_MCA_rmaps_base_oversubscribe=1                          # 2 cores, up to 4 ranks
@@ -64,17 +65,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "mpi: not root: the two-namespace run is skipped"
 	exit 0
 fi
-ip netns add "$NS_A" && ip netns add "$NS_B" || fail "ip netns add"
-ip link add srtmpi0 netns "$NS_A" type veth peer name srtmpi0 netns "$NS_B" || fail "veth"
-ip -n "$NS_A" addr add 10.199.0.1/24 dev srtmpi0 && ip -n "$NS_B" addr add 10.199.0.2/24 dev srtmpi0 || fail "addr"
-for ns in "$NS_A" "$NS_B"; do
-	ip -n "$ns" link set lo up && ip -n "$ns" link set srtmpi0 up || fail "link up in $ns"
-done
-# The port follows the link (SOFTRNIC_IFACE): wait until both ends are up.
-for i in $(seq 50); do
-	ip -n "$NS_A" -br link show srtmpi0 | grep -q "UP " && ip -n "$NS_B" -br link show srtmpi0 | grep -q "UP " && break
-	sleep 0.1
-done
+netns_pair "$NS_A" "$NS_B" srtmpi0 10.199.0.1 10.199.0.2 || fail "two namespaces over a veth"
 # mpirun's remote-shell agent: "host command..." -> that host's namespace.
 cat > "$dir/netns_rsh" <<AGENT
 #!/bin/sh

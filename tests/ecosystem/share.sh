@@ -29,18 +29,10 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
 fail() { echo "share: FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -5 "$f"; done >&2; exit 1; }
 export SOFTRNIC_ADDR=127.0.0.60
 
-# Waits for a TCP listener (perftest's and rping's setup channel).
-wait_listen() {
-	local port=$1 ns=${2:-} i
-	for i in $(seq 100); do
-		[ -n "$($ns ss -Hltn "sport = :$port")" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 bw_of() { awk '/^ *65536 / { print $4 }' "$1"; }
 
 # 1. Two ib_write_bw pairs at once, all four processes on one address.
@@ -125,22 +117,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 unset SOFTRNIC_ADDR
-ip netns add "$NS_A" && ip netns add "$NS_B" || fail "ip netns add"
-ip link add srtsh0 netns "$NS_A" type veth peer name srtsh0 netns "$NS_B" || fail "veth"
-ip -n "$NS_A" addr add 10.197.0.1/24 dev srtsh0 && ip -n "$NS_B" addr add 10.197.0.2/24 dev srtsh0 || fail "addr"
-for ns in "$NS_A" "$NS_B"; do
-	ip -n "$ns" link set lo up && ip -n "$ns" link set srtsh0 up || fail "link up in $ns"
-done
-for i in $(seq 50); do
-	ip -n "$NS_A" -br link show srtsh0 | grep -q "UP " && ip -n "$NS_B" -br link show srtsh0 | grep -q "UP " && break
-	sleep 0.1
-done
+netns_pair "$NS_A" "$NS_B" srtsh0 10.197.0.1 10.197.0.2 || fail "two namespaces over a veth"
 export SOFTRNIC_IFACE=srtsh0
 for k in 1 2; do
 	timeout 60 ip netns exec "$NS_A" ib_write_bw -n 3000 -p $((PORT + 30 + k)) > "$dir/ns-s$k.log" 2>&1 &
 	pids+=($!)
 done
-wait_listen $((PORT + 31)) "ip netns exec $NS_A" && wait_listen $((PORT + 32)) "ip netns exec $NS_A" ||
+wait_listen $((PORT + 31)) ip netns exec "$NS_A" && wait_listen $((PORT + 32)) ip netns exec "$NS_A" ||
 	fail "the namespace servers did not start"
 for k in 1 2; do
 	timeout 60 ip netns exec "$NS_B" ib_write_bw -n 3000 -p $((PORT + 30 + k)) 10.197.0.1 > "$dir/ns-c$k.log" 2>&1 &

@@ -25,6 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "ucx: FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 
 "$SOFTRNIC" run ucx_info -d > "$dir/info" 2>&1 || fail "ucx_info -d exited $?"
 for tl in rc_verbs ud_verbs; do
@@ -40,12 +41,7 @@ run_pair() {
 	shift 3
 	UCX_TLS=$tls "$SOFTRNIC" run ucx_perftest -p "$PORT" "$@" > "$dir/server" 2>&1 &
 	server_pid=$!
-	local i
-	# (its "Waiting for connection" is block-buffered: watch the socket)
-	for i in $(seq 100); do
-		[ -n "$(ss -Hltn "sport = :$PORT")" ] && break
-		sleep 0.05
-	done
+	wait_listen "$PORT" || fail "$tls $test: the server does not listen"
 	UCX_TLS=$tls timeout 60 "$SOFTRNIC" run ucx_perftest 127.0.0.1 -p "$PORT" -t "$test" -s "$size" -n "$N" \
 		"$@" > "$dir/client" 2>&1
 	local rc=$?

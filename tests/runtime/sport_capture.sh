@@ -22,6 +22,9 @@
 # Needs root (capture) and tshark, ibverbs-utils; exit 77 (skip) otherwise.
 set -u
 libdir=$1 tool=$2 port=$3
+# The capture is of lo: every packet over UDP, none through the
+# host-local path's rings (runtime/local_path.h).
+export SOFTRNIC_LOCAL=0
 PY=/usr/bin/python3
 
 [ "$(id -u)" = 0 ] || { echo "skip: capturing on lo needs root"; exit 77; }

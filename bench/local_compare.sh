@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# local_compare.sh — the host-local path (src/runtime/local_path.c) side
+# by side with what it replaces and what bounds it, in one run on this
+# machine.  A benchmark: it measures and prints, it does not pass or fail.
+#
+#   bench/local_compare.sh [BUILD_DIR] [--runs N]        (default: build, 5)
+#
+# Interleaved rounds, medians:
+#   perftest over the local path (default) and over UDP (SOFTRNIC_LOCAL=0):
+#     ib_send_lat, ib_write_lat, ib_read_lat at 2 B (round trip = 2 x
+#     t_typical), ib_write_bw and ib_send_bw at 64 KiB (MB/s);
+#   the kernel's UDP: bench/udp_pingpong, a busy-polling ping-pong (RTT);
+#   shared memory: bench/shm_baseline pingpong (RTT of a flag between two
+#     processes) and copy (64 KiB chunks in and out of a shared ring);
+#   iperf3 over loopback TCP (if installed).
+# Then the issue's targets as ratios.
+set -uo pipefail
+build=${1:-build}
+runs=5
+[ "${2:-}" = "--runs" ] && runs=${3:-5}
+export LD_LIBRARY_PATH=$build/lib
+port=14200
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# perftest PROGRAM ENV ARGS...: one server/client run, prints the figure
+perftest() {
+	local prog=$1 envs=$2
+	shift 2
+	env $envs timeout 60 "$prog" -p $port "$@" > "$tmp/s" 2>&1 &
+	local s=$!
+	sleep 0.4
+	env $envs timeout 60 "$prog" -p $port "$@" 127.0.0.1 > "$tmp/c" 2>&1
+	wait $s
+	port=$((port + 1))
+	case $prog in
+	*_lat) awk '/^ *2 / { printf "%.2f", 2 * $5 }' "$tmp/c" ;;
+	*) awk '/^ *65536 / { print $4 }' "$tmp/c" ;;
+	esac
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
+
+declare -A res
+keys=()
+add() { keys+=("$1"); }
+for r in $(seq "$runs"); do
+	for path in local udp; do
+		envs=X=1
+		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
+		for t in send_lat write_lat read_lat; do
+			res[$t.$path]+="$(perftest ib_$t $envs -n 20000) "
+		done
+		for t in write_bw send_bw; do
+			res[$t.$path]+="$(perftest ib_$t $envs -n 5000 -s 65536) "
+		done
+	done
+	"$build/bench/udp_pingpong" server $port -T 10 > /dev/null 2>&1 &
+	up=$!
+	sleep 0.2
+	res[udp_pingpong]+="$("$build/bench/udp_pingpong" client $port -s 2 -n 50000 2>/dev/null |
+		sed -n 's/.*rtt_p50_us=\([0-9.]*\).*/\1/p') "
+	kill $up 2>/dev/null
+	port=$((port + 1))
+	res[shm_pingpong]+="$("$build/bench/shm_baseline" pingpong 200000 | awk '{ print $2 }') "
+	res[shm_copy]+="$("$build/bench/shm_baseline" copy 4096 | awk '{ print $2 }') "
+	if command -v iperf3 > /dev/null; then
+		iperf3 -s -1 -p $port > /dev/null 2>&1 &
+		sleep 0.3
+		res[iperf3]+="$(iperf3 -c 127.0.0.1 -p $port -t 2 -J 2>/dev/null |
+			python3 -c 'import json,sys; print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))' 2>/dev/null) "
+		port=$((port + 1))
+	fi
+done
+
+m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | median; }
+printf '%s\n' "host-local path vs UDP, medians of $runs interleaved rounds; $(nproc) CPUs, $(uname -r); $(date -u +%FT%RZ)"
+printf '| measurement | local path | UDP (SOFTRNIC_LOCAL=0) | local / UDP |\n|---|---|---|---|\n'
+for t in send_lat write_lat read_lat write_bw send_bw; do
+	l=$(m $t.local) u=$(m $t.udp)
+	unit="µs RTT"; [[ $t == *_bw ]] && unit="MB/s"
+	printf '| ib_%s (%s) | %s | %s | %s |\n' "$t" "$unit" "$l" "$u" "$(awk -v a="$l" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+done
+printf '\n| baseline | median |\n|---|---|\n'
+printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s |\n| shm_baseline copy, two copies (GB/s) | %s |\n| iperf3 TCP (MB/s) | %s |\n' \
+	"$(m udp_pingpong)" "$(m shm_pingpong)" "$(m shm_copy)" "$(m iperf3)"
+sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local) sb=$(m send_bw.local)
+sp=$(m shm_pingpong) sc=$(m shm_copy)
+printf '\ntargets (issue 15):\n'
+awk -v sl="$sl" -v wl="$wl" -v rl="$rl" -v wb="$wb" -v sb="$sb" -v sp="$sp" -v sc="$sc" '
+function verdict(ok) { return ok ? "met" : "not met" }
+BEGIN {
+	printf "  ib_send_lat RTT %s us (target <= 1.5 us and <= 5 x shm %s us): %s\n", sl, sp, verdict(sl <= 1.5 && sl <= 5 * sp)
+	printf "  ib_write_lat RTT %s us (target <= 1.5 us): %s\n", wl, verdict(wl <= 1.5)
+	r = rl / wl
+	printf "  ib_read_lat / ib_write_lat = %.2f (target <= 1.1): %s\n", r, verdict(r <= 1.1)
+	w = wb * 1.048576 / 1000 / sc
+	printf "  ib_write_bw %s MB/s = %.2f x the two-copy limit %s GB/s (target >= 0.7): %s\n", wb, w, sc, verdict(w >= 0.7)
+	b = sb * 1.048576 / 1000 / sc
+	printf "  ib_send_bw %s MB/s = %.2f x the two-copy limit (target >= 0.7): %s\n", sb, b, verdict(b >= 0.7)
+}'

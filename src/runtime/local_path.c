@@ -1,0 +1,495 @@
+/*
+ * local_path.c — the host-local path's rings (local_path.h says what and
+ * why).
+ *
+ * One ring per receiving device: many producers (every local sender),
+ * one consumer (the device, under its lock).  Producers take a robust
+ * process-shared mutex for the write of one entry — a producer that dies
+ * holding it leaves the mutex "owner dead", and the next one takes it
+ * over (EOWNERDEAD) — then publish the entry by advancing `head`; the
+ * consumer reads up to `head` and advances `tail`, lock-free.  Two copies
+ * per packet: into the ring, and out into the receive batch, as with a
+ * socket but with no system call and no kernel.  Trade-off: one copy
+ * straight between registered memories (process_vm_writev, or MRs in a
+ * shared mapping) would save the second and the ring's space, at the
+ * price of putting the responder's checks in the sender's process; the
+ * ring keeps every check where it is.
+ *
+ * A full ring drops the packet (a full NIC queue; RC retransmits).  A
+ * ring whose owner died stays until its address is taken again; senders
+ * check a cached ring's owner and inode every SRT_LOCAL_RECHECK_NS and
+ * drop it when either changed.
+ */
+#include "runtime/local_path.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/share_steer.h"
+#include "runtime/udp_port.h"
+#include "wire/mad.h"
+
+#define RING_MAGIC 0x534c5231u          /* "SLR1" */
+#define RING_VERSION 1u
+#define RING_SLOTS 2048u                /* ~9 MiB of address space, touched as used */
+#define RING_SLOT_BYTES 4352u           /* entry header + the largest RoCE packet */
+#define SRT_LOCAL_RECHECK_NS 200000000ull
+#define PEER_CACHE 32u
+
+struct ring_entry {
+	uint32_t len;
+	uint32_t src;                   /* IPv4, network order */
+	uint16_t sport;
+	uint8_t tos, ttl;
+	uint32_t pad;
+	uint8_t data[];
+};
+#define ENTRY_DATA (RING_SLOT_BYTES - sizeof(struct ring_entry))
+
+struct ring {
+	uint32_t magic, version;
+	uint32_t owner_pid, shared;
+	uint32_t nslots, slot_bytes;
+	pthread_mutex_t lock;                   /* producers */
+	_Alignas(64) _Atomic uint64_t head;     /* next entry to write */
+	_Alignas(64) _Atomic uint64_t tail;     /* next entry to read  */
+	_Alignas(64) _Atomic uint32_t sleeping; /* the consumer's thread is about to sleep */
+	_Alignas(64) uint8_t entries[];
+};
+#define RING_BYTES (sizeof(struct ring) + (size_t)RING_SLOTS * RING_SLOT_BYTES)
+
+/* A destination we looked for: its ring, or none (negative entry). */
+struct peer {
+	bool used;
+	struct in_addr ip;
+	unsigned slot;                  /* the QPN slot we looked up (the key) */
+	unsigned ring_slot;             /* the slot of the ring found: slot, or 0
+	                                   for an unshared address */
+	struct ring *r;                 /* NULL: not local */
+	ino_t ino;
+	uint64_t checked_ns;
+	bool ring_doorbell;
+	uint32_t doorbell_qpn;
+};
+
+struct srt_local {
+	struct ring *own;
+	char path[96];
+	ino_t ino;
+	struct in_addr addr;
+	int udp_fd;                     /* doorbells leave from it */
+	struct peer peers[PEER_CACHE];
+	unsigned next_victim;
+	bool doorbells_due;
+	struct srt_local_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The network namespace we are in: an address means something only
+ * within one, and programs in two namespaces (scripts/netns_test.sh,
+ * scripts/congestion.sh) must meet through the network between them. */
+static unsigned long netns_id(void)
+{
+	static unsigned long id;
+	struct stat st;
+
+	if (!id)
+		id = stat("/proc/self/ns/net", &st) ? 1 : (unsigned long)st.st_ino;
+	return id;
+}
+
+static void ring_path(char *out, size_t cap, struct in_addr ip, unsigned slot)
+{
+	snprintf(out, cap, "/dev/shm/softrnic-local-%u-%lx-%08x-%u", (unsigned)getuid(), netns_id(),
+		 (unsigned)ntohl(ip.s_addr), slot);
+}
+
+bool srt_local_is_doorbell(const uint8_t *d, size_t len)
+{
+	return len == SRT_LOCAL_DOORBELL_LEN && d[0] == SRT_LOCAL_DOORBELL_OPCODE &&
+	       ((uint32_t)d[8] << 24 | (uint32_t)d[9] << 16 | (uint32_t)d[10] << 8 | d[11]) ==
+		       SRT_LOCAL_DOORBELL_MAGIC;
+}
+
+/* Rings of this user's processes that died without closing (SIGKILL, a
+ * crash) are removed when the next device opens: tmpfs keeps what their
+ * senders had written. */
+static void remove_dead_rings(void)
+{
+	char prefix[48], path[96 + 256];
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+	size_t n;
+
+	if (!d)
+		return;
+	n = (size_t)snprintf(prefix, sizeof(prefix), "softrnic-local-%u-", (unsigned)getuid());
+	while ((de = readdir(d)) != NULL) {
+		uint32_t hdr[3];
+		int fd;
+
+		if (strncmp(de->d_name, prefix, n))
+			continue;
+		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) && hdr[0] == RING_MAGIC &&
+		    kill((pid_t)hdr[2], 0) && errno == ESRCH)
+			unlink(path);
+		close(fd);
+	}
+	closedir(d);
+}
+
+struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, int udp_fd)
+{
+	const char *env = getenv("SOFTRNIC_LOCAL");
+	struct srt_local *l;
+	pthread_mutexattr_t ma;
+	struct stat st;
+	int fd;
+
+	if (env && !strcmp(env, "0"))
+		return NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->addr = addr;
+	l->udp_fd = udp_fd;
+	remove_dead_rings();
+	ring_path(l->path, sizeof(l->path), addr, slot);
+	/* We hold the address (its socket is bound): a ring left by a
+	 * process that had it before is stale. */
+	unlink(l->path);
+	fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) || fstat(fd, &st))
+		goto fail_fd;
+	l->own = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	fd = -1;
+	if (l->own == MAP_FAILED)
+		goto fail;
+	l->ino = st.st_ino;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&l->own->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	l->own->version = RING_VERSION;
+	l->own->owner_pid = (uint32_t)getpid();
+	l->own->shared = shared;
+	l->own->nslots = RING_SLOTS;
+	l->own->slot_bytes = RING_SLOT_BYTES;
+	atomic_store(&l->own->head, 0);
+	atomic_store(&l->own->tail, 0);
+	atomic_store(&l->own->sleeping, 0);
+	/* Last: a sender that sees the magic sees the rest. */
+	__atomic_store_n(&l->own->magic, RING_MAGIC, __ATOMIC_RELEASE);
+	return l;
+fail_fd:
+	if (fd >= 0)
+		close(fd);
+fail:
+	unlink(l->path);
+	free(l);
+	return NULL;
+}
+
+static void forget_peer(struct peer *p)
+{
+	if (p->r)
+		munmap(p->r, RING_BYTES);
+	memset(p, 0, sizeof(*p));
+}
+
+void srt_local_close(struct srt_local *l)
+{
+	struct stat st;
+
+	if (!l)
+		return;
+	for (unsigned i = 0; i < PEER_CACHE; i++)
+		forget_peer(&l->peers[i]);
+	/* Only our own file: a successor may have replaced it already. */
+	if (!stat(l->path, &st) && st.st_ino == l->ino)
+		unlink(l->path);
+	munmap(l->own, RING_BYTES);
+	free(l);
+}
+
+/* The ring at path if it is alive (its owner runs, the file is whole);
+ * NULL otherwise. */
+static struct ring *map_ring(const char *path, ino_t *ino)
+{
+	struct stat st;
+	struct ring *r;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (size_t)st.st_size != RING_BYTES || st.st_uid != getuid()) {
+		close(fd);
+		return NULL;
+	}
+	r = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r == MAP_FAILED)
+		return NULL;
+	if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != RING_MAGIC || r->version != RING_VERSION ||
+	    r->nslots != RING_SLOTS || r->slot_bytes != RING_SLOT_BYTES ||
+	    (kill((pid_t)r->owner_pid, 0) && errno == ESRCH)) {
+		munmap(r, RING_BYTES);
+		return NULL;
+	}
+	*ino = st.st_ino;
+	return r;
+}
+
+/* Still the ring published at path, by a live owner? */
+static bool still_valid(const struct peer *p)
+{
+	char path[96];
+	struct stat st;
+
+	ring_path(path, sizeof(path), p->ip, p->ring_slot);
+	return !stat(path, &st) && st.st_ino == p->ino && !(kill((pid_t)p->r->owner_pid, 0) && errno == ESRCH);
+}
+
+/* Looks up the ring of (ip, QPN slot): on a shared address the slot's own
+ * ring, else the address's only one (slot 0, not shared). */
+static void look_up(struct peer *p, struct in_addr ip, unsigned slot)
+{
+	char path[96];
+	struct ring *r;
+	ino_t ino;
+
+	p->used = true;
+	p->ip = ip;
+	p->slot = slot;
+	p->r = NULL;
+	ring_path(path, sizeof(path), ip, slot);
+	r = map_ring(path, &ino);
+	if (r && (r->shared || slot == 0)) {
+		p->r = r;
+		p->ino = ino;
+		p->ring_slot = slot;
+		return;
+	}
+	if (r)
+		munmap(r, RING_BYTES);
+	if (slot != 0) {        /* an unshared address: its one ring */
+		ring_path(path, sizeof(path), ip, 0);
+		r = map_ring(path, &ino);
+		if (r && !r->shared) {
+			p->r = r;
+			p->ino = ino;
+			p->ring_slot = 0;
+			return;
+		}
+		if (r)
+			munmap(r, RING_BYTES);
+	}
+}
+
+static struct peer *find_peer(struct srt_local *l, struct in_addr ip, unsigned slot, uint64_t now)
+{
+	struct peer *p;
+
+	for (unsigned i = 0; i < PEER_CACHE; i++) {
+		p = &l->peers[i];
+		if (!p->used || p->ip.s_addr != ip.s_addr || p->slot != slot)
+			continue;
+		if (now - p->checked_ns < SRT_LOCAL_RECHECK_NS)
+			return p;
+		/* Time to check again (a negative entry: look again). */
+		if (p->r && still_valid(p)) {
+			p->checked_ns = now;
+			return p;
+		}
+		forget_peer(p);
+		look_up(p, ip, slot);
+		p->checked_ns = now;
+		return p;
+	}
+	p = &l->peers[l->next_victim++ % PEER_CACHE];
+	forget_peer(p);
+	look_up(p, ip, slot);
+	p->checked_ns = now;
+	return p;
+}
+
+static void lock_ring(struct ring *r)
+{
+	if (pthread_mutex_lock(&r->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&r->lock);     /* a producer died inside: the entry was not published */
+}
+
+static uint32_t dest_qpn(const uint8_t *bth)
+{
+	return (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
+}
+
+bool srt_local_reaches(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+{
+	uint32_t dqpn = dest_qpn(bth);
+
+	/* QP1's MADs keep to UDP: a shared address steers them by Service
+	 * ID and comm ID (share_steer.h), which a ring name cannot. */
+	return l && dqpn != WIRE_GSI_QPN && find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns())->r;
+}
+
+bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uint8_t tos, uint8_t ttl,
+		    const struct wire_piece *pc, unsigned npc, uint32_t len)
+{
+	const uint8_t *bth = pc[0].p;
+	uint32_t dqpn;
+	struct peer *p;
+	struct ring *r;
+	uint64_t head;
+
+	if (!l || pc[0].len < WIRE_BTH_LEN)
+		return false;
+	dqpn = dest_qpn(bth);
+	if (dqpn == WIRE_GSI_QPN)
+		return false;
+	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns());
+	if (!p->r)
+		return false;
+	r = p->r;
+	if (len > ENTRY_DATA) {
+		l->stats.tx_ring_full++;
+		return true;
+	}
+	lock_ring(r);
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (head - atomic_load_explicit(&r->tail, memory_order_acquire) >= RING_SLOTS) {
+		pthread_mutex_unlock(&r->lock);
+		l->stats.tx_ring_full++;
+		return true;
+	}
+	struct ring_entry *e = (struct ring_entry *)(r->entries + (head % RING_SLOTS) * RING_SLOT_BYTES);
+	uint32_t off = 0;
+	for (unsigned i = 0; i < npc; i++) {
+		memcpy(e->data + off, pc[i].p, pc[i].len);
+		off += (uint32_t)pc[i].len;
+	}
+	e->len = off;
+	e->src = l->addr.s_addr;
+	e->sport = sport;
+	e->tos = tos;
+	e->ttl = ttl;
+	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+	pthread_mutex_unlock(&r->lock);
+	l->stats.tx_packets++;
+	/* Dekker with srt_local_sleep: our head store before its load, its
+	 * sleeping store before our load. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&r->sleeping, memory_order_relaxed)) {
+		p->ring_doorbell = true;
+		p->doorbell_qpn = dqpn;
+		l->doorbells_due = true;
+	}
+	return true;
+}
+
+void srt_local_flush(struct srt_local *l)
+{
+	if (!l || !l->doorbells_due)
+		return;
+	l->doorbells_due = false;
+	for (unsigned i = 0; i < PEER_CACHE; i++) {
+		struct peer *p = &l->peers[i];
+		uint8_t d[SRT_LOCAL_DOORBELL_LEN] = { SRT_LOCAL_DOORBELL_OPCODE, 0, 0, 0, 0,
+						       (uint8_t)(p->doorbell_qpn >> 16), (uint8_t)(p->doorbell_qpn >> 8),
+						       (uint8_t)p->doorbell_qpn, 0x53, 0x52, 0x44, 0x42 };
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
+					  .sin_addr = p->ip };
+
+		if (!p->ring_doorbell)
+			continue;
+		p->ring_doorbell = false;
+		if (sendto(l->udp_fd, d, sizeof(d), MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to)) == sizeof(d))
+			l->stats.doorbells_sent++;
+	}
+}
+
+int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
+{
+	struct ring *r;
+	uint64_t tail, head;
+	int n = 0;
+	size_t used = 0;
+
+	if (!l)
+		return 0;
+	r = l->own;
+	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	head = atomic_load_explicit(&r->head, memory_order_acquire);
+	while (tail != head && n < (int)SRT_RX_PKTS && used + RING_SLOT_BYTES <= sizeof(b->buf)) {
+		const struct ring_entry *e =
+			(const struct ring_entry *)(r->entries + (tail % RING_SLOTS) * RING_SLOT_BYTES);
+		struct srt_rx_pkt *pkt = &b->pkt[n];
+		uint32_t len = e->len <= ENTRY_DATA ? e->len : 0;     /* a torn length: dropped as malformed */
+
+		memcpy(b->buf + used, e->data, len);
+		pkt->data = b->buf + used;
+		pkt->len = len;
+		pkt->truncated = false;
+		pkt->src.s_addr = e->src;
+		pkt->dst = l->addr;
+		pkt->sport = e->sport;
+		pkt->tos = e->tos;
+		pkt->ttl = e->ttl;
+		pkt->seg_index = 0;
+		used += (len + 63) & ~(size_t)63;
+		n++;
+		tail++;
+	}
+	atomic_store_explicit(&r->tail, tail, memory_order_release);
+	l->stats.rx_packets += (uint64_t)n;
+	return n;
+}
+
+bool srt_local_sleep(struct srt_local *l, bool sleeping)
+{
+	if (!l)
+		return true;
+	atomic_store_explicit(&l->own->sleeping, sleeping, memory_order_relaxed);
+	if (!sleeping)
+		return true;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&l->own->head, memory_order_acquire) !=
+	    atomic_load_explicit(&l->own->tail, memory_order_relaxed)) {
+		atomic_store_explicit(&l->own->sleeping, 0, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+void srt_local_get_stats(const struct srt_local *l, struct srt_local_stats *s)
+{
+	if (l)
+		*s = l->stats;
+	else
+		memset(s, 0, sizeof(*s));
+}

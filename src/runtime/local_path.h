@@ -1,0 +1,81 @@
+/*
+ * local_path.h — the host-local path: when the peer of a packet is a
+ * softrnic device on this host, the packet goes through a ring in shared
+ * memory instead of the kernel's UDP stack.  The transport never knows:
+ * the packets are the same RoCEv2 packets, ICRC included, handed to the
+ * same receive path (faults, ICRC check, rnic) as a datagram would be.
+ *
+ * Discovery needs no setting: each device publishes one inbound ring,
+ * /dev/shm/softrnic-local-<uid>-<netns>-<addr hex>-<slot> (netns: the
+ * inode of its network namespace, as an address means something only
+ * within one; slot: its share slot on a shared host address,
+ * host_share.h, else 0), and a sender looks for the ring of a packet's
+ * destination address and QPN slot in its own namespace.  No ring: UDP,
+ * as before.  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP turns it
+ * off too (the capture records what the UDP socket carries).
+ *
+ * Wake-ups: a receiver whose progress thread is about to sleep says so in
+ * its ring; a sender that finds that flag set sends it one small UDP
+ * datagram (a doorbell, SRT_LOCAL_DOORBELL_LEN bytes, which the receive
+ * path recognises and drops), so event-driven programs stay near zero
+ * CPU.  A busy-polling receiver drains the ring with no system call.
+ *
+ * Protection: the ring is the user's own file (mode 0600), like the
+ * sockets a peer could send to anyway; what comes through it passes the
+ * same checks as a datagram (ICRC, QP, PSN, rkey and bounds in the rnic),
+ * so a peer reaches only memory its rkeys allow.
+ */
+#ifndef SOFTRNIC_RUNTIME_LOCAL_PATH_H
+#define SOFTRNIC_RUNTIME_LOCAL_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <netinet/in.h>
+
+#include "wire/wire.h"
+
+struct srt_local;
+struct srt_rx_batch;
+
+/* The doorbell datagram: a pseudo-BTH (so that a shared address's
+ * steering delivers it by QPN) with this opcode and magic. */
+#define SRT_LOCAL_DOORBELL_LEN 12u
+#define SRT_LOCAL_DOORBELL_OPCODE 0xffu
+#define SRT_LOCAL_DOORBELL_MAGIC 0x53524442u    /* "SRDB" */
+bool srt_local_is_doorbell(const uint8_t *data, size_t len);
+
+struct srt_local_stats {
+	uint64_t tx_packets, rx_packets;  /* carried by rings              */
+	uint64_t tx_ring_full;            /* dropped: the peer's ring full  */
+	uint64_t doorbells_sent;
+};
+
+/* Publishes our ring (addr, slot); NULL when the path is off
+ * (SOFTRNIC_LOCAL=0) or the ring cannot be made (then UDP only). */
+struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, int udp_fd);
+void srt_local_close(struct srt_local *l);
+
+/* Sender: whether the packet for dst with this BTH (its destination QPN)
+ * goes through a local ring.  Cheap: a cache of the destinations seen,
+ * each looked at again every 200 ms. */
+bool srt_local_reaches(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
+/* Sender: the packet for dst (its destination QPN in the BTH) as pieces,
+ * ICRC included.  Returns true if a local ring took it (or dropped it
+ * as full: a full NIC queue), false if the destination is not local. */
+bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uint8_t tos, uint8_t ttl,
+		    const struct wire_piece *pc, unsigned npc, uint32_t len);
+/* After a batch: ring the doorbells of sleeping receivers. */
+void srt_local_flush(struct srt_local *l);
+
+/* Receiver: appends what waits in our ring to the batch (up to its
+ * room); returns the number of packets. */
+int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b);
+/* The progress thread is about to sleep (true) or woke (false).  On
+ * sleeping, returns false if packets are already waiting (do not sleep). */
+bool srt_local_sleep(struct srt_local *l, bool sleeping);
+
+void srt_local_get_stats(const struct srt_local *l, struct srt_local_stats *s);
+
+#endif

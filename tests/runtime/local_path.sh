@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# local_path.sh — the host-local path (runtime/local_path.h) with
+# unmodified programs:
+#   1. ib_write_bw and ib_send_lat between two processes: the data goes
+#      through the rings (local_tx_packets / local_rx_packets carry it;
+#      the socket only the setup), and with SOFTRNIC_LOCAL=0 through UDP
+#      (no ring traffic at all);
+#   2. ibv_rc_pingpong -e, which sleeps in ibv_get_cq_event: the
+#      receiver's doorbell wakes it (local_doorbells > 0), and it finishes;
+#   3. SOFTRNIC_FAULTS on the local path: loss and reordering are applied
+#      to ring packets too and RC recovers (retransmits > 0);
+#   4. a server SIGKILLed in the middle of ib_write_bw: the client notices
+#      within 2 s (its QP's retries run out; test_peer_death checks the
+#      completions one by one) and exits with an error, and the dead
+#      server's ring is removed by the next device to open;
+#   5. SOFTRNIC_PCAP turns the path off (the capture sees every packet).
+#   local_path.sh LIB_DIR PORT
+set -uo pipefail
+LIB=$1
+PORT=$2
+export LD_LIBRARY_PATH=$LIB
+# This test picks the path itself (CI also runs the suite with
+# SOFTRNIC_LOCAL=0 in the environment).
+unset SOFTRNIC_LOCAL
+for p in ib_write_bw ib_send_lat ibv_rc_pingpong; do
+	command -v $p >/dev/null || { echo "local_path: $p not installed; skipped"; exit 77; }
+done
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "local_path: FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -4 "$f"; done >&2; exit 1; }
+wait_listen() {
+	local i
+	for i in $(seq 100); do [ -n "$(ss -Hltn "sport = :$1")" ] && return 0; sleep 0.05; done
+	return 1
+}
+# counter NAME LOG: the value SOFTRNIC_STATS_AT_EXIT printed (0 if absent)
+counter() { grep -o " $1=[0-9]*" "$2" | head -1 | cut -d= -f2 | grep . || echo 0; }
+
+# pair NAME ENV PROGRAM ARGS...: server and client with ENV, stats at exit
+pair() {
+	local name=$1 envs=$2
+	shift 2
+	env $envs SOFTRNIC_STATS_AT_EXIT=1 timeout 60 "$@" -p "$PORT" > "$dir/$name-s.log" 2>&1 &
+	local s=$!
+	pids+=($s)
+	wait_listen "$PORT" || fail "$name: no server"
+	env $envs SOFTRNIC_STATS_AT_EXIT=1 timeout 60 "$@" -p "$PORT" 127.0.0.1 > "$dir/$name-c.log" 2>&1 ||
+		fail "$name: client exited $?"
+	wait "$s" || fail "$name: server exited $?"
+	PORT=$((PORT + 1))
+}
+
+# 1. The data through the rings, and not with SOFTRNIC_LOCAL=0.
+pair bw "X=1" ib_write_bw -n 2000
+tx=$(counter local_tx_packets "$dir/bw-c.log"); rx=$(counter local_rx_packets "$dir/bw-s.log")
+all=$(counter rx_packets "$dir/bw-s.log")
+[ "$tx" -ge 32000 ] || fail "ib_write_bw: $tx packets through the client's ring sends, not >= 2000 x 16"
+[ "$rx" -eq "$all" ] || fail "ib_write_bw: the server received $all packets, $rx of them from its ring"
+echo "local_path: ib_write_bw: $tx packets into rings, all $rx the server received came through its ring ($(awk '/^ *65536 /{print $4}' "$dir/bw-c.log") MB/s)"
+pair bw-udp "SOFTRNIC_LOCAL=0" ib_write_bw -n 2000
+[ "$(counter local_rx_packets "$dir/bw-udp-s.log")" -eq 0 ] && [ "$(counter local_tx_packets "$dir/bw-udp-c.log")" -eq 0 ] ||
+	fail "SOFTRNIC_LOCAL=0 still used the rings"
+pair lat "X=1" ib_send_lat -n 5000
+echo "local_path: ib_send_lat over the rings: $(awk '/^ *2 /{print $5}' "$dir/lat-c.log") us (t_typical)"
+
+# 2. Event mode: the sleeping side is woken by doorbells.
+pair events "X=1" ibv_rc_pingpong -e -g 0 -n 200
+grep -q "200 iters" "$dir/events-c.log" || fail "ibv_rc_pingpong -e did not finish its 200 iterations"
+bells=$(( $(counter local_doorbells "$dir/events-c.log") + $(counter local_doorbells "$dir/events-s.log") ))
+[ "$bells" -gt 0 ] || fail "ibv_rc_pingpong -e: no doorbell rung"
+echo "local_path: ibv_rc_pingpong -e: 200 iterations, $bells doorbells"
+
+# 3. Faults apply to ring packets, and RC recovers.
+pair faults "SOFTRNIC_FAULTS=loss=0.01,reorder=0.01,seed=3" ib_write_bw -n 500
+[ "$(counter faults_loss "$dir/faults-s.log")" -gt 0 ] || fail "no loss injected on the local path"
+[ "$(counter retransmits "$dir/faults-c.log")" -gt 0 ] || fail "no retransmission after loss on the local path"
+echo "local_path: under loss and reordering: $(counter faults_loss "$dir/faults-s.log") lost, $(counter retransmits "$dir/faults-c.log") retransmitted, completed"
+
+# 4. A peer killed mid-traffic.
+timeout 60 ib_write_bw -D 5 -p "$PORT" > "$dir/kill-s.log" 2>&1 &
+ts=$!
+pids+=($ts)
+wait_listen "$PORT" || fail "kill: no server"
+timeout 60 ib_write_bw -D 5 -p "$PORT" 127.0.0.1 > "$dir/kill-c.log" 2>&1 &
+tc=$!
+pids+=($tc)
+sleep 1.5
+victim=$(pgrep -P "$ts" ib_write_bw) || fail "kill: no server process"
+ring=$(ls /dev/shm | grep "^softrnic-local-$(id -u)-" | while read -r f; do
+	[ "$(od -An -tu4 -j8 -N4 "/dev/shm/$f" | tr -d ' ')" = "$victim" ] && echo "$f"; done)
+[ -n "$ring" ] || fail "kill: the server has no ring"
+kill -KILL "$victim"
+killed_at=$SECONDS
+wait "$tc"
+[ $? -ne 0 ] || fail "kill: the client of a killed server reported success"
+# Its QP failed (retries exhausted) well before the 5 s run would end;
+# test_peer_death checks each completion of such a death.
+[ $((SECONDS - killed_at)) -le 2 ] || fail "kill: the client took $((SECONDS - killed_at)) s to notice"
+[ -e "/dev/shm/$ring" ] || fail "kill: the dead server's ring vanished by itself?"
+ibv_devinfo > /dev/null
+[ ! -e "/dev/shm/$ring" ] || fail "kill: the dead server's ring $ring was not removed by the next device"
+pids=()
+echo "local_path: a server killed mid-run: the client failed within $((SECONDS - killed_at)) s; the dead ring was removed"
+PORT=$((PORT + 1))
+
+# 5. A capture keeps everything on the socket.
+pair pcap "SOFTRNIC_PCAP=$dir/cap-%p.pcap" ib_write_bw -n 200
+[ "$(counter local_tx_packets "$dir/pcap-c.log")" -eq 0 ] || fail "SOFTRNIC_PCAP: the rings were used"
+echo "local_path: all checks passed"

@@ -1,0 +1,141 @@
+/*
+ * test_peer_death.c — a peer SIGKILLed in the middle of traffic.  Two
+ * processes connect an RC QP; the survivor streams RDMA WRITEs, 32 in
+ * flight, and after the 300th completion kills the other.  Then every
+ * WQE still posted must complete: the one in progress with "transport
+ * retry counter exceeded" (IBTA 9.7.5.1.3, retries exhausted), the rest
+ * flushed (IBV_WC_WR_FLUSH_ERR) — no completion lost, none twice — the QP
+ * must be in ERR, and the QP, the endpoint and the device must close
+ * cleanly.  Run over whichever path the environment picks: the host-local
+ * rings (default) and UDP (SOFTRNIC_LOCAL=0) are separate CTest entries.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt_util.h"
+
+#define BUF_LEN (1u << 20)
+#define MSG 16384u
+#define DEPTH 32u
+#define KILL_AFTER 300u
+#define TOTAL 2000u
+
+static int victim(int fd)
+{
+	struct srt_device *dev = srt_open();
+	struct rt_endpoint ep;
+	struct rt_qp_info mine, peer;
+
+	CHECK(dev != NULL, "victim: srt_open");
+	rt_endpoint_init(&ep, dev, BUF_LEN);
+	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, 0x100, &mine, &peer);
+	CHECK(rt_qp_connect(&ep, qp, 0x100, &peer, srt_active_mtu(dev)) == 0, "victim: connect");
+	rt_barrier(fd);
+	for (;;)
+		pause();        /* the progress thread answers until SIGKILL */
+}
+
+int main(void)
+{
+	int sv[2];
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+	fflush(stderr);
+	pid_t child = fork();
+	CHECK(child >= 0, "fork");
+	if (child == 0) {
+		close(sv[0]);
+		_exit(victim(sv[1]));
+	}
+	close(sv[1]);
+
+	struct srt_device *dev = srt_open();
+	struct rt_endpoint ep;
+	struct rt_qp_info mine, peer;
+
+	CHECK(dev != NULL, "survivor: srt_open");
+	rt_endpoint_init(&ep, dev, BUF_LEN);
+	struct rnic_qp *qp = rt_qp_exchange(&ep, sv[0], 0x200, &mine, &peer);
+	/* ACK timeout 4.096 us * 2^10 = 4 ms, 7 retries: retry exceeded
+	 * some tens of milliseconds after the peer dies. */
+	CHECK(rt_qp_connect_timeout(&ep, qp, 0x200, &peer, srt_active_mtu(dev), 10) == 0, "survivor: connect");
+	rt_barrier(sv[0]);
+
+	unsigned posted = 0, ok = 0, retry_exc = 0, flushed = 0, other = 0;
+	bool killed = false;
+	uint8_t seen[TOTAL] = { 0 };
+
+	while (ok + retry_exc + flushed + other < TOTAL) {
+		while (posted < TOTAL && posted - (ok + retry_exc + flushed + other) < DEPTH) {
+			int e = rt_post_send(&ep, qp, IBV_WR_RDMA_WRITE, (posted % 32) * MSG, MSG,
+					     peer.addr + (posted % 32) * MSG, peer.rkey, posted);
+			if (e)          /* a QP in ERR may refuse new work: count what was posted */
+				break;
+			posted++;
+		}
+		struct ibv_wc wc;
+		CHECK(rt_wait_wc(&ep, &wc, 5000), "survivor: no completion for 5 s (posted %u, completed %u)", posted,
+		      ok + retry_exc + flushed + other);
+		CHECK(wc.wr_id < TOTAL && !seen[wc.wr_id], "survivor: completion for wr_id %llu twice or unknown",
+		      (unsigned long long)wc.wr_id);
+		if (wc.wr_id < TOTAL)
+			seen[wc.wr_id] = 1;
+		if (wc.status == IBV_WC_SUCCESS)
+			ok++;
+		else if (wc.status == IBV_WC_RETRY_EXC_ERR)
+			retry_exc++;
+		else if (wc.status == IBV_WC_WR_FLUSH_ERR)
+			flushed++;
+		else {
+			fprintf(stderr, "survivor: unexpected status %s\n", rt_wc_status(wc.status));
+			other++;
+		}
+		if (!killed && ok == KILL_AFTER) {
+			CHECK(kill(child, SIGKILL) == 0, "kill");
+			int st;
+			CHECK(waitpid(child, &st, 0) == child && WIFSIGNALED(st), "the victim did not die of SIGKILL");
+			killed = true;
+		}
+		if (posted < TOTAL && retry_exc + flushed > 0 && posted == ok + retry_exc + flushed + other)
+			break;  /* everything posted has completed; nothing more may be posted */
+	}
+	fprintf(stderr, "survivor: posted %u: %u ok, %u retry exceeded, %u flushed, %u other\n", posted, ok, retry_exc,
+		flushed, other);
+	CHECK(killed, "the victim was never killed");
+	CHECK(ok >= KILL_AFTER, "fewer successes than before the kill");
+	CHECK(retry_exc == 1, "%u retry-exceeded completions, want exactly 1", retry_exc);
+	CHECK(other == 0, "%u completions with another status", other);
+	CHECK(ok + retry_exc + flushed == posted, "posted %u, completed %u", posted, ok + retry_exc + flushed);
+	/* Nothing more comes: every WQE has completed exactly once. */
+	struct ibv_wc extra;
+	CHECK(!rt_wait_wc(&ep, &extra, 100), "a completion after all were accounted for");
+
+	/* The path the environment asked for carried the traffic. */
+	struct srt_stats_file st;
+	const char *local = getenv("SOFTRNIC_LOCAL");
+	rt_read_stats(&st, 0);
+	rt_read_stats(&st, st.updated_ns);
+	if (local && !strcmp(local, "0"))
+		CHECK(st.runtime.local_tx_packets == 0, "SOFTRNIC_LOCAL=0, yet %llu packets went into rings",
+		      (unsigned long long)st.runtime.local_tx_packets);
+	else
+		CHECK(st.runtime.local_tx_packets >= ok, "only %llu packets went into the local ring",
+		      (unsigned long long)st.runtime.local_tx_packets);
+
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	srt_lock(dev);
+	CHECK(rnic_qp_query(qp, &attr, &init) == 0 && attr.qp_state == IBV_QPS_ERR,
+	      "the survivor's QP is not in ERR");
+	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	srt_unlock(dev);
+	rt_endpoint_fini(&ep);
+	srt_close(dev);
+	close(sv[0]);
+	fprintf(stderr, "survivor: ok\n");
+	return 0;
+}
