@@ -215,8 +215,12 @@ fail:
 	return NULL;
 }
 
-static void forget_peer(struct peer *p)
+static void send_doorbell(struct srt_local *l, struct peer *p);
+
+/* Drops a cached destination (its doorbell, if due, rung first). */
+static void forget_peer(struct srt_local *l, struct peer *p)
 {
+	send_doorbell(l, p);
 	if (p->r)
 		munmap(p->r, RING_BYTES);
 	memset(p, 0, sizeof(*p));
@@ -229,7 +233,7 @@ void srt_local_close(struct srt_local *l)
 	if (!l)
 		return;
 	for (unsigned i = 0; i < PEER_CACHE; i++)
-		forget_peer(&l->peers[i]);
+		forget_peer(l, &l->peers[i]);
 	/* Only our own file: a successor may have replaced it already. */
 	if (!stat(l->path, &st) && st.st_ino == l->ino)
 		unlink(l->path);
@@ -326,13 +330,13 @@ static struct peer *find_peer(struct srt_local *l, struct in_addr ip, unsigned s
 			p->checked_ns = now;
 			return p;
 		}
-		forget_peer(p);
+		forget_peer(l, p);
 		look_up(p, ip, slot);
 		p->checked_ns = now;
 		return p;
 	}
 	p = &l->peers[l->next_victim++ % PEER_CACHE];
-	forget_peer(p);
+	forget_peer(l, p);
 	look_up(p, ip, slot);
 	p->checked_ns = now;
 	return p;
@@ -412,25 +416,28 @@ bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uin
 	return true;
 }
 
+/* Ring p's doorbell now if one is due. */
+static void send_doorbell(struct srt_local *l, struct peer *p)
+{
+	uint8_t d[SRT_LOCAL_DOORBELL_LEN] = { SRT_LOCAL_DOORBELL_OPCODE, 0, 0, 0, 0,
+					       (uint8_t)(p->doorbell_qpn >> 16), (uint8_t)(p->doorbell_qpn >> 8),
+					       (uint8_t)p->doorbell_qpn, 0x53, 0x52, 0x44, 0x42 };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = p->ip };
+
+	if (!p->ring_doorbell)
+		return;
+	p->ring_doorbell = false;
+	if (sendto(l->udp_fd, d, sizeof(d), MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to)) == sizeof(d))
+		l->stats.doorbells_sent++;
+}
+
 void srt_local_flush(struct srt_local *l)
 {
 	if (!l || !l->doorbells_due)
 		return;
 	l->doorbells_due = false;
-	for (unsigned i = 0; i < PEER_CACHE; i++) {
-		struct peer *p = &l->peers[i];
-		uint8_t d[SRT_LOCAL_DOORBELL_LEN] = { SRT_LOCAL_DOORBELL_OPCODE, 0, 0, 0, 0,
-						       (uint8_t)(p->doorbell_qpn >> 16), (uint8_t)(p->doorbell_qpn >> 8),
-						       (uint8_t)p->doorbell_qpn, 0x53, 0x52, 0x44, 0x42 };
-		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
-					  .sin_addr = p->ip };
-
-		if (!p->ring_doorbell)
-			continue;
-		p->ring_doorbell = false;
-		if (sendto(l->udp_fd, d, sizeof(d), MSG_DONTWAIT, (struct sockaddr *)&to, sizeof(to)) == sizeof(d))
-			l->stats.doorbells_sent++;
-	}
+	for (unsigned i = 0; i < PEER_CACHE; i++)
+		send_doorbell(l, &l->peers[i]);
 }
 
 int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
