@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh — a live RDMA demo over softrnic, on one machine, no root, no
 # kernel module: unmodified rdma-core programs load softrnic's
-# libibverbs.so.1 through LD_LIBRARY_PATH and talk RoCEv2 over UDP 4791 on
-# loopback.
+# libibverbs.so.1 through LD_LIBRARY_PATH and talk RoCEv2: through the
+# host-local shared-memory rings between processes of one host, over UDP
+# 4791 on loopback for the capture at the end.
 #   scripts/demo.sh [BUILD_DIR]
 # Steps: decode a kernel Soft-RoCE capture with `softrnic decode`; list the
 # device (ibv_devices, ibv_devinfo); ibv_rc_pingpong between two processes;
@@ -98,4 +99,4 @@ else
   echo "(needs root and tshark to capture on lo; skipped)"
 fi
 
-say "done: every exchange above ran over RoCEv2/UDP on loopback, through softrnic"
+say "done: every exchange above ran through softrnic as RoCEv2 packets: between processes of this host through its shared-memory rings (the capture: over UDP on loopback; SOFTRNIC_LOCAL=0 for all)"
