@@ -31,6 +31,7 @@
 #include "runtime/runtime.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -1093,36 +1094,60 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
  * (hand-off timeouts among them), send system calls (GSO sends among
  * them), and the per-source-port sockets open and source ports that fell
  * back to 4791 (udp_port.c). */
+/* One line appended to a buffer (print_stats_at_exit). */
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+/* Each line leaves in one write(2): two processes of a test often share
+ * one log file, and their lines must not interleave mid-line. */
 static void print_stats_at_exit(struct srt_device *dev)
 {
 	const char *want = getenv("SOFTRNIC_STATS_AT_EXIT");
 	const struct srt_stats_file *f = dev->stats.map;
+	char line[4096];
+	size_t len = 0;
 
 	if (!want || !*want || !strcmp(want, "0") || !f)
 		return;
-	fprintf(stderr, "softrnic: %s (pid %d) counters:", f->name, (int)getpid());
+	append(line, sizeof(line), &len, "softrnic: %s (pid %d) counters:", f->name, (int)getpid());
 #define PRINT_NONZERO(name)                                                        \
 	if (f->counters.name)                                                     \
-		fprintf(stderr, " %s=%llu", #name, (unsigned long long)f->counters.name);
+		append(line, sizeof(line), &len, " %s=%llu", #name, (unsigned long long)f->counters.name);
 	RNIC_COUNTER_LIST(PRINT_NONZERO)
 #undef PRINT_NONZERO
 #define PRINT_NONZERO_RT(name)                                                     \
 	if (f->runtime.name)                                                      \
-		fprintf(stderr, " %s=%llu", #name, (unsigned long long)f->runtime.name);
+		append(line, sizeof(line), &len, " %s=%llu", #name, (unsigned long long)f->runtime.name);
 	SRT_RUNTIME_COUNTER_LIST(PRINT_NONZERO_RT)
 #undef PRINT_NONZERO_RT
-	fprintf(stderr, "\n");
+	append(line, sizeof(line), &len, "\n");
+	(void)!write(STDERR_FILENO, line, len);
 	struct srt_progress_stats ps;
 	srt_progress_stats(dev, &ps);
-	fprintf(stderr, "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
-		"thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
-		"acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
-		(unsigned long long)ps.rx_by_app, (unsigned long long)ps.rx_by_thread,
-		(unsigned long long)ps.handoff_timeouts, (unsigned long long)ps.thread_wakeups,
-		(unsigned long long)ps.takeover_wakes, (unsigned long long)ps.udp_sends,
-		(unsigned long long)ps.gso_sends, (unsigned long long)ps.acks_rode,
-		(unsigned long long)ps.acks_alone, (unsigned long long)dev->udp.tx_errors,
-		dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);
+	len = 0;
+	append(line, sizeof(line), &len,
+	       "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
+	       "thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
+	       "acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
+	       (unsigned long long)ps.rx_by_app, (unsigned long long)ps.rx_by_thread,
+	       (unsigned long long)ps.handoff_timeouts, (unsigned long long)ps.thread_wakeups,
+	       (unsigned long long)ps.takeover_wakes, (unsigned long long)ps.udp_sends,
+	       (unsigned long long)ps.gso_sends, (unsigned long long)ps.acks_rode,
+	       (unsigned long long)ps.acks_alone, (unsigned long long)dev->udp.tx_errors,
+	       dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);
+	(void)!write(STDERR_FILENO, line, len);
 }
 
 static void destroy_device(struct srt_device *dev)
