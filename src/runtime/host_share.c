@@ -81,7 +81,7 @@ static int spawn_hostd(struct in_addr addr, char *err, size_t errlen)
 	return 0;
 }
 
-static bool peer_is_us(int fd)
+bool srt_share_peer_is_us(int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -159,7 +159,7 @@ int srt_host_share_join(struct srt_host_share *hs, struct in_addr addr, int *udp
 			sleep_ms(5);
 			continue;
 		}
-		if (!peer_is_us(conn)) {
+		if (!srt_share_peer_is_us(conn)) {
 			close(conn);
 			snprintf(err, errlen, "the rendezvous of %s is held by another user's process", inet_ntoa(addr));
 			return EACCES;

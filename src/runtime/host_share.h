@@ -38,6 +38,9 @@ struct srt_share_msg {
 
 /* The helper's abstract socket name for addr; returns the address length. */
 socklen_t srt_share_rendezvous(struct in_addr addr, struct sockaddr_un *sun);
+/* Whether the process at the other end of Unix socket fd runs as our
+ * user (SO_PEERCRED): both ends check before they trust a message. */
+bool srt_share_peer_is_us(int fd);
 
 struct srt_host_share {
 	int conn;               /* to the helper; -1: not shared */

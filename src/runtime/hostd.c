@@ -234,14 +234,6 @@ static void member_gone(struct hostd *h, int conn)
 	close(conn);
 }
 
-static bool same_user(int conn)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-
-	return !getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == getuid();
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec t;
@@ -283,7 +275,7 @@ static void serve(struct hostd *h)
 		if (pfd[0].revents & POLLIN) {
 			int c = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
-			if (c >= 0 && (!same_user(c) || n_pending == SRT_SHARE_SLOTS))
+			if (c >= 0 && (!srt_share_peer_is_us(c) || n_pending == SRT_SHARE_SLOTS))
 				close(c);
 			else if (c >= 0)
 				pending[n_pending++] = c;

@@ -71,7 +71,7 @@ struct ring {
 #define RING_BYTES (sizeof(struct ring) + (size_t)RING_SLOTS * RING_SLOT_BYTES)
 
 /* A destination we looked for: its ring, or none (negative entry). */
-struct peer {
+struct srt_local_peer {
 	bool used;
 	struct in_addr ip;
 	unsigned slot;                  /* the QPN slot we looked up (the key) */
@@ -90,7 +90,7 @@ struct srt_local {
 	ino_t ino;
 	struct in_addr addr;
 	int udp_fd;                     /* doorbells leave from it */
-	struct peer peers[PEER_CACHE];
+	struct srt_local_peer peers[PEER_CACHE];
 	unsigned next_victim;
 	bool doorbells_due;
 	struct srt_local_stats stats;
@@ -215,10 +215,10 @@ fail:
 	return NULL;
 }
 
-static void send_doorbell(struct srt_local *l, struct peer *p);
+static void send_doorbell(struct srt_local *l, struct srt_local_peer *p);
 
 /* Drops a cached destination (its doorbell, if due, rung first). */
-static void forget_peer(struct srt_local *l, struct peer *p)
+static void forget_peer(struct srt_local *l, struct srt_local_peer *p)
 {
 	send_doorbell(l, p);
 	if (p->r)
@@ -270,7 +270,7 @@ static struct ring *map_ring(const char *path, ino_t *ino)
 }
 
 /* Still the ring published at path, by a live owner? */
-static bool still_valid(const struct peer *p)
+static bool still_valid(const struct srt_local_peer *p)
 {
 	char path[96];
 	struct stat st;
@@ -281,7 +281,7 @@ static bool still_valid(const struct peer *p)
 
 /* Looks up the ring of (ip, QPN slot): on a shared address the slot's own
  * ring, else the address's only one (slot 0, not shared). */
-static void look_up(struct peer *p, struct in_addr ip, unsigned slot)
+static void look_up(struct srt_local_peer *p, struct in_addr ip, unsigned slot)
 {
 	char path[96];
 	struct ring *r;
@@ -315,9 +315,9 @@ static void look_up(struct peer *p, struct in_addr ip, unsigned slot)
 	}
 }
 
-static struct peer *find_peer(struct srt_local *l, struct in_addr ip, unsigned slot, uint64_t now)
+static struct srt_local_peer *find_peer(struct srt_local *l, struct in_addr ip, unsigned slot, uint64_t now)
 {
-	struct peer *p;
+	struct srt_local_peer *p;
 
 	for (unsigned i = 0; i < PEER_CACHE; i++) {
 		p = &l->peers[i];
@@ -353,43 +353,37 @@ static uint32_t dest_qpn(const uint8_t *bth)
 	return (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
 }
 
-bool srt_local_reaches(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
 {
 	uint32_t dqpn = dest_qpn(bth);
+	struct srt_local_peer *p;
 
 	/* QP1's MADs keep to UDP: a shared address steers them by Service
 	 * ID and comm ID (share_steer.h), which a ring name cannot. */
-	return l && dqpn != WIRE_GSI_QPN && find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns())->r;
+	if (!l || dqpn == WIRE_GSI_QPN)
+		return NULL;
+	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns());
+	if (p->r)
+		p->doorbell_qpn = dqpn;
+	return p->r ? p : NULL;
 }
 
-bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uint8_t tos, uint8_t ttl,
+void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len)
 {
-	const uint8_t *bth = pc[0].p;
-	uint32_t dqpn;
-	struct peer *p;
-	struct ring *r;
+	struct ring *r = p->r;
 	uint64_t head;
 
-	if (!l || pc[0].len < WIRE_BTH_LEN)
-		return false;
-	dqpn = dest_qpn(bth);
-	if (dqpn == WIRE_GSI_QPN)
-		return false;
-	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns());
-	if (!p->r)
-		return false;
-	r = p->r;
 	if (len > ENTRY_DATA) {
 		l->stats.tx_ring_full++;
-		return true;
+		return;
 	}
 	lock_ring(r);
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (head - atomic_load_explicit(&r->tail, memory_order_acquire) >= RING_SLOTS) {
 		pthread_mutex_unlock(&r->lock);
 		l->stats.tx_ring_full++;
-		return true;
+		return;
 	}
 	struct ring_entry *e = (struct ring_entry *)(r->entries + (head % RING_SLOTS) * RING_SLOT_BYTES);
 	uint32_t off = 0;
@@ -410,18 +404,18 @@ bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uin
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&r->sleeping, memory_order_relaxed)) {
 		p->ring_doorbell = true;
-		p->doorbell_qpn = dqpn;
 		l->doorbells_due = true;
 	}
-	return true;
 }
 
 /* Ring p's doorbell now if one is due. */
-static void send_doorbell(struct srt_local *l, struct peer *p)
+static void send_doorbell(struct srt_local *l, struct srt_local_peer *p)
 {
 	uint8_t d[SRT_LOCAL_DOORBELL_LEN] = { SRT_LOCAL_DOORBELL_OPCODE, 0, 0, 0, 0,
 					       (uint8_t)(p->doorbell_qpn >> 16), (uint8_t)(p->doorbell_qpn >> 8),
-					       (uint8_t)p->doorbell_qpn, 0x53, 0x52, 0x44, 0x42 };
+					       (uint8_t)p->doorbell_qpn, (uint8_t)(SRT_LOCAL_DOORBELL_MAGIC >> 24),
+					       (uint8_t)(SRT_LOCAL_DOORBELL_MAGIC >> 16), (uint8_t)(SRT_LOCAL_DOORBELL_MAGIC >> 8),
+					       (uint8_t)SRT_LOCAL_DOORBELL_MAGIC };
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = p->ip };
 
 	if (!p->ring_doorbell)

@@ -57,14 +57,15 @@ struct srt_local_stats {
 struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, int udp_fd);
 void srt_local_close(struct srt_local *l);
 
-/* Sender: whether the packet for dst with this BTH (its destination QPN)
- * goes through a local ring.  Cheap: a cache of the destinations seen,
- * each looked at again every 200 ms. */
-bool srt_local_reaches(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
-/* Sender: the packet for dst (its destination QPN in the BTH) as pieces,
- * ICRC included.  Returns true if a local ring took it (or dropped it
- * as full: a full NIC queue), false if the destination is not local. */
-bool srt_local_send(struct srt_local *l, struct in_addr dst, uint16_t sport, uint8_t tos, uint8_t ttl,
+/* Sender: the local destination of the packet for dst with this BTH
+ * (its destination QPN), or NULL if it goes over UDP.  Cheap: a cache of
+ * the destinations seen, each looked at again every 200 ms.  Valid until
+ * the next call. */
+struct srt_local_peer;
+struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
+/* Sender: the packet, as pieces with its ICRC, into that destination's
+ * ring; a full ring drops it (a full NIC queue: RC retransmits). */
+void srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len);
 /* After a batch: ring the doorbells of sleeping receivers. */
 void srt_local_flush(struct srt_local *l);

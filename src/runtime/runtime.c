@@ -1273,10 +1273,8 @@ static struct srt_device *create_device(void)
 	 * packet on the socket or SOFTRNIC_LOCAL=0. */
 	if (!dev->udp.capture) {
 		unsigned slot = 0;
-		bool shared = dev->udp.share.conn >= 0;
+		bool shared = srt_share_slot(dev, &slot);
 
-		if (shared)
-			slot = dev->udp.share.slot;
 		dev->udp.local = srt_local_open(dev->udp.addr, slot, shared, dev->udp.fd);
 	}
 
@@ -1305,8 +1303,9 @@ static struct srt_device *create_device(void)
 	/* Non-deterministic on purpose: QPNs and keys differ between runs. */
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	/* On a shared address, our slot's QPNs only (share_steer.h). */
-	if (dev->udp.share.conn >= 0) {
-		cfg.qpn_base = dev->udp.share.slot << SRT_SHARE_QPN_SHIFT;
+	unsigned slot;
+	if (srt_share_slot(dev, &slot)) {
+		cfg.qpn_base = slot << SRT_SHARE_QPN_SHIFT;
 		cfg.qpn_span = 1u << SRT_SHARE_QPN_SHIFT;
 	}
 	struct rnic_io io = {

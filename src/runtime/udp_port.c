@@ -496,7 +496,6 @@ static int share_or_bind(struct srt_udp *u, struct in_addr addr, const char *tex
 	const char *env = getenv("SOFTRNIC_SHARE");
 	int e;
 
-	u->share.conn = -1;
 	if (!(env && !strcmp(env, "0"))) {
 		int fd;
 
@@ -834,28 +833,36 @@ static unsigned slot_pieces(struct srt_tx_queue *q, const struct srt_tx_slot *s,
  * really has: segment k leaves with IPv4 ID k (the kernel numbers the
  * datagrams it cuts from one GSO send from the ID of the send, which is 0
  * for a DF datagram on an unconnected socket; see the top of this file). */
-static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned n)
+/* The ICRC of slot s for the IPv4 header the kernel builds from our
+ * address, the slot's TOS, TTL and destination, and IPv4 ID ip_id. */
+static void store_icrc(const struct srt_udp *u, const struct srt_tx_slot *s, const struct wire_piece *pc,
+		       unsigned npc, uint8_t *icrc, uint16_t ip_id)
 {
 	struct wire_ip ip;
 
 	memset(&ip, 0, sizeof(ip));
 	ip.version = 4;
 	ip.df = true;
+	ip.id = ip_id;
+	ip.ttl = s->ttl;
+	ip.dscp = s->tos >> 2;
+	ip.ecn = s->tos & 3;
 	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
+	srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
+	/* By reference, the CRC reads the payload where it lies
+	 * (libdeflate's CRC continues piece by piece). */
+	wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
+}
+
+static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned n)
+{
 	for (unsigned k = 0; k < n; k++) {
 		struct srt_tx_slot *s = &q->slot[order[k]];
 		struct wire_piece pc[3];
 		uint8_t *icrc;
 		unsigned npc = slot_pieces(q, s, pc, &icrc);
 
-		ip.id = n > 1 ? (uint16_t)k : 0;
-		ip.ttl = s->ttl;
-		ip.dscp = s->tos >> 2;
-		ip.ecn = s->tos & 3;
-		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
-		/* By reference, the CRC reads the payload where it lies
-		 * (libdeflate's CRC continues piece by piece). */
-		wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
+		store_icrc(u, s, pc, npc, icrc, n > 1 ? (uint16_t)k : 0);
 	}
 }
 
@@ -1028,30 +1035,22 @@ static unsigned push_slot(struct srt_tx_queue *q, const struct srt_tx_slot *s, s
  * rest keeps its order for the sockets. */
 static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 {
-	struct wire_ip ip;
 	unsigned kept = 0;
 
-	memset(&ip, 0, sizeof(ip));
-	ip.version = 4;
-	ip.df = true;
-	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
 	for (unsigned i = 0; i < q->n; i++) {
 		struct srt_tx_slot *s = &q->slot[i];
 		struct wire_piece pc[4];
 		uint8_t *icrc;
 		unsigned npc = slot_pieces(q, s, pc, &icrc);
+		struct srt_local_peer *peer = srt_local_route(u->local, s->dst, pc[0].p);
 
-		if (!srt_local_reaches(u->local, s->dst, pc[0].p)) {
+		if (!peer) {
 			q->slot[kept++] = *s;
 			continue;
 		}
-		ip.ttl = s->ttl;
-		ip.dscp = s->tos >> 2;
-		ip.ecn = s->tos & 3;
-		srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
-		wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
+		store_icrc(u, s, pc, npc, icrc, 0);
 		pc[npc++] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };  /* the pieces stop before it */
-		srt_local_send(u->local, s->dst, s->sport, s->tos, s->ttl, pc, npc, s->len);
+		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len);
 	}
 	q->n = kept;
 }

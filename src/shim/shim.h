@@ -41,9 +41,10 @@ bool shim_covers(const char *path);
 const char *shim_rewrite(const char *path, char *buf, size_t cap);
 
 /* If `path` (as the program wrote it) names an attribute whose content
- * depends on the process's device, returns a read-only file descriptor
- * with that content (a memfd), else -1.  *handled is set when the path is
- * such an attribute, even if the answer failed (errno set). */
+ * depends on the process's device, and the device answers, sets *handled
+ * and returns a file descriptor with that content (a memfd; -1 with errno
+ * if it cannot be made).  Otherwise *handled is false and the tree's
+ * placeholder file is to be opened as usual. */
 int shim_open_dynamic(const char *path, bool *handled);
 
 #endif
