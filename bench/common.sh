@@ -9,6 +9,25 @@ bench_stop_jobs() {
 	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null || true; done
 }
 
+# bench_parse_args DEFAULT_OUT "$@": the usual arguments of a bench script,
+# [BUILD_DIR] [--quick] [--out DIR], into build (default build), quick
+# (0/1) and out (default DEFAULT_OUT); exits 2 with the usage otherwise.
+bench_parse_args() {
+	out=$1
+	shift
+	build=build
+	quick=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--quick) quick=1 ;;
+		--out) out=$2; shift ;;
+		-*) echo "usage: $0 [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2 ;;
+		*) build=$1 ;;
+		esac
+		shift
+	done
+}
+
 # The median of the numbers on standard input, one per line ("n/a" when
 # there are none; the mean of the middle two, to 3 decimals, when even).
 bench_median() {

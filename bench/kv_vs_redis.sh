@@ -34,18 +34,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 
-build=build
-out=bench-out/kv
-quick=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--out) out=$2; shift ;;
-	-*) echo "usage: $0 [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2 ;;
-	*) build=$1 ;;
-	esac
-	shift
-done
+bench_parse_args bench-out/kv "$@"
 kv=$build/bin/softrnic-kv
 for t in "$kv" redis-server redis-benchmark redis-cli; do
 	command -v "$t" >/dev/null || { echo "kv_vs_redis: $t not found (scripts/deps.sh installs redis)" >&2; exit 2; }

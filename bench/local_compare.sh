@@ -15,6 +15,7 @@
 #   iperf3 over loopback TCP (if installed).
 # Then the issue's targets as ratios.
 set -uo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 runs=5
 [ "${2:-}" = "--runs" ] && runs=${3:-5}
@@ -29,7 +30,7 @@ perftest() {
 	shift 2
 	env $envs timeout 60 "$prog" -p $port "$@" > "$tmp/s" 2>&1 &
 	local s=$!
-	sleep 0.4
+	bench_wait_listen $port
 	env $envs timeout 60 "$prog" -p $port "$@" 127.0.0.1 > "$tmp/c" 2>&1
 	wait $s
 	port=$((port + 1))
@@ -38,11 +39,8 @@ perftest() {
 	*) awk '/^ *65536 / { print $4 }' "$tmp/c" ;;
 	esac
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "n/a" }'; }
 
 declare -A res
-keys=()
-add() { keys+=("$1"); }
 for r in $(seq "$runs"); do
 	for path in local udp; do
 		envs=X=1
@@ -65,14 +63,14 @@ for r in $(seq "$runs"); do
 	res[shm_copy]+="$("$build/bench/shm_baseline" copy 4096 | awk '{ print $2 }') "
 	if command -v iperf3 > /dev/null; then
 		iperf3 -s -1 -p $port > /dev/null 2>&1 &
-		sleep 0.3
+		bench_wait_listen $port
 		res[iperf3]+="$(iperf3 -c 127.0.0.1 -p $port -t 2 -J 2>/dev/null |
 			python3 -c 'import json,sys; print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6))' 2>/dev/null) "
 		port=$((port + 1))
 	fi
 done
 
-m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | median; }
+m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | bench_median; }
 printf '%s\n' "host-local path vs UDP, medians of $runs interleaved rounds; $(nproc) CPUs, $(uname -r); $(date -u +%FT%RZ)"
 printf '| measurement | local path | UDP (SOFTRNIC_LOCAL=0) | local / UDP |\n|---|---|---|---|\n'
 for t in send_lat write_lat read_lat write_bw send_bw; do

@@ -18,18 +18,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build=build
-out=bench-out/sim-speed
-quick=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1 ;;
-	--out) out=$2; shift ;;
-	-*) echo "usage: $0 [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2 ;;
-	*) build=$1 ;;
-	esac
-	shift
-done
+. "$here/common.sh"
+bench_parse_args bench-out/sim-speed "$@"
 softrnic=$(cd "$build" && pwd)/bin/softrnic
 [ -x "$softrnic" ] || { echo "sim_speed: $softrnic not built" >&2; exit 2; }
 mkdir -p "$out"

@@ -1,4 +1,5 @@
-# lib.sh — helpers the tests/ecosystem scripts source.
+# lib.sh — shell helpers the test scripts source (tests/ecosystem/*.sh,
+# tests/runtime/*.sh); plain sh, so the /bin/sh scripts can use it too.
 
 # wait_listen PORT [PREFIX...]: until something listens on TCP PORT (the
 # setup channel of perftest, rping, fi_pingpong, ucx_perftest; their
@@ -12,6 +13,28 @@ wait_listen() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# wait_server PORT PID LOG: until something listens on TCP PORT; 1 (after
+# printing LOG, the server's output) if the server PID exits first or 10 s
+# pass.
+wait_server() {
+	_ws_i=0
+	while ! ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; do
+		if ! kill -0 "$2" 2>/dev/null || [ $_ws_i -ge 100 ]; then
+			cat "$3"
+			return 1
+		fi
+		sleep 0.1
+		_ws_i=$((_ws_i + 1))
+	done
+}
+
+# stats_counter LOG NAME [N]: the counter NAME from the N-th (default the
+# first) SOFTRNIC_STATS_AT_EXIT "counters:" line of LOG; 0 if not printed.
+stats_counter() {
+	_sc_v=$(grep ' counters:' "$1" | sed -n "${3:-1}p" | sed -n "s/.* $2=\([0-9]*\).*/\1/p")
+	echo "${_sc_v:-0}"
 }
 
 # netns_pair NS_A NS_B IFNAME ADDR_A ADDR_B: two network namespaces joined

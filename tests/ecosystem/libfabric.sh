@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "libfabric: FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 "$SOFTRNIC" run fi_info -p verbs > "$dir/info" 2>&1 || fail "fi_info -p verbs exited $?"
 grep -q "domain: softrnic0" "$dir/info" || { cat "$dir/info" >&2; fail "fi_info -p verbs lists no softrnic0 domain"; }

@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "mpi: FAIL: $*" >&2; exit 1; }
-. "$SRC/lib.sh"
+. "$SRC/../lib.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # CI runs as root
 export OMPI_MCA_rmaps_base_oversubscribe=1                          # 2 cores, up to 4 ranks

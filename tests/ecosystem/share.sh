@@ -29,7 +29,7 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 fail() { echo "share: FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -5 "$f"; done >&2; exit 1; }
 export SOFTRNIC_ADDR=127.0.0.60
 

@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "ucx: FAIL: $*" >&2; exit 1; }
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 "$SOFTRNIC" run ucx_info -d > "$dir/info" 2>&1 || fail "ucx_info -d exited $?"
 for tl in rc_verbs ud_verbs; do

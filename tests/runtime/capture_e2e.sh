@@ -38,6 +38,7 @@ A=127.$o2.$o3.1         # server
 B=127.$o2.$o3.2         # client
 
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
 
 run_pair() { # tag env... -- args...
 	tag=$1
@@ -49,12 +50,7 @@ run_pair() { # tag env... -- args...
 	    SOFTRNIC_PCAP="$work/$tag-server-%p.pcap" ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} \
 	    timeout -k 5 30 ibv_rc_pingpong -p "$port" "$@" > "$work/$tag-server.log" 2>&1 &
 	server=$!
-	i=0
-	while ! ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; do
-		kill -0 "$server" 2>/dev/null && [ $i -lt 100 ] || { cat "$work/$tag-server.log"; fail "server never listened"; }
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_server "$port" "$server" "$work/$tag-server.log" || fail "server never listened"
 	env LD_LIBRARY_PATH="$libdir" SOFTRNIC_ADDR=$B SOFTRNIC_STATS_AT_EXIT=1 $envs ${CLIENT_ENV:-} \
 	    SOFTRNIC_PCAP="$work/$tag-client-%p.pcap" ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} \
 	    timeout -k 5 30 ibv_rc_pingpong -p "$port" "$@" 127.0.0.1 > "$work/$tag-client.log" 2>&1
@@ -68,11 +64,6 @@ run_pair() { # tag env... -- args...
 	port=$((port + 1))
 }
 
-# A counter from the SOFTRNIC_STATS_AT_EXIT line (0 if not printed).
-counter() { # log name
-	v=$(sed -n "s/.* counters:.* $2=\([0-9]*\).*/\1/p" "$1" | head -n 1)
-	echo "${v:-0}"
-}
 
 # tshark and softrnic decode on one capture; prints its frame count.
 check_file() { # pcap log
@@ -101,7 +92,7 @@ check_file() { # pcap log
 	"$tool" decode "$f" > "$work/decode.txt" 2>&1 || { tail -n 5 "$work/decode.txt"; fail "$f: softrnic decode failed"; }
 	ok=$(grep -c ' icrc-ok$' "$work/decode.txt")
 	[ "$ok" -eq "$frames" ] || fail "$f: $ok of $frames frames icrc-ok"
-	want=$(counter "$2" capture_packets)
+	want=$(stats_counter "$2" capture_packets)
 	[ "$want" -eq "$frames" ] || fail "$f: $frames frames, but capture_packets=$want"
 	echo "$frames"
 }
@@ -170,8 +161,8 @@ c=$(ls "$work"/limit-client-*.pcap)
 size=$(stat -c %s "$c")
 [ "$size" -le 20480 ] || fail "limit: client capture is $size bytes, limit 20480"
 grep -q "reached SOFTRNIC_PCAP_LIMIT=20480" "$work/limit-client.log" || fail "limit: no message on stderr"
-dropped=$(counter "$work/limit-client.log" capture_dropped)
-written=$(counter "$work/limit-client.log" capture_packets)
+dropped=$(stats_counter "$work/limit-client.log" capture_dropped)
+written=$(stats_counter "$work/limit-client.log" capture_packets)
 [ "$dropped" -gt 0 ] || fail "limit: capture_dropped is 0"
 frames=$(check_file "$c" "$work/limit-client.log") || { echo "$frames"; exit 1; }
 sfile=$(ls "$work"/limit-server-*.pcap)

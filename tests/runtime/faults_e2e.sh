@@ -38,6 +38,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/faults_e2e.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
 
 run() { # program args...
 	prog=$1
@@ -53,12 +54,7 @@ run_pair() { # tag prog args...
 	shift 2
 	run "$prog" "$@" > "$work/$tag-server.log" 2>&1 &
 	server=$!
-	i=0
-	while ! ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; do
-		kill -0 "$server" 2>/dev/null && [ $i -lt 100 ] || { cat "$work/$tag-server.log"; fail "server never listened"; }
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_server "$port" "$server" "$work/$tag-server.log" || fail "server never listened"
 	run "$prog" "$@" 127.0.0.1 > "$work/$tag-client.log" 2>&1 &
 	client=$!
 	: > "$work/$tag-stats.txt"
@@ -83,15 +79,9 @@ run_pair() { # tag prog args...
 	port=$((port + 1))
 }
 
-# A counter from a SOFTRNIC_STATS_AT_EXIT line (0 if not printed); the
-# n-th such line of the log (test_two_process has two processes).
-counter() { # log name [n]
-	v=$(grep ' counters:' "$1" | sed -n "${3:-1}p" | sed -n "s/.* $2=\([0-9]*\).*/\1/p")
-	echo "${v:-0}"
-}
 
 both() { # tag name: the sum over both sides
-	echo $(( $(counter "$work/$1-server.log" "$2") + $(counter "$work/$1-client.log" "$2") ))
+	echo $(( $(stats_counter "$work/$1-server.log" "$2") + $(stats_counter "$work/$1-client.log" "$2") ))
 }
 
 need() { # tag counters...: each non-zero on one side at least
@@ -133,8 +123,8 @@ faults="loss=0.03,dup=0.01,reorder=0.02,delay=20us,seed=4"
 env SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_FAULTS="$faults" timeout -k 5 60 "$two_process" > "$work/tp.log" 2>&1 ||
 	{ cat "$work/tp.log"; fail "test_two_process failed under $faults"; }
 [ "$(grep -c ': ok$' "$work/tp.log")" -eq 2 ] || { cat "$work/tp.log"; fail "test_two_process: not both sides ok"; }
-lost=$(( $(counter "$work/tp.log" faults_loss 1) + $(counter "$work/tp.log" faults_loss 2) ))
-retx=$(( $(counter "$work/tp.log" retransmits 1) + $(counter "$work/tp.log" retransmits 2) ))
+lost=$(( $(stats_counter "$work/tp.log" faults_loss 1) + $(stats_counter "$work/tp.log" faults_loss 2) ))
+retx=$(( $(stats_counter "$work/tp.log" retransmits 1) + $(stats_counter "$work/tp.log" retransmits 2) ))
 [ "$lost" -gt 0 ] && [ "$retx" -gt 0 ] || { cat "$work/tp.log"; fail "test_two_process: lost $lost, retransmits $retx"; }
 echo "two_process ($faults): SEND/WRITE/READ data right; lost $lost, retransmits $retx"
 
@@ -143,8 +133,8 @@ faults="corrupt=0.01,seed=3"
 run_pair corrupt ib_write_bw -x 0 -s 65536 -n 1000
 for side in server client; do
 	log=$work/corrupt-$side.log
-	fc=$(counter "$log" faults_corrupt)
-	bad=$(counter "$log" rx_drop_bad_icrc)
+	fc=$(stats_counter "$log" faults_corrupt)
+	bad=$(stats_counter "$log" rx_drop_bad_icrc)
 	[ "$fc" -gt 0 ] && [ "$bad" -eq "$fc" ] || { cat "$log"; fail "corrupt: $side faults_corrupt=$fc rx_drop_bad_icrc=$bad"; }
 done
 need corrupt retransmits
@@ -158,11 +148,11 @@ echo "corrupt ($faults): faults_corrupt = rx_drop_bad_icrc on each side ($(both 
 faults="dup=0.1,seed=7"
 sig() { # tag
 	for side in server client; do
-		printf '%s ' "$side:faults_dup=$(counter "$work/$1-$side.log" faults_dup)"
+		printf '%s ' "$side:faults_dup=$(stats_counter "$work/$1-$side.log" faults_dup)"
 	done
 }
 packets() { # tag
-	echo "rx_packets $(counter "$work/$1-server.log" rx_packets)/$(counter "$work/$1-client.log" rx_packets)"
+	echo "rx_packets $(stats_counter "$work/$1-server.log" rx_packets)/$(stats_counter "$work/$1-client.log" rx_packets)"
 }
 run_pair seed1 ibv_rc_pingpong -g 0 -s 64 -n 30
 run_pair seed2 ibv_rc_pingpong -g 0 -s 64 -n 30

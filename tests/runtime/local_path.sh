@@ -30,13 +30,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
 trap cleanup EXIT
 fail() { echo "local_path: FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -4 "$f"; done >&2; exit 1; }
-wait_listen() {
-	local i
-	for i in $(seq 100); do [ -n "$(ss -Hltn "sport = :$1")" ] && return 0; sleep 0.05; done
-	return 1
-}
-# counter NAME LOG: the value SOFTRNIC_STATS_AT_EXIT printed (0 if absent)
-counter() { grep -o " $1=[0-9]*" "$2" | head -1 | cut -d= -f2 | grep . || echo 0; }
+. "$(dirname "$0")/../lib.sh"
 
 # pair NAME ENV PROGRAM ARGS...: server and client with ENV, stats at exit
 pair() {
@@ -54,13 +48,13 @@ pair() {
 
 # 1. The data through the rings, and not with SOFTRNIC_LOCAL=0.
 pair bw "X=1" ib_write_bw -n 2000
-tx=$(counter local_tx_packets "$dir/bw-c.log"); rx=$(counter local_rx_packets "$dir/bw-s.log")
-all=$(counter rx_packets "$dir/bw-s.log")
+tx=$(stats_counter "$dir/bw-c.log" local_tx_packets); rx=$(stats_counter "$dir/bw-s.log" local_rx_packets)
+all=$(stats_counter "$dir/bw-s.log" rx_packets)
 [ "$tx" -ge 32000 ] || fail "ib_write_bw: $tx packets through the client's ring sends, not >= 2000 x 16"
 [ "$rx" -eq "$all" ] || fail "ib_write_bw: the server received $all packets, $rx of them from its ring"
 echo "local_path: ib_write_bw: $tx packets into rings, all $rx the server received came through its ring ($(awk '/^ *65536 /{print $4}' "$dir/bw-c.log") MB/s)"
 pair bw-udp "SOFTRNIC_LOCAL=0" ib_write_bw -n 2000
-[ "$(counter local_rx_packets "$dir/bw-udp-s.log")" -eq 0 ] && [ "$(counter local_tx_packets "$dir/bw-udp-c.log")" -eq 0 ] ||
+[ "$(stats_counter "$dir/bw-udp-s.log" local_rx_packets)" -eq 0 ] && [ "$(stats_counter "$dir/bw-udp-c.log" local_tx_packets)" -eq 0 ] ||
 	fail "SOFTRNIC_LOCAL=0 still used the rings"
 pair lat "X=1" ib_send_lat -n 5000
 echo "local_path: ib_send_lat over the rings: $(awk '/^ *2 /{print $5}' "$dir/lat-c.log") us (t_typical)"
@@ -68,15 +62,15 @@ echo "local_path: ib_send_lat over the rings: $(awk '/^ *2 /{print $5}' "$dir/la
 # 2. Event mode: the sleeping side is woken by doorbells.
 pair events "X=1" ibv_rc_pingpong -e -g 0 -n 200
 grep -q "200 iters" "$dir/events-c.log" || fail "ibv_rc_pingpong -e did not finish its 200 iterations"
-bells=$(( $(counter local_doorbells "$dir/events-c.log") + $(counter local_doorbells "$dir/events-s.log") ))
+bells=$(( $(stats_counter "$dir/events-c.log" local_doorbells) + $(stats_counter "$dir/events-s.log" local_doorbells) ))
 [ "$bells" -gt 0 ] || fail "ibv_rc_pingpong -e: no doorbell rung"
 echo "local_path: ibv_rc_pingpong -e: 200 iterations, $bells doorbells"
 
 # 3. Faults apply to ring packets, and RC recovers.
 pair faults "SOFTRNIC_FAULTS=loss=0.01,reorder=0.01,seed=3" ib_write_bw -n 500
-[ "$(counter faults_loss "$dir/faults-s.log")" -gt 0 ] || fail "no loss injected on the local path"
-[ "$(counter retransmits "$dir/faults-c.log")" -gt 0 ] || fail "no retransmission after loss on the local path"
-echo "local_path: under loss and reordering: $(counter faults_loss "$dir/faults-s.log") lost, $(counter retransmits "$dir/faults-c.log") retransmitted, completed"
+[ "$(stats_counter "$dir/faults-s.log" faults_loss)" -gt 0 ] || fail "no loss injected on the local path"
+[ "$(stats_counter "$dir/faults-c.log" retransmits)" -gt 0 ] || fail "no retransmission after loss on the local path"
+echo "local_path: under loss and reordering: $(stats_counter "$dir/faults-s.log" faults_loss) lost, $(stats_counter "$dir/faults-c.log" retransmits) retransmitted, completed"
 
 # 4. A peer killed mid-traffic.
 timeout 60 ib_write_bw -D 5 -p "$PORT" > "$dir/kill-s.log" 2>&1 &
@@ -107,5 +101,5 @@ PORT=$((PORT + 1))
 
 # 5. A capture keeps everything on the socket.
 pair pcap "SOFTRNIC_PCAP=$dir/cap-%p.pcap" ib_write_bw -n 200
-[ "$(counter local_tx_packets "$dir/pcap-c.log")" -eq 0 ] || fail "SOFTRNIC_PCAP: the rings were used"
+[ "$(stats_counter "$dir/pcap-c.log" local_tx_packets)" -eq 0 ] || fail "SOFTRNIC_PCAP: the rings were used"
 echo "local_path: all checks passed"

@@ -45,6 +45,7 @@ A=127.$o2.$o3.1
 B=127.$o2.$o3.2
 
 fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/../lib.sh"
 
 start_capture() { # file
 	tshark -i lo -F pcap -w "$1" -f "udp and host $A and host $B" > "$work/tshark.log" 2>&1 &
@@ -81,12 +82,7 @@ run_pair() { # gso prog args...
 	    ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} \
 	    timeout -k 5 30 "$prog" -p "$port" "$@" > "$work/server.log" 2>&1 &
 	server=$!
-	i=0
-	while ! ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; do
-		kill -0 "$server" 2>/dev/null && [ $i -lt 100 ] || { cat "$work/server.log"; fail "$prog server never listened"; }
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_server "$port" "$server" "$work/server.log" || fail "$prog server never listened"
 	env LD_LIBRARY_PATH="$libdir" SOFTRNIC_ADDR=$B SOFTRNIC_GSO=$gso \
 	    ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} \
 	    timeout -k 5 30 "$prog" -p "$port" "$@" 127.0.0.1 > "$work/client.log" 2>&1
