@@ -12,7 +12,9 @@
 #   the kernel's UDP: bench/udp_pingpong, a busy-polling ping-pong (RTT);
 #   shared memory: bench/shm_baseline pingpong (RTT of a flag between two
 #     processes) and copy (64 KiB chunks in and out of a shared ring);
-#   iperf3 over loopback TCP (if installed).
+#   iperf3 over loopback TCP (if installed);
+#   CPU per GiB (user + system, both processes): ib_write_bw over each
+#     path against iperf3.
 # Then the issue's targets as ratios.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -70,6 +72,32 @@ for r in $(seq "$runs"); do
 	fi
 done
 
+# CPU per GiB (user + system of both processes, /usr/bin/time): ib_write_bw
+# 20000 x 64 KiB over each path, and iperf3 moving 1250 MB over TCP.
+cpu_of() { awk '{ s += $1 + $2 } END { printf "%.3f", s }' "$tmp/s.t" "$tmp/c.t"; }
+for r in $(seq "$runs"); do
+	for path in local udp; do
+		envs=X=1
+		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
+		env $envs /usr/bin/time -f "%U %S" -o "$tmp/s.t" ib_write_bw -n 20000 -p $port > /dev/null 2>&1 &
+		s=$!
+		bench_wait_listen $port
+		env $envs /usr/bin/time -f "%U %S" -o "$tmp/c.t" ib_write_bw -n 20000 -p $port 127.0.0.1 > /dev/null 2>&1
+		wait $s
+		port=$((port + 1))
+		res[cpu.$path]+="$(awk -v c="$(cpu_of)" 'BEGIN { printf "%.3f", c / (20000 * 65536 / 2^30) }') "
+	done
+	if command -v iperf3 > /dev/null; then
+		/usr/bin/time -f "%U %S" -o "$tmp/s.t" iperf3 -s -1 -p $port > /dev/null 2>&1 &
+		s=$!
+		bench_wait_listen $port
+		/usr/bin/time -f "%U %S" -o "$tmp/c.t" iperf3 -c 127.0.0.1 -p $port -n 1250M > /dev/null 2>&1
+		wait $s
+		port=$((port + 1))
+		res[cpu.tcp]+="$(awk -v c="$(cpu_of)" 'BEGIN { printf "%.3f", c / (1250 * 2^20 / 2^30) }') "
+	fi
+done
+
 m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | bench_median; }
 printf '%s\n' "host-local path vs UDP, medians of $runs interleaved rounds; $(nproc) CPUs, $(uname -r); $(date -u +%FT%RZ)"
 printf '| measurement | local path | UDP (SOFTRNIC_LOCAL=0) | local / UDP |\n|---|---|---|---|\n'
@@ -79,6 +107,8 @@ for t in send_lat write_lat read_lat write_bw send_bw; do
 	printf '| ib_%s (%s) | %s | %s | %s |\n' "$t" "$unit" "$l" "$u" "$(awk -v a="$l" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
 done
 printf '\n| baseline | median |\n|---|---|\n'
+printf '| CPU per GiB, ib_write_bw over the local path / over UDP (s) | %s / %s |\n' "$(m cpu.local)" "$(m cpu.udp)"
+printf '| CPU per GiB, iperf3 TCP (s) | %s |\n' "$(m cpu.tcp)"
 printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s |\n| shm_baseline copy, two copies (GB/s) | %s |\n| iperf3 TCP (MB/s) | %s |\n' \
 	"$(m udp_pingpong)" "$(m shm_pingpong)" "$(m shm_copy)" "$(m iperf3)"
 sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local) sb=$(m send_bw.local)
