@@ -42,13 +42,19 @@ def fairness(d, out):
 
 def gbn(d, out):
     data = rows(d + "/gbn-loss.csv")
-    loss = [r["loss"] for r in data]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.bar(range(len(loss)), [float(r["goodput_gbps"]) for r in data])
+    modes = ["go-back-n", "selective"]
+    loss = [r["loss"] for r in data if r["recovery"] == modes[0]]
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    width = 0.4
+    for i, mode in enumerate(modes):
+        g = {r["loss"]: float(r["goodput_gbps"]) for r in data if r["recovery"] == mode}
+        ax.bar([k + (i - 0.5) * width for k in range(len(loss))], [g.get(x, 0) for x in loss], width,
+               label="Go-Back-N" if mode == "go-back-n" else "selective repeat")
     ax.set_xticks(range(len(loss)))
     ax.set_xticklabels([("%g%%" % (float(x) * 100)) for x in loss])
     ax.set_xlabel("random loss per link")
-    ax.set_ylabel("goodput (Gb/s), Go-Back-N")
+    ax.set_ylabel("goodput (Gb/s)")
+    ax.legend(fontsize=8, loc="lower left")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=80)

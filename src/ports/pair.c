@@ -536,7 +536,24 @@ void pair_run_for(struct pair *p, uint64_t ns)
 
 struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cfg)
 {
+	struct rnic_config each[PAIR_MAX_NODES];
+
 	if (n < 2 || n > PAIR_MAX_NODES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (cfg)
+			each[i] = *cfg;
+		else
+			rnic_config_default(&each[i]);
+	}
+	return pair_create_each(seed, n, each);
+}
+
+struct pair *pair_create_each(uint64_t seed, unsigned n, const struct rnic_config *cfgs)
+{
+	if (n < 2 || n > PAIR_MAX_NODES || !cfgs) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -550,12 +567,8 @@ struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cf
 	struct pair_faults clean = { .delay_ns = 1000 };
 	pair_set_all_faults(p, &clean);
 
-	struct rnic_config base;
-	if (cfg)
-		base = *cfg;
-	else
-		rnic_config_default(&base);
 	for (unsigned i = 0; i < n; i++) {
+		const struct rnic_config base = cfgs[i];
 		struct pair_node *nd = &p->node[i];
 		nd->pair = p;
 		nd->index = i;

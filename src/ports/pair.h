@@ -91,6 +91,9 @@ typedef bool (*pair_tap_fn)(void *arg, struct pair_packet *pkt);
  * links start fault-free with 1 us delay.  Returns NULL on bad arguments or
  * allocation failure. */
 struct pair *pair_create(uint64_t seed, unsigned n, const struct rnic_config *cfg);
+/* The same with a configuration per node (cfgs[0..n-1]; each seed is mixed
+ * with its node's index all the same). */
+struct pair *pair_create_each(uint64_t seed, unsigned n, const struct rnic_config *cfgs);
 void pair_destroy(struct pair *p);
 
 struct rnic *pair_rnic(struct pair *p, unsigned node);

@@ -142,6 +142,7 @@ void rnic_qp_to_error(struct rnic_qp *qp)
 	flush_queues(qp);
 	requester_reset(qp);
 	completer_reset(qp);
+	reorder_flush(qp);
 	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
 	rnic_srq_qp_error(qp);
 }
@@ -174,6 +175,7 @@ static void free_queues(struct rnic_qp *qp)
 	free(qp->rq.wqe);
 	free(qp->rq.sge_pool);
 	free(qp->resp.res);
+	selective_free(qp);
 }
 
 static int alloc_queues(struct rnic_qp *qp, const struct ibv_qp_cap *cap)

@@ -14,6 +14,10 @@
  * older PSN and resends from there; WQE PSN ranges never change, so a
  * resent packet carries exactly the PSN it had the first time.
  *
+ * Selective repeat (rnic_int.h): the completer queues the PSNs a peer
+ * lacks on the scoreboard (selective.c); REQ_RESEND sends those first, one
+ * packet each, from their WQEs, without moving the send position.
+ *
  * Hand-offs are explicit: completer_on_sent() tells the completer a packet
  * left (it arms the retransmit timer); the completer calls
  * requester_rewind(), requester_rnr_wait() and requester_run().
@@ -28,6 +32,7 @@ enum req_state {
 	REQ_BUILD_SEND,         /* build and transmit one packet            */
 	REQ_LOCAL_ERROR,        /* the WQE failed locally                   */
 	REQ_LOCAL_OP,           /* bind a window / local invalidate (mw.c)  */
+	REQ_RESEND,             /* selective repeat: one PSN the peer lacks */
 	REQ_EXIT,
 	REQ_NSTATES
 };
@@ -40,6 +45,7 @@ static const char *const req_state_names[REQ_NSTATES] = {
 	[REQ_BUILD_SEND] = "BUILD_SEND",
 	[REQ_LOCAL_ERROR] = "LOCAL_ERROR",
 	[REQ_LOCAL_OP] = "LOCAL_OP",
+	[REQ_RESEND] = "RESEND",
 	[REQ_EXIT] = "EXIT",
 };
 
@@ -91,6 +97,9 @@ static enum req_state req_get_wqe(struct rnic_qp *qp, struct req_ctx *c)
 {
 	if (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD)
 		return REQ_EXIT;
+	/* What the peer lacks goes before anything new. */
+	if (scoreboard_pending(qp))
+		return REQ_RESEND;
 	if (qp->sq.req == qp->sq.head)
 		return REQ_EXIT;
 	/* SQD: finish the message in progress, start no new one. */
@@ -282,17 +291,18 @@ static uint8_t transport_prefix(const struct rnic_qp *qp)
 	return qp->type == IBV_QPT_UC ? WIRE_TR_UC : qp->type == IBV_QPT_UD ? WIRE_TR_UD : WIRE_TR_RC;
 }
 
-/* Build the packet at the send position into *out (the port's buffer
- * when it offers one: the payload is copied once, from the MR straight
- * into the batch that goes to the socket).  Returns the encoded length, 0
- * for a local protection failure (an SGE's key went away). */
-static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t *psns_used,
-			   uint32_t *bytes, uint8_t **out, const uint8_t **ref)
+/* Build the packet of WQE `w` with PSN `psn` at message offset `off` (the
+ * send position, or a PSN a selective NAK names: `resend`) into *out (the
+ * port's buffer when it offers one: the payload is copied once, from the
+ * MR straight into the batch that goes to the socket).  Returns the
+ * encoded length, 0 for a local protection failure (an SGE's key went
+ * away). */
+static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t psn, uint32_t off,
+			   bool resend, uint32_t *psns_used, uint32_t *bytes, uint8_t **out, const uint8_t **ref)
 {
 	struct rnic *r = qp->r;
 	/* UD packets leave through ud_xmit, which sends r->tx. */
 	uint8_t *buf = qp->type == IBV_QPT_UD ? r->tx : rnic_tx_buffer(r);
-	uint32_t off = qp->req.offset;
 	uint32_t remaining = w->length - off;
 	uint32_t payload = 0;
 	bool first = off == 0, last;
@@ -305,7 +315,7 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 		ib.reth.va = w->remote_addr + off;
 		ib.reth.rkey = w->rkey;
 		ib.reth.dma_len = remaining;
-		*psns_used = (uint32_t)wire_psn_diff(w->last_psn, qp->req.psn) + 1;
+		*psns_used = (uint32_t)wire_psn_diff(w->last_psn, psn) + 1;
 		last = true;
 	} else if (is_atomic(w->opcode)) {
 		ib.atmeth.va = w->remote_addr;
@@ -332,14 +342,15 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 		     w->opcode == IBV_WR_SEND_WITH_INV || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 	ib.bth.pkey = RNIC_DEFAULT_PKEY;
 	ib.bth.dqpn = qp->attr.dest_qp_num;
-	ib.bth.psn = qp->req.psn;
+	ib.bth.psn = psn;
+	ib.bth.selective = requester_selective(qp);
 	if (qp->type == IBV_QPT_UD)
 		ud_fill_deth(qp, w, &ib);       /* DestQP and DETH from the WR */
 	/* Ask for an ACK at the end of each message and periodically in long
 	 * ones (IBTA 9.7.2: the requester decides; responses answer READ and
 	 * ATOMIC anyway). */
 	ib.bth.ackreq = qp->type == IBV_QPT_RC && !is_read_or_atomic(w->opcode) &&
-			(last || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY ||
+			(last || resend || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY ||
 			 /* the window is full after this one: ask now rather
 			  * than wait for the responder's delayed ACK */
 			 (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1 >= rnic_send_window(r));
@@ -357,7 +368,8 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	if (payload && !*ref && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
 		return 0;
 	*out = buf;
-	qp->req.since_ackreq = ib.bth.ackreq ? 0 : qp->req.since_ackreq + 1;
+	if (!resend)
+		qp->req.since_ackreq = ib.bth.ackreq ? 0 : qp->req.since_ackreq + 1;
 	*bytes = payload;
 	return (size_t)n;
 }
@@ -379,7 +391,7 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	uint32_t psns, bytes = 0, psn = qp->req.psn;
 	uint8_t *buf = NULL;
 	const uint8_t *ref = NULL;
-	size_t len = build_packet(qp, w, &psns, &bytes, &buf, &ref);
+	size_t len = build_packet(qp, w, psn, qp->req.offset, false, &psns, &bytes, &buf, &ref);
 	bool done;
 
 	if (!len) {
@@ -438,6 +450,57 @@ static enum req_state req_local_op(struct rnic_qp *qp, struct req_ctx *c)
 	return REQ_GET_WQE;
 }
 
+/* The WQE whose PSN range holds `psn`, among those sent, or NULL. */
+static struct rnic_send_wqe *wqe_of_psn(struct rnic_qp *qp, uint32_t psn)
+{
+	for (uint32_t i = qp->sq.comp; i != qp->sq.head; i++) {
+		struct rnic_send_wqe *w = sq_at(&qp->sq, i);
+
+		if (!w->psn_valid || wire_psn_diff(psn, w->first_psn) < 0)
+			return NULL;
+		if (wire_psn_diff(psn, w->last_psn) <= 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* Selective repeat: resend the one packet `psn` the peer lacks, as it was
+ * first sent (SEND/WRITE: one MTU per PSN; a READ asks again for the rest
+ * of its responses from that PSN on), with AckReq so that the answer comes
+ * at once.  The send position does not move. */
+static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
+{
+	struct rnic_send_wqe *w;
+	uint32_t psn, psns, bytes = 0;
+	uint8_t *buf = NULL;
+	const uint8_t *ref = NULL;
+	size_t len;
+
+	if (qp->req.rnr_until != RNIC_NO_DEADLINE || !cc_may_send(qp, c->now))
+		return REQ_EXIT;
+	if (!scoreboard_next(qp, &psn))
+		return REQ_GET_WQE;
+	w = wqe_of_psn(qp, psn);
+	if (!w || w->status != IBV_WC_SUCCESS)
+		return REQ_GET_WQE;
+	/* An ATOMIC the peer lacks was never executed: sending it again is
+	 * safe (and a duplicate would be answered from the saved result). */
+	len = build_packet(qp, w, psn, is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu,
+			   true, &psns, &bytes, &buf, &ref);
+	if (!len)
+		return REQ_GET_WQE;     /* the key went away: the timer's Go-Back-N reports it */
+	qp->r->ctr.retransmits++;
+	qp->stats.retransmits++;
+	if (ref)
+		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
+	else
+		rnic_xmit_buf(qp->r, qp, buf, len);
+	cc_on_sent(qp, len, c->now);
+	scoreboard_resent(qp, psn, qp->req.psn_high);
+	completer_on_sent(qp, psn, c->now);
+	return REQ_GET_WQE;
+}
+
 static enum req_state req_local_error(struct rnic_qp *qp, struct req_ctx *c)
 {
 	c->wqe->status = c->error;
@@ -467,6 +530,7 @@ static const req_fn req_fns[REQ_NSTATES] = {
 	[REQ_BUILD_SEND] = req_build_send,
 	[REQ_LOCAL_ERROR] = req_local_error,
 	[REQ_LOCAL_OP] = req_local_op,
+	[REQ_RESEND] = req_resend,
 };
 
 void requester_run(struct rnic_qp *qp, uint64_t now)
@@ -485,6 +549,8 @@ void requester_run(struct rnic_qp *qp, uint64_t now)
 
 void requester_rewind(struct rnic_qp *qp, uint32_t psn)
 {
+	/* Everything from `psn` on goes again: nothing to resend singly. */
+	scoreboard_clear(qp);
 	for (uint32_t i = qp->sq.comp; i != qp->sq.head; i++) {
 		struct rnic_send_wqe *w = sq_at(&qp->sq, i);
 
@@ -526,6 +592,7 @@ void requester_timer(struct rnic_qp *qp, uint64_t now)
 
 void requester_reset(struct rnic_qp *qp)
 {
+	scoreboard_clear(qp);
 	qp->req.offset = 0;
 	qp->req.since_ackreq = 0;
 	qp->req.rnr_until = RNIC_NO_DEADLINE;

@@ -21,6 +21,11 @@
  *
  * UC reuses the same states without ACKs, NAKs and duplicates: a gap or a
  * bad packet drops the message in progress (IBTA 9.8.2).
+ *
+ * Selective repeat (rnic_int.h): from a requester that marks its packets,
+ * a request past a hole is kept in the reorder buffer (selective.c) and
+ * answered with a selective NAK; once the hole is filled, the kept packets
+ * run through the same states in PSN order (reorder_drain).
  */
 #include "rnic/rnic_int.h"
 
@@ -91,7 +96,10 @@ static bool is_rc(const struct rnic_qp *qp)
 
 /* ---- packets we send ---------------------------------------------------- */
 
-static void send_aeth(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint32_t psn, uint64_t atmack)
+/* An ACK-like packet; `selective`: a selective NAK, whose MSN field
+ * carries `msn` = the PSN that arrived (rnic_int.h). */
+static void send_aeth_as(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint32_t psn, uint64_t atmack,
+			 bool selective, uint32_t msn)
 {
 	struct wire_ib ib;
 	int n;
@@ -101,8 +109,9 @@ static void send_aeth(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint
 	ib.bth.pkey = RNIC_DEFAULT_PKEY;
 	ib.bth.dqpn = qp->attr.dest_qp_num;
 	ib.bth.psn = psn;
+	ib.bth.selective = selective;
 	ib.aeth.syndrome = syndrome;
-	ib.aeth.msn = qp->resp.msn & 0xffffff;
+	ib.aeth.msn = msn & 0xffffff;
 	ib.atmack = atmack;
 	n = wire_encode_ib(&ib, qp->r->tx, sizeof(qp->r->tx));
 	if (n > 0)
@@ -110,6 +119,11 @@ static void send_aeth(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint
 	/* Any ACK or NAK acknowledges everything before it. */
 	qp->resp.unacked = 0;
 	qp->resp.ack_deadline = RNIC_NO_DEADLINE;
+}
+
+static void send_aeth(struct rnic_qp *qp, uint8_t opcode, uint8_t syndrome, uint32_t psn, uint64_t atmack)
+{
+	send_aeth_as(qp, opcode, syndrome, psn, atmack, false, qp->resp.msn);
 }
 
 static void send_ack(struct rnic_qp *qp, uint32_t psn)
@@ -121,6 +135,14 @@ static void send_ack(struct rnic_qp *qp, uint32_t psn)
 static void send_nak(struct rnic_qp *qp, uint8_t code, uint32_t psn)
 {
 	send_aeth(qp, WIRE_OP_ACK, wire_aeth_syndrome(WIRE_AETH_NAK, code), psn, 0);
+}
+
+/* We lack the expected PSN and hold `got`. */
+static void send_selective_nak(struct rnic_qp *qp, uint32_t got)
+{
+	qp->r->ctr.tx_nak_selective++;
+	send_aeth_as(qp, WIRE_OP_ACK, wire_aeth_syndrome(WIRE_AETH_NAK, WIRE_NAK_PSN_SEQ_ERR), qp->resp.epsn, 0,
+		     true, got);
 }
 
 static uint32_t read_packets(const struct rnic_qp *qp, uint32_t len)
@@ -587,7 +609,18 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 
 static enum resp_state resp_err_seq(struct rnic_qp *qp, struct resp_ctx *c)
 {
-	(void)c;
+	/* Selective repeat, unless an RNR NAK is waiting to be answered (its
+	 * wait must not be cut short): keep the packet for later and say
+	 * what we lack and what came. */
+	if (c->pkt->bth.selective && qp->r->cfg.selective_repeat && !qp->resp.nak_sent) {
+		bool dup;
+
+		if (reorder_store(qp, c->pkt, &dup) || dup)
+			send_selective_nak(qp, c->pkt->bth.psn);
+		else
+			qp->r->ctr.rx_drop_reorder++;
+		return RESP_EXIT;
+	}
 	qp->r->ctr.rx_drop_out_of_window++;
 	/* One NAK per sequence-error episode (IBTA 9.7.5.2.1 C9-105). */
 	if (!qp->resp.nak_sent) {
@@ -700,7 +733,7 @@ static const resp_fn resp_fns[RESP_NSTATES] = {
 	[RESP_DROP_MESSAGE] = resp_drop_message,
 };
 
-void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
+static void resp_run(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
 {
 	const struct wire_opcode_info *info = wire_opcode_info(pkt->bth.opcode);
 	struct resp_ctx c = { .pkt = pkt, .now = now };
@@ -713,6 +746,44 @@ void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 		rnic_trace_step(qp, "resp", resp_state_names[s]);
 		s = resp_fns[s](qp, &c);
 	}
+}
+
+/* The expected PSN moved while packets wait in the reorder buffer: run
+ * those that now follow in order, then tell the requester where we stand
+ * (an ACK, or a selective NAK for the next hole). */
+static void reorder_drain(struct rnic_qp *qp, uint64_t now)
+{
+	const struct wire_ib *p;
+
+	while (rnic_qp_can_receive(qp) && (p = reorder_get(qp, qp->resp.epsn)) != NULL) {
+		uint32_t psn = p->bth.psn;
+
+		resp_run(qp, p, now);
+		reorder_release(qp, psn);
+		if (qp->resp.epsn == psn) {
+			/* Not executed (an RNR NAK): the requester goes back
+			 * to it and sends everything after it again. */
+			reorder_flush(qp);
+			return;
+		}
+	}
+	if (!rnic_qp_can_receive(qp)) {
+		reorder_flush(qp);
+		return;
+	}
+	if (!reorder_empty(qp))
+		send_selective_nak(qp, reorder_high(qp));
+	else if (qp->resp.unacked)
+		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
+}
+
+void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
+{
+	uint32_t epsn = qp->resp.epsn;
+
+	resp_run(qp, pkt, now);
+	if (!reorder_empty(qp) && qp->resp.epsn != epsn)
+		reorder_drain(qp, now);
 }
 
 void responder_timer(struct rnic_qp *qp, uint64_t now)
@@ -728,6 +799,7 @@ void responder_reset(struct rnic_qp *qp)
 	struct rnic_resource *res = qp->resp.res;
 	uint32_t cap = qp->resp.res_cap;
 
+	reorder_flush(qp);
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->resp.res = res;
 	qp->resp.res_cap = cap;

@@ -173,6 +173,10 @@ struct rnic_config {
 	bool cnp;                       /* notification point: CE -> CNP        */
 	bool dcqcn;                     /* reaction point: CNPs cut the rate    */
 	struct dcqcn_params cc;         /* DCQCN and NP parameters              */
+	/* Loss recovery of RC QPs (selective.c): selective repeat with a
+	 * peer that does it too, Go-Back-N with anyone else; false: always
+	 * Go-Back-N (IBTA 9.7.5.2). */
+	bool selective_repeat;
 };
 void rnic_config_default(struct rnic_config *cfg);
 
@@ -201,7 +205,9 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_cnp)                                                          \
 	X(rx_drop_bad_src) X(cq_overflows)                                      \
 	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
-	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)
+	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)    \
+	X(tx_nak_selective) X(rx_nak_selective) X(reorder_stored)               \
+	X(rx_drop_reorder) X(retransmit_probes)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;

@@ -59,6 +59,14 @@
  * (low 15 bits 0x7fff), IBTA 10.9.1.2. */
 #define RNIC_DEFAULT_PKEY 0xffffu
 #define RNIC_NO_DEADLINE UINT64_MAX
+/* Selective repeat (selective.c): PSNs a responder's reorder buffer and a
+ * requester's scoreboard cover, from the oldest unacknowledged one; the
+ * send window never exceeds it. */
+#define RNIC_SR_WINDOW RNIC_SEND_WINDOW
+/* Bytes of out-of-order packets all QPs of one device hold together.
+ * Beyond it they are dropped (and resent later), so a peer cannot make us
+ * hold more than this however it orders its PSNs. */
+#define RNIC_SR_BUDGET (64u << 20)
 /* Largest message (IBTA 9.4: 2^31 bytes). */
 #define RNIC_MAX_MSG (1u << 31)
 
@@ -81,6 +89,7 @@ struct rnic {
 	void (*trace)(void *ctx, const char *line);
 	void *trace_ctx;
 	uint32_t gsi_psn;               /* PSN of the next MAD QP1 sends (gsi.c) */
+	uint64_t reorder_bytes;         /* held by reorder buffers (selective.c) */
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
 
@@ -284,6 +293,7 @@ struct rnic_comp_state {
 	 * is made or the retransmit timer fires. */
 	bool retrying;
 	uint32_t retrying_psn;
+	uint32_t probes;                /* selective repeat: probes this episode (completer.c) */
 };
 
 /* A recent READ or ATOMIC, kept so a duplicate is answered correctly
@@ -364,6 +374,9 @@ struct rnic_qp {
 	struct rnic_resp_state resp;
 	struct rnic_cc_state cc;
 	struct rnic_qp_stats stats;
+	/* Selective repeat (selective.c), allocated on the first loss. */
+	struct rnic_reorder *reorder;   /* responder: packets past a hole */
+	struct rnic_scoreboard *board;  /* requester: what the peer has    */
 };
 
 /* ---- SRQ (srq.c) -------------------------------------------------------- */
@@ -468,6 +481,57 @@ void cc_advance(struct rnic_qp *qp, uint64_t now);
 int cc_check_rate_limit(const struct rnic_qp *qp, uint32_t rate_kbps);
 void cc_set_rate_limit(struct rnic_qp *qp, uint32_t rate_kbps, uint64_t now);
 
+/* ---- selective repeat (selective.c) --------------------------------------
+ *
+ * IRN-style loss recovery between two softrnic peers (Mittal et al.,
+ * "Revisiting network support for RDMA", SIGCOMM'18), negotiated per
+ * packet by the BTH bit wire_bth.selective:
+ *
+ *   - a requester that does selective repeat sets the bit on every request;
+ *   - a responder that sees it keeps a request that arrives past a hole
+ *     (its reorder buffer), executes nothing out of order, and answers each
+ *     such packet with a selective NAK: a PSN sequence error NAK for the
+ *     hole's PSN with the bit set, whose AETH MSN field carries the PSN that
+ *     arrived (which a plain NAK's requester would read as the MSN);
+ *   - a requester that gets a selective NAK resends only the PSNs the
+ *     peer lacks, not everything after the hole.
+ *
+ * A requester without the bit gets Go-Back-N NAKs; a responder that never
+ * sets the bit on a NAK gets Go-Back-N from us.  READ responses are
+ * recovered by Go-Back-N either way (the requester asks again from the
+ * first missing one), and so is a retransmit timeout. */
+
+/* responder: keep `pkt` (past the expected PSN), copying its payload.
+ * false: not kept (outside the window, over the budget, or held already). */
+bool reorder_store(struct rnic_qp *qp, const struct wire_ib *pkt, bool *dup);
+/* The kept packet for `psn`, or NULL; reorder_release frees it. */
+const struct wire_ib *reorder_get(struct rnic_qp *qp, uint32_t psn);
+void reorder_release(struct rnic_qp *qp, uint32_t psn);
+bool reorder_empty(const struct rnic_qp *qp);
+/* The highest PSN kept (only when not empty). */
+uint32_t reorder_high(const struct rnic_qp *qp);
+/* Drop everything kept (RESET, ERR, a Go-Back-N from the requester). */
+void reorder_flush(struct rnic_qp *qp);
+
+/* requester: the peer lacks `hole` and has `got` (a selective NAK).
+ * Queues for resending each PSN in [hole, got) the peer lacks that has not
+ * been resent since `got` was first sent.  Returns true if `hole` itself
+ * was resent before and is lost again: a retry, for retry_cnt, as a
+ * Go-Back-N from the oldest unacknowledged PSN is one. */
+bool scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got);
+/* Next PSN to resend (not acknowledged, not held by the peer): false if
+ * none.  scoreboard_resent records that it left while `psn_high` was the
+ * next new PSN. */
+bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn);
+void scoreboard_resent(struct rnic_qp *qp, uint32_t psn, uint32_t psn_high);
+/* Queue `psn` for resending whatever the scoreboard says (a probe). */
+void scoreboard_probe(struct rnic_qp *qp, uint32_t psn);
+bool scoreboard_pending(const struct rnic_qp *qp);
+/* Forget everything (Go-Back-N, RESET, ERR). */
+void scoreboard_clear(struct rnic_qp *qp);
+/* qp is being destroyed. */
+void selective_free(struct rnic_qp *qp);
+
 /* ---- the state machines ------------------------------------------------- */
 
 /* requester.c: send as many packets as the QP may (window, fences,
@@ -479,6 +543,11 @@ void requester_rewind(struct rnic_qp *qp, uint32_t psn);
 /* Hold off until `until` (RNR NAK), then resend from `psn`. */
 void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until);
 void requester_reset(struct rnic_qp *qp);
+/* Does this QP's requester do selective repeat (and mark its requests)? */
+static inline bool requester_selective(const struct rnic_qp *qp)
+{
+	return qp->type == IBV_QPT_RC && qp->r->cfg.selective_repeat;
+}
 void requester_timer(struct rnic_qp *qp, uint64_t now);
 const char *requester_state_name(int state);
 

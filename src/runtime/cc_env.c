@@ -1,7 +1,8 @@
 /*
  * cc_env.c — congestion control settings from the environment: ECN,
  * CNPs, DCQCN on or off, its parameter set and every DCQCN parameter
- * (docs/congestion.md lists them).  Read once, when the device opens.
+ * (docs/congestion.md lists them), and the loss recovery the transport
+ * uses.  Read once, when the device opens.
  *
  *   SOFTRNIC_ECN=0          RC/UC packets leave Not-ECT (default: ECT(0))
  *   SOFTRNIC_CNP=0          CE marks are counted but not answered
@@ -12,6 +13,9 @@
  *   SOFTRNIC_LINE_RATE=MBPS the port's rate, made real: every QP is paced
  *                           to it, and DCQCN recovers to it (default: a
  *                           nominal 25000, not enforced)
+ *   SOFTRNIC_SELECTIVE_REPEAT=0  RC loss recovery is always Go-Back-N
+ *                           (default: selective repeat with softrnic
+ *                           peers, rnic/selective.c)
  *
  * A value that does not parse or is out of range is reported on stderr
  * and ignored: a typo must not stop a program from running, but must not
@@ -72,6 +76,7 @@ void srt_cc_from_env(struct rnic_config *cfg)
 	flag("SOFTRNIC_ECN", &cfg->ecn);
 	flag("SOFTRNIC_CNP", &cfg->cnp);
 	flag("SOFTRNIC_DCQCN", &cfg->dcqcn);
+	flag("SOFTRNIC_SELECTIVE_REPEAT", &cfg->selective_repeat);
 	if (profile) {
 		if (strcmp(profile, "mlx5") == 0)
 			dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);

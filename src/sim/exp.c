@@ -97,37 +97,47 @@ fail:
 static int exp_gbn_loss(const struct exp_opts *o)
 {
 	static const double losses[] = { 0, 0.00001, 0.0001, 0.001, 0.01 };
+	static const char *const modes[] = { "go-back-n", "selective" };
 	uint64_t bytes = o->quick ? 4u << 20 : 64u << 20;
 	FILE *csv = open_out(o, "gbn-loss.csv"), *sum = open_out(o, "summary.txt");
 
 	if (!csv || !sum)
 		return 2;
-	fprintf(csv, "loss,bytes,fct_ns,goodput_gbps,retransmits,timeouts,link_losses,packets_sent,max_nic_queue_bytes\n");
+	fprintf(csv, "recovery,loss,bytes,fct_ns,goodput_gbps,retransmits,timeouts,probes,link_losses,packets_sent,"
+		     "max_nic_queue_bytes\n");
 	fprintf(sum, "gbn-loss: one %" PRIu64 "-byte RDMA WRITE, 100 Gb/s links, 1 us each, seed %" PRIu64
-		     ", Go-Back-N\n", bytes, o->seed);
-	for (unsigned i = 0; i < sizeof(losses) / sizeof(losses[0]); i++) {
-		struct sim_engine e;
-		struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000, .loss = losses[i] };
-		sim_engine_init(&e);
-		struct sim_net *n = star(&e, o->seed + i, 2, &l, &HOSTS, &SWITCH);
-		if (!n || sim_add_flow(n, 0, 1, bytes, 0) < 0) {
-			fprintf(stderr, "softrnic sim: cannot build gbn-loss\n");
-			return 2;
+		     ", Go-Back-N and selective repeat\n", bytes, o->seed);
+	for (unsigned m = 0; m < 2; m++) {
+		for (unsigned i = 0; i < sizeof(losses) / sizeof(losses[0]); i++) {
+			struct sim_engine e;
+			struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000, .loss = losses[i] };
+			struct sim_host_opts ho = HOSTS;
+
+			ho.selective_repeat = m == 1;
+			sim_engine_init(&e);
+			/* The same seed for both modes: the same links. */
+			struct sim_net *n = star(&e, o->seed + i, 2, &l, &ho, &SWITCH);
+			if (!n || sim_add_flow(n, 0, 1, bytes, 0) < 0) {
+				fprintf(stderr, "softrnic sim: cannot build gbn-loss\n");
+				return 2;
+			}
+			run_flows(&e, n, 60ull * 1000000000ull);
+			const struct sim_flow_result *f = sim_flow(n, 0);
+			const struct sim_net_stats *st = sim_net_stats(n);
+			double gbps = f->fct_ns && !f->failed ? (double)bytes * 8 / (double)f->fct_ns : 0;
+			fprintf(csv, "%s,%g,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+				     ",%" PRIu64 ",%" PRIu64 "\n",
+				modes[m], losses[i], bytes, f->fct_ns, gbps, sim_rnic_counter(n, "retransmits"),
+				sim_rnic_counter(n, "retransmit_timeouts"), sim_rnic_counter(n, "retransmit_probes"),
+				st->link_losses, st->packets_sent, st->max_host_queue_bytes);
+			fprintf(sum, "  %-9s loss %-8g goodput %7.2f Gb/s (%5.1f%% of the link), %" PRIu64
+				     " retransmitted packets, %" PRIu64 " timeouts, %" PRIu64 " probes%s\n",
+				modes[m], losses[i], gbps, gbps, sim_rnic_counter(n, "retransmits"),
+				sim_rnic_counter(n, "retransmit_timeouts"), sim_rnic_counter(n, "retransmit_probes"),
+				f->fct_ns ? "" : " (did not finish)");
+			sim_net_destroy(n);
+			sim_engine_free(&e);
 		}
-		run_flows(&e, n, 60ull * 1000000000ull);
-		const struct sim_flow_result *f = sim_flow(n, 0);
-		const struct sim_net_stats *st = sim_net_stats(n);
-		double gbps = f->fct_ns && !f->failed ? (double)bytes * 8 / (double)f->fct_ns : 0;
-		fprintf(csv, "%g,%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-			losses[i], bytes, f->fct_ns, gbps, sim_rnic_counter(n, "retransmits"),
-			sim_rnic_counter(n, "retransmit_timeouts"), st->link_losses, st->packets_sent,
-			st->max_host_queue_bytes);
-		fprintf(sum, "  loss %-8g goodput %7.2f Gb/s (%5.1f%% of the link), %" PRIu64 " retransmitted packets, %"
-			     PRIu64 " timeouts%s\n",
-			losses[i], gbps, gbps, sim_rnic_counter(n, "retransmits"),
-			sim_rnic_counter(n, "retransmit_timeouts"), f->fct_ns ? "" : " (did not finish)");
-		sim_net_destroy(n);
-		sim_engine_free(&e);
 	}
 	fclose(csv);
 	fclose(sum);

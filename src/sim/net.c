@@ -937,6 +937,7 @@ int sim_route(struct sim_net *n)
 		cfg.ecn = true;
 		cfg.cnp = n->ho.dcqcn;
 		cfg.dcqcn = n->ho.dcqcn;
+		cfg.selective_repeat = n->ho.selective_repeat;
 		if (n->ho.cc)
 			cfg.cc = *n->ho.cc;
 		else if (n->ho.dcqcn_paper)

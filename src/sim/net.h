@@ -104,6 +104,7 @@ struct sim_host_opts {
 	const struct dcqcn_params *cc;  /* or these (NULL: by dcqcn_paper) */
 	uint8_t qp_timeout;     /* IBTA local ACK timeout code (4.096 us · 2^t) */
 	unsigned mtu;           /* 256 .. 4096 */
+	bool selective_repeat;  /* IRN-style loss recovery (rnic_int.h), else Go-Back-N */
 };
 
 /* What happened, all nodes together (per-node figures in the CSVs). */

@@ -324,6 +324,8 @@ int wire_format_pkt(const struct wire_pkt *pkt, char *out, size_t cap)
 		put(&o, " FECN");
 	if (ib->bth.becn)
 		put(&o, " BECN");
+	if (ib->bth.selective)
+		put(&o, " SR");
 	if (pkt->ip.ecn == 3)
 		put(&o, " ECN-CE");
 	put_headers(&o, ib);

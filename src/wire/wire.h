@@ -192,6 +192,11 @@ struct wire_bth {               /* IBTA 9.2 */
 	uint16_t pkey;
 	bool fecn;              /* RoCEv2 reuses the 8 reserved bits: bit 7 = FECN, */
 	bool becn;              /* bit 6 = BECN (A17.4.1)                          */
+	/* softrnic's extension, bit 5 of that byte (still reserved by the
+	 * spec, ignored by other RNICs, masked out of the ICRC like FECN):
+	 * on a request, "my requester does selective repeat"; on a NAK,
+	 * "this NAK is selective" (rnic/selective.c, docs/architecture.md). */
+	bool selective;
 	uint32_t dqpn;          /* 24 bits */
 	bool ackreq;
 	uint32_t psn;           /* 24 bits */

@@ -233,7 +233,19 @@ static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, enum
 	/* In slices: the predicate sees every slice boundary even when the
 	 * network is quiet (a flow's start time passes with no event). */
 	while (pair_now(w.pair) < end_ns) {
-		pair_run_until(w.pair, step, &w, 50 * HT_US);
+		if (pair_run_until(w.pair, step, &w, 50 * HT_US) == PAIR_IDLE) {
+			/* Nothing in flight and no timer while flows wait: a
+			 * transport that stalled.  Fail rather than spin. */
+			fprintf(stderr, "stalled at %llu ns\n", (unsigned long long)pair_now(w.pair));
+			for (unsigned i = 0; i < nflows; i++) {
+				struct rnic_qp_info qi;
+				if (rnic_qp_infos(pair_rnic(w.pair, i), &qi, 1, pair_now(w.pair)))
+					fprintf(stderr, "  flow %u: state %d sq_psn %u unacked %u outstanding %u\n", i, (int)qi.state, qi.sq_psn,
+						qi.unacked_psn, qi.outstanding);
+			}
+			destroy(&w);
+			return -1;
+		}
 		/* The queue in the measured tail (see below). */
 		if (pair_now(w.pair) >= tail_from) {
 			uint64_t b = pair_queue_backlog(w.pair, w.receiver);

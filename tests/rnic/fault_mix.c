@@ -8,7 +8,8 @@
  * (with and without immediate), RDMA READ, FETCH_ADD and CMP_SWAP with
  * random sizes (0 B .. 4 KB, RDMA WRITE/READ now and then up to 32 KB),
  * random SGE splits (non-contiguous pieces),
- * inline data, signaled and unsignaled.
+ * inline data, signaled and unsignaled.  Loss recovery is drawn too:
+ * selective repeat on both sides, Go-Back-N on both, or on one side only.
  *
  * A model follows every byte that should change: the responder executes
  * requests in PSN order (IBTA 9.7.5.1), so at post time we already know
@@ -780,12 +781,15 @@ static void describe(struct run *u)
 	for (int i = 0; i < 2; i++) {
 		const struct dir *d = &u->dir[i];
 		const struct rnic_counters *c = rnic_counters(u->h.side[i].r);
-		printf("  [%s] node %d: posted %zu/%zu, done through %ld, recv wc %zu/%zu; retransmits %llu timeouts "
-		       "%llu nak_seq tx/rx %llu/%llu dup_req %llu\n",
-		       ht_case, i, d->next_post, d->nops, d->last_done, u->dir[1 - i].next_recv_wc,
-		       u->dir[1 - i].nconsumers, (unsigned long long)c->retransmits,
-		       (unsigned long long)c->retransmit_timeouts, (unsigned long long)c->tx_nak_psn_seq,
-		       (unsigned long long)c->rx_nak_psn_seq, (unsigned long long)c->duplicate_requests);
+		printf("  [%s] node %d (%s): posted %zu/%zu, done through %ld, recv wc %zu/%zu; retransmits %llu timeouts "
+		       "%llu probes %llu nak_seq tx/rx %llu/%llu selective tx/rx %llu/%llu kept %llu dup_req %llu\n",
+		       ht_case, i, u->h.opts.go_back_n[i] ? "go-back-n" : "selective", d->next_post, d->nops,
+		       d->last_done, u->dir[1 - i].next_recv_wc, u->dir[1 - i].nconsumers,
+		       (unsigned long long)c->retransmits, (unsigned long long)c->retransmit_timeouts,
+		       (unsigned long long)c->retransmit_probes, (unsigned long long)c->tx_nak_psn_seq,
+		       (unsigned long long)c->rx_nak_psn_seq, (unsigned long long)c->tx_nak_selective,
+		       (unsigned long long)c->rx_nak_selective, (unsigned long long)c->reorder_stored,
+		       (unsigned long long)c->duplicate_requests);
 	}
 }
 
@@ -820,6 +824,19 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 		rnic_config_default(&cfg);
 		uint32_t max_rd = cfg.max_rd_atomic < 8 ? cfg.max_rd_atomic : 8;
 		o.max_rd_atomic = (uint8_t)(1 + pair_random_below(probe, max_rd ? max_rd : 1));
+		/* Loss recovery: half the seeds selective repeat on both
+		 * sides, a quarter Go-Back-N on both, a quarter one side
+		 * that does not do it (the other must fall back). */
+		switch (pair_random_below(probe, 4)) {
+		case 2:
+			o.go_back_n[0] = o.go_back_n[1] = true;
+			break;
+		case 3:
+			o.go_back_n[pair_random_below(probe, 2)] = true;
+			break;
+		default:
+			break;
+		}
 		pair_destroy(probe);
 		u->h.pair = NULL;
 	}

@@ -193,12 +193,15 @@ int ht_setup(struct ht *h, const struct ht_opts *o)
 {
 	memset(h, 0, sizeof(*h));
 	h->opts = *o;
-	struct rnic_config cfg;
-	rnic_config_default(&cfg);
-	cfg.seed = (uint32_t)(o->seed * 2654435761u);
-	if (o->max_mr)
-		cfg.max_mr = o->max_mr;
-	h->pair = pair_create(o->seed, 2, &cfg);
+	struct rnic_config cfg[2];
+	for (int i = 0; i < 2; i++) {
+		rnic_config_default(&cfg[i]);
+		cfg[i].seed = (uint32_t)(o->seed * 2654435761u);
+		if (o->max_mr)
+			cfg[i].max_mr = o->max_mr;
+		cfg[i].selective_repeat = !o->go_back_n[i];
+	}
+	h->pair = pair_create_each(o->seed, 2, cfg);
 	REQUIRE(h->pair, -1, "pair_create: %s", strerror(errno));
 	for (int i = 0; i < 2; i++)
 		if (setup_side(h, i))

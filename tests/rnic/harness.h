@@ -72,6 +72,7 @@ struct ht_opts {
 	uint32_t max_mr;                /* rnic config, 0 = default            */
 	int access;                     /* qp_access_flags on both QPs         */
 	bool sq_sig_all;
+	bool go_back_n[2];              /* node i: no selective repeat         */
 };
 void ht_default_opts(struct ht_opts *o, uint64_t seed);
 

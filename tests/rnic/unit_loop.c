@@ -316,16 +316,22 @@ static bool drop_some(struct ut_loop *l, int from, uint64_t n, const uint8_t *ib
 	return (from == 0 && (n == 2 || n == 9)) || (from == 1 && n == 0);
 }
 
-static void test_loss(void)
+/* Returns a's retransmitted packets.  selective: both ends do selective
+ * repeat (rnic_int.h), else Go-Back-N. */
+static uint64_t test_loss(bool selective)
 {
 	struct ut_loop l;
 	struct side a, b;
 	struct ibv_wc wc;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
+	struct rnic_config cfg;
+	uint64_t retransmits;
 	int got = 0;
 
-	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, false);
+	rnic_config_default(&cfg);
+	cfg.selective_repeat = selective;
+	ut_loop_init(&l, MAXQ, &cfg, SEED_BASE, false);
 	l.drop = drop_some;
 	pair_up(&l, &a, &b, 5, 6);
 	ut_fill(a.buf, 20000, 4);
@@ -347,13 +353,26 @@ static void test_loss(void)
 	}
 	CHECK(got == 4);
 	CHECK(memcmp(a.buf, b.buf, 20000) == 0);
-	CHECK(rnic_counters(l.r[0])->retransmits > 0);
-	/* b NAKed the gap; that NAK itself was lost, so a's timer resent. */
-	CHECK(rnic_counters(l.r[0])->rx_nak_psn_seq + rnic_counters(l.r[0])->retransmit_timeouts >= 1);
-	CHECK(rnic_counters(l.r[1])->tx_nak_psn_seq >= 1);
+	retransmits = rnic_counters(l.r[0])->retransmits;
+	CHECK(retransmits > 0);
+	if (selective) {
+		/* b kept what came after each hole and said so; a resent
+		 * only the holes.  No Go-Back-N NAK either way. */
+		CHECK(rnic_counters(l.r[1])->reorder_stored >= 1);
+		CHECK(rnic_counters(l.r[1])->tx_nak_selective >= 1);
+		CHECK(rnic_counters(l.r[0])->rx_nak_selective + rnic_counters(l.r[0])->retransmit_timeouts >= 1);
+		CHECK(rnic_counters(l.r[1])->tx_nak_psn_seq == 0);
+		CHECK(rnic_counters(l.r[0])->rx_nak_psn_seq == 0);
+	} else {
+		/* b NAKed the gap; that NAK itself was lost, so a's timer resent. */
+		CHECK(rnic_counters(l.r[0])->rx_nak_psn_seq + rnic_counters(l.r[0])->retransmit_timeouts >= 1);
+		CHECK(rnic_counters(l.r[1])->tx_nak_psn_seq >= 1);
+		CHECK(rnic_counters(l.r[1])->reorder_stored == 0);
+	}
 	side_fini(&a);
 	side_fini(&b);
 	ut_loop_fini(&l);
+	return retransmits;
 }
 
 /* Drop all of b's READ responses the first time, and duplicate a's
@@ -855,7 +874,12 @@ int main(void)
 {
 	test_send();
 	test_write_read();
-	test_loss();
+	{
+		uint64_t gbn = test_loss(false), sr = test_loss(true);
+
+		/* Go-Back-N resends what followed each loss too. */
+		CHECK(sr < gbn);
+	}
 	test_read_retry_and_dup_atomic();
 	test_read_resume();
 	test_rnr();

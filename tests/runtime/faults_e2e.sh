@@ -10,7 +10,8 @@
 #      running server, faults_delay > 0;
 #   2. ibv_rc_pingpong -c (buffers validated) under dup, reorder and
 #      delay; and test_two_process (SEND, WRITE, READ, data checked at the
-#      far end) under loss, dup, reorder and delay;
+#      far end) under loss, dup, reorder and delay; ib_write_bw under loss
+#      with selective repeat, and with a client that does Go-Back-N;
 #   3. ib_write_bw under corrupt: completes, and every flipped bit was
 #      caught by the ICRC check (rx_drop_bad_icrc = faults_corrupt on each
 #      side, > 0);
@@ -43,7 +44,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 run() { # program args...
 	prog=$1
 	shift
-	env LD_LIBRARY_PATH="$libdir" SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_FAULTS="$faults" \
+	env LD_LIBRARY_PATH="$libdir" SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_FAULTS="$faults" ${RUN_ENV:-} \
 	    ${SOFTRNIC_PRELOAD:+LD_PRELOAD=$SOFTRNIC_PRELOAD} timeout -k 5 60 "$prog" -p "$port" "$@"
 }
 
@@ -55,7 +56,7 @@ run_pair() { # tag prog args...
 	run "$prog" "$@" > "$work/$tag-server.log" 2>&1 &
 	server=$!
 	wait_server "$port" "$server" "$work/$tag-server.log" || fail "server never listened"
-	run "$prog" "$@" 127.0.0.1 > "$work/$tag-client.log" 2>&1 &
+	RUN_ENV=${CLIENT_ENV:-} run "$prog" "$@" 127.0.0.1 > "$work/$tag-client.log" 2>&1 &
 	client=$!
 	: > "$work/$tag-stats.txt"
 	if [ -n "${WATCH:-}" ]; then
@@ -127,6 +128,24 @@ lost=$(( $(stats_counter "$work/tp.log" faults_loss 1) + $(stats_counter "$work/
 retx=$(( $(stats_counter "$work/tp.log" retransmits 1) + $(stats_counter "$work/tp.log" retransmits 2) ))
 [ "$lost" -gt 0 ] && [ "$retx" -gt 0 ] || { cat "$work/tp.log"; fail "test_two_process: lost $lost, retransmits $retx"; }
 echo "two_process ($faults): SEND/WRITE/READ data right; lost $lost, retransmits $retx"
+
+# 2c. Loss recovery: selective repeat between two softrnic processes (the
+#     server keeps what came after each hole and NAKs selectively, the
+#     client resends only the holes); Go-Back-N as soon as one side does
+#     not do it: a client with SOFTRNIC_SELECTIVE_REPEAT=0 sends no SR bit,
+#     so the server keeps nothing and NAKs as IBTA says.
+faults="loss=0.01,seed=5"
+run_pair sr ib_write_bw -x 0 -s 65536 -n 1000
+need sr reorder_stored tx_nak_selective rx_nak_selective retransmits
+[ "$(both sr rx_nak_psn_seq)" -eq 0 ] || { cat "$work/sr-server.log"; fail "sr: a Go-Back-N NAK between selective peers"; }
+CLIENT_ENV=SOFTRNIC_SELECTIVE_REPEAT=0 run_pair gbn ib_write_bw -x 0 -s 65536 -n 1000
+need gbn tx_nak_psn_seq rx_nak_psn_seq retransmits
+for c in reorder_stored tx_nak_selective rx_nak_selective; do
+	[ "$(both gbn $c)" -eq 0 ] || { cat "$work/gbn-server.log"; fail "gbn: $c with a Go-Back-N client"; }
+done
+echo "recovery ($faults): ib_write_bw selective: retransmits $(both sr retransmits)," \
+     "kept $(both sr reorder_stored), selective NAKs $(both sr tx_nak_selective);" \
+     "with a Go-Back-N client: retransmits $(both gbn retransmits), NAKs $(both gbn tx_nak_psn_seq)"
 
 # 3. corrupt: each flipped bit is an ICRC drop.
 faults="corrupt=0.01,seed=3"

@@ -1,0 +1,247 @@
+/*
+ * selective.c — the state selective repeat keeps: the responder's reorder
+ * buffer and the requester's scoreboard (the protocol is described in
+ * rnic_int.h, the decisions live in responder.c and completer.c).
+ *
+ * Both are indexed by PSN modulo RNIC_SR_WINDOW and tagged with the full
+ * PSN, so a slot left from an older PSN never answers for a newer one.
+ * They are allocated on a QP's first loss, so QPs that never lose a
+ * packet pay nothing but two NULL pointers.
+ *
+ * Trade-off: the responder copies each out-of-order packet (header and
+ * payload) and executes it once the hole is filled, so execution stays in
+ * PSN order and every check of responder.c applies unchanged.  IRN instead
+ * places out-of-order WRITE payloads straight into memory, which needs
+ * every packet to carry its RETH; that saves the copy but changes the
+ * wire format and the ordering rules, and is the better algorithm for a
+ * hardware-speed implementation.
+ */
+#include <stdlib.h>
+
+#include "rnic/rnic_int.h"
+
+/* ---- responder: the reorder buffer -------------------------------------- */
+
+struct reorder_packet {
+	struct wire_ib ib;              /* .payload points at data */
+	size_t bytes;                   /* charged to the device's budget */
+	uint8_t data[];
+};
+
+struct rnic_reorder {
+	uint32_t count;
+	uint32_t high;                  /* highest PSN kept */
+	struct reorder_packet *slot[RNIC_SR_WINDOW];
+};
+
+bool reorder_store(struct rnic_qp *qp, const struct wire_ib *pkt, bool *dup)
+{
+	struct rnic *r = qp->r;
+	int32_t d = wire_psn_diff(pkt->bth.psn, qp->resp.epsn);
+	struct reorder_packet *p;
+	uint32_t i = pkt->bth.psn % RNIC_SR_WINDOW;
+	size_t bytes = sizeof(*p) + pkt->payload_len;
+
+	*dup = false;
+	if (d <= 0 || (uint32_t)d >= RNIC_SR_WINDOW)
+		return false;
+	if (!qp->reorder) {
+		qp->reorder = calloc(1, sizeof(*qp->reorder));
+		if (!qp->reorder)
+			return false;
+	}
+	if (qp->reorder->slot[i]) {
+		*dup = qp->reorder->slot[i]->ib.bth.psn == pkt->bth.psn;
+		return false;
+	}
+	if (r->reorder_bytes + bytes > RNIC_SR_BUDGET)
+		return false;
+	p = malloc(bytes);
+	if (!p)
+		return false;
+	p->ib = *pkt;
+	p->bytes = bytes;
+	if (pkt->payload_len)
+		memcpy(p->data, pkt->payload, pkt->payload_len);
+	p->ib.payload = p->data;
+	qp->reorder->slot[i] = p;
+	if (!qp->reorder->count || wire_psn_diff(pkt->bth.psn, qp->reorder->high) > 0)
+		qp->reorder->high = pkt->bth.psn;
+	qp->reorder->count++;
+	r->reorder_bytes += bytes;
+	r->ctr.reorder_stored++;
+	return true;
+}
+
+const struct wire_ib *reorder_get(struct rnic_qp *qp, uint32_t psn)
+{
+	struct reorder_packet *p = qp->reorder ? qp->reorder->slot[psn % RNIC_SR_WINDOW] : NULL;
+
+	return p && p->ib.bth.psn == psn ? &p->ib : NULL;
+}
+
+void reorder_release(struct rnic_qp *qp, uint32_t psn)
+{
+	struct reorder_packet **slot = &qp->reorder->slot[psn % RNIC_SR_WINDOW];
+
+	if (!*slot || (*slot)->ib.bth.psn != psn)
+		return;
+	qp->r->reorder_bytes -= (*slot)->bytes;
+	free(*slot);
+	*slot = NULL;
+	qp->reorder->count--;
+}
+
+bool reorder_empty(const struct rnic_qp *qp)
+{
+	return !qp->reorder || !qp->reorder->count;
+}
+
+uint32_t reorder_high(const struct rnic_qp *qp)
+{
+	return qp->reorder->high;
+}
+
+void reorder_flush(struct rnic_qp *qp)
+{
+	if (!qp->reorder)
+		return;
+	for (uint32_t i = 0; i < RNIC_SR_WINDOW && qp->reorder->count; i++) {
+		if (qp->reorder->slot[i])
+			reorder_release(qp, qp->reorder->slot[i]->ib.bth.psn);
+	}
+}
+
+/* ---- requester: the scoreboard ------------------------------------------ */
+
+enum {
+	BOARD_HELD = 1,                 /* the peer has it (a NAK said so)  */
+	BOARD_RESENT = 2,               /* resent; `mark` says when         */
+	BOARD_QUEUED = 4,               /* waiting in the resend queue      */
+};
+
+struct board_entry {
+	uint32_t psn;                   /* tag: the flags are for this PSN  */
+	uint32_t mark;                  /* BOARD_RESENT: psn_high then      */
+	uint8_t flags;
+};
+
+struct rnic_scoreboard {
+	struct board_entry e[RNIC_SR_WINDOW];
+	uint32_t queue[RNIC_SR_WINDOW];  /* PSNs to resend, a ring */
+	uint32_t qhead, qcount;
+};
+
+static struct board_entry *entry(struct rnic_scoreboard *b, uint32_t psn)
+{
+	struct board_entry *x = &b->e[psn % RNIC_SR_WINDOW];
+
+	if (x->psn != psn) {
+		x->psn = psn;
+		x->flags = 0;
+	}
+	return x;
+}
+
+static void enqueue(struct rnic_scoreboard *b, struct board_entry *x, uint32_t psn)
+{
+	x->flags |= BOARD_QUEUED;
+	b->queue[(b->qhead + b->qcount++) % RNIC_SR_WINDOW] = psn;
+}
+
+bool scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got)
+{
+	struct rnic_scoreboard *b = qp->board;
+	int32_t span = wire_psn_diff(got, hole);
+	bool again = false;
+
+	/* A NAK names a hole before the packet that arrived; anything else
+	 * is not a selective NAK we sent for (a stale or hostile one). */
+	if (span <= 0 || (uint32_t)span >= RNIC_SR_WINDOW || wire_psn_diff(got, qp->req.psn_high) >= 0)
+		return false;
+	if (!b) {
+		b = qp->board = calloc(1, sizeof(*b));
+		if (!b)
+			return false;
+	}
+	entry(b, got)->flags |= BOARD_HELD;
+	for (uint32_t psn = hole; psn != got; psn = wire_psn_add(psn, 1)) {
+		struct board_entry *x = entry(b, psn);
+
+		if (x->flags & (BOARD_HELD | BOARD_QUEUED))
+			continue;
+		/* Resent already: lost again only if something sent after
+		 * the resend (`got`) overtook it. */
+		if (x->flags & BOARD_RESENT) {
+			if (wire_psn_diff(got, x->mark) < 0)
+				continue;
+			again |= psn == hole;
+		}
+		if (b->qcount == RNIC_SR_WINDOW)
+			break;
+		enqueue(b, x, psn);
+	}
+	return again;
+}
+
+bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn)
+{
+	struct rnic_scoreboard *b = qp->board;
+
+	while (b && b->qcount) {
+		uint32_t p = b->queue[b->qhead];
+		struct board_entry *x = entry(b, p);
+
+		b->qhead = (b->qhead + 1) % RNIC_SR_WINDOW;
+		b->qcount--;
+		x->flags &= (uint8_t)~BOARD_QUEUED;
+		/* Acknowledged meanwhile, or not sent at all any more (a
+		 * Go-Back-N moved the send position before it). */
+		if (wire_psn_diff(p, qp->comp.psn) < 0 || wire_psn_diff(p, qp->req.psn) >= 0 ||
+		    (x->flags & BOARD_HELD))
+			continue;
+		*psn = p;
+		return true;
+	}
+	return false;
+}
+
+void scoreboard_resent(struct rnic_qp *qp, uint32_t psn, uint32_t psn_high)
+{
+	struct board_entry *x = entry(qp->board, psn);
+
+	x->flags |= BOARD_RESENT;
+	x->mark = psn_high;
+}
+
+void scoreboard_probe(struct rnic_qp *qp, uint32_t psn)
+{
+	struct board_entry *x;
+
+	if (!qp->board || qp->board->qcount == RNIC_SR_WINDOW)
+		return;
+	x = entry(qp->board, psn);
+	x->flags &= (uint8_t)~BOARD_HELD;
+	if (!(x->flags & BOARD_QUEUED))
+		enqueue(qp->board, x, psn);
+}
+
+bool scoreboard_pending(const struct rnic_qp *qp)
+{
+	return qp->board && qp->board->qcount;
+}
+
+void scoreboard_clear(struct rnic_qp *qp)
+{
+	if (qp->board)
+		memset(qp->board, 0, sizeof(*qp->board));
+}
+
+void selective_free(struct rnic_qp *qp)
+{
+	reorder_flush(qp);
+	free(qp->reorder);
+	free(qp->board);
+	qp->reorder = NULL;
+	qp->board = NULL;
+}
