@@ -46,10 +46,12 @@ def main():
           "busy-polls (`--busy-poll`) in the first two tables.", ""]
     floor = pick(rows, system="udp", path="pingpong")
     if floor:
-        md += ["The floor: a UDP ping-pong of 100-byte messages between two processes that "
+        md += ["For scale: a UDP ping-pong of 100-byte messages between two processes that "
                "busy-poll their sockets (`bench/udp_pingpong`) has a round trip of p50 %s us, p99 %s us "
-               "on this machine in the same run; every RoCEv2 request softrnic makes over loopback "
-               "pays at least that." % (fmt(num(floor, "p50_us")), fmt(num(floor, "p99_us"))), ""]
+               "on this machine in the same run; every RoCEv2 request over UDP pays at least that. "
+               "The server and the clients here share one host, so softrnic carries their packets "
+               "on its host-local path (shared-memory rings, docs/performance.md) unless "
+               "SOFTRNIC_LOCAL=0." % (fmt(num(floor, "p50_us")), fmt(num(floor, "p99_us"))), ""]
     for op in ("get", "set"):
         md += ["## %s" % op.upper(), "",
                "| value | clients | Redis p50 | softrnic p50 | ratio | Redis p99 | softrnic p99 | "
