@@ -3,6 +3,7 @@
 
 usage: sim_plot.py dcqcn-fairness DIR OUT.png   (DIR: that experiment's --out)
        sim_plot.py gbn-loss DIR OUT.png
+       sim_plot.py run DIR OUT.png        (softrnic sim run --sample-us N --out DIR)
 """
 import csv
 import sys
@@ -60,5 +61,37 @@ def gbn(d, out):
     fig.savefig(out, dpi=80)
 
 
+def run(d, out):
+    """sim run's time series: the throughput of the flows that moved most
+    bytes, and the longest queues."""
+    tput = rows(d + "/throughput.csv")
+    queues = rows(d + "/queues.csv")
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
+    total = {}
+    for r in tput:
+        total[r["flow"]] = total.get(r["flow"], 0) + float(r["gbps"])
+    for flow in sorted(total, key=total.get, reverse=True)[:8]:
+        rs = [r for r in tput if r["flow"] == flow]
+        axes[0].plot([float(r["t_us"]) / 1000 for r in rs], [float(r["gbps"]) for r in rs], lw=1,
+                     label="flow %s" % flow)
+    axes[0].set_ylabel("throughput (Gb/s)")
+    axes[0].legend(fontsize=7, ncol=4)
+    peak = {}
+    for r in queues:
+        key = (r["node"], r["port"])
+        peak[key] = max(peak.get(key, 0), int(r["queue_bytes"]))
+    for key in sorted(peak, key=peak.get, reverse=True)[:6]:
+        rs = [r for r in queues if (r["node"], r["port"]) == key]
+        axes[1].plot([float(r["t_us"]) / 1000 for r in rs], [int(r["queue_bytes"]) / 1000 for r in rs], lw=1,
+                     label="node %s port %s" % key)
+    axes[1].set_ylabel("queue (KB)")
+    axes[1].set_xlabel("time (ms)")
+    axes[1].legend(fontsize=7, ncol=3)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
 if __name__ == "__main__":
-    {"dcqcn-fairness": fairness, "gbn-loss": gbn}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"dcqcn-fairness": fairness, "gbn-loss": gbn, "run": run}[sys.argv[1]](sys.argv[2], sys.argv[3])

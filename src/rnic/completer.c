@@ -418,8 +418,10 @@ static void comp_finish(struct rnic_qp *qp, struct comp_ctx *c)
 		if (wire_psn_diff(qp->comp.psn, qp->req.psn) > 0 ||
 		    (int32_t)(qp->sq.req - qp->sq.comp) < 0)
 			requester_rewind(qp, qp->comp.psn);
-		if (outstanding(qp) && qp->req.rnr_until == RNIC_NO_DEADLINE && timeout_ns(qp))
+		if (outstanding(qp) && qp->req.rnr_until == RNIC_NO_DEADLINE && timeout_ns(qp)) {
 			qp->comp.retx_deadline = c->now + retx_wait_ns(qp);
+			rnic_timer_armed(qp->r, qp->comp.retx_deadline);
+		}
 	}
 	if (c->progress || c->rerun)
 		requester_run(qp, c->now);
@@ -448,8 +450,10 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now)
 {
 	(void)psn;
-	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp))
+	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp)) {
 		qp->comp.retx_deadline = now + retx_wait_ns(qp);
+		rnic_timer_armed(qp->r, qp->comp.retx_deadline);
+	}
 }
 
 void completer_timer(struct rnic_qp *qp, uint64_t now)
@@ -465,6 +469,7 @@ void completer_timer(struct rnic_qp *qp, uint64_t now)
 		qp->comp.probes++;
 		scoreboard_probe(qp, qp->comp.psn);
 		qp->comp.retx_deadline = now + retx_wait_ns(qp);
+		rnic_timer_armed(qp->r, qp->comp.retx_deadline);
 		requester_run(qp, now);
 		return;
 	}

@@ -551,8 +551,10 @@ static enum resp_state resp_acknowledge(struct rnic_qp *qp, struct resp_ctx *c)
 	qp->resp.unacked++;
 	if (c->pkt->bth.ackreq || qp->resp.unacked >= RNIC_ACK_EVERY)
 		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
-	else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE)
+	else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE) {
 		qp->resp.ack_deadline = c->now + RNIC_DELAYED_ACK_NS;
+		rnic_timer_armed(qp->r, qp->resp.ack_deadline);
+	}
 	return RESP_EXIT;
 }
 
@@ -767,7 +769,10 @@ static void reorder_drain(struct rnic_qp *qp, uint64_t now)
 			return;
 		}
 	}
-	if (!rnic_qp_can_receive(qp)) {
+	/* Everything kept lies behind us (the expected PSN jumped over it: a
+	 * peer that put a PSN inside a READ's range): nothing to wait for. */
+	if (!rnic_qp_can_receive(qp) ||
+	    (!reorder_empty(qp) && wire_psn_diff(reorder_high(qp), qp->resp.epsn) < 0)) {
 		reorder_flush(qp);
 		return;
 	}

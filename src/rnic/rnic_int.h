@@ -90,6 +90,10 @@ struct rnic {
 	void *trace_ctx;
 	uint32_t gsi_psn;               /* PSN of the next MAD QP1 sends (gsi.c) */
 	uint64_t reorder_bytes;         /* held by reorder buffers (selective.c) */
+	/* No QP timer is due before this (rnic_next_deadline): lowered by
+	 * rnic_timer_armed whenever one is armed, made exact again by each
+	 * rnic_advance, never later than the true earliest. */
+	uint64_t deadline_bound;
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
 
@@ -98,6 +102,13 @@ struct rnic {
 bool gsi_receive(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx);
 
 uint64_t rnic_random(struct rnic *r);
+/* Every write of a QP timer (retransmit, RNR, delayed ACK, pacer, DCQCN)
+ * to a time `at` must tell the device, so rnic_next_deadline stays O(1). */
+static inline void rnic_timer_armed(struct rnic *r, uint64_t at)
+{
+	if (at < r->deadline_bound)
+		r->deadline_bound = at;
+}
 /* The send window of each QP now (see RNIC_DEVICE_WINDOW). */
 static inline uint32_t rnic_send_window(const struct rnic *r)
 {

@@ -15,6 +15,14 @@
  * every packet to carry its RETH; that saves the copy but changes the
  * wire format and the ordering rules, and is the better algorithm for a
  * hardware-speed implementation.
+ *
+ * Exposure, said plainly: without selective repeat a packet is executed
+ * only at the one expected PSN; with it, one from the peer's address and
+ * to the right QP is kept anywhere in the next RNIC_SR_WINDOW PSNs, so a
+ * sender that can forge the peer's source address has 512 PSNs to hit
+ * instead of one.  RoCE has no packet authentication either way (IRN in
+ * hardware has the same window); SOFTRNIC_SELECTIVE_REPEAT=0 restores the
+ * single PSN.
  */
 #include <stdlib.h>
 
@@ -50,6 +58,11 @@ bool reorder_store(struct rnic_qp *qp, const struct wire_ib *pkt, bool *dup)
 		if (!qp->reorder)
 			return false;
 	}
+	/* A slot held for a PSN now behind us (only a peer breaking the
+	 * PSN rules leaves one: it sent a PSN inside a READ's range) is
+	 * freed for the new one. */
+	if (qp->reorder->slot[i] && wire_psn_diff(qp->reorder->slot[i]->ib.bth.psn, qp->resp.epsn) < 0)
+		reorder_release(qp, qp->reorder->slot[i]->ib.bth.psn);
 	if (qp->reorder->slot[i]) {
 		*dup = qp->reorder->slot[i]->ib.bth.psn == pkt->bth.psn;
 		return false;

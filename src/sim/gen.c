@@ -6,6 +6,11 @@
  *       a k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2
  *       aggregation switches, (k/2)^2 cores, k^3/4 hosts; hosts are nodes
  *       0 .. k^3/4 - 1, then edge, aggregation and core switches
+ *   softrnic sim topo leaf-spine LEAVES SPINES HOSTS_PER_LEAF [...]
+ *       every leaf linked to every spine; hosts first, then leaves, spines
+ *   softrnic sim topo dumbbell HOSTS_PER_SIDE [...]
+ *       two switches and one link between them (--core-rate: the
+ *       bottleneck), hosts 0 .. n-1 on one side, n .. 2n-1 on the other
  *   softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R]
  *       [--time S] [--seed N]
  *       flows whose sizes follow the CDF (data/cdf/, linear between
@@ -31,51 +36,129 @@
 
 static int topo_usage(void)
 {
-	fprintf(stderr, "usage: softrnic sim topo fat-tree K [--rate 100Gbps] [--core-rate 100Gbps] [--delay 1000ns]\n"
-			"  K even, 2..16\n");
+	fprintf(stderr, "usage: softrnic sim topo fat-tree K [options]       K even, 2..16\n"
+			"       softrnic sim topo leaf-spine LEAVES SPINES HOSTS_PER_LEAF [options]\n"
+			"       softrnic sim topo dumbbell HOSTS_PER_SIDE [options]\n"
+			"options: --rate 100Gbps (host links) --core-rate R (switch-to-switch links;\n"
+			"         default: --rate) --delay 1000ns (every link)\n");
 	return 2;
 }
 
-int sim_topo_main(int argc, char **argv)
-{
-	const char *rate = "100Gbps", *core_rate = NULL, *delay = "1000ns";
+struct topo_links {
+	const char *rate, *core_rate, *delay;
+};
 
-	if (argc < 3 || strcmp(argv[1], "fat-tree"))
-		return topo_usage();
-	unsigned k = (unsigned)strtoul(argv[2], NULL, 10);
-	for (int i = 3; i < argc; i++) {
-		if (!strcmp(argv[i], "--rate") && i + 1 < argc)
-			rate = argv[++i];
-		else if (!strcmp(argv[i], "--core-rate") && i + 1 < argc)
-			core_rate = argv[++i];
-		else if (!strcmp(argv[i], "--delay") && i + 1 < argc)
-			delay = argv[++i];
-		else
-			return topo_usage();
-	}
-	if (k < 2 || k > 16 || k % 2)
-		return topo_usage();
-	if (!core_rate)
-		core_rate = rate;
+static void switch_line(unsigned first, unsigned count)
+{
+	for (unsigned s = first; s < first + count; s++)
+		printf("%u%c", s, s + 1 == first + count ? '\n' : ' ');
+}
+
+static void link_line(unsigned a, unsigned b, const char *rate, const char *delay)
+{
+	printf("%u %u %s %s 0\n", a, b, rate, delay);
+}
+
+/* A k-ary fat-tree (Al-Fares et al.): hosts 0 .. k^3/4 - 1, then the edge,
+ * aggregation and core switches. */
+static void fat_tree(unsigned k, const struct topo_links *t)
+{
 	unsigned half = k / 2, hosts = k * k * k / 4, edges = k * half, aggs = k * half, cores = half * half;
 	unsigned edge0 = hosts, agg0 = edge0 + edges, core0 = agg0 + aggs;
 	unsigned links = hosts + k * half * half + aggs * half;
+
 	printf("%u %u %u\n", hosts + edges + aggs + cores, edges + aggs + cores, links);
-	for (unsigned s = edge0; s < core0 + cores; s++)
-		printf("%u%c", s, s + 1 == core0 + cores ? '\n' : ' ');
+	switch_line(edge0, edges + aggs + cores);
 	/* Host h under edge switch h / (k/2). */
 	for (unsigned h = 0; h < hosts; h++)
-		printf("%u %u %s %s 0\n", h, edge0 + h / half, rate, delay);
+		link_line(h, edge0 + h / half, t->rate, t->delay);
 	/* Pod p: every edge switch to every aggregation switch of the pod. */
 	for (unsigned p = 0; p < k; p++)
 		for (unsigned e = 0; e < half; e++)
 			for (unsigned a = 0; a < half; a++)
-				printf("%u %u %s %s 0\n", edge0 + p * half + e, agg0 + p * half + a, rate, delay);
+				link_line(edge0 + p * half + e, agg0 + p * half + a, t->rate, t->delay);
 	/* Aggregation switch a of each pod to cores a*(k/2) .. a*(k/2)+k/2-1. */
 	for (unsigned p = 0; p < k; p++)
 		for (unsigned a = 0; a < half; a++)
 			for (unsigned c = 0; c < half; c++)
-				printf("%u %u %s %s 0\n", agg0 + p * half + a, core0 + a * half + c, core_rate, delay);
+				link_line(agg0 + p * half + a, core0 + a * half + c, t->core_rate, t->delay);
+}
+
+/* Two tiers: every leaf to every spine.  Hosts 0 .. leaves*per_leaf - 1
+ * (host h under leaf h / per_leaf), then the leaves, then the spines. */
+static void leaf_spine(unsigned leaves, unsigned spines, unsigned per_leaf, const struct topo_links *t)
+{
+	unsigned hosts = leaves * per_leaf, leaf0 = hosts, spine0 = leaf0 + leaves;
+
+	printf("%u %u %u\n", hosts + leaves + spines, leaves + spines, hosts + leaves * spines);
+	switch_line(leaf0, leaves + spines);
+	for (unsigned h = 0; h < hosts; h++)
+		link_line(h, leaf0 + h / per_leaf, t->rate, t->delay);
+	for (unsigned l = 0; l < leaves; l++)
+		for (unsigned s = 0; s < spines; s++)
+			link_line(leaf0 + l, spine0 + s, t->core_rate, t->delay);
+}
+
+/* Two switches joined by one link (the bottleneck: --core-rate), n hosts
+ * on each: hosts 0 .. n-1 on the left, n .. 2n-1 on the right. */
+static void dumbbell(unsigned n, const struct topo_links *t)
+{
+	unsigned left = 2 * n, right = left + 1;
+
+	printf("%u 2 %u\n", 2 * n + 2, 2 * n + 1);
+	switch_line(left, 2);
+	for (unsigned h = 0; h < 2 * n; h++)
+		link_line(h, h < n ? left : right, t->rate, t->delay);
+	link_line(left, right, t->core_rate, t->delay);
+}
+
+int sim_topo_main(int argc, char **argv)
+{
+	struct topo_links t = { .rate = "100Gbps", .core_rate = NULL, .delay = "1000ns" };
+	unsigned v[3] = { 0, 0, 0 }, nv;
+	int i;
+
+	if (argc < 3)
+		return topo_usage();
+	if (!strcmp(argv[1], "fat-tree") || !strcmp(argv[1], "dumbbell"))
+		nv = 1;
+	else if (!strcmp(argv[1], "leaf-spine"))
+		nv = 3;
+	else
+		return topo_usage();
+	for (i = 2; i < argc && (unsigned)(i - 2) < nv; i++) {
+		char *end;
+		unsigned long x = strtoul(argv[i], &end, 10);
+		if (end == argv[i] || *end || x == 0 || x > 4096)
+			return topo_usage();
+		v[i - 2] = (unsigned)x;
+	}
+	if ((unsigned)(i - 2) < nv)
+		return topo_usage();
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			t.rate = argv[++i];
+		else if (!strcmp(argv[i], "--core-rate") && i + 1 < argc)
+			t.core_rate = argv[++i];
+		else if (!strcmp(argv[i], "--delay") && i + 1 < argc)
+			t.delay = argv[++i];
+		else
+			return topo_usage();
+	}
+	if (!t.core_rate)
+		t.core_rate = t.rate;
+	if (!strcmp(argv[1], "fat-tree")) {
+		if (v[0] < 2 || v[0] > 16 || v[0] % 2)
+			return topo_usage();
+		fat_tree(v[0], &t);
+	} else if (!strcmp(argv[1], "dumbbell")) {
+		dumbbell(v[0], &t);
+	} else {
+		/* SIM_MAX_NODES bounds what sim run can load; say so here. */
+		if ((uint64_t)v[0] * v[2] + v[0] + v[1] > 1024)
+			return topo_usage();
+		leaf_spine(v[0], v[1], v[2], &t);
+	}
 	return 0;
 }
 

@@ -5,6 +5,7 @@
  * users' setups run unchanged, and its FCT file written the same way.
  *
  *   config.txt    "KEY value ..." lines.  Read: TOPOLOGY_FILE, FLOW_FILE,
+ *                 ROUTE_FILE (softrnic's own: static routes, load_routes),
  *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1,
  *                 DCQCN, is the one the model shares), ENABLE_QCN,
  *                 ENABLE_PFC, BUFFER_SIZE (MB), KMIN_MAP / KMAX_MAP
@@ -22,7 +23,9 @@
  *   outputs       fct.txt (below), flows.csv, pfc.csv (pauses and paused
  *                 time per port that was paused), summary.txt, and with
  *                 --sample-us, queues.csv (every port holding packets or
- *                 paused, every sample)
+ *                 paused, every sample) and throughput.csv (every flow
+ *                 whose requests reached its destination in the sample:
+ *                 their wire bytes, as Gb/s over the sample)
  *   fct output    "sip dip sport dport size start_ns fct_ns standalone_ns"
  *                 with HPCC's addresses (0x0b000001 + id/256 << 16 +
  *                 id%256 << 8) in hex; sport is 10000 + the flow's index.
@@ -54,7 +57,7 @@ struct rate_map {
 };
 
 struct hpcc_config {
-	char topology[512], flows[512], fct_out[512];
+	char topology[512], flows[512], fct_out[512], routes[512];
 	int cc_mode;
 	bool qcn, pfc;
 	double stop_s, error_rate;
@@ -167,6 +170,9 @@ static int read_config(const char *path, struct hpcc_config *c)
 		} else if (!strcmp(key, "FLOW_FILE")) {
 			if (WORD())
 				resolve(c->flows, sizeof(c->flows), word, path);
+		} else if (!strcmp(key, "ROUTE_FILE")) {
+			if (WORD())
+				resolve(c->routes, sizeof(c->routes), word, path);
 		} else if (!strcmp(key, "FCT_OUTPUT_FILE")) {
 			if (WORD())
 				snprintf(c->fct_out, sizeof(c->fct_out), "%s", word);
@@ -244,6 +250,40 @@ static int read_config(const char *path, struct hpcc_config *c)
 	return 0;
 }
 
+/* ROUTE_FILE (softrnic's key; HPCC computes its routes itself): the count,
+ * then "switch host next_hop" lines in the topology's node ids — switch
+ * `switch` sends everything for `host` to its neighbour `next_hop`,
+ * replacing the shortest paths (sim_set_route).  How a routing loop, the
+ * cyclic buffer dependency of a PFC deadlock, is built from files.
+ * 0, or 2 with a message. */
+static int load_routes(struct sim_net *n, const char *path, const bool *is_switch, const unsigned *host_of,
+		       unsigned nodes)
+{
+	FILE *f = fopen(path, "r");
+	unsigned count = 0, sw, host, next;
+	int rc = 0;
+
+	if (!f) {
+		fprintf(stderr, "softrnic sim run: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	if (fscanf(f, "%u", &count) != 1)
+		rc = 2;
+	for (unsigned i = 0; !rc && i < count; i++) {
+		int port;
+		if (fscanf(f, "%u %u %u", &sw, &host, &next) != 3 || sw >= nodes || host >= nodes || next >= nodes ||
+		    !is_switch[sw] || is_switch[host] || (port = sim_port_to_node(n, sw, next)) < 0 ||
+		    sim_set_route(n, sw, host_of[host], (unsigned)port)) {
+			fprintf(stderr, "softrnic sim run: %s: route line %u: not \"switch host neighbour\"\n", path, i + 1);
+			rc = 2;
+		}
+	}
+	if (!rc && count == 0)
+		fprintf(stderr, "softrnic sim run: %s: no routes\n", path), rc = 2;
+	fclose(f);
+	return rc;
+}
+
 static uint32_t hpcc_ip(unsigned id)
 {
 	return 0x0b000001u + ((id / 256) << 16) + ((id % 256) << 8);
@@ -256,11 +296,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Every sample_ns: one queues.csv line per port holding packets. */
+/* Every sample_ns: one queues.csv line per port holding packets, one
+ * throughput.csv line per flow that moved. */
 struct sampler {
 	struct sim_net *n;
-	FILE *f;
+	FILE *f, *tput;
 	uint64_t period_ns, stop_ns;
+	uint64_t *last;                 /* sim_flow_arrived at the last sample */
 };
 
 static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
@@ -275,6 +317,13 @@ static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
 			if (q || paused)
 				fprintf(s->f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%d\n", now / 1000, node, p, q, paused);
 		}
+	for (unsigned i = 0; s->tput && i < sim_flows(s->n); i++) {
+		uint64_t a = sim_flow_arrived(s->n, i);
+		if (a != s->last[i])
+			fprintf(s->tput, "%" PRIu64 ",%u,%.3f\n", now / 1000, i,
+				(double)(a - s->last[i]) * 8 / (double)s->period_ns);
+		s->last[i] = a;
+	}
 	if (now + s->period_ns <= s->stop_ns && sim_flows_running(s->n))
 		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
 }
@@ -367,6 +416,11 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 			rc = 2;
 	if (!n || rc || sim_route(n)) {
 		fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", c.topology);
+		rc = 2;
+	} else if (c.routes[0]) {
+		rc = load_routes(n, c.routes, is_switch, host_of, nodes);
+	}
+	if (rc) {
 		fclose(flows);
 		sim_net_destroy(n);
 		free(is_switch);
@@ -408,8 +462,12 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 	if (sample_ns) {
 		snprintf(path, sizeof(path), "%s/queues.csv", out_dir);
 		smp.f = fopen(path, "w");
-		if (smp.f) {
+		snprintf(path, sizeof(path), "%s/throughput.csv", out_dir);
+		smp.tput = fopen(path, "w");
+		smp.last = calloc(sim_flows(n) ? sim_flows(n) : 1, sizeof(*smp.last));
+		if (smp.f && smp.tput && smp.last) {
 			fprintf(smp.f, "t_us,node,port,queue_bytes,paused\n");
+			fprintf(smp.tput, "t_us,flow,gbps\n");
 			sim_at(&e, sample_ns, sample_queues, &smp, 0);
 		}
 	}
@@ -417,6 +475,9 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 		;
 	if (smp.f)
 		fclose(smp.f);
+	if (smp.tput)
+		fclose(smp.tput);
+	free(smp.last);
 	/* Pauses per port: pfc.csv. */
 	snprintf(path, sizeof(path), "%s/pfc.csv", out_dir);
 	FILE *pfc = fopen(path, "w");

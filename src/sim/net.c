@@ -74,6 +74,7 @@ struct port {
 struct flow {
 	struct sim_flow_result r;
 	struct rnic_qp *qp_src, *qp_dst;
+	uint64_t arrived;               /* wire bytes of its requests that reached dst */
 };
 
 struct host {
@@ -87,6 +88,10 @@ struct host {
 	uint8_t *buf;
 	uint64_t timer_at, timer_gen;
 	uint64_t delivered;             /* wire bytes of its packets that arrived */
+	/* The flow (index + 1) whose QP on this host has QPN q, at slot
+	 * q % slots, with the QPN beside it (0: none).  slots is the rnic's
+	 * max_qp, whose QP table gives live QPs distinct slots the same way. */
+	uint32_t *slot_flow, *slot_qpn, slots;
 	/* The NIC's arbiter: RoCE packets wait per flow (by destination host
 	 * and QP, hashed into NIC_FLOW_QUEUES) and leave round robin, one
 	 * packet per turn, so a new flow is not stuck behind the backlog of
@@ -720,6 +725,14 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	rx.ib_len = pkt->ib_len;
 	rx.ttl = 64;
 	n->hosts[pkt->src_host]->delivered += pkt->wire;
+	/* Per-flow throughput (sim_flow_arrived): requests to a flow's QP
+	 * here (BTH opcode below ACK's 0x11, DestQP bytes 5..7). */
+	if (pkt->prio == SIM_PRIO_ROCE && pkt->ib_len >= 12 && (pkt->ib[0] & 0x1f) < 0x11) {
+		uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
+		uint32_t slot = qpn % h->slots;
+		if (h->slot_qpn[slot] == qpn && h->slot_flow[slot])
+			n->flows[h->slot_flow[slot] - 1].arrived += pkt->wire;
+	}
 	rnic_receive(h->rnic, &rx, now);
 	free(pkt);
 	host_after(h);
@@ -946,6 +959,11 @@ int sim_route(struct sim_net *n)
 		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
 		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
 		host->buf = host->cq ? calloc(1, HOST_BUF) : NULL;
+		host->slots = cfg.max_qp;
+		host->slot_flow = host->buf ? calloc(host->slots, sizeof(uint32_t)) : NULL;
+		host->slot_qpn = host->slot_flow ? calloc(host->slots, sizeof(uint32_t)) : NULL;
+		if (!host->slot_qpn)
+			return ENOMEM;
 		host->mr = host->buf ? rnic_mr_reg(host->pd, host->buf, HOST_BUF, (uintptr_t)host->buf,
 						   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 				     : NULL;
@@ -1017,6 +1035,7 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 	uint64_t left = f->r.bytes;
 
 	f->r.start_ns = now;
+	f->arrived = 0;
 	/* The QP pair exists while the flow runs (a host's rnic looks at
 	 * every QP for its next deadline: idle ones would cost every event). */
 	struct ibv_qp_init_attr init;
@@ -1033,6 +1052,11 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 		f->r.fct_ns = 1;
 		n->running--;
 		return;
+	}
+	{
+		uint32_t qpn = rnic_qp_num(f->qp_dst);
+		dst->slot_qpn[qpn % dst->slots] = qpn;
+		dst->slot_flow[qpn % dst->slots] = (uint32_t)arg + 1;
 	}
 	while (left) {
 		uint32_t len = left > HOST_BUF ? HOST_BUF : (uint32_t)left;
@@ -1137,6 +1161,11 @@ struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h)
 	return h < n->nhosts ? n->hosts[h]->rnic : NULL;
 }
 
+uint64_t sim_flow_arrived(const struct sim_net *n, unsigned i)
+{
+	return i < n->nflows ? n->flows[i].arrived : 0;
+}
+
 uint64_t sim_host_delivered(const struct sim_net *n, unsigned src)
 {
 	return src < n->nhosts ? n->hosts[src]->delivered : 0;
@@ -1153,6 +1182,16 @@ uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned p
 	if (n->nodes[node]->host)
 		b += n->nodes[node]->host->flowq_bytes;
 	return b;
+}
+
+int sim_port_to_node(const struct sim_net *n, unsigned node, unsigned peer)
+{
+	if (node >= n->nnodes || peer >= n->nnodes)
+		return -1;
+	for (unsigned i = 0; i < n->nodes[node]->nports; i++)
+		if (n->nodes[node]->ports[i]->peer == n->nodes[peer])
+			return (int)i;
+	return -1;
 }
 
 int sim_port_to_host(const struct sim_net *n, unsigned sw, unsigned host)
@@ -1213,6 +1252,8 @@ void sim_net_destroy(struct sim_net *n)
 		for (unsigned q = 0; q < NIC_FLOW_QUEUES; q++)
 			q_free(&host->flowq[q]);
 		free(host->buf);
+		free(host->slot_flow);
+		free(host->slot_qpn);
 		free(host);
 	}
 	for (unsigned i = 0; i < n->nnodes; i++) {

@@ -181,8 +181,13 @@ bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port);
 /* Bytes (on the wire) of every packet host `src` sent that reached its
  * destination host: sampled over time, a sender's throughput. */
 uint64_t sim_host_delivered(const struct sim_net *n, unsigned src);
+/* Wire bytes of flow i's request packets that reached its destination so
+ * far (resent ones too): its throughput over time. */
+uint64_t sim_flow_arrived(const struct sim_net *n, unsigned i);
 /* Bytes waiting in the egress queues of port `port` of node `node`. */
 uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned port);
+/* The port of node `node` whose link leads to node `peer`, or -1. */
+int sim_port_to_node(const struct sim_net *n, unsigned node, unsigned peer);
 /* The port of switch node `sw` whose link leads to host `host`, or -1. */
 int sim_port_to_host(const struct sim_net *n, unsigned sw, unsigned host);
 /* The sum of one rnic counter over every host, by name ("tx_retransmits"

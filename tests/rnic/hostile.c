@@ -415,6 +415,22 @@ static void wrong_fields(struct env *e)
 	CHECK(DELTA(e, &s, 1, tx_nak_invalid_req) == 0, "UD opcode to an RC QP was NAKed, not dropped");
 	no_recv_completion(e, "a UD SEND to an RC QP");
 
+	/* The same, marked for selective repeat (rnic/selective.c): far
+	 * outside the reorder window, so neither kept nor answered with a
+	 * selective NAK; and the reorder budget untouched. */
+	take(e, &s);
+	memset(&ib, 0, sizeof(ib));
+	ib.bth.pkey = 0xffff;
+	ib.bth.selective = true;
+	n = craft(e, WIRE_OP_SEND_ONLY, qpn1, wire_psn_add(e->next_psn, 0x200000), 16, &ib, buf);
+	inject(e, 1, buf, n);
+	CHECK(DELTA(e, &s, 1, rx_drop_reorder) == 1 && DELTA(e, &s, 1, reorder_stored) == 0 &&
+	      DELTA(e, &s, 1, tx_nak_selective) == 0 && DELTA(e, &s, 1, tx_nak_psn_seq) == 0,
+	      "selective PSN far ahead: dropped +%llu, kept +%llu, selective NAKs +%llu",
+	      (unsigned long long)DELTA(e, &s, 1, rx_drop_reorder), (unsigned long long)DELTA(e, &s, 1, reorder_stored),
+	      (unsigned long long)DELTA(e, &s, 1, tx_nak_selective));
+	no_recv_completion(e, "a selective SEND with a PSN far ahead");
+
 	/* PSN far ahead (IBTA 9.7.5.1.1: out of sequence -> NAK PSN sequence
 	 * error, once; further out-of-sequence packets are dropped until the
 	 * expected PSN arrives) */

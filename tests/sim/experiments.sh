@@ -116,4 +116,48 @@ sed -e 's/^TOPOLOGY_FILE .*/TOPOLOGY_FILE topology.txt/; s/^SIMULATOR_STOP_TIME 
 	"$here/hpcc/config.txt" >"$tmp/ft/config.txt"
 (cd "$tmp/ft" && "$SOFTRNIC" sim run config.txt --out out >/dev/null) || fail "sim run on the fat-tree"
 grep -q " 0 failed, 0 unfinished" "$tmp/ft/out/summary.txt" || { cat "$tmp/ft/out/summary.txt" >&2; fail "fat-tree flows"; }
+
+# sim topo leaf-spine and dumbbell, and sim run's time series: three flows
+# across a dumbbell's 25 Gb/s bottleneck, sampled every 100 us.
+"$SOFTRNIC" sim topo leaf-spine 2 2 4 >"$tmp/ls.txt" || fail "sim topo leaf-spine"
+[ "$(head -1 "$tmp/ls.txt")" = "12 4 12" ] && [ "$(wc -l <"$tmp/ls.txt")" = 14 ] ||
+	fail "leaf-spine 2 2 4: header $(head -1 "$tmp/ls.txt"), $(wc -l <"$tmp/ls.txt") lines"
+"$SOFTRNIC" sim topo ring 3 >/dev/null 2>&1 && fail "sim topo ring: an unknown topology accepted"
+mkdir -p "$tmp/db"
+"$SOFTRNIC" sim topo dumbbell 3 --core-rate 25Gbps >"$tmp/db/topology.txt" || fail "sim topo dumbbell"
+[ "$(head -1 "$tmp/db/topology.txt")" = "8 2 7" ] || fail "dumbbell 3: header $(head -1 "$tmp/db/topology.txt")"
+printf '3\n0 3 3 100 4000000 0.001\n1 4 3 100 4000000 0.001\n2 5 3 100 4000000 0.001\n' >"$tmp/db/flow.txt"
+sed -e 's/^TOPOLOGY_FILE .*/TOPOLOGY_FILE topology.txt/; s/^SIMULATOR_STOP_TIME .*/SIMULATOR_STOP_TIME 0.05/' \
+	"$here/hpcc/config.txt" >"$tmp/db/config.txt"
+(cd "$tmp/db" && "$SOFTRNIC" sim run config.txt --out out --sample-us 100 >/dev/null) || fail "sim run on the dumbbell"
+grep -q " 0 failed, 0 unfinished" "$tmp/db/out/summary.txt" || { cat "$tmp/db/out/summary.txt" >&2; fail "dumbbell flows"; }
+# Every flow shows up; together they never beat the bottleneck (a sample
+# may hold one packet more than its 100 us) and at their peak fill it.
+awk -F, 'NR > 1 { seen[$2] = 1; sum[$1] += $3 } END {
+	n = 0; for (f in seen) n++
+	max = 0; for (t in sum) if (sum[t] > max) max = sum[t]
+	if (n != 3) { print "throughput.csv: " n " flows, expected 3"; exit 1 }
+	if (max > 26 || max < 20) { print "throughput.csv: the flows together peak at " max " Gb/s, bottleneck 25"; exit 1 }
+}' "$tmp/db/out/throughput.csv" || fail "dumbbell throughput series"
+
+# ROUTE_FILE (tests/sim/ring: three switches in a ring, one host each,
+# every flow to the host two switches away routed the long way round):
+# the routes are followed (each such flow's packets and the ACKs routed
+# alike cross one link more than without the file), and a route to a
+# switch that is not a neighbour is refused.
+(cd "$here/ring" && "$SOFTRNIC" sim run config.txt --out "$tmp/ring-with" >/dev/null) || fail "sim run with ROUTE_FILE"
+grep -v '^ROUTE_FILE' "$here/ring/config.txt" >"$tmp/ring-config.txt"
+sed -i "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE $here/ring/topology.txt|; s|^FLOW_FILE .*|FLOW_FILE $here/ring/flow.txt|" "$tmp/ring-config.txt"
+"$SOFTRNIC" sim run "$tmp/ring-config.txt" --out "$tmp/ring-without" >/dev/null || fail "sim run without ROUTE_FILE"
+hops() { sed -n 's/.*events, \([0-9]*\) packet-hops.*/\1/p' "$1/summary.txt"; }
+for d in ring-with ring-without; do
+	grep -q " 0 failed, 0 unfinished" "$tmp/$d/summary.txt" || { cat "$tmp/$d/summary.txt" >&2; fail "$d: flows"; }
+done
+[ "$(hops "$tmp/ring-with")" -gt "$(hops "$tmp/ring-without")" ] ||
+	fail "ROUTE_FILE: $(hops "$tmp/ring-with") packet-hops with the long routes, $(hops "$tmp/ring-without") without"
+printf '1\n3 2 3\n' >"$tmp/bad-routes.txt"
+sed "s|^ROUTE_FILE .*|ROUTE_FILE $tmp/bad-routes.txt|; s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE $here/ring/topology.txt|; s|^FLOW_FILE .*|FLOW_FILE $here/ring/flow.txt|" \
+	"$here/ring/config.txt" >"$tmp/bad-config.txt"
+rc=0; "$SOFTRNIC" sim run "$tmp/bad-config.txt" --out "$tmp/bad" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "route line 1" "$tmp/err" || fail "ROUTE_FILE: a route to a non-neighbour not refused (exit $rc)"
 echo "sim experiments: ok"
