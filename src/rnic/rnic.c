@@ -339,12 +339,17 @@ static uint64_t qp_deadline(const struct rnic_qp *qp)
  * too; it pays off only with thousands of QPs). */
 void rnic_advance(struct rnic *r, uint64_t now)
 {
-	/* Timers armed while we walk (by the QPs we advance) lower it. */
+	uint32_t seen = 0;
+
+	/* Timers armed while we walk (by the QPs we advance) lower it.  A
+	 * timer creates and destroys no QP, so the walk may stop once it has
+	 * seen them all. */
 	r->deadline_bound = RNIC_NO_DEADLINE;
-	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+	for (uint32_t i = 0; i < r->cfg.max_qp && seen < r->n_qp; i++) {
 		struct rnic_qp *qp = r->qps[i];
 		if (!qp)
 			continue;
+		seen++;
 		if (qp->resp.ack_deadline <= now)
 			responder_timer(qp, now);
 		if (qp->req.rnr_until <= now)
