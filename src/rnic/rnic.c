@@ -311,17 +311,6 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 
 /* ---- timers ------------------------------------------------------------ */
 
-/* The earliest time any QP's timer may be due.  O(1): a lower bound kept
- * by rnic_timer_armed (so it may be early, after a timer was moved later
- * or cleared, and the caller's advance then finds nothing due and makes
- * it exact again), never late.  The runtime asks after every post and the
- * simulator after every packet; with a scan of every QP they spent a
- * tenth of their time here once a host had a few hundred QPs. */
-uint64_t rnic_next_deadline(const struct rnic *r)
-{
-	return r->deadline_bound;
-}
-
 static uint64_t qp_deadline(const struct rnic_qp *qp)
 {
 	uint64_t best = qp->comp.retx_deadline;
@@ -332,6 +321,29 @@ static uint64_t qp_deadline(const struct rnic_qp *qp)
 		best = qp->resp.ack_deadline;
 	uint64_t cc = cc_next_deadline(qp);
 	return cc < best ? cc : best;
+}
+
+/* The earliest time any QP's timer may be due.  O(1): a lower bound kept
+ * by rnic_timer_armed (so it may be early, after a timer was moved later
+ * or cleared, and the caller's advance then finds nothing due and makes
+ * it exact again), never late.  The runtime asks after every post and the
+ * simulator after every packet; with a scan of every QP they spent a
+ * tenth of their time here once a host had a few hundred QPs.  Sanitizer
+ * builds (RNIC_CHECK_DEADLINES) check the bound against that scan on
+ * every call: a timer armed without rnic_timer_armed aborts them. */
+uint64_t rnic_next_deadline(const struct rnic *r)
+{
+#ifdef RNIC_CHECK_DEADLINES
+	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
+		if (r->qps[i] && qp_deadline(r->qps[i]) < r->deadline_bound) {
+			fprintf(stderr, "rnic: QP 0x%06x has a timer at %llu before the bound %llu\n",
+				(unsigned)r->qps[i]->qpn, (unsigned long long)qp_deadline(r->qps[i]),
+				(unsigned long long)r->deadline_bound);
+			abort();
+		}
+	}
+#endif
+	return r->deadline_bound;
 }
 
 /* Fire what is due and make the bound exact: a linear scan over the QP
