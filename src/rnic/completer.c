@@ -322,20 +322,16 @@ static enum comp_state comp_retry(struct rnic_qp *qp, struct comp_ctx *c)
 
 /* A selective NAK (rnic_int.h): the peer executed everything before the
  * NAK's PSN, lacks that one, and holds the PSN its MSN field names.  The
- * scoreboard queues what to resend; the oldest PSN resent and lost again
- * counts against retry_cnt, reloaded on progress as for Go-Back-N. */
+ * scoreboard queues what to resend.  Not counted against retry_cnt: a
+ * peer that NAKs is alive, and one that stops answering is found by the
+ * retransmit timer, whose Go-Back-N counts (a packet that can never get
+ * through ends there too, once nothing after it is left to provoke NAKs). */
 static enum comp_state comp_selective(struct rnic_qp *qp, struct comp_ctx *c)
 {
 	ack_upto(qp, c, c->pkt->bth.psn);
 	if (qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return COMP_EXIT;
-	if (scoreboard_on_nak(qp, c->pkt->bth.psn, c->pkt->aeth.msn)) {
-		if (qp->comp.retry_left == 0) {
-			c->error = IBV_WC_RETRY_EXC_ERR;
-			return COMP_LOCAL_ERROR;
-		}
-		qp->comp.retry_left--;
-	}
+	scoreboard_on_nak(qp, c->pkt->bth.psn, c->pkt->aeth.msn);
 	c->rerun = scoreboard_pending(qp);
 	return COMP_EXIT;
 }

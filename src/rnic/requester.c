@@ -420,6 +420,7 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	if (qp->type != IBV_QPT_RC) {
 		uc_sent(qp, w, done);   /* UD too: complete once sent (9.8.1) */
 	} else {
+		scoreboard_sent(qp, psn, false);
 		completer_on_sent(qp, psn, c->now);
 	}
 	return REQ_GET_WQE;
@@ -496,7 +497,7 @@ static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
 	else
 		rnic_xmit_buf(qp->r, qp, buf, len);
 	cc_on_sent(qp, len, c->now);
-	scoreboard_resent(qp, psn, qp->req.psn_high);
+	scoreboard_sent(qp, psn, true);
 	completer_on_sent(qp, psn, c->now);
 	return REQ_GET_WQE;
 }

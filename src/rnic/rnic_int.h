@@ -525,16 +525,16 @@ uint32_t reorder_high(const struct rnic_qp *qp);
 void reorder_flush(struct rnic_qp *qp);
 
 /* requester: the peer lacks `hole` and has `got` (a selective NAK).
- * Queues for resending each PSN in [hole, got) the peer lacks that has not
- * been resent since `got` was first sent.  Returns true if `hole` itself
- * was resent before and is lost again: a retry, for retry_cnt, as a
- * Go-Back-N from the oldest unacknowledged PSN is one. */
-bool scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got);
+ * Queues for resending each PSN in [hole, got) the peer lacks, unless it
+ * was resent so shortly before `got` was last sent that the resend may
+ * still be on its way. */
+void scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got);
 /* Next PSN to resend (not acknowledged, not held by the peer): false if
- * none.  scoreboard_resent records that it left while `psn_high` was the
- * next new PSN. */
+ * none. */
 bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn);
-void scoreboard_resent(struct rnic_qp *qp, uint32_t psn, uint32_t psn_high);
+/* Request packet `psn` left, for the first time or as a resend (the order
+ * of transmissions tells a lost resend, selective.c). */
+void scoreboard_sent(struct rnic_qp *qp, uint32_t psn, bool resend);
 /* Queue `psn` for resending whatever the scoreboard says (a probe). */
 void scoreboard_probe(struct rnic_qp *qp, uint32_t psn);
 bool scoreboard_pending(const struct rnic_qp *qp);

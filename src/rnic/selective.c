@@ -129,13 +129,23 @@ void reorder_flush(struct rnic_qp *qp)
 
 enum {
 	BOARD_HELD = 1,                 /* the peer has it (a NAK said so)  */
-	BOARD_RESENT = 2,               /* resent; `mark` says when         */
+	BOARD_RESENT = 2,               /* resent at least once             */
 	BOARD_QUEUED = 4,               /* waiting in the resend queue      */
 };
 
+/* Transmissions are numbered in the order they leave, new packets and
+ * resends alike (`tsn`), once the scoreboard exists.  A path mostly keeps
+ * their order, so a packet that arrived well after a resend left proves
+ * that resend lost — which its PSN alone cannot show (a resend of a later
+ * hole overtakes a lost resend of an earlier one).  "Well after": more
+ * than SR_REORDER_TSNS transmissions later, so that a path that reorders
+ * a little (SOFTRNIC_FAULTS reorder, several paths) costs no resend; TCP's
+ * RACK tolerates reordering by a time window instead, the better
+ * measure once the rnic keeps RTT estimates. */
+#define SR_REORDER_TSNS 3u
 struct board_entry {
-	uint32_t psn;                   /* tag: the flags are for this PSN  */
-	uint32_t mark;                  /* BOARD_RESENT: psn_high then      */
+	uint32_t psn;                   /* tag: the fields are for this PSN */
+	uint32_t tsn;                   /* its last transmission (0: before the board) */
 	uint8_t flags;
 };
 
@@ -143,6 +153,7 @@ struct rnic_scoreboard {
 	struct board_entry e[RNIC_SR_WINDOW];
 	uint32_t queue[RNIC_SR_WINDOW];  /* PSNs to resend, a ring */
 	uint32_t qhead, qcount;
+	uint32_t tsn;                   /* the last transmission's number */
 };
 
 static struct board_entry *entry(struct rnic_scoreboard *b, uint32_t psn)
@@ -151,6 +162,7 @@ static struct board_entry *entry(struct rnic_scoreboard *b, uint32_t psn)
 
 	if (x->psn != psn) {
 		x->psn = psn;
+		x->tsn = 0;
 		x->flags = 0;
 	}
 	return x;
@@ -162,39 +174,37 @@ static void enqueue(struct rnic_scoreboard *b, struct board_entry *x, uint32_t p
 	b->queue[(b->qhead + b->qcount++) % RNIC_SR_WINDOW] = psn;
 }
 
-bool scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got)
+void scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got)
 {
 	struct rnic_scoreboard *b = qp->board;
 	int32_t span = wire_psn_diff(got, hole);
-	bool again = false;
 
 	/* A NAK names a hole before the packet that arrived; anything else
 	 * is not a selective NAK we sent for (a stale or hostile one). */
 	if (span <= 0 || (uint32_t)span >= RNIC_SR_WINDOW || wire_psn_diff(got, qp->req.psn_high) >= 0)
-		return false;
+		return;
 	if (!b) {
 		b = qp->board = calloc(1, sizeof(*b));
 		if (!b)
-			return false;
+			return;
 	}
-	entry(b, got)->flags |= BOARD_HELD;
+	struct board_entry *g = entry(b, got);
+	uint32_t got_tsn = g->tsn;
+
+	g->flags |= BOARD_HELD;
 	for (uint32_t psn = hole; psn != got; psn = wire_psn_add(psn, 1)) {
 		struct board_entry *x = entry(b, psn);
 
 		if (x->flags & (BOARD_HELD | BOARD_QUEUED))
 			continue;
-		/* Resent already: lost again only if something sent after
-		 * the resend (`got`) overtook it. */
-		if (x->flags & BOARD_RESENT) {
-			if (wire_psn_diff(got, x->mark) < 0)
-				continue;
-			again |= psn == hole;
-		}
+		/* Resent already: lost again only if `got` left after the
+		 * resend did (else the resend may still be on its way). */
+		if ((x->flags & BOARD_RESENT) && (int32_t)(got_tsn - x->tsn) <= (int32_t)SR_REORDER_TSNS)
+			continue;
 		if (b->qcount == RNIC_SR_WINDOW)
 			break;
 		enqueue(b, x, psn);
 	}
-	return again;
 }
 
 bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn)
@@ -219,12 +229,16 @@ bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn)
 	return false;
 }
 
-void scoreboard_resent(struct rnic_qp *qp, uint32_t psn, uint32_t psn_high)
+void scoreboard_sent(struct rnic_qp *qp, uint32_t psn, bool resend)
 {
-	struct board_entry *x = entry(qp->board, psn);
+	struct board_entry *x;
 
-	x->flags |= BOARD_RESENT;
-	x->mark = psn_high;
+	if (!qp->board)
+		return;
+	x = entry(qp->board, psn);
+	x->tsn = ++qp->board->tsn;
+	if (resend)
+		x->flags |= BOARD_RESENT;
 }
 
 void scoreboard_probe(struct rnic_qp *qp, uint32_t psn)

@@ -4,11 +4,12 @@
  * CSV plus a summary written to --out (default sim-out/NAME).
  *
  *   gbn-loss     one long RDMA WRITE across a switch; random loss on its
- *                links from 0 to 1%; goodput against loss (Go-Back-N: a
- *                lost packet costs everything sent after it)
+ *                links from 0 to 1%; goodput against loss with Go-Back-N
+ *                (a lost packet costs everything sent after it) and with
+ *                selective repeat (only what was lost is resent)
  *   incast-pfc   16 senders write to one receiver at once through one
- *                switch, PFC off and on: drops, retransmissions, pauses,
- *                goodput and p99 FCT
+ *                switch, PFC off (Go-Back-N, then selective repeat) and
+ *                on: drops, retransmissions, pauses, goodput and p99 FCT
  *   dcqcn-fairness  2, 4 and 8 long flows join one bottleneck one after
  *                another, DCQCN on and off (PFC on in both): each flow's
  *                throughput and the queue over time, Jain's fairness
@@ -152,8 +153,9 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The 16:1 incast under each flow-control mode: 0 none (lossy), 1 PFC,
- * 2 InfiniBand credits.  Files NAME.csv, NAME-flows.csv, summary.txt. */
-static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib" };
+ * 2 InfiniBand credits, 3 none with selective repeat in the hosts.  Files
+ * NAME.csv, NAME-flows.csv, summary.txt. */
+static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib", "lossy-sr" };
 
 static int run_incast(const struct exp_opts *o, const char *name, const int *modes, unsigned nmodes)
 {
@@ -177,10 +179,12 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 		struct sim_engine e;
 		struct sim_link_opts l = { .rate_bps = 100 * GBPS, .delay_ns = 1000 };
 		struct sim_switch_opts so = SWITCH;
+		struct sim_host_opts ho = HOSTS;
 		so.pfc = modes[m] == 1;
 		so.ib_credits = modes[m] == 2;
+		ho.selective_repeat = modes[m] == 3;
 		sim_engine_init(&e);
-		struct sim_net *n = star(&e, o->seed, senders + 1, &l, &HOSTS, &so);
+		struct sim_net *n = star(&e, o->seed, senders + 1, &l, &ho, &so);
 		for (unsigned s = 1; n && s <= senders; s++)
 			if (sim_add_flow(n, s, 0, bytes, 0) < 0)
 				n = NULL;
@@ -209,7 +213,7 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 			mode, senders, bytes, done, gbps, p50, p99, st->drops, st->headroom_drops,
 			sim_rnic_counter(n, "retransmits"), sim_rnic_counter(n, "retransmit_timeouts"), st->pauses_sent,
 			st->pauses_received, st->max_buffer_bytes);
-		fprintf(sum, "  %-5s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
+		fprintf(sum, "  %-8s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
 			     " drops, %" PRIu64 " retransmitted packets, %" PRIu64 " timeouts, %" PRIu64
 			     " pauses sent, %" PRIu64 " credit waits, buffer peak %" PRIu64 " bytes\n",
 			mode, finished, senders, gbps, (double)p50 / 1000, (double)p99 / 1000,
@@ -227,9 +231,9 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 
 static int exp_incast_pfc(const struct exp_opts *o)
 {
-	static const int modes[] = { 0, 1 };
+	static const int modes[] = { 0, 3, 1 };
 
-	return run_incast(o, "incast-pfc", modes, 2);
+	return run_incast(o, "incast-pfc", modes, 3);
 }
 
 static int exp_ib_credit(const struct exp_opts *o)

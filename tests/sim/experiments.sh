@@ -40,7 +40,7 @@ awk -F, 'NR > 1 { g[$1 " " $2] = $5; r[$1 " " $2] = $6 } END {
 }' "$tmp/gbn-loss-a/gbn-loss.csv" || fail "gbn-loss"
 
 # incast-pfc.csv: pfc,senders,bytes_each,done_ns,goodput_gbps,p50,p99,drops,headroom_drops,retransmits,timeouts,pauses_sent,...
-# (mode: lossy, pfc or ib)
+# (mode: lossy, lossy-sr (selective repeat), pfc or ib)
 awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
 	if (d["pfc"] != 0 || r["pfc"] != 0) { print "PFC on: " d["pfc"] " drops, " r["pfc"] " retransmissions"; exit 1 }
 	if (!(p["pfc"] > 0)) { print "PFC on: no pause sent"; exit 1 }
