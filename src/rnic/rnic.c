@@ -64,6 +64,8 @@ static bool config_valid(const struct rnic_config *cfg)
 		return false;
 	if (cfg->max_qp_wr < 1 || cfg->max_cqe < 1 || cfg->max_sge < 1)
 		return false;
+	if (cfg->send_window > RNIC_SEND_WINDOW)
+		return false;
 	/* A QPN range holds at least the QP table, within 24 bits. */
 	if (cfg->qpn_span && (cfg->qpn_span < 2 * cfg->max_qp ||
 			      (uint64_t)cfg->qpn_base + cfg->qpn_span > WIRE_QPN_MASK + 1ull))

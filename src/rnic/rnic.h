@@ -177,6 +177,11 @@ struct rnic_config {
 	 * peer that does it too, Go-Back-N with anyone else; false: always
 	 * Go-Back-N (IBTA 9.7.5.2). */
 	bool selective_repeat;
+	/* Request packets one QP keeps in flight at most (1 .. 512; 0: 512,
+	 * RNIC_SEND_WINDOW).  IRN caps it at the path's bandwidth-delay
+	 * product (its BDP-FC) so that a fabric without PFC overflows less;
+	 * the simulator's experiments set it, the runtime keeps the default. */
+	uint32_t send_window;
 };
 void rnic_config_default(struct rnic_config *cfg);
 

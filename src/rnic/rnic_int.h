@@ -113,8 +113,11 @@ static inline void rnic_timer_armed(struct rnic *r, uint64_t at)
 static inline uint32_t rnic_send_window(const struct rnic *r)
 {
 	uint32_t w = RNIC_DEVICE_WINDOW / (r->n_qp ? r->n_qp : 1u);
+	uint32_t cap = r->cfg.send_window ? r->cfg.send_window : RNIC_SEND_WINDOW;
 
-	return w < RNIC_MIN_SEND_WINDOW ? RNIC_MIN_SEND_WINDOW : w > RNIC_SEND_WINDOW ? RNIC_SEND_WINDOW : w;
+	if (w > cap)
+		w = cap;
+	return w < RNIC_MIN_SEND_WINDOW ? RNIC_MIN_SEND_WINDOW : w;
 }
 /* Hand one built packet (r->tx, len bytes) to the port. */
 void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len);

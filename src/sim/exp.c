@@ -153,9 +153,14 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The 16:1 incast under each flow-control mode: 0 none (lossy), 1 PFC,
- * 2 InfiniBand credits, 3 none with selective repeat in the hosts.  Files
- * NAME.csv, NAME-flows.csv, summary.txt. */
-static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib", "lossy-sr" };
+ * 2 InfiniBand credits, 3 none with selective repeat in the hosts, 4 none
+ * with IRN (selective repeat and a window of one bandwidth-delay product,
+ * IRN_WINDOW).  Files NAME.csv, NAME-flows.csv, summary.txt. */
+static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib", "lossy-sr", "lossy-irn" };
+/* The star's BDP in packets: 100 Gb/s x a round trip of four 1 us links
+ * plus a full packet's serialization at each of them, over 1 KiB
+ * packets, rounded up (IRN's BDP-FC). */
+#define IRN_WINDOW 52u
 
 static int run_incast(const struct exp_opts *o, const char *name, const int *modes, unsigned nmodes)
 {
@@ -182,7 +187,8 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 		struct sim_host_opts ho = HOSTS;
 		so.pfc = modes[m] == 1;
 		so.ib_credits = modes[m] == 2;
-		ho.selective_repeat = modes[m] == 3;
+		ho.selective_repeat = modes[m] == 3 || modes[m] == 4;
+		ho.send_window = modes[m] == 4 ? IRN_WINDOW : 0;
 		sim_engine_init(&e);
 		struct sim_net *n = star(&e, o->seed, senders + 1, &l, &ho, &so);
 		for (unsigned s = 1; n && s <= senders; s++)
@@ -213,7 +219,7 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 			mode, senders, bytes, done, gbps, p50, p99, st->drops, st->headroom_drops,
 			sim_rnic_counter(n, "retransmits"), sim_rnic_counter(n, "retransmit_timeouts"), st->pauses_sent,
 			st->pauses_received, st->max_buffer_bytes);
-		fprintf(sum, "  %-8s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
+		fprintf(sum, "  %-9s  %u/%u flows done, goodput %.1f Gb/s, FCT p50 %.1f us p99 %.1f us, %" PRIu64
 			     " drops, %" PRIu64 " retransmitted packets, %" PRIu64 " timeouts, %" PRIu64
 			     " pauses sent, %" PRIu64 " credit waits, buffer peak %" PRIu64 " bytes\n",
 			mode, finished, senders, gbps, (double)p50 / 1000, (double)p99 / 1000,
@@ -231,9 +237,9 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 
 static int exp_incast_pfc(const struct exp_opts *o)
 {
-	static const int modes[] = { 0, 3, 1 };
+	static const int modes[] = { 0, 3, 4, 1 };
 
-	return run_incast(o, "incast-pfc", modes, 3);
+	return run_incast(o, "incast-pfc", modes, 4);
 }
 
 static int exp_ib_credit(const struct exp_opts *o)

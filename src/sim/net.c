@@ -951,6 +951,7 @@ int sim_route(struct sim_net *n)
 		cfg.cnp = n->ho.dcqcn;
 		cfg.dcqcn = n->ho.dcqcn;
 		cfg.selective_repeat = n->ho.selective_repeat;
+		cfg.send_window = n->ho.send_window;
 		if (n->ho.cc)
 			cfg.cc = *n->ho.cc;
 		else if (n->ho.dcqcn_paper)

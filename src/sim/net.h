@@ -105,6 +105,7 @@ struct sim_host_opts {
 	uint8_t qp_timeout;     /* IBTA local ACK timeout code (4.096 us · 2^t) */
 	unsigned mtu;           /* 256 .. 4096 */
 	bool selective_repeat;  /* IRN-style loss recovery (rnic_int.h), else Go-Back-N */
+	unsigned send_window;   /* packets in flight per QP at most (0: the rnic's 512) */
 };
 
 /* What happened, all nodes together (per-node figures in the CSVs). */

@@ -5,7 +5,8 @@
 #   gbn-loss    goodput at 1% loss far below goodput without loss with
 #               Go-Back-N, far above it with selective repeat (which
 #               resends far fewer packets)
-#   incast-pfc  no drops with PFC (and pauses sent), drops without
+#   incast-pfc  no drops with PFC (and pauses sent), drops without, none
+#               without PFC but with IRN's BDP window
 #   dcqcn-fairness  with DCQCN: two flows share fairly (Jain >= 0.9) and the
 #               queue stays far shorter than without; CNPs were sent
 #   ib-credit   in InfiniBand credit mode: no drops, no pauses, no
@@ -40,11 +41,12 @@ awk -F, 'NR > 1 { g[$1 " " $2] = $5; r[$1 " " $2] = $6 } END {
 }' "$tmp/gbn-loss-a/gbn-loss.csv" || fail "gbn-loss"
 
 # incast-pfc.csv: pfc,senders,bytes_each,done_ns,goodput_gbps,p50,p99,drops,headroom_drops,retransmits,timeouts,pauses_sent,...
-# (mode: lossy, lossy-sr (selective repeat), pfc or ib)
+# (mode: lossy, lossy-sr (selective repeat), lossy-irn (and a BDP window), pfc or ib)
 awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
 	if (d["pfc"] != 0 || r["pfc"] != 0) { print "PFC on: " d["pfc"] " drops, " r["pfc"] " retransmissions"; exit 1 }
 	if (!(p["pfc"] > 0)) { print "PFC on: no pause sent"; exit 1 }
 	if (!(d["lossy"] > 0)) { print "PFC off: no drops in a 16:1 incast"; exit 1 }
+	if (d["lossy-irn"] != 0) { print "PFC off, IRN (selective repeat, BDP window): " d["lossy-irn"] " drops"; exit 1 }
 	if (!(g["pfc"] > g["lossy"])) { print "PFC on no faster than off"; exit 1 }
 }' "$tmp/incast-pfc-a/incast-pfc.csv" || fail "incast-pfc"
 awk -F, 'NR > 1 { d[$1] = $8 + $9; p[$1] = $12; r[$1] = $10; g[$1] = $5 } END {
