@@ -14,9 +14,10 @@
  *                another, DCQCN on and off (PFC on in both): each flow's
  *                throughput and the queue over time, Jain's fairness
  *                index, the time to converge, CNPs and pauses
- *   pfc-deadlock a ring of switches with routes that make a cyclic buffer
- *                dependency deadlocks under PFC; the watchdog breaks it;
- *                a leaf-spine with up/down routes never deadlocks
+ *   pfc-deadlock a ring of switches whose routes (every host reached
+ *                clockwise) make a cyclic buffer dependency deadlocks
+ *                under PFC; the watchdog breaks it; a leaf-spine with
+ *                up/down routes never deadlocks
  *   ib-credit    the incast of incast-pfc with PFC and in InfiniBand
  *                credit mode (no pauses, no drops by construction)
  *   pfc-storm    a receiver that pauses for ever, with and without the
@@ -581,9 +582,9 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 			struct sim_net *n = sim_net_create(&e, o->seed, &ho, &s2);
 			bool ok = n != NULL;
 			if (topo == 0) {
-				/* Switch i: port 0 to host i, port 1 to switch
-				 * i+1, port 2 to switch i-1 (links made in that
-				 * order). */
+				/* Switch i: host i, and links to switches i+1 and
+				 * i-1 (which port is which depends on the order
+				 * the links were made: asked, not assumed). */
 				for (unsigned i = 0; ok && i < 3; i++)
 					ok = sim_add_switch(n) >= 0 && sim_add_host(n) >= 0;
 				for (unsigned i = 0; ok && i < 3; i++)
@@ -592,14 +593,15 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 					ok = !sim_link(n, sim_switch_node(n, i), sim_switch_node(n, (i + 1) % 3), &l);
 				ok = ok && !sim_route(n);
 				/* Every host is reached clockwise: out of the port
-				 * towards switch i+1 (port 1), except at its own. */
-				for (unsigned i = 0; ok && i < 3; i++)
+				 * towards switch i+1, except at its own. */
+				for (unsigned i = 0; ok && i < 3; i++) {
+					int next = sim_port_to_node(n, sim_switch_node(n, i), sim_switch_node(n, (i + 1) % 3));
+					ok = next >= 0;
 					for (unsigned h = 0; ok && h < 3; h++)
 						if (h != i)
-							ok = !sim_set_route(n, sim_switch_node(n, i), h, 1);
-				for (unsigned i = 0; i < 3; i++) {
+							ok = !sim_set_route(n, sim_switch_node(n, i), h, (unsigned)next);
 					ring[i][0] = sim_switch_node(n, i);
-					ring[i][1] = 1;
+					ring[i][1] = (unsigned)next;
 				}
 				nring = 3;
 			} else {
@@ -617,8 +619,14 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 				ok = ok && !sim_route(n);
 			}
 			uint64_t bytes = o->quick ? 4u << 20 : 16u << 20;
+			/* Two flows from each host to the host two switches on:
+			 * on the ring every packet in a switch's buffer from
+			 * the previous switch waits for the next ring link
+			 * (with one-hop flows beside them, whose packets leave
+			 * to the local host, the buffers drain and this ring
+			 * does not lock up). */
 			for (unsigned i = 0; ok && i < 3; i++)
-				ok = sim_add_flow(n, i, (i + 1) % 3, bytes, 0) >= 0 &&
+				ok = sim_add_flow(n, i, (i + 2) % 3, bytes, 0) >= 0 &&
 				     sim_add_flow(n, i, (i + 2) % 3, bytes, 0) >= 0;
 			if (!ok) {
 				fprintf(stderr, "softrnic sim: cannot build pfc-deadlock\n");
