@@ -461,7 +461,8 @@ static int exp_pfc_storm(const struct exp_opts *o)
 		uint64_t before = sim_host_delivered(n, 2) + sim_host_delivered(n, 3);
 		uint64_t p_storm0 = sim_port_paused_ns(n, sim_switch_node(n, (unsigned)b),
 						       (unsigned)sim_port_to_host(n, sim_switch_node(n, (unsigned)b), 5));
-		unsigned a_node = sim_switch_node(n, (unsigned)a), a_to_b = 4;    /* A's ports: hosts 0-3, then B */
+		unsigned a_node = sim_switch_node(n, (unsigned)a);
+		unsigned a_to_b = (unsigned)sim_port_to_node(n, a_node, sim_switch_node(n, (unsigned)b));
 		uint64_t p_ab0 = sim_port_paused_ns(n, a_node, a_to_b), p_nic0 = 0;
 		for (unsigned s = 0; s < 4; s++)
 			p_nic0 += sim_port_paused_ns(n, sim_host_node(n, s), 0);
