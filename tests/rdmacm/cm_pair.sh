@@ -72,9 +72,33 @@ while :; do
 	i=$((i + 1))
 done
 start=$(date +%s.%N)
-run $client > "$work/client.log" 2>&1
+run $client > "$work/client.log" 2>&1 &
+cpid=$!
+# A pair still running shortly before the timeout kills it: each
+# program's softrnic counters then (a kill leaves no SOFTRNIC_STATS_AT_EXIT
+# line), to tell a lost datagram from a stalled program.
+tool=$libdir/../bin/softrnic
+descendants() { # pid: its children and grandchildren (subshell, timeout, program)
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		echo "$c"
+		pgrep -P "$c" 2>/dev/null
+	done
+}
+(
+	sleep $((timeout_s > 8 ? timeout_s - 4 : timeout_s))
+	[ -x "$tool" ] || exit 0
+	for p in $(descendants "$spid") $(descendants "$cpid"); do
+		out=$("$tool" stats "$p" 2>/dev/null) || continue   # not a softrnic process (timeout)
+		echo "---- softrnic stats $p ($(cat /proc/$p/comm 2>/dev/null)), still running near the timeout"
+		echo "$out"
+	done
+) > "$work/late.log" 2>&1 &
+lpid=$!
+wait "$cpid"
 crc=$?
 end=$(date +%s.%N)
+kill "$lpid" 2>/dev/null
+wait "$lpid" 2>/dev/null
 if [ $keep_server = 1 ]; then
 	# $spid is the subshell running timeout(1): stop timeout, which stops
 	# the server, and wait for the subshell, so the server is gone (its
@@ -90,6 +114,7 @@ echo "---- server ($server) exit $src"
 cat "$work/server.log"
 echo "---- client ($client) exit $crc, $(echo "$end - $start" | bc 2>/dev/null || echo '?') s"
 cat "$work/client.log"
+[ -s "$work/late.log" ] && cat "$work/late.log"
 status=0
 [ $src -eq 0 ] || { echo "FAIL: server exit $src"; status=1; }
 [ $crc -eq 0 ] || { echo "FAIL: client exit $crc"; status=1; }
