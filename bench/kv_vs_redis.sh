@@ -9,8 +9,8 @@
 # redis-benchmark's key:__rand_int__ with -r 1000), all preloaded, values
 # of 32 B, 1 KiB and 64 KiB, 1, 4 and 16 clients, one request in flight per
 # client, GET and SET; the load generator is one thread in both cases
-# (redis-benchmark; softrnic-kv bench with its default --threads 1), except
-# softrnic's one-sided GET, which runs a thread per client.
+# (redis-benchmark; softrnic-kv bench with its default --threads 1, its
+# one-sided GETs too, which are asynchronous chains of READs).
 #
 #   Redis      Debian's redis-server on 127.0.0.1, no persistence, driven
 #              by redis-benchmark (-P 1); its CPU from INFO cpu.

@@ -15,9 +15,9 @@
  *
  * A thread with many connections polls them in turn without sleeping; a
  * thread with one waits in the library (spins for --spin-us, then
- * sleeps).  One-sided GETs are synchronous chains of READs, so each
- * connection gets its own thread (trade-off: at 16 connections 16
- * threads share the cores; an asynchronous one-sided GET would lift it).
+ * sleeps).  One-sided GETs go the same way, as asynchronous chains of
+ * READs (kv_submit_get_one_sided), so one thread serves every connection
+ * for them too.
  */
 #include "kv/bench.h"
 
@@ -77,11 +77,11 @@ static void count(struct worker *w, const struct kv_result *r)
 		w->err = EPROTO;
 }
 
-/* Two-sided: keep `pipeline` requests in flight on each connection and
- * take answers as they come, one connection after another (one thread
- * serves many connections, as redis-benchmark does; with one connection
- * the wait spins and then sleeps in the library). */
-static void run_two_sided(struct worker *w, struct conn_load *cl, uint8_t *value, uint64_t rng[4])
+/* Keep `pipeline` requests (or one-sided GETs) in flight on each
+ * connection and take answers as they come, one connection after another
+ * (one thread serves many connections, as redis-benchmark does; with one
+ * connection the wait spins and then sleeps in the library). */
+static void run_load(struct worker *w, struct conn_load *cl, uint8_t *value, uint64_t rng[4])
 {
 	struct bench *b = w->b;
 	uint64_t done = 0;
@@ -94,8 +94,10 @@ static void run_two_sided(struct worker *w, struct conn_load *cl, uint8_t *value
 			while (l->sent < l->quota && l->sent - l->done < b->pipeline) {
 				uint64_t token;
 				int klen = key_of(key, (unsigned)(prng_next(rng) % b->keys));
-				int e = kv_submit(l->c, b->op, key, (uint32_t)klen, value,
-						  b->op == KV_OP_SET ? b->value_size : 0, 0, &token);
+				int e = b->one_sided ? kv_submit_get_one_sided(l->c, key, (uint32_t)klen,
+									       clock_ns(CLOCK_REALTIME), &token)
+						     : kv_submit(l->c, b->op, key, (uint32_t)klen, value,
+								 b->op == KV_OP_SET ? b->value_size : 0, 0, &token);
 				if (e == EBUSY)
 					break;
 				if (e) {
@@ -120,26 +122,6 @@ static void run_two_sided(struct worker *w, struct conn_load *cl, uint8_t *value
 	}
 }
 
-/* One-sided GETs are synchronous (a chain of READs), one connection per
- * thread. */
-static void run_one_sided(struct worker *w, struct conn_load *cl, uint64_t rng[4])
-{
-	char key[17];
-
-	for (uint64_t done = 0; done < w->n && !w->err;) {
-		struct kv_result r;
-		int klen = key_of(key, (unsigned)(prng_next(rng) % w->b->keys));
-		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-		int e = kv_get_one_sided(cl[0].c, key, (uint32_t)klen, clock_ns(CLOCK_REALTIME), &r);
-		if (e) {
-			w->err = e;
-			break;
-		}
-		w->lat_ns[done++] = (uint32_t)(clock_ns(CLOCK_MONOTONIC) - t0);
-		count(w, &r);
-	}
-}
-
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -158,10 +140,7 @@ static void *worker_main(void *arg)
 		w->err = ENOMEM;
 	} else if (!w->err) {
 		memset(value, 'x', b->value_size);
-		if (b->one_sided)
-			run_one_sided(w, cl, rng);
-		else
-			run_two_sided(w, cl, value, rng);
+		run_load(w, cl, value, rng);
 	}
 	for (unsigned i = 0; cl && i < w->nconns; i++)
 		kv_close(cl[i].c);
@@ -241,8 +220,8 @@ static int bench_usage(void)
 		"usage: softrnic-kv bench [--server A[:P]] [--op get|set] [--one-sided] [--clients N]\n"
 		"                         [--requests R] [--keys K] [--value-size BYTES] [--pipeline D]\n"
 		"                         [--transport send|write] [--spin-us U] [--threads T] [--no-preload] [--csv]\n"
-		"  N connections (two-sided: served by T threads, default 1, as redis-benchmark's one;\n"
-		"  one-sided: a thread each); R requests in all (default 100000) over K keys (default\n"
+		"  N connections served by T threads (default 1, as redis-benchmark's one; one-sided\n"
+		"  GETs too); R requests in all (default 100000) over K keys (default\n"
 		"  1000), D in flight per connection (1..%u; default 1); GETs preload the keys.\n"
 		"  Prints requests/s, p50 and p99 latency, and the server's CPU per operation.\n",
 		KV_DEPTH);
@@ -300,10 +279,8 @@ int kv_bench_main(int argc, char **argv)
 	    b.value_size > KV_MAX_VALUE || b.pipeline < 1 || b.pipeline > KV_DEPTH ||
 	    (b.one_sided && b.op != KV_OP_GET) || b.threads > b.clients)
 		return bench_usage();
-	if (b.one_sided || !b.threads)
-		b.threads = b.one_sided ? b.clients : 1;
-	if (b.one_sided && b.threads != b.clients)
-		return bench_usage();
+	if (!b.threads)
+		b.threads = 1;
 
 	int err = b.preload && b.op == KV_OP_GET ? preload(&b) : 0;
 	if (err) {

@@ -32,10 +32,29 @@
 #include "kv/proto.h"
 
 /* Work request ids: what completed, and which slot or buffer. */
-enum { WR_REQUEST = 1, WR_READ = 2, WR_RECV = 3, WR_PROBE = 4 };
+enum { WR_REQUEST = 1, WR_READ = 2, WR_RECV = 3, WR_PROBE = 4, WR_AREAD = 5 };
 #define WR_ID(kind, idx) ((uint64_t)(kind) << 32 | (uint32_t)(idx))
 #define SQ_DEPTH (KV_DEPTH + 4u)
 #define NO_SLOT 0xffu
+
+/* An asynchronous one-sided GET (kv_submit_get_one_sided) in a request
+ * slot: the same READs as kv_get_one_sided, one at a time, each posted
+ * from the completion of the one before (on_wc -> os_step). */
+enum os_step { OS_BUCKETS, OS_ITEM, OS_WHOLE };
+struct one_sided {
+	enum os_step step;
+	uint8_t key[KV_MAX_KEY];
+	uint32_t klen;
+	uint64_t hash, now, id;
+	struct kv_bucket b[KV_PROBE];
+	unsigned cand;                  /* the bucket slot being looked at */
+	uint64_t off;                   /* that candidate's item */
+	uint32_t want;                  /* bytes of it being READ */
+	bool retry;                     /* a candidate was torn: start over */
+	unsigned attempts;
+	enum kv_status status;          /* the result, once done */
+	uint32_t voff, vlen;
+};
 
 struct kv_client {
 	struct rdma_cm_id *id;
@@ -46,6 +65,10 @@ struct kv_client {
 	uint64_t spin_ns;
 	uint8_t *req, *resp, *read;             /* KV_DEPTH slots each; read: one message */
 	struct ibv_mr *req_mr, *resp_mr, *read_mr;
+	uint8_t *aread;                         /* KV_DEPTH messages: async one-sided READs */
+	struct ibv_mr *aread_mr;
+	struct one_sided os[KV_DEPTH];
+	bool slot_os[KV_DEPTH];                 /* slot i holds a one-sided GET */
 	struct kv_hello hello;
 	struct kv_table_hdr table;              /* read once, for the one-sided GET */
 	bool one_sided_ok;
@@ -60,8 +83,9 @@ struct kv_client {
 	unsigned sq_used;                       /* posted, not yet completed */
 	unsigned recv_posted;
 	uint32_t recv_free;                     /* KV_VIA_SEND: buffers to post again */
-	/* Answers ready for kv_complete: FIFO of {slot, buffer, length}. */
-	struct ready { uint8_t slot, buf; uint32_t len; } ready[KV_DEPTH];
+	/* Answers ready for kv_complete: FIFO of {slot, buffer, length}
+	 * (one_sided: the result is in os[slot]). */
+	struct ready { uint8_t slot, buf; uint32_t len; bool one_sided; } ready[KV_DEPTH];
 	unsigned ready_head, ready_count;
 	struct ready held;                      /* handed out last; freed on the next call */
 	bool holding;
@@ -85,6 +109,8 @@ void kv_close(struct kv_client *c)
 		ibv_dereg_mr(c->resp_mr);
 	if (c->read_mr)
 		ibv_dereg_mr(c->read_mr);
+	if (c->aread_mr)
+		ibv_dereg_mr(c->aread_mr);
 	if (c->cq)
 		ibv_destroy_cq(c->cq);
 	if (c->channel)
@@ -96,6 +122,7 @@ void kv_close(struct kv_client *c)
 	free(c->req);
 	free(c->resp);
 	free(c->read);
+	free(c->aread);
 	free(c);
 }
 
@@ -135,11 +162,12 @@ static void answer_ready(struct kv_client *c, unsigned buf, uint32_t len, uint32
 		return;
 	}
 	if (imm_slot != NO_SLOT) {
-		if (c->slot_id[imm_slot] && (c->slot_raw[imm_slot] || c->slot_id[imm_slot] == resp.id))
+		if (c->slot_id[imm_slot] && !c->slot_os[imm_slot] &&
+		    (c->slot_raw[imm_slot] || c->slot_id[imm_slot] == resp.id))
 			slot = imm_slot;
 	} else {
 		for (unsigned i = 0; i < KV_DEPTH && slot == NO_SLOT; i++)
-			if (c->slot_id[i] && !c->slot_raw[i] && c->slot_id[i] == resp.id)
+			if (c->slot_id[i] && !c->slot_raw[i] && !c->slot_os[i] && c->slot_id[i] == resp.id)
 				slot = i;
 		for (unsigned i = 0; i < KV_DEPTH && slot == NO_SLOT; i++)
 			if (c->slot_id[i] && c->slot_raw[i])
@@ -155,11 +183,21 @@ static void answer_ready(struct kv_client *c, unsigned buf, uint32_t len, uint32
 	c->slot_id[slot] = ~0ull;       /* answered, not yet handed out */
 }
 
+static void os_advance(struct kv_client *c, unsigned slot);
+
 /* Everything a completion means, in one place. */
 static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
 {
 	unsigned kind = (unsigned)(wc->wr_id >> 32), idx = (unsigned)(wc->wr_id & 0xffffffffu);
 
+	if (kind == WR_AREAD) {
+		c->sq_used--;
+		if (wc->status != IBV_WC_SUCCESS || idx >= KV_DEPTH || !c->slot_os[idx])
+			fail(c, wc->status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO);
+		else
+			os_advance(c, idx);
+		return;
+	}
 	if (kind == WR_PROBE) {
 		c->sq_used--;
 		c->probing = false;
@@ -266,6 +304,10 @@ static int release_held(struct kv_client *c)
 	c->holding = false;
 	c->slot_id[c->held.slot] = 0;
 	c->in_flight--;
+	if (c->held.one_sided) {
+		c->slot_os[c->held.slot] = false;
+		return 0;
+	}
 	if (c->transport == KV_VIA_SEND)
 		return post_recv(c, c->held.buf);
 	return 0;
@@ -289,6 +331,17 @@ int kv_complete(struct kv_client *c, struct kv_result *res, bool wait)
 	struct ready r = c->ready[c->ready_head];
 	c->ready_head = (c->ready_head + 1) % KV_DEPTH;
 	c->ready_count--;
+	c->held = r;
+	c->holding = true;
+	if (r.one_sided) {
+		const struct one_sided *o = &c->os[r.slot];
+		res->status = o->status;
+		res->number = 0;
+		res->vlen = o->status == KV_OK ? o->vlen : 0;
+		res->value = o->status == KV_OK ? c->aread + (size_t)r.slot * KV_MSG_MAX + o->voff : NULL;
+		res->token = o->id;
+		return 1;
+	}
 	struct kv_resp resp;
 	const uint8_t *buf = c->resp + (size_t)r.buf * KV_SLOT_BYTES;
 	memcpy(&resp, buf, sizeof(resp));
@@ -297,8 +350,6 @@ int kv_complete(struct kv_client *c, struct kv_result *res, bool wait)
 	res->vlen = resp.vlen;
 	res->value = buf + sizeof(resp);
 	res->token = resp.id;
-	c->held = r;
-	c->holding = true;
 	return 1;
 }
 
@@ -308,8 +359,9 @@ unsigned kv_in_flight(const struct kv_client *c)
 }
 
 /* Room for one more request: a free slot, a send queue entry, and (SEND)
- * a posted receive for its answer.  Sets *slot. */
-static int take_slot(struct kv_client *c, unsigned *slot)
+ * a posted receive for its answer (not for a one-sided GET, whose answer
+ * is its READs).  Sets *slot. */
+static int take_slot_for(struct kv_client *c, unsigned *slot, bool needs_recv)
 {
 	if (c->failed)
 		return c->failed;
@@ -318,7 +370,7 @@ static int take_slot(struct kv_client *c, unsigned *slot)
 		if (n < 0)
 			return -n;
 	}
-	if (c->transport == KV_VIA_SEND && c->in_flight >= c->recv_posted + (c->holding ? 1u : 0u))
+	if (needs_recv && c->transport == KV_VIA_SEND && c->in_flight >= c->recv_posted + (c->holding ? 1u : 0u))
 		return EBUSY;
 	for (unsigned i = 0; i < KV_DEPTH; i++) {
 		if (!c->slot_id[i]) {
@@ -327,6 +379,11 @@ static int take_slot(struct kv_client *c, unsigned *slot)
 		}
 	}
 	return EBUSY;
+}
+
+static int take_slot(struct kv_client *c, unsigned *slot)
+{
+	return take_slot_for(c, slot, true);
 }
 
 /* Send the `len` bytes in request slot `slot` as request `id`. */
@@ -485,7 +542,8 @@ struct kv_client *kv_connect_opts(const char *host, const char *port, const stru
 	c->req = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
 	c->resp = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
 	c->read = malloc(KV_MSG_MAX);      /* where READs land: local write only */
-	if (!c->cq || !c->req || !c->resp || !c->read) {
+	c->aread = malloc((size_t)KV_DEPTH * KV_MSG_MAX);
+	if (!c->cq || !c->req || !c->resp || !c->read || !c->aread) {
 		e = errno ? errno : ENOMEM;
 		goto fail;
 	}
@@ -494,13 +552,14 @@ struct kv_client *kv_connect_opts(const char *host, const char *port, const stru
 				IBV_ACCESS_LOCAL_WRITE |
 					(c->transport == KV_VIA_WRITE_IMM ? IBV_ACCESS_REMOTE_WRITE : 0));
 	c->read_mr = ibv_reg_mr(c->pd, c->read, KV_MSG_MAX, IBV_ACCESS_LOCAL_WRITE);
+	c->aread_mr = ibv_reg_mr(c->pd, c->aread, (size_t)KV_DEPTH * KV_MSG_MAX, IBV_ACCESS_LOCAL_WRITE);
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = qa.recv_cq = c->cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = SQ_DEPTH;
 	qa.cap.max_recv_wr = KV_DEPTH;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (!c->req_mr || !c->resp_mr || !c->read_mr || rdma_create_qp(c->id, c->pd, &qa)) {
+	if (!c->req_mr || !c->resp_mr || !c->read_mr || !c->aread_mr || rdma_create_qp(c->id, c->pd, &qa)) {
 		e = errno ? errno : ENOMEM;
 		goto fail;
 	}
@@ -618,6 +677,139 @@ int kv_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64
 		}
 	}
 	return EAGAIN;
+}
+
+/* ---- the asynchronous one-sided GET ------------------------------------ */
+
+/* READ len bytes at arena offset `off` into slot's buffer, for os_advance. */
+static int post_aread(struct kv_client *c, unsigned slot, uint64_t off, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)(c->aread + (size_t)slot * KV_MSG_MAX), .length = len,
+			       .lkey = c->aread_mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_AREAD, slot), .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (off > c->hello.size || len > c->hello.size - off || len > KV_MSG_MAX)
+		return EINVAL;
+	wr.wr.rdma.remote_addr = c->hello.addr + off;
+	wr.wr.rdma.rkey = c->hello.rkey;
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		return errno ? errno : EIO;
+	c->sq_used++;
+	return 0;
+}
+
+static void os_done(struct kv_client *c, unsigned slot, enum kv_status st)
+{
+	c->os[slot].status = st;
+	c->ready[(c->ready_head + c->ready_count++) % KV_DEPTH] =
+		(struct ready){ .slot = (uint8_t)slot, .one_sided = true };
+	c->slot_id[slot] = ~0ull;       /* answered, not yet handed out */
+}
+
+/* Look at the bucket slots from o->cand on: READ the next candidate's
+ * first 4 KiB, or finish (not found), or start over (a torn candidate). */
+static void os_next_candidate(struct kv_client *c, unsigned slot)
+{
+	struct one_sided *o = &c->os[slot];
+
+	for (; o->cand < KV_PROBE * KV_SLOTS && !o->retry; o->cand++) {
+		struct kv_slot s = o->b[o->cand / KV_SLOTS].slot[o->cand % KV_SLOTS];
+		uint64_t off = (uint64_t)s.off << 3;
+
+		if (s.tag != kv_tag(o->hash) || off < c->table.slab_off || off >= c->hello.size)
+			continue;
+		o->off = off;
+		o->want = c->hello.size - off < 4096 ? (uint32_t)(c->hello.size - off) : 4096;
+		o->step = OS_ITEM;
+		if (post_aread(c, slot, off, o->want))
+			fail(c, EIO);
+		return;
+	}
+	if (!o->retry) {
+		os_done(c, slot, KV_NOT_FOUND);
+		return;
+	}
+	/* As kv_get_one_sided: 64 lookups torn by SETs in a row is an error
+	 * of the connection's caller to see (EAGAIN there, here the I/O
+	 * error status: kv_result has no errno). */
+	if (++o->attempts >= 64) {
+		os_done(c, slot, KV_IO_ERROR);
+		return;
+	}
+	o->retry = false;
+	o->step = OS_BUCKETS;
+	if (post_aread(c, slot, c->table.buckets_off + (uint64_t)kv_home_bucket(o->hash, c->table.nbuckets) * 64,
+		       sizeof(o->b)))
+		fail(c, EIO);
+}
+
+/* A READ of slot's lookup completed: the next step. */
+static void os_advance(struct kv_client *c, unsigned slot)
+{
+	struct one_sided *o = &c->os[slot];
+	const uint8_t *buf = c->aread + (size_t)slot * KV_MSG_MAX;
+
+	if (o->step == OS_BUCKETS) {
+		memcpy(o->b, buf, sizeof(o->b));
+		o->cand = 0;
+		os_next_candidate(c, slot);
+		return;
+	}
+	if (o->step == OS_ITEM) {
+		struct kv_item hdr;
+		memcpy(&hdr, buf, sizeof(hdr));
+		uint64_t whole = sizeof(hdr) + (uint64_t)hdr.klen + hdr.vlen;
+		if (hdr.klen <= KV_MAX_KEY && hdr.vlen <= KV_MAX_VALUE && whole > o->want &&
+		    whole <= c->hello.size - o->off) {
+			o->want = (uint32_t)whole;
+			o->step = OS_WHOLE;
+			if (post_aread(c, slot, o->off, o->want))
+				fail(c, EIO);
+			return;
+		}
+	}
+	int err = kv_item_check(buf, o->want, o->key, o->klen, o->now, &o->voff, &o->vlen);
+	if (err == 0) {
+		os_done(c, slot, KV_OK);
+		return;
+	}
+	if (err == EAGAIN) {
+		c->torn_retries++;
+		o->retry = true;
+	}
+	o->cand++;
+	os_next_candidate(c, slot);
+}
+
+int kv_submit_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, uint64_t *token)
+{
+	unsigned slot;
+	int e;
+
+	if (!c->one_sided_ok)
+		return EOPNOTSUPP;
+	if (klen < 1 || klen > KV_MAX_KEY)
+		return EINVAL;
+	if ((e = take_slot_for(c, &slot, false)) != 0)
+		return e;
+	struct one_sided *o = &c->os[slot];
+	memset(o, 0, sizeof(*o));
+	memcpy(o->key, key, klen);
+	o->klen = klen;
+	o->hash = kv_hash(key, klen);
+	o->now = now;
+	o->id = ++c->next_id;
+	o->step = OS_BUCKETS;
+	e = post_aread(c, slot, c->table.buckets_off + (uint64_t)kv_home_bucket(o->hash, c->table.nbuckets) * 64,
+		       sizeof(o->b));
+	if (e)
+		return e;
+	c->slot_id[slot] = o->id;
+	c->slot_os[slot] = true;
+	c->in_flight++;
+	*token = o->id;
+	return 0;
 }
 
 uint64_t kv_torn_retries(const struct kv_client *c)

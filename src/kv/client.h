@@ -68,6 +68,13 @@ unsigned kv_in_flight(const struct kv_client *c);
  * errno.  It does not mark the item recently used: CLOCK may evict an
  * item that is only ever read this way. */
 int kv_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, struct kv_result *res);
+/* The same GET asynchronously, beside kv_submit's requests (it takes one
+ * of the KV_DEPTH slots): its READs follow one another as each completes,
+ * and kv_complete hands back its result like an answer (res->token; the
+ * value valid until the next kv_complete).  Status KV_OK, KV_NOT_FOUND, or
+ * KV_IO_ERROR after 64 lookups torn by concurrent SETs.  EOPNOTSUPP,
+ * EINVAL, EBUSY as kv_submit. */
+int kv_submit_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, uint64_t *token);
 /* For tests of the server's confinement: an RDMA READ (or WRITE) of len
  * bytes at `offset` from the start of the server's arena (outside it
  * too) with the rkey it handed out.  0, EACCES (the remote access error
