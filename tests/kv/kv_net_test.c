@@ -110,6 +110,19 @@ static bool race_value_ok(const uint8_t *p, uint32_t len, uint8_t *scratch)
 	return memcmp(p + 8, scratch, len - 8) == 0;
 }
 
+/* A GET's result against the model: the value (len bytes from seed) if
+ * the key is present, else not found.  scratch: room for the value. */
+static void check_get(const struct kv_result *r, bool present, uint32_t len, uint32_t seed, uint8_t *scratch)
+{
+	if (present) {
+		CHECK(r->status == KV_OK && r->vlen == len);
+		fill(scratch, len, seed);
+		CHECK(r->vlen != len || memcmp(r->value, scratch, len) == 0);
+	} else {
+		CHECK(r->status == KV_NOT_FOUND);
+	}
+}
+
 static int race(struct kv_client *c, bool writer, long ops)
 {
 	static uint8_t v[MAXV], scratch[MAXV];
@@ -454,13 +467,7 @@ int main(int argc, char **argv)
 				CHECK(kv_get_one_sided(c, key, klen, clock_ns(CLOCK_REALTIME), &r) == 0);
 			else
 				CHECK(kv_call(c, KV_OP_GET, key, klen, NULL, 0, 0, &r) == 0);
-			if (present[k]) {
-				CHECK(r.status == KV_OK && r.vlen == lens[k]);
-				fill(val, lens[k], seeds[k]);
-				CHECK(r.vlen != lens[k] || memcmp(r.value, val, r.vlen) == 0);
-			} else {
-				CHECK(r.status == KV_NOT_FOUND);
-			}
+			check_get(&r, present[k], lens[k], seeds[k], val);
 		} else if (what < 80) {
 			/* MGET of 5 keys (some present, some not) in one trip. */
 			char names[5][48];
@@ -527,13 +534,7 @@ int main(int argc, char **argv)
 			if (which == N)
 				continue;
 			int k = ks[which];
-			if (present[k]) {
-				CHECK(r.status == KV_OK && r.vlen == lens[k]);
-				fill(val, lens[k], seeds[k]);
-				CHECK(r.vlen != lens[k] || memcmp(r.value, val, r.vlen) == 0);
-			} else {
-				CHECK(r.status == KV_NOT_FOUND);
-			}
+			check_get(&r, present[k], lens[k], seeds[k], val);
 		}
 	}
 	test_bad(c);
