@@ -213,10 +213,14 @@ bool scoreboard_next(struct rnic_qp *qp, uint32_t *psn)
 
 	while (b && b->qcount) {
 		uint32_t p = b->queue[b->qhead];
-		struct board_entry *x = entry(b, p);
+		/* Not entry(): a PSN acknowledged long ago must not take the
+		 * slot back from the newer PSN that uses it now. */
+		struct board_entry *x = &b->e[p % RNIC_SR_WINDOW];
 
 		b->qhead = (b->qhead + 1) % RNIC_SR_WINDOW;
 		b->qcount--;
+		if (x->psn != p)
+			continue;
 		x->flags &= (uint8_t)~BOARD_QUEUED;
 		/* Acknowledged meanwhile, or not sent at all any more (a
 		 * Go-Back-N moved the send position before it). */
