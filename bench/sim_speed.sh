@@ -79,7 +79,7 @@ if pkg-config --exists ns3-core 2>/dev/null; then
 	n_sim=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$out/ns3.log")
 	n_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$out/ns3.log")
 	n_hops=$(sed -n 's/.*packet_hops=\([0-9]*\).*/\1/p' "$out/ns3.log")
-	[ -n "$n_events" ] || { n_events=n/a n_hops=n/a n_sim="did not finish"; }
+	[ -n "$n_events" ] || { n_events=n/a n_hops=n/a; }
 fi
 
 rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 / 1e6 }'; }
@@ -90,7 +90,9 @@ rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2"
 	echo "|---|---|---|---|---|---|---|"
 	echo "| softrnic sim (RoCEv2 RC, DCQCN, PFC) | $s_wall | $s_events | $(rate "$s_events" "$s_wall") | $s_hops | $(rate "$s_hops" "$s_wall") | $((s_rss / 1024)) |"
 	if [ "$n_wall" != n/a ]; then
-		echo "| ns-3 3.37 (UDP, point-to-point; run only: ${n_sim} s) | $n_wall | $n_events | $(rate "$n_events" "$n_wall") | $n_hops | $(rate "$n_hops" "$n_wall") | $((n_rss / 1024)) |"
+		what="run only: ${n_sim} s"
+		[ "$n_events" = n/a ] && what="did not finish: stopped at the wall time given"
+		echo "| ns-3 3.37 (UDP, point-to-point; $what) | $n_wall | $n_events | $(rate "$n_events" "$n_wall") | $n_hops | $(rate "$n_hops" "$n_wall") | $((n_rss / 1024)) |"
 	else
 		echo "| ns-3 | not installed (libns3-dev) | | | | | |"
 	fi
