@@ -10,7 +10,8 @@ BUILD=$(cd "$1" && pwd)
 SOURCE=$(cd "$2" && pwd)
 fail() { echo "install: FAIL: $*" >&2; exit 1; }
 P=$(mktemp -d)
-trap 'rm -rf "$P"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$P" "$work"' EXIT
 cmake --install "$BUILD" --prefix "$P" > "$P.log" 2>&1 || { cat "$P.log"; rm -f "$P.log"; fail "cmake --install"; }
 rm -f "$P.log"
 for f in bin/softrnic bin/softrnic-kv lib/softrnic/libibverbs.so.1 lib/softrnic/librdmacm.so.1 \
@@ -33,9 +34,14 @@ rdma=$(env -u LD_LIBRARY_PATH ldd "$P/bin/softrnic-kv" | grep -E "lib(ibverbs|rd
 
 # The Debian package: its control fields and its unpacked programs.
 deb=$(bash "$SOURCE/scripts/package_deb.sh" "$BUILD" "$P") || fail "package_deb.sh"
-dpkg-deb -f "$deb" Package Depends | grep -q "^Depends: libc6, libdeflate0" || fail "Depends: $(dpkg-deb -f "$deb" Depends)"
-dpkg-deb -c "$deb" | grep -q " ./usr/lib/softrnic/libibverbs.so.1 " || fail "no /usr/lib/softrnic/libibverbs.so.1 in $deb"
-dpkg-deb -c "$deb" | grep -E " ./usr/lib/[^/]+\.so" && fail "a library directly in /usr/lib"
+# Listings into files first: grep -q leaves a pipe at its first match, and
+# with pipefail the writer's SIGPIPE ("tar subprocess was killed by
+# signal (Broken pipe)") failed the check now and then.
+dpkg-deb -f "$deb" Package Depends >"$work/fields.txt" || fail "dpkg-deb -f $deb"
+dpkg-deb -c "$deb" >"$work/contents.txt" || fail "dpkg-deb -c $deb"
+grep -q "^Depends: libc6, libdeflate0" "$work/fields.txt" || fail "Depends: $(cat "$work/fields.txt")"
+grep -q " ./usr/lib/softrnic/libibverbs.so.1 " "$work/contents.txt" || fail "no /usr/lib/softrnic/libibverbs.so.1 in $deb"
+grep -E " ./usr/lib/[^/]+\.so" "$work/contents.txt" && fail "a library directly in /usr/lib"
 mkdir "$P/unpacked" && dpkg -x "$deb" "$P/unpacked" || fail "dpkg -x"
 env -u LD_LIBRARY_PATH "$P/unpacked/usr/bin/softrnic" run ibv_devinfo | grep -q "hca_id:.*softrnic0" ||
 	fail "the packaged softrnic run finds no device"
