@@ -102,6 +102,13 @@ static uint64_t retx_wait_ns(const struct rnic_qp *qp)
 	return qp->board && qp->comp.probes < RNIC_SR_PROBES && probe < t ? probe : t;
 }
 
+/* (Re)start the retransmit timer from `now`. */
+static void arm_retx(struct rnic_qp *qp, uint64_t now)
+{
+	qp->comp.retx_deadline = now + retx_wait_ns(qp);
+	rnic_timer_armed(qp->r, qp->comp.retx_deadline);
+}
+
 static bool outstanding(const struct rnic_qp *qp)
 {
 	return wire_psn_diff(qp->req.psn_high, qp->comp.psn) > 0;
@@ -414,10 +421,8 @@ static void comp_finish(struct rnic_qp *qp, struct comp_ctx *c)
 		if (wire_psn_diff(qp->comp.psn, qp->req.psn) > 0 ||
 		    (int32_t)(qp->sq.req - qp->sq.comp) < 0)
 			requester_rewind(qp, qp->comp.psn);
-		if (outstanding(qp) && qp->req.rnr_until == RNIC_NO_DEADLINE && timeout_ns(qp)) {
-			qp->comp.retx_deadline = c->now + retx_wait_ns(qp);
-			rnic_timer_armed(qp->r, qp->comp.retx_deadline);
-		}
+		if (outstanding(qp) && qp->req.rnr_until == RNIC_NO_DEADLINE && timeout_ns(qp))
+			arm_retx(qp, c->now);
 	}
 	if (c->progress || c->rerun)
 		requester_run(qp, c->now);
@@ -446,10 +451,8 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now)
 {
 	(void)psn;
-	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp)) {
-		qp->comp.retx_deadline = now + retx_wait_ns(qp);
-		rnic_timer_armed(qp->r, qp->comp.retx_deadline);
-	}
+	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp))
+		arm_retx(qp, now);
 }
 
 void completer_timer(struct rnic_qp *qp, uint64_t now)
@@ -464,8 +467,7 @@ void completer_timer(struct rnic_qp *qp, uint64_t now)
 		qp->r->ctr.retransmit_probes++;
 		qp->comp.probes++;
 		scoreboard_probe(qp, qp->comp.psn);
-		qp->comp.retx_deadline = now + retx_wait_ns(qp);
-		rnic_timer_armed(qp->r, qp->comp.retx_deadline);
+		arm_retx(qp, now);
 		requester_run(qp, now);
 		return;
 	}

@@ -385,6 +385,16 @@ static void uc_sent(struct rnic_qp *qp, struct rnic_send_wqe *w, bool done)
 	}
 }
 
+/* Hand a built RC/UC request to the port: the payload by reference when
+ * build_packet left it in the MR (`ref`), else the packet as built. */
+static void xmit_request(struct rnic_qp *qp, uint8_t *buf, size_t len, const uint8_t *ref, uint32_t bytes)
+{
+	if (ref)
+		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
+	else
+		rnic_xmit_buf(qp->r, qp, buf, len);
+}
+
 static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 {
 	struct rnic_send_wqe *w = c->wqe;
@@ -404,10 +414,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 	}
 	if (qp->type == IBV_QPT_UD)
 		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
-	else if (ref)
-		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
 	else
-		rnic_xmit_buf(qp->r, qp, buf, len);
+		xmit_request(qp, buf, len, ref, bytes);
 	cc_on_sent(qp, len, c->now);
 
 	qp->req.psn = wire_psn_add(qp->req.psn, psns);
@@ -451,18 +459,26 @@ static enum req_state req_local_op(struct rnic_qp *qp, struct req_ctx *c)
 	return REQ_GET_WQE;
 }
 
-/* The WQE whose PSN range holds `psn`, among those sent, or NULL. */
-static struct rnic_send_wqe *wqe_of_psn(struct rnic_qp *qp, uint32_t psn)
+/* The SQ index of the WQE whose PSN range holds `psn`, among those sent,
+ * or sq.head if none does. */
+static uint32_t wqe_index_of_psn(struct rnic_qp *qp, uint32_t psn)
 {
 	for (uint32_t i = qp->sq.comp; i != qp->sq.head; i++) {
 		struct rnic_send_wqe *w = sq_at(&qp->sq, i);
 
 		if (!w->psn_valid || wire_psn_diff(psn, w->first_psn) < 0)
-			return NULL;
+			break;
 		if (wire_psn_diff(psn, w->last_psn) <= 0)
-			return w;
+			return i;
 	}
-	return NULL;
+	return qp->sq.head;
+}
+
+/* Where packet `psn` of `w` starts in the message: SEND/WRITE packets and
+ * READ response packets each carry one MTU; an ATOMIC is one packet. */
+static uint32_t offset_of_psn(const struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t psn)
+{
+	return is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
 }
 
 /* Selective repeat: resend the one packet `psn` the peer lacks, as it was
@@ -481,21 +497,20 @@ static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
 		return REQ_EXIT;
 	if (!scoreboard_next(qp, &psn))
 		return REQ_GET_WQE;
-	w = wqe_of_psn(qp, psn);
-	if (!w || w->status != IBV_WC_SUCCESS)
+	uint32_t i = wqe_index_of_psn(qp, psn);
+	if (i == qp->sq.head)
+		return REQ_GET_WQE;
+	w = sq_at(&qp->sq, i);
+	if (w->status != IBV_WC_SUCCESS)
 		return REQ_GET_WQE;
 	/* An ATOMIC the peer lacks was never executed: sending it again is
 	 * safe (and a duplicate would be answered from the saved result). */
-	len = build_packet(qp, w, psn, is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu,
-			   true, &psns, &bytes, &buf, &ref);
+	len = build_packet(qp, w, psn, offset_of_psn(qp, w, psn), true, &psns, &bytes, &buf, &ref);
 	if (!len)
 		return REQ_GET_WQE;     /* the key went away: the timer's Go-Back-N reports it */
 	qp->r->ctr.retransmits++;
 	qp->stats.retransmits++;
-	if (ref)
-		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
-	else
-		rnic_xmit_buf(qp->r, qp, buf, len);
+	xmit_request(qp, buf, len, ref, bytes);
 	cc_on_sent(qp, len, c->now);
 	scoreboard_sent(qp, psn, true);
 	completer_on_sent(qp, psn, c->now);
@@ -552,18 +567,12 @@ void requester_rewind(struct rnic_qp *qp, uint32_t psn)
 {
 	/* Everything from `psn` on goes again: nothing to resend singly. */
 	scoreboard_clear(qp);
-	for (uint32_t i = qp->sq.comp; i != qp->sq.head; i++) {
-		struct rnic_send_wqe *w = sq_at(&qp->sq, i);
-
-		if (!w->psn_valid || wire_psn_diff(psn, w->first_psn) < 0)
-			break;
-		if (wire_psn_diff(psn, w->last_psn) > 0)
-			continue;
-		qp->sq.req = i;
+	uint32_t at = wqe_index_of_psn(qp, psn);
+	if (at != qp->sq.head) {
+		/* Restart mid-message where the PSN says. */
+		qp->sq.req = at;
 		qp->req.psn = psn;
-		/* Restart mid-message where the PSN says: SEND/WRITE packets
-		 * and READ response packets each carry one MTU. */
-		qp->req.offset = is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
+		qp->req.offset = offset_of_psn(qp, sq_at(&qp->sq, at), psn);
 		qp->req.since_ackreq = 0;
 		return;
 	}
