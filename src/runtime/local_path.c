@@ -4,16 +4,24 @@
  *
  * One ring per receiving device: many producers (every local sender),
  * one consumer (the device, under its lock).  Producers take a robust
- * process-shared mutex for the write of one entry — a producer that dies
- * holding it leaves the mutex "owner dead", and the next one takes it
- * over (EOWNERDEAD) — then publish the entry by advancing `head`; the
- * consumer reads up to `head` and advances `tail`, lock-free.  Two copies
- * per packet: into the ring, and out into the receive batch, as with a
- * socket but with no system call and no kernel.  Trade-off: one copy
- * straight between registered memories (process_vm_writev, or MRs in a
- * shared mapping) would save the second and the ring's space, at the
- * price of putting the responder's checks in the sender's process; the
- * ring keeps every check where it is.
+ * process-shared mutex — once for a run of packets to the same ring, not
+ * per packet — and publish each entry by advancing `head`; a producer
+ * that dies holding the mutex leaves it "owner dead", and the next one
+ * takes it over (EOWNERDEAD).  The consumer hands the entries to the
+ * receive path where they lie, and advances `tail` (lock-free) only when
+ * they have been delivered (srt_local_recv_done).  So a packet is copied
+ * twice, as with a socket but with no system call and no kernel: into
+ * the ring, and out of it by the rnic (into the MR, or the receive WQE's
+ * buffers).  Trade-off: one copy straight between registered memories
+ * (process_vm_writev, or MRs in a shared mapping) would save one more, at
+ * the price of putting the responder's checks in the sender's process;
+ * the ring keeps every check where it is.
+ *
+ * The ICRC is computed only for a receiver that asks (its SOFTRNIC_FAULTS
+ * is on: corruption is the one thing on this path that damages a packet,
+ * and the ICRC is how the receive path catches it); otherwise the entry
+ * says "no ICRC" and the receiver skips the check.  Memory does not flip
+ * bits, and the CRC was two passes over every payload.
  *
  * A full ring drops the packet (a full NIC queue; RC retransmits).  A
  * ring whose owner died stays until its address is taken again; senders
@@ -42,7 +50,7 @@
 #include "wire/mad.h"
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
-#define RING_VERSION 1u
+#define RING_VERSION 2u
 #define RING_SLOTS 2048u                /* ~9 MiB of address space, touched as used */
 #define RING_SLOT_BYTES 4352u           /* entry header + the largest RoCE packet */
 #define SRT_LOCAL_RECHECK_NS 200000000ull
@@ -53,15 +61,18 @@ struct ring_entry {
 	uint32_t src;                   /* IPv4, network order */
 	uint16_t sport;
 	uint8_t tos, ttl;
-	uint32_t pad;
+	uint8_t flags;                  /* ENTRY_NO_ICRC */
+	uint8_t pad[3];
 	uint8_t data[];
 };
+#define ENTRY_NO_ICRC 1u                /* the ICRC bytes are not computed */
 #define ENTRY_DATA (RING_SLOT_BYTES - sizeof(struct ring_entry))
 
 struct ring {
 	uint32_t magic, version;
 	uint32_t owner_pid, shared;
 	uint32_t nslots, slot_bytes;
+	uint32_t wants_icrc;                    /* the receiver checks ICRCs (faults on) */
 	pthread_mutex_t lock;                   /* producers */
 	_Alignas(64) _Atomic uint64_t head;     /* next entry to write */
 	_Alignas(64) _Atomic uint64_t tail;     /* next entry to read  */
@@ -93,6 +104,8 @@ struct srt_local {
 	struct srt_local_peer peers[PEER_CACHE];
 	unsigned next_victim;
 	bool doorbells_due;
+	struct ring *held;              /* the peer ring whose mutex we hold (srt_local_send) */
+	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
 	struct srt_local_stats stats;
 };
 
@@ -161,7 +174,7 @@ static void remove_dead_rings(void)
 	closedir(d);
 }
 
-struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, int udp_fd)
+struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, bool wants_icrc, int udp_fd)
 {
 	const char *env = getenv("SOFTRNIC_LOCAL");
 	struct srt_local *l;
@@ -200,6 +213,7 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	l->own->shared = shared;
 	l->own->nslots = RING_SLOTS;
 	l->own->slot_bytes = RING_SLOT_BYTES;
+	l->own->wants_icrc = wants_icrc;
 	atomic_store(&l->own->head, 0);
 	atomic_store(&l->own->tail, 0);
 	atomic_store(&l->own->sleeping, 0);
@@ -216,10 +230,13 @@ fail:
 }
 
 static void send_doorbell(struct srt_local *l, struct srt_local_peer *p);
+static void release_held(struct srt_local *l);
 
 /* Drops a cached destination (its doorbell, if due, rung first). */
 static void forget_peer(struct srt_local *l, struct srt_local_peer *p)
 {
+	if (p->r && p->r == l->held)
+		release_held(l);
 	send_doorbell(l, p);
 	if (p->r)
 		munmap(p->r, RING_BYTES);
@@ -368,8 +385,35 @@ struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, 
 	return p->r ? p : NULL;
 }
 
+bool srt_local_wants_icrc(const struct srt_local_peer *p)
+{
+	return p->r->wants_icrc != 0;
+}
+
+/* Lets go of the ring whose mutex srt_local_send kept, after a Dekker
+ * with srt_local_sleep: our head stores before its load, its sleeping
+ * store before our load.  A sleeping receiver gets its doorbell at
+ * srt_local_flush. */
+static void release_held(struct srt_local *l)
+{
+	struct ring *r = l->held;
+
+	if (!r)
+		return;
+	l->held = NULL;
+	pthread_mutex_unlock(&r->lock);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&r->sleeping, memory_order_relaxed))
+		return;
+	for (unsigned i = 0; i < PEER_CACHE; i++)
+		if (l->peers[i].r == r) {
+			l->peers[i].ring_doorbell = true;
+			l->doorbells_due = true;
+		}
+}
+
 void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
-		    const struct wire_piece *pc, unsigned npc, uint32_t len)
+		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc)
 {
 	struct ring *r = p->r;
 	uint64_t head;
@@ -378,10 +422,15 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 		l->stats.tx_ring_full++;
 		return;
 	}
-	lock_ring(r);
+	/* The mutex is kept for the packets that follow to the same ring
+	 * (srt_local_flush lets it go). */
+	if (l->held != r) {
+		release_held(l);
+		lock_ring(r);
+		l->held = r;
+	}
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	if (head - atomic_load_explicit(&r->tail, memory_order_acquire) >= RING_SLOTS) {
-		pthread_mutex_unlock(&r->lock);
 		l->stats.tx_ring_full++;
 		return;
 	}
@@ -396,16 +445,9 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	e->sport = sport;
 	e->tos = tos;
 	e->ttl = ttl;
+	e->flags = icrc ? 0 : ENTRY_NO_ICRC;
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
-	pthread_mutex_unlock(&r->lock);
 	l->stats.tx_packets++;
-	/* Dekker with srt_local_sleep: our head store before its load, its
-	 * sleeping store before our load. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&r->sleeping, memory_order_relaxed)) {
-		p->ring_doorbell = true;
-		l->doorbells_due = true;
-	}
 }
 
 /* Ring p's doorbell now if one is due. */
@@ -427,7 +469,10 @@ static void send_doorbell(struct srt_local *l, struct srt_local_peer *p)
 
 void srt_local_flush(struct srt_local *l)
 {
-	if (!l || !l->doorbells_due)
+	if (!l)
+		return;
+	release_held(l);
+	if (!l->doorbells_due)
 		return;
 	l->doorbells_due = false;
 	for (unsigned i = 0; i < PEER_CACHE; i++)
@@ -439,36 +484,42 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 	struct ring *r;
 	uint64_t tail, head;
 	int n = 0;
-	size_t used = 0;
 
 	if (!l)
 		return 0;
 	r = l->own;
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	head = atomic_load_explicit(&r->head, memory_order_acquire);
-	while (tail != head && n < (int)SRT_RX_PKTS && used + RING_SLOT_BYTES <= sizeof(b->buf)) {
-		const struct ring_entry *e =
-			(const struct ring_entry *)(r->entries + (tail % RING_SLOTS) * RING_SLOT_BYTES);
+	while (tail != head && n < (int)SRT_RX_PKTS) {
+		struct ring_entry *e = (struct ring_entry *)(r->entries + (tail % RING_SLOTS) * RING_SLOT_BYTES);
 		struct srt_rx_pkt *pkt = &b->pkt[n];
-		uint32_t len = e->len <= ENTRY_DATA ? e->len : 0;     /* a torn length: dropped as malformed */
+		uint32_t len = e->len;
 
-		memcpy(b->buf + used, e->data, len);
-		pkt->data = b->buf + used;
-		pkt->len = len;
+		/* Where it lies: the entry stays ours until
+		 * srt_local_recv_done.  The rnic decodes the headers once
+		 * (wire_decode_ib) and copies only the payload from here. */
+		pkt->data = e->data;
+		pkt->len = len <= ENTRY_DATA ? len : 0;         /* a torn length: dropped as malformed */
 		pkt->truncated = false;
+		pkt->no_icrc = (e->flags & ENTRY_NO_ICRC) != 0;
 		pkt->src.s_addr = e->src;
 		pkt->dst = l->addr;
 		pkt->sport = e->sport;
 		pkt->tos = e->tos;
 		pkt->ttl = e->ttl;
 		pkt->seg_index = 0;
-		used += (len + 63) & ~(size_t)63;
 		n++;
 		tail++;
 	}
-	atomic_store_explicit(&r->tail, tail, memory_order_release);
+	l->rx_next = tail;
 	l->stats.rx_packets += (uint64_t)n;
 	return n;
+}
+
+void srt_local_recv_done(struct srt_local *l)
+{
+	if (l)
+		atomic_store_explicit(&l->own->tail, l->rx_next, memory_order_release);
 }
 
 bool srt_local_sleep(struct srt_local *l, bool sleeping)

@@ -2,8 +2,10 @@
  * local_path.h — the host-local path: when the peer of a packet is a
  * softrnic device on this host, the packet goes through a ring in shared
  * memory instead of the kernel's UDP stack.  The transport never knows:
- * the packets are the same RoCEv2 packets, ICRC included, handed to the
- * same receive path (faults, ICRC check, rnic) as a datagram would be.
+ * the packets are the same RoCEv2 packets, handed to the same receive
+ * path (faults, ICRC check, rnic) as a datagram would be; their ICRC is
+ * computed and checked only when the receiver's SOFTRNIC_FAULTS can
+ * damage them (local_path.c).
  *
  * Discovery needs no setting: each device publishes one inbound ring,
  * /dev/shm/softrnic-local-<uid>-<netns>-<addr hex>-<slot> (netns: the
@@ -22,7 +24,7 @@
  *
  * Protection: the ring is the user's own file (mode 0600), like the
  * sockets a peer could send to anyway; what comes through it passes the
- * same checks as a datagram (ICRC, QP, PSN, rkey and bounds in the rnic),
+ * same checks as a datagram (QP, PSN, rkey and bounds in the rnic),
  * so a peer reaches only memory its rkeys allow.
  */
 #ifndef SOFTRNIC_RUNTIME_LOCAL_PATH_H
@@ -54,7 +56,7 @@ struct srt_local_stats {
 
 /* Publishes our ring (addr, slot); NULL when the path is off
  * (SOFTRNIC_LOCAL=0) or the ring cannot be made (then UDP only). */
-struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, int udp_fd);
+struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, bool wants_icrc, int udp_fd);
 void srt_local_close(struct srt_local *l);
 
 /* Sender: the local destination of the packet for dst with this BTH
@@ -63,16 +65,24 @@ void srt_local_close(struct srt_local *l);
  * the next call. */
 struct srt_local_peer;
 struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
-/* Sender: the packet, as pieces with its ICRC, into that destination's
- * ring; a full ring drops it (a full NIC queue: RC retransmits). */
+/* Sender: does that destination check ICRCs (its faults are on)?  If
+ * not, srt_local_send may carry packets whose ICRC was not computed. */
+bool srt_local_wants_icrc(const struct srt_local_peer *peer);
+/* Sender: the packet, as pieces with its ICRC bytes (icrc: computed),
+ * into that destination's ring; a full ring drops it (a full NIC queue:
+ * RC retransmits).  The ring's mutex stays held for the next packet to
+ * the same ring, until srt_local_flush. */
 void srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
-		    const struct wire_piece *pc, unsigned npc, uint32_t len);
-/* After a batch: ring the doorbells of sleeping receivers. */
+		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc);
+/* After a batch: let go of the ring held, ring the doorbells of sleeping
+ * receivers. */
 void srt_local_flush(struct srt_local *l);
 
-/* Receiver: appends what waits in our ring to the batch (up to its
- * room); returns the number of packets. */
+/* Receiver: fills the batch with what waits in our ring (up to its room),
+ * pointing into the ring; returns the number of packets.  They stay valid
+ * until srt_local_recv_done, which gives their space back to senders. */
 int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b);
+void srt_local_recv_done(struct srt_local *l);
 /* The progress thread is about to sleep (true) or woke (false).  On
  * sleeping, returns false if packets are already waiting (do not sleep). */
 bool srt_local_sleep(struct srt_local *l, bool sleeping);

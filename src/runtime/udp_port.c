@@ -1048,9 +1048,11 @@ static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 			q->slot[kept++] = *s;
 			continue;
 		}
-		store_icrc(u, s, pc, npc, icrc, 0);
+		bool with_icrc = srt_local_wants_icrc(peer);
+		if (with_icrc)
+			store_icrc(u, s, pc, npc, icrc, 0);
 		pc[npc++] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };  /* the pieces stop before it */
-		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len);
+		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len, with_icrc);
 	}
 	q->n = kept;
 }

@@ -171,6 +171,8 @@ struct srt_rx_pkt {
 	uint8_t ttl;                    /* IP TTL as received (IP_RECVTTL) */
 	uint16_t seg_index;             /* position in a GRO'd datagram: the
 	                                   IPv4 ID a GSO sender gave it    */
+	bool no_icrc;                   /* from a local ring, ICRC not computed
+	                                   (local_path.h)                  */
 	uint8_t *data;
 };
 struct srt_rx_batch {
