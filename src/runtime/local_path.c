@@ -93,6 +93,9 @@ struct srt_local_peer {
 	uint64_t checked_ns;
 	bool ring_doorbell;
 	uint32_t doorbell_qpn;
+	uint64_t tail_seen;             /* the ring's tail when we last looked:
+	                                   read again only when the ring looks
+	                                   full (the line stays the consumer's) */
 };
 
 struct srt_local {
@@ -430,9 +433,12 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 		l->held = r;
 	}
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (head - atomic_load_explicit(&r->tail, memory_order_acquire) >= RING_SLOTS) {
-		l->stats.tx_ring_full++;
-		return;
+	if (head - p->tail_seen >= RING_SLOTS) {
+		p->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+		if (head - p->tail_seen >= RING_SLOTS) {
+			l->stats.tx_ring_full++;
+			return;
+		}
 	}
 	struct ring_entry *e = (struct ring_entry *)(r->entries + (head % RING_SLOTS) * RING_SLOT_BYTES);
 	uint32_t off = 0;
@@ -520,6 +526,12 @@ void srt_local_recv_done(struct srt_local *l)
 {
 	if (l)
 		atomic_store_explicit(&l->own->tail, l->rx_next, memory_order_release);
+}
+
+bool srt_local_pending(const struct srt_local *l)
+{
+	return l && atomic_load_explicit(&l->own->head, memory_order_acquire) !=
+			    atomic_load_explicit(&l->own->tail, memory_order_relaxed);
 }
 
 bool srt_local_sleep(struct srt_local *l, bool sleeping)

@@ -83,6 +83,9 @@ void srt_local_flush(struct srt_local *l);
  * until srt_local_recv_done, which gives their space back to senders. */
 int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b);
 void srt_local_recv_done(struct srt_local *l);
+/* Receiver, without the lock: does the ring hold packets?  (A plain
+ * load: what a spinning thread watches.) */
+bool srt_local_pending(const struct srt_local *l);
 /* The progress thread is about to sleep (true) or woke (false).  On
  * sleeping, returns false if packets are already waiting (do not sleep). */
 bool srt_local_sleep(struct srt_local *l, bool sleeping);

@@ -115,11 +115,12 @@
  * cores, bench/perf_compare.sh: ib_read_lat RTT 31.7 -> 19.7 us, ib_send_bw
  * -e 985 -> 1764 MiB/s (medians of 5); ib_write_lat -c UC unchanged at
  * ~23 us t_typical, where two programs spin on memory and the check says
- * no.  While spinning, the thread looks at its other file descriptors
- * (kicks, link, multicast groups) every SRT_SPIN_POLL_EVERY turns only,
- * and does not yield: the check said a CPU is free. */
+ * no.  While spinning, the thread watches the local ring with plain
+ * loads and its file descriptors (socket, kicks, link, multicast groups)
+ * every SRT_SPIN_FD_CHECK_NS only (spin_wait), and does not yield: the
+ * check said a CPU is free. */
 #define SRT_THREAD_SPIN_NS (50ull * 1000)
-#define SRT_SPIN_POLL_EVERY 8u
+#define SRT_SPIN_FD_CHECK_NS (5ull * 1000)
 /* The time slice the progress thread asks for (ask_short_slice): the
  * kernel's minimum. */
 #define SRT_THREAD_SLICE_NS (100ull * 1000)
@@ -622,10 +623,8 @@ static void deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
  * under the lock too, so the batch buffer needs no lock of its own and
  * any thread may receive; it serialises multi-threaded programs a little
  * more.  Returns the number of packets read. */
-static int deliver_batch(struct srt_device *dev, int n)
+static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
 {
-	uint64_t now = srt_now();
-
 	for (int i = 0; i < n; i++) {
 		const struct srt_rx_pkt *p = &dev->batch.pkt[i];
 
@@ -644,38 +643,41 @@ static int deliver_batch(struct srt_device *dev, int n)
 /* Each round: the device's local ring (local_path.h; only for the
  * device's own socket, not a multicast group's), then the socket.
  *
- * A busy-polling application thread (app_poll) talking to a local peer
- * would pay a recvmmsg on every poll for a socket that carries nothing
- * but the odd MAD or remote packet; while the ring has carried packets in
- * the last SRT_LOCAL_ACTIVE_NS, such a thread reads the socket only every
- * SRT_LOCAL_UDP_EVERY_NS, so the local fast path makes no system call.
- * Trade-off: a remote peer's packet then waits up to that long for a
+ * A busy-polling application thread talking to a local peer would pay a
+ * recvmmsg on every poll for a socket that carries nothing but the odd
+ * MAD or remote packet; while the ring has carried packets in the last
+ * SRT_LOCAL_ACTIVE_NS, such a thread (may_skip_udp) reads the socket only
+ * every SRT_LOCAL_UDP_EVERY_NS, so the local fast path makes no system
+ * call.  So does the progress thread when the ring, not the socket, woke
+ * it.  Trade-off: a remote peer's packet then waits up to that long for a
  * polling reader (the progress thread, woken by epoll, does not wait). */
-static int receive_packets(struct srt_device *dev, struct srt_udp *u, bool app_poll)
+static int receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip_udp, uint64_t now)
 {
 	int total = 0;
 
 	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
 		int got = 0, n;
-		uint64_t now = 0;
 		bool skip_udp = false;
 
+		/* The caller's clock for the first round (a busy poller reads
+		 * it once per poll), a fresh one after a round that did work. */
+		if (round)
+			now = srt_now();
 		if (u->local) {
 			n = srt_local_recv(u->local, &dev->batch);
-			now = srt_now();
 			if (n > 0) {
 				dev->last_local_rx_ns = now;
-				got += deliver_batch(dev, n);
+				got += deliver_batch(dev, n, now);
 			}
 			srt_local_recv_done(u->local);  /* delivered: the entries go back */
-			skip_udp = app_poll && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
+			skip_udp = may_skip_udp && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
 				   now - dev->last_udp_read_ns < SRT_LOCAL_UDP_EVERY_NS;
 		}
 		if (!skip_udp) {
 			if (u->local)
 				dev->last_udp_read_ns = now;
 			n = srt_udp_recv(u, &dev->batch);
-			got += n > 0 ? deliver_batch(dev, n) : 0;
+			got += n > 0 ? deliver_batch(dev, n, now) : 0;
 		}
 		if (!got)
 			break;
@@ -740,7 +742,7 @@ static void drive_from_app(struct srt_device *dev, uint64_t now)
 	 * thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
 		dev->acks_may_ride = true;
-	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp, true);
+	dev->rx_by_app += (uint64_t)receive_packets(dev, &dev->udp, true, now);
 	if (now >= dev->app_timer_scan_ns) {
 		uint64_t deadline = device_deadline(dev);
 		if (deadline <= now) {
@@ -772,6 +774,7 @@ int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc
 	uint64_t now = srt_now();
 
 	srt_lock(dev);
+	uint64_t rx_before = dev->rx_by_app;
 	/* Polling in a loop: this poll comes straight after the previous
 	 * poll or post returned (a bandwidth loop posts between polls).
 	 * A program that returns to poll only now and then, or that waits
@@ -820,13 +823,17 @@ int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc
 	} else {
 		yield = now - dev->app_empty_since_ns >= SRT_POLL_YIELD_AFTER_NS;
 	}
+	/* An empty poll that received nothing took a fraction of a
+	 * microsecond: its start is close enough to its end (a busy poller
+	 * saves a clock read per turn). */
+	bool quick = got == 0 && !yield && dev->rx_by_app == rx_before && !srt_udp_pending(&dev->udp);
 	srt_unlock(dev);
 	if (yield)
 		sched_yield();
 	/* The program gets control back now: the time spent sending at
 	 * unlock, or yielding to another thread, is not the program away
 	 * from polling. */
-	__atomic_store_n(&dev->app_exit_ns, srt_now(), __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->app_exit_ns, quick ? now : srt_now(), __ATOMIC_RELAXED);
 	return got;
 }
 
@@ -931,6 +938,43 @@ static void ask_short_slice(void)
 #endif
 }
 
+/* A hint to the CPU that this is a spin-wait loop. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* The progress thread spins (SRT_THREAD_SPIN_NS): until `until`, watch
+ * the local ring with plain loads, and the descriptors (socket, kicks,
+ * link, groups) with a zero-timeout ppoll every SRT_SPIN_FD_CHECK_NS,
+ * not on every turn: a system call per turn was most of a turn's cost.
+ * Returns true when the ring has packets; false when a descriptor is
+ * ready or the time is up (the caller's ppoll then looks). */
+static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint64_t until)
+{
+	const struct timespec zero = { 0, 0 };
+	uint64_t next_fd_check = 0;
+
+	for (;;) {
+		if (srt_local_pending(dev->udp.local))
+			return true;
+		uint64_t now = srt_now();
+		if (now >= until || __atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE))
+			return false;
+		if (now >= next_fd_check) {
+			if (ppoll(fds, (nfds_t)nfds, &zero, NULL) > 0)
+				return false;
+			next_fd_check = now + SRT_SPIN_FD_CHECK_NS;
+		}
+		for (int i = 0; i < 16; i++)
+			cpu_relax();
+	}
+}
+
 static void *progress_main(void *arg)
 {
 	struct srt_device *dev = arg;
@@ -946,8 +990,8 @@ static void *progress_main(void *arg)
 	struct srt_udp *group[SRT_MCAST_MAX];
 	int ngroups = 0;
 	bool must_lock = true;          /* first round, or something happened */
+	bool socket_ready = true;       /* ppoll said the socket (ep_fd) is readable */
 	uint64_t last_rx_ns = 0;        /* this thread's last packet */
-	unsigned spin_turns = 0;
 	struct srt_cpu_idle cpus;
 
 	srt_cpu_idle_open(&cpus);
@@ -989,7 +1033,7 @@ static void *progress_main(void *arg)
 				dev->handoff_timeouts++;
 			}
 			if (!dev->app_polling) {
-				int got = receive_packets(dev, &dev->udp, false);
+				int got = receive_packets(dev, &dev->udp, !socket_ready, now);
 				dev->rx_by_thread += (uint64_t)got;
 				if (got > 0)
 					last_rx_ns = now;
@@ -1027,9 +1071,22 @@ static void *progress_main(void *arg)
 
 		if (stats_due)
 			publish_stats_soon(dev, now);
-		/* Spinning: straight back to the socket, most turns. */
-		if (spin && ++spin_turns % SRT_SPIN_POLL_EVERY != 0)
-			continue;
+
+		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = dev->wake_fd, .events = POLLIN };
+		int nfds = 2 + ngroups;
+		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
+			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
+		socket_ready = false;
+		/* Spinning: watch the ring without the lock, the descriptors
+		 * now and then; the ring's packets are taken next round. */
+		if (spin) {
+			uint64_t until = last_rx_ns + SRT_THREAD_SPIN_NS;
+			if (spin_wait(dev, fds, nfds, until < wake_at ? until : wake_at)) {
+				must_lock = true;
+				continue;
+			}
+		}
 
 		uint64_t wait = wake_at > now && !spin ? wake_at - now : 0;
 		/* Sleeping with the socket in our poll set: local senders
@@ -1043,11 +1100,6 @@ static void *progress_main(void *arg)
 		}
 		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ull),
 				       .tv_nsec = (long)(wait % 1000000000ull) };
-		fds[0] = (struct pollfd){ .fd = dev->ep_fd, .events = POLLIN };
-		fds[1] = (struct pollfd){ .fd = dev->wake_fd, .events = POLLIN };
-		int nfds = 2 + ngroups;
-		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
-			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
 		int ready = ppoll(fds, (nfds_t)nfds, &ts, NULL);
 		if (local_sleep) {
 			srt_local_sleep(dev->udp.local, false);
@@ -1058,6 +1110,7 @@ static void *progress_main(void *arg)
 		/* The socket (handed back to this thread), a kick, a link
 		 * event: look at everything under the lock next round. */
 		must_lock = true;
+		socket_ready = (fds[0].revents & POLLIN) != 0;
 		if (fds[1].revents & POLLIN)
 			drain_eventfd(dev->wake_fd);
 		if (nfds > 2 + ngroups && fds[2 + ngroups].revents)
@@ -1066,7 +1119,7 @@ static void *progress_main(void *arg)
 			srt_lock(dev);
 			for (int i = 0; i < ngroups; i++)
 				if (fds[2 + i].revents & POLLIN)
-					receive_packets(dev, group[i], false);
+					receive_packets(dev, group[i], false, srt_now());
 			send_all_at_unlock(dev);
 			srt_unlock(dev);
 		}
