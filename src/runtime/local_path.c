@@ -50,11 +50,18 @@
 #include "wire/mad.h"
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
-#define RING_VERSION 2u
-#define RING_SLOTS 2048u                /* ~9 MiB of address space, touched as used */
-#define RING_SLOT_BYTES 4352u           /* entry header + the largest RoCE packet */
+#define RING_VERSION 3u
+/* Entries are packed, each 64-byte aligned, in an area of this size
+ * (address space, touched as used): about 2000 full-size packets, or
+ * 100 000 ACKs.  Packed, a ping-pong's ACK and answer share cache lines
+ * and pages; slots of the largest packet's size gave every packet a page
+ * of its own, a TLB miss on each side. */
+#define RING_AREA_BYTES (8u << 20)
+#define ENTRY_ALIGN 64u
+#define ENTRY_MAX_BYTES 4352u           /* entry header + the largest RoCE packet */
 #define SRT_LOCAL_RECHECK_NS 200000000ull
 #define PEER_CACHE 32u
+#define SRT_LOCAL_PUBLISH_EVERY 4u
 
 struct ring_entry {
 	uint32_t len;
@@ -66,20 +73,27 @@ struct ring_entry {
 	uint8_t data[];
 };
 #define ENTRY_NO_ICRC 1u                /* the ICRC bytes are not computed */
-#define ENTRY_DATA (RING_SLOT_BYTES - sizeof(struct ring_entry))
+#define ENTRY_WRAP 2u                   /* no packet: the next entry is at the area's start */
+#define ENTRY_DATA (ENTRY_MAX_BYTES - sizeof(struct ring_entry))
+
+/* The bytes an entry of len bytes of packet takes. */
+static uint32_t entry_bytes(uint32_t len)
+{
+	return ((uint32_t)sizeof(struct ring_entry) + len + ENTRY_ALIGN - 1) & ~(ENTRY_ALIGN - 1);
+}
 
 struct ring {
 	uint32_t magic, version;
 	uint32_t owner_pid, shared;
-	uint32_t nslots, slot_bytes;
+	uint32_t area_bytes, entry_max;
 	uint32_t wants_icrc;                    /* the receiver checks ICRCs (faults on) */
 	pthread_mutex_t lock;                   /* producers */
-	_Alignas(64) _Atomic uint64_t head;     /* next entry to write */
-	_Alignas(64) _Atomic uint64_t tail;     /* next entry to read  */
+	_Alignas(64) _Atomic uint64_t head;     /* byte position of the next entry to write */
+	_Alignas(64) _Atomic uint64_t tail;     /* byte position of the next entry to read  */
 	_Alignas(64) _Atomic uint32_t sleeping; /* the consumer's thread is about to sleep */
 	_Alignas(64) uint8_t entries[];
 };
-#define RING_BYTES (sizeof(struct ring) + (size_t)RING_SLOTS * RING_SLOT_BYTES)
+#define RING_BYTES (sizeof(struct ring) + (size_t)RING_AREA_BYTES)
 
 /* A destination we looked for: its ring, or none (negative entry). */
 struct srt_local_peer {
@@ -108,6 +122,8 @@ struct srt_local {
 	unsigned next_victim;
 	bool doorbells_due;
 	struct ring *held;              /* the peer ring whose mutex we hold (srt_local_send) */
+	uint64_t held_head;             /* its head as we wrote it, not yet published */
+	unsigned held_unpublished;      /* entries written since the last publish */
 	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
 	struct srt_local_stats stats;
 };
@@ -214,8 +230,8 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	l->own->version = RING_VERSION;
 	l->own->owner_pid = (uint32_t)getpid();
 	l->own->shared = shared;
-	l->own->nslots = RING_SLOTS;
-	l->own->slot_bytes = RING_SLOT_BYTES;
+	l->own->area_bytes = RING_AREA_BYTES;
+	l->own->entry_max = ENTRY_MAX_BYTES;
 	l->own->wants_icrc = wants_icrc;
 	atomic_store(&l->own->head, 0);
 	atomic_store(&l->own->tail, 0);
@@ -280,7 +296,7 @@ static struct ring *map_ring(const char *path, ino_t *ino)
 	if (r == MAP_FAILED)
 		return NULL;
 	if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != RING_MAGIC || r->version != RING_VERSION ||
-	    r->nslots != RING_SLOTS || r->slot_bytes != RING_SLOT_BYTES ||
+	    r->area_bytes != RING_AREA_BYTES || r->entry_max != ENTRY_MAX_BYTES ||
 	    (kill((pid_t)r->owner_pid, 0) && errno == ESRCH)) {
 		munmap(r, RING_BYTES);
 		return NULL;
@@ -393,6 +409,17 @@ bool srt_local_wants_icrc(const struct srt_local_peer *p)
 	return p->r->wants_icrc != 0;
 }
 
+/* Makes the entries written into the held ring visible to its consumer.
+ * Once per run of packets (or per SRT_LOCAL_PUBLISH_EVERY): every store
+ * to head takes the line from the consumer, which spins reading it. */
+static void publish(struct srt_local *l)
+{
+	if (!l->held_unpublished)
+		return;
+	atomic_store_explicit(&l->held->head, l->held_head, memory_order_release);
+	l->held_unpublished = 0;
+}
+
 /* Lets go of the ring whose mutex srt_local_send kept, after a Dekker
  * with srt_local_sleep: our head stores before its load, its sleeping
  * store before our load.  A sleeping receiver gets its doorbell at
@@ -403,6 +430,7 @@ static void release_held(struct srt_local *l)
 
 	if (!r)
 		return;
+	publish(l);
 	l->held = NULL;
 	pthread_mutex_unlock(&r->lock);
 	atomic_thread_fence(memory_order_seq_cst);
@@ -431,16 +459,26 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 		release_held(l);
 		lock_ring(r);
 		l->held = r;
+		l->held_head = atomic_load_explicit(&r->head, memory_order_relaxed);
+		l->held_unpublished = 0;
 	}
-	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (head - p->tail_seen >= RING_SLOTS) {
+	head = l->held_head;
+	/* An entry does not wrap: one that would pass the area's end goes
+	 * to its start, after a WRAP marker that fills the rest. */
+	uint32_t need = entry_bytes(len), at = (uint32_t)(head % RING_AREA_BYTES);
+	uint32_t skip = at + need > RING_AREA_BYTES ? RING_AREA_BYTES - at : 0;
+	if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
 		p->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head - p->tail_seen >= RING_SLOTS) {
+		if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
 			l->stats.tx_ring_full++;
 			return;
 		}
 	}
-	struct ring_entry *e = (struct ring_entry *)(r->entries + (head % RING_SLOTS) * RING_SLOT_BYTES);
+	if (skip) {
+		((struct ring_entry *)(r->entries + at))->flags = ENTRY_WRAP;
+		head += skip;
+	}
+	struct ring_entry *e = (struct ring_entry *)(r->entries + head % RING_AREA_BYTES);
 	uint32_t off = 0;
 	for (unsigned i = 0; i < npc; i++) {
 		memcpy(e->data + off, pc[i].p, pc[i].len);
@@ -452,7 +490,11 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	e->tos = tos;
 	e->ttl = ttl;
 	e->flags = icrc ? 0 : ENTRY_NO_ICRC;
-	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+	l->held_head = head + need;
+	/* A long run is published as it goes, so the consumer starts on
+	 * the first packets while we copy the next. */
+	if (++l->held_unpublished == SRT_LOCAL_PUBLISH_EVERY)
+		publish(l);
 	l->stats.tx_packets++;
 }
 
@@ -496,16 +538,36 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 	r = l->own;
 	tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	head = atomic_load_explicit(&r->head, memory_order_acquire);
+	/* head - tail: what the senders published.  A sender bug could have
+	 * written anything into an entry; nothing read from one moves tail
+	 * past head (a sender's own head is under the ring's mutex). */
+	if (head - tail > RING_AREA_BYTES || (tail | head) % ENTRY_ALIGN) {
+		l->stats.rx_ring_broken++;
+		tail = head - head % ENTRY_ALIGN;
+		head = tail;
+	}
 	while (tail != head && n < (int)SRT_RX_PKTS) {
-		struct ring_entry *e = (struct ring_entry *)(r->entries + (tail % RING_SLOTS) * RING_SLOT_BYTES);
+		uint32_t at = (uint32_t)(tail % RING_AREA_BYTES);
+		struct ring_entry *e = (struct ring_entry *)(r->entries + at);
 		struct srt_rx_pkt *pkt = &b->pkt[n];
 		uint32_t len = e->len;
+
+		if (e->flags & ENTRY_WRAP) {
+			if (head - tail < RING_AREA_BYTES - at)
+				goto broken;
+			tail += RING_AREA_BYTES - at;
+			continue;
+		}
+		/* A length no sender writes (a peer's bug): the entries after
+		 * it cannot be found; what is left is dropped (RC resends). */
+		if (len > ENTRY_DATA || head - tail < entry_bytes(len))
+			goto broken;
 
 		/* Where it lies: the entry stays ours until
 		 * srt_local_recv_done.  The rnic decodes the headers once
 		 * (wire_decode_ib) and copies only the payload from here. */
 		pkt->data = e->data;
-		pkt->len = len <= ENTRY_DATA ? len : 0;         /* a torn length: dropped as malformed */
+		pkt->len = len;
 		pkt->truncated = false;
 		pkt->no_icrc = (e->flags & ENTRY_NO_ICRC) != 0;
 		pkt->src.s_addr = e->src;
@@ -515,9 +577,14 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->ttl = e->ttl;
 		pkt->seg_index = 0;
 		n++;
-		tail++;
+		tail += entry_bytes(len);
 	}
 	l->rx_next = tail;
+	l->stats.rx_packets += (uint64_t)n;
+	return n;
+broken:
+	l->stats.rx_ring_broken++;
+	l->rx_next = head;
 	l->stats.rx_packets += (uint64_t)n;
 	return n;
 }

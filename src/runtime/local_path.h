@@ -52,6 +52,8 @@ struct srt_local_stats {
 	uint64_t tx_packets, rx_packets;  /* carried by rings              */
 	uint64_t tx_ring_full;            /* dropped: the peer's ring full  */
 	uint64_t doorbells_sent;
+	uint64_t rx_ring_broken;          /* an entry with an impossible length:
+	                                   the ring's rest dropped         */
 };
 
 /* Publishes our ring (addr, slot); NULL when the path is off

@@ -1,0 +1,279 @@
+/*
+ * test_local_ring.c — the host-local path's ring (runtime/local_path.c)
+ * on its own, two endpoints in one process, no socket traffic:
+ *
+ *  - 60 000 packets of random sizes (a 12-byte ACK to the largest RoCE
+ *    packet), sent in runs of 1-12 and drained at random moments, come
+ *    out in order and byte for byte, across many wraps of the area;
+ *  - the ICRC flag: a receiver without faults gets "no ICRC" entries, one
+ *    with faults gets the ICRC the sender computed;
+ *  - a ring left undrained fills: the sender counts tx_ring_full and
+ *    loses nothing it had accepted; after a drain it sends again;
+ *  - a broken entry (an impossible length written into the ring, as a
+ *    buggy peer might) drops the rest of the ring, is counted, and the
+ *    ring carries packets again afterwards;
+ *  - srt_local_pending follows head and tail.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt_util.h"
+#include "runtime/local_path.h"
+#include "runtime/udp_port.h"
+
+#define RX_ADDR "127.0.0.91"
+#define TX_ADDR "127.0.0.92"
+#define DEST_QPN 0x000123u
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)rng;
+}
+
+/* Packet number seq of length len: a BTH to DEST_QPN, then bytes that
+ * depend on seq and position. */
+static void make_packet(uint8_t *p, uint32_t len, uint32_t seq)
+{
+	memset(p, 0, 12);
+	p[0] = 0x04;    /* SEND only */
+	p[5] = (uint8_t)(DEST_QPN >> 16);
+	p[6] = (uint8_t)(DEST_QPN >> 8);
+	p[7] = (uint8_t)DEST_QPN;
+	memcpy(p + 8, &seq, 4);
+	for (uint32_t i = 12; i < len; i++)
+		p[i] = (uint8_t)(seq * 31u + i);
+}
+
+static uint32_t packet_len(void)
+{
+	/* Mostly small (ACKs, short sends), some of the largest size. */
+	switch (next_rand() % 4) {
+	case 0: return 16;
+	case 1: return 12 + next_rand() % 200;
+	case 2: return 4096 + 12 + 4 + 28;
+	default: return 12 + next_rand() % 4200;
+	}
+}
+
+struct sent {
+	uint32_t len;
+	uint32_t seq;
+};
+
+static struct srt_local *open_ring(const char *addr, bool wants_icrc)
+{
+	struct in_addr a;
+
+	inet_pton(AF_INET, addr, &a);
+	struct srt_local *l = srt_local_open(a, 0, false, wants_icrc, -1);
+	CHECK(l, "srt_local_open %s failed", addr);
+	return l;
+}
+
+static bool send_one(struct srt_local *tx, uint8_t *pkt, uint32_t len, uint32_t seq, bool icrc)
+{
+	struct in_addr dst;
+	struct srt_local_stats before, after;
+
+	inet_pton(AF_INET, RX_ADDR, &dst);
+	make_packet(pkt, len, seq);
+	struct srt_local_peer *p = srt_local_route(tx, dst, pkt);
+	CHECK(p, "no local route to %s", RX_ADDR);
+	struct wire_piece pc = { pkt, len };
+	srt_local_get_stats(tx, &before);
+	srt_local_send(tx, p, 4791, 0, 64, &pc, 1, len, icrc);
+	srt_local_get_stats(tx, &after);
+	return after.tx_ring_full == before.tx_ring_full;
+}
+
+/* Drains rx, checking each packet against the queue of sent ones. */
+static unsigned drain(struct srt_local *rx, struct srt_rx_batch *b, const struct sent *q, unsigned *next,
+		      unsigned end, bool want_no_icrc)
+{
+	unsigned got = 0;
+	int n;
+	uint8_t want[5000];
+
+	while ((n = srt_local_recv(rx, b)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const struct srt_rx_pkt *p = &b->pkt[i];
+			CHECK(*next < end, "more packets than were sent");
+			const struct sent *s = &q[(*next)++];
+			make_packet(want, s->len, s->seq);
+			CHECK(p->len == s->len, "packet %u: length %zu, sent %u", s->seq, p->len, s->len);
+			CHECK(!memcmp(p->data, want, s->len), "packet %u: bytes differ", s->seq);
+			CHECK(p->no_icrc == want_no_icrc, "packet %u: no_icrc %d", s->seq, p->no_icrc);
+			CHECK(p->sport == 4791 && p->ttl == 64 && !p->truncated, "packet %u: metadata", s->seq);
+			got++;
+		}
+		srt_local_recv_done(rx);
+	}
+	srt_local_recv_done(rx);
+	return got;
+}
+
+static void test_stream(struct srt_rx_batch *b)
+{
+	enum { N = 60000 };
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static struct sent q[N];
+	static uint8_t pkt[5000];
+	unsigned sent = 0, checked = 0;
+	uint64_t bytes = 0;
+
+	while (sent < N) {
+		unsigned run = 1 + next_rand() % 12;
+		for (unsigned k = 0; k < run && sent < N; k++) {
+			uint32_t len = packet_len();
+			CHECK(send_one(tx, pkt, len, sent, false), "ring full with the receiver draining");
+			q[sent] = (struct sent){ len, sent };
+			sent++;
+			bytes += len;
+		}
+		srt_local_flush(tx);
+		if (next_rand() % 3 == 0)
+			drain(rx, b, q, &checked, sent, true);
+	}
+	drain(rx, b, q, &checked, sent, true);
+	CHECK(checked == N, "received %u of %u", checked, N);
+	CHECK(!srt_local_pending(rx), "pending after the drain");
+	CHECK(bytes > 3ull * (8u << 20), "only %llu bytes: the area did not wrap", (unsigned long long)bytes);
+	struct srt_local_stats s;
+	srt_local_get_stats(rx, &s);
+	CHECK(s.rx_packets == N && s.rx_ring_broken == 0, "rx stats %llu %llu", (unsigned long long)s.rx_packets,
+	      (unsigned long long)s.rx_ring_broken);
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
+static void test_icrc_flag(struct srt_rx_batch *b)
+{
+	struct srt_local *rx = open_ring(RX_ADDR, true), *tx = open_ring(TX_ADDR, false);
+	struct in_addr dst;
+	static uint8_t pkt[64];
+	struct sent q[1] = { { 40, 7 } };
+	unsigned next = 0;
+
+	inet_pton(AF_INET, RX_ADDR, &dst);
+	make_packet(pkt, 40, 7);
+	struct srt_local_peer *p = srt_local_route(tx, dst, pkt);
+	CHECK(p && srt_local_wants_icrc(p), "a receiver with faults must want the ICRC");
+	CHECK(send_one(tx, pkt, 40, 7, true), "send");
+	srt_local_flush(tx);
+	CHECK(drain(rx, b, q, &next, 1, false) == 1, "one packet, with its ICRC");
+	srt_local_close(tx);
+	srt_local_close(rx);
+
+	rx = open_ring(RX_ADDR, false);
+	tx = open_ring(TX_ADDR, false);
+	p = srt_local_route(tx, dst, pkt);
+	CHECK(p && !srt_local_wants_icrc(p), "a receiver without faults does not want the ICRC");
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
+static void test_full(struct srt_rx_batch *b)
+{
+	enum { MAX = 20000 };
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static struct sent q[MAX];
+	static uint8_t pkt[5000];
+	unsigned sent = 0, checked = 0;
+	const uint32_t len = 4096 + 44;
+
+	while (sent < MAX && send_one(tx, pkt, len, sent, false)) {
+		q[sent] = (struct sent){ len, sent };
+		sent++;
+	}
+	srt_local_flush(tx);
+	CHECK(sent < MAX && sent > 1000, "ring full after %u full-size packets", sent);
+	struct srt_local_stats s;
+	srt_local_get_stats(tx, &s);
+	CHECK(s.tx_ring_full == 1, "tx_ring_full %llu", (unsigned long long)s.tx_ring_full);
+	CHECK(drain(rx, b, q, &checked, sent, true) == sent, "every accepted packet comes out");
+	CHECK(send_one(tx, pkt, 16, sent, false), "room again after the drain");
+	q[sent] = (struct sent){ 16, sent };
+	srt_local_flush(tx);
+	CHECK(drain(rx, b, q, &checked, sent + 1, true) == 1, "the packet after the drain");
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
+/* The receiver's ring file, as local_path.h names it. */
+static void *map_rx_file(size_t *bytes)
+{
+	char path[128];
+	struct stat st;
+	struct in_addr a;
+
+	inet_pton(AF_INET, RX_ADDR, &a);
+	CHECK(!stat("/proc/self/ns/net", &st), "netns");
+	snprintf(path, sizeof(path), "/dev/shm/softrnic-local-%u-%lx-%08x-0", (unsigned)getuid(),
+		 (unsigned long)st.st_ino, (unsigned)ntohl(a.s_addr));
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0, "open %s", path);
+	CHECK(!fstat(fd, &st), "fstat");
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	CHECK(m != MAP_FAILED, "mmap");
+	*bytes = (size_t)st.st_size;
+	return m;
+}
+
+static void test_broken(struct srt_rx_batch *b)
+{
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static uint8_t pkt[5000];
+	struct sent q[8];
+	unsigned checked = 0;
+	size_t bytes;
+
+	CHECK(!srt_local_pending(rx), "a new ring is empty");
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(send_one(tx, pkt, 100, i, false), "send");
+	srt_local_flush(tx);
+	CHECK(srt_local_pending(rx), "pending after sends");
+	/* The first entry's length (the entry's first word, at the start of
+	 * the area, which is the last 8 MiB of the file) made impossible. */
+	uint8_t *m = map_rx_file(&bytes);
+	uint32_t bad = 0xfffffff0u;
+	memcpy(m + bytes - (8u << 20), &bad, 4);
+	CHECK(srt_local_recv(rx, b) == 0, "a broken entry is not delivered");
+	srt_local_recv_done(rx);
+	CHECK(!srt_local_pending(rx), "the ring's rest is dropped");
+	struct srt_local_stats s;
+	srt_local_get_stats(rx, &s);
+	CHECK(s.rx_ring_broken == 1, "rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
+	for (unsigned i = 0; i < 2; i++) {
+		CHECK(send_one(tx, pkt, 60, 10 + i, false), "send after");
+		q[i] = (struct sent){ 60, 10 + i };
+	}
+	srt_local_flush(tx);
+	CHECK(drain(rx, b, q, &checked, 2, true) == 2, "the ring works after a broken entry");
+	munmap(m, bytes);
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
+int main(void)
+{
+	struct srt_rx_batch *b = malloc(sizeof(*b));
+
+	CHECK(b, "malloc");
+	unsetenv("SOFTRNIC_LOCAL");
+	test_stream(b);
+	test_icrc_flag(b);
+	test_full(b);
+	test_broken(b);
+	free(b);
+	printf("local ring: ok\n");
+	return 0;
+}
