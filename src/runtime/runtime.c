@@ -115,11 +115,13 @@
  * cores, bench/perf_compare.sh: ib_read_lat RTT 31.7 -> 19.7 us, ib_send_bw
  * -e 985 -> 1764 MiB/s (medians of 5); ib_write_lat -c UC unchanged at
  * ~23 us t_typical, where two programs spin on memory and the check says
- * no.  While spinning, the thread watches the local ring with plain
- * loads and its file descriptors (socket, kicks, link, multicast groups)
- * every SRT_SPIN_FD_CHECK_NS only (spin_wait), and does not yield: the
- * check said a CPU is free. */
+ * no.  While spinning on the socket, the thread looks at its other file
+ * descriptors (kicks, link, multicast groups) every SRT_SPIN_POLL_EVERY
+ * turns only; on the local ring, it watches the ring with plain loads and
+ * its descriptors every SRT_SPIN_FD_CHECK_NS (spin_wait).  It does not
+ * yield: the check said a CPU is free. */
 #define SRT_THREAD_SPIN_NS (50ull * 1000)
+#define SRT_SPIN_POLL_EVERY 8u
 #define SRT_SPIN_FD_CHECK_NS (5ull * 1000)
 /* The time slice the progress thread asks for (ask_short_slice): the
  * kernel's minimum. */
@@ -949,12 +951,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* The progress thread spins (SRT_THREAD_SPIN_NS): until `until`, watch
- * the local ring with plain loads, and the descriptors (socket, kicks,
- * link, groups) with a zero-timeout ppoll every SRT_SPIN_FD_CHECK_NS,
- * not on every turn: a system call per turn was most of a turn's cost.
- * Returns true when the ring has packets; false when a descriptor is
- * ready or the time is up (the caller's ppoll then looks). */
+/* The progress thread spins (SRT_THREAD_SPIN_NS) while the local ring
+ * carries the traffic: until `until`, watch the ring with plain loads,
+ * and the descriptors (socket, kicks, link, groups) with a zero-timeout
+ * ppoll every SRT_SPIN_FD_CHECK_NS, not on every turn: a lock, a recvmmsg
+ * and now and then a ppoll per turn were most of a turn's cost.  Returns
+ * true when the ring has packets; false when a descriptor is ready or
+ * the time is up (the caller's ppoll then looks). */
 static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint64_t until)
 {
 	const struct timespec zero = { 0, 0 };
@@ -991,7 +994,9 @@ static void *progress_main(void *arg)
 	struct srt_udp *group[SRT_MCAST_MAX];
 	int ngroups = 0;
 	bool must_lock = true;          /* first round, or something happened */
-	bool socket_ready = true;       /* ppoll said the socket (ep_fd) is readable */
+	bool socket_ready = true;       /* ppoll said the socket (ep_fd) is readable, or read it anyway */
+	bool ring_active = false;       /* the ring carried packets lately (SRT_LOCAL_ACTIVE_NS) */
+	unsigned spin_turns = 0;
 	uint64_t last_rx_ns = 0;        /* this thread's last packet */
 	struct srt_cpu_idle cpus;
 
@@ -1039,6 +1044,7 @@ static void *progress_main(void *arg)
 				if (got > 0)
 					last_rx_ns = now;
 				spin = now - last_rx_ns < SRT_THREAD_SPIN_NS && srt_cpu_idle(&cpus, now);
+				ring_active = dev->udp.local && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS;
 			}
 			if (device_deadline(dev) <= now)
 				device_advance(dev, now);
@@ -1079,14 +1085,18 @@ static void *progress_main(void *arg)
 		if (dev->link.fd >= 0)  /* after the groups: fds[2 + i] stay theirs */
 			fds[nfds++] = (struct pollfd){ .fd = dev->link.fd, .events = POLLIN };
 		socket_ready = false;
-		/* Spinning: watch the ring without the lock, the descriptors
-		 * now and then; the ring's packets are taken next round. */
-		if (spin) {
+		/* Spinning on the ring: watch it without the lock, the
+		 * descriptors now and then; its packets are taken next round.
+		 * Spinning on the socket: straight back to it, most turns. */
+		if (spin && ring_active) {
 			uint64_t until = last_rx_ns + SRT_THREAD_SPIN_NS;
 			if (spin_wait(dev, fds, nfds, until < wake_at ? until : wake_at)) {
 				must_lock = true;
 				continue;
 			}
+		} else if (spin && ++spin_turns % SRT_SPIN_POLL_EVERY != 0) {
+			socket_ready = true;
+			continue;
 		}
 
 		uint64_t wait = wake_at > now && !spin ? wake_at - now : 0;
