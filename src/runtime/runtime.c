@@ -956,13 +956,16 @@ static inline void cpu_relax(void)
  * and the descriptors (socket, kicks, link, groups) with a zero-timeout
  * ppoll every SRT_SPIN_FD_CHECK_NS, not on every turn: a lock, a recvmmsg
  * and now and then a ppoll per turn were most of a turn's cost.  Returns
- * true when the ring has packets; false when a descriptor is ready or
- * the time is up (the caller's ppoll then looks). */
-static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint64_t until)
+ * true when the ring has packets (*socket_empty_ns: when a ppoll last
+ * found the socket empty, 0 if none did); false when a descriptor is
+ * ready or the time is up (the caller's ppoll then looks). */
+static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint64_t until,
+		      uint64_t *socket_empty_ns)
 {
 	const struct timespec zero = { 0, 0 };
 	uint64_t next_fd_check = 0;
 
+	*socket_empty_ns = 0;
 	for (;;) {
 		if (srt_local_pending(dev->udp.local))
 			return true;
@@ -972,10 +975,10 @@ static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint
 		if (now >= next_fd_check) {
 			if (ppoll(fds, (nfds_t)nfds, &zero, NULL) > 0)
 				return false;
+			*socket_empty_ns = now;
 			next_fd_check = now + SRT_SPIN_FD_CHECK_NS;
 		}
-		for (int i = 0; i < 16; i++)
-			cpu_relax();
+		cpu_relax();    /* one: a pause is ~140 cycles on recent x86 */
 	}
 }
 
@@ -997,6 +1000,7 @@ static void *progress_main(void *arg)
 	bool socket_ready = true;       /* ppoll said the socket (ep_fd) is readable, or read it anyway */
 	bool ring_active = false;       /* the ring carried packets lately (SRT_LOCAL_ACTIVE_NS) */
 	unsigned spin_turns = 0;
+	uint64_t socket_empty_ns = 0;   /* spin_wait's last look found the socket empty */
 	uint64_t last_rx_ns = 0;        /* this thread's last packet */
 	struct srt_cpu_idle cpus;
 
@@ -1039,6 +1043,10 @@ static void *progress_main(void *arg)
 				dev->handoff_timeouts++;
 			}
 			if (!dev->app_polling) {
+				/* A look that found the socket empty counts as a read
+				 * (receive_packets' SRT_LOCAL_UDP_EVERY_NS). */
+				if (socket_empty_ns > dev->last_udp_read_ns)
+					dev->last_udp_read_ns = socket_empty_ns;
 				int got = receive_packets(dev, &dev->udp, !socket_ready, now);
 				dev->rx_by_thread += (uint64_t)got;
 				if (got > 0)
@@ -1090,7 +1098,7 @@ static void *progress_main(void *arg)
 		 * Spinning on the socket: straight back to it, most turns. */
 		if (spin && ring_active) {
 			uint64_t until = last_rx_ns + SRT_THREAD_SPIN_NS;
-			if (spin_wait(dev, fds, nfds, until < wake_at ? until : wake_at)) {
+			if (spin_wait(dev, fds, nfds, until < wake_at ? until : wake_at, &socket_empty_ns)) {
 				must_lock = true;
 				continue;
 			}
