@@ -1388,8 +1388,11 @@ static struct srt_device *create_device(void)
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = io_async_event,
 		.mcast = io_mcast, .tx_buffer = io_tx_buffer, .gsi_receive = io_gsi_receive,
-		/* payloads by reference: safe because srt_unlock flushes */
-		.tx_payload_ref = dev->udp.txq && dev->udp.tx_payload_ref,
+		/* payloads by reference: safe because srt_unlock flushes.  On
+		 * for the local path's packets (copied once, into the ring);
+		 * srt_udp_queue copies those for the socket unless
+		 * SOFTRNIC_TX_COPY=0 (udp_port.c). */
+		.tx_payload_ref = dev->udp.txq && (dev->udp.tx_payload_ref || dev->udp.local),
 	};
 	dev->rnic = rnic_create(&cfg, &io);
 	if (!dev->rnic) {

@@ -735,7 +735,13 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	}
 	/* Built in place (srt_udp_tx_buffer): no flush, no copy. */
 	bool in_place = tx->ib == q->buf + q->used && q->n < SRT_TX_MAX_PKTS;
-	if (!in_place && (q->n == SRT_TX_MAX_PKTS || q->used + tx->ib_len > SRT_TX_BUF_BYTES))
+	/* A payload by reference made for the local path (the rnic makes
+	 * them when there is one) that leaves by the socket is copied in
+	 * after all, as the socket's default is (top of this file). */
+	bool copy_in = tx->payload_len && !u->tx_payload_ref &&
+		       !(u->local && srt_local_route(u->local, dst, tx->ib));
+	size_t need = tx->ib_len + (copy_in ? tx->payload_len : 0);
+	if (!in_place && (q->n == SRT_TX_MAX_PKTS || q->used + need > SRT_TX_BUF_BYTES))
 		srt_udp_flush(u);
 
 	struct srt_tx_slot *slot = &q->slot[q->n++];
@@ -755,9 +761,18 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	 * in a GSO run (hence its IPv4 ID) is known. */
 	if (!in_place)   /* memmove: tx->ib may lie in buf (built in place, then flushed) */
 		memmove(q->buf + q->used, tx->ib, tx->ib_len - WIRE_ICRC_LEN);
+	if (copy_in) {
+		/* headers | pad + ICRC  ->  headers | payload | pad + ICRC */
+		uint8_t *pkt = q->buf + q->used;
+		memmove(pkt + slot->hdr_len + tx->payload_len, pkt + slot->hdr_len, tx->ib_len - slot->hdr_len);
+		memcpy(pkt + slot->hdr_len, tx->payload, tx->payload_len);
+		slot->payload = NULL;
+		slot->payload_len = 0;
+		slot->hdr_len = 0;
+	}
 	/* Slots start 4-byte aligned (each packet is an iovec of its own
 	 * when sent, so this is only tidiness). */
-	q->used += (tx->ib_len + 3u) & ~3u;
+	q->used += (need + 3u) & ~3u;
 	return 0;
 }
 

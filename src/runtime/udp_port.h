@@ -47,7 +47,10 @@ struct srt_udp {
 	 * the queue holds only the headers, pad and ICRC of such packets and
 	 * the flush sends the payload straight from where it lies, so each
 	 * payload byte is copied once (into the kernel) instead of twice.
-	 * Opt-in: SOFTRNIC_TX_COPY=0 (udp_port.c says why it is off). */
+	 * Opt-in for the socket: SOFTRNIC_TX_COPY=0 (udp_port.c says why it
+	 * is off).  With a local path the rnic makes them anyway, for the
+	 * ring; srt_udp_queue then copies the payloads of packets that leave
+	 * by the socket, unless this is set. */
 	bool tx_payload_ref;
 	/* UDP source ports (udp_port.c, "UDP source port"): packets leave
 	 * from a socket bound to <addr>:tx->sport, created on first use and
