@@ -1,7 +1,10 @@
 /*
  * test_peer_death.c — a peer SIGKILLed in the middle of traffic.  Two
- * processes connect an RC QP; the survivor streams RDMA WRITEs, 32 in
- * flight, and after the 300th completion kills the other.  Then every
+ * processes connect an RC QP; the survivor streams RDMA WRITEs and, after
+ * some completion, kills the other.  Each seed (the arguments; 1-6 in
+ * CTest) draws the moment of the kill (after 1-1500 completions), the
+ * message size (256 B-32 KiB) and the WRITEs in flight (1, 8 or 32), and
+ * is printed, so a failure replays with `test_peer_death SEED`.  Then every
  * WQE still posted must complete: the one in progress with "transport
  * retry counter exceeded" (IBTA 9.7.5.1.3, retries exhausted), the rest
  * flushed (IBV_WC_WR_FLUSH_ERR) — no completion lost, none twice — the QP
@@ -19,10 +22,25 @@
 #include "rt_util.h"
 
 #define BUF_LEN (1u << 20)
-#define MSG 16384u
-#define DEPTH 32u
-#define KILL_AFTER 300u
+#define MAX_MSG 32768u
 #define TOTAL 2000u
+
+/* What one seed draws. */
+struct plan {
+	unsigned kill_after, msg, depth;
+};
+
+static struct plan draw(unsigned long seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	static const unsigned msgs[] = { 256, 4096, 16384, MAX_MSG }, depths[] = { 1, 8, 32 };
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	return (struct plan){ .kill_after = 1 + (unsigned)(x % 1500), .msg = msgs[(x >> 20) % 4],
+			      .depth = depths[(x >> 30) % 3] };
+}
 
 static int victim(int fd)
 {
@@ -39,10 +57,13 @@ static int victim(int fd)
 		pause();        /* the progress thread answers until SIGKILL */
 }
 
-int main(void)
+static void run_one(unsigned long seed)
 {
+	struct plan pl = draw(seed);
 	int sv[2];
 
+	fprintf(stderr, "seed %lu: kill after %u completions, %u-byte WRITEs, %u in flight\n", seed, pl.kill_after,
+		pl.msg, pl.depth);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
 	fflush(stderr);
 	pid_t child = fork();
@@ -70,9 +91,9 @@ int main(void)
 	uint8_t seen[TOTAL] = { 0 };
 
 	while (ok + retry_exc + flushed + other < TOTAL) {
-		while (posted < TOTAL && posted - (ok + retry_exc + flushed + other) < DEPTH) {
-			int e = rt_post_send(&ep, qp, IBV_WR_RDMA_WRITE, (posted % 32) * MSG, MSG,
-					     peer.addr + (posted % 32) * MSG, peer.rkey, posted);
+		while (posted < TOTAL && posted - (ok + retry_exc + flushed + other) < pl.depth) {
+			int e = rt_post_send(&ep, qp, IBV_WR_RDMA_WRITE, (posted % 32) * pl.msg, pl.msg,
+					     peer.addr + (posted % 32) * pl.msg, peer.rkey, posted);
 			if (e)          /* a QP in ERR may refuse new work: count what was posted */
 				break;
 			posted++;
@@ -94,7 +115,7 @@ int main(void)
 			fprintf(stderr, "survivor: unexpected status %s\n", rt_wc_status(wc.status));
 			other++;
 		}
-		if (!killed && ok == KILL_AFTER) {
+		if (!killed && ok == pl.kill_after) {
 			CHECK(kill(child, SIGKILL) == 0, "kill");
 			int st;
 			CHECK(waitpid(child, &st, 0) == child && WIFSIGNALED(st), "the victim did not die of SIGKILL");
@@ -106,7 +127,7 @@ int main(void)
 	fprintf(stderr, "survivor: posted %u: %u ok, %u retry exceeded, %u flushed, %u other\n", posted, ok, retry_exc,
 		flushed, other);
 	CHECK(killed, "the victim was never killed");
-	CHECK(ok >= KILL_AFTER, "fewer successes than before the kill");
+	CHECK(ok >= pl.kill_after, "fewer successes than before the kill");
 	CHECK(retry_exc == 1, "%u retry-exceeded completions, want exactly 1", retry_exc);
 	CHECK(other == 0, "%u completions with another status", other);
 	CHECK(ok + retry_exc + flushed == posted, "posted %u, completed %u", posted, ok + retry_exc + flushed);
@@ -136,6 +157,16 @@ int main(void)
 	rt_endpoint_fini(&ep);
 	srt_close(dev);
 	close(sv[0]);
-	fprintf(stderr, "survivor: ok\n");
+	fprintf(stderr, "seed %lu: ok\n", seed);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		run_one(1);
+		return 0;
+	}
+	for (int i = 1; i < argc; i++)
+		run_one(strtoul(argv[i], NULL, 0));
 	return 0;
 }
