@@ -160,13 +160,27 @@ static void run_one(unsigned long seed)
 	fprintf(stderr, "seed %lu: ok\n", seed);
 }
 
+/* Each seed in a process of its own: a fresh device, stats file and
+ * QPN space, as a program that runs once has. */
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		run_one(1);
-		return 0;
+	int failed = 0;
+
+	for (int i = 1; i < argc || i == 1; i++) {
+		unsigned long seed = argc > 1 ? strtoul(argv[i], NULL, 0) : 1;
+		fflush(stderr);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			run_one(seed);
+			_exit(0);
+		}
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "seed %lu: FAILED\n", seed);
+			failed++;
+		}
 	}
-	for (int i = 1; i < argc; i++)
-		run_one(strtoul(argv[i], NULL, 0));
-	return 0;
+	return failed ? 1 : 0;
 }
