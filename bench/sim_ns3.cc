@@ -5,7 +5,10 @@
 // application per flow sending its bytes at the host's link rate in
 // 1000-byte packets.  No RDMA, no ACKs, no congestion control: ns-3 as a
 // reference for the cost of packet-level simulation, not a model of
-// RoCE.  Prints one line: wall seconds, events, packet-hops.
+// RoCE.  Prints one line: wall seconds, events, packet-hops; and on
+// stderr, every millisecond of simulated time, the same so far
+// ("ns3 progress sim_ms=..."), so that a run stopped early still tells
+// how far it got and how fast it went.
 //
 // usage: sim_ns3 TOPOLOGY FLOWS STOP_SECONDS
 #include <chrono>
@@ -24,6 +27,18 @@
 using namespace ns3;
 
 static uint64_t g_hops;
+static std::chrono::steady_clock::time_point g_t0;
+
+static void
+Progress()
+{
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - g_t0).count();
+    std::fprintf(stderr, "ns3 progress sim_ms=%.0f wall_s=%.3f events=%llu packet_hops=%llu\n",
+                 Simulator::Now().GetSeconds() * 1e3, wall, (unsigned long long)Simulator::GetEventCount(),
+                 (unsigned long long)g_hops);
+    std::fflush(stderr);
+    Simulator::Schedule(MilliSeconds(1), &Progress);
+}
 
 static void
 OnTxEnd(Ptr<const Packet>)
@@ -125,10 +140,11 @@ main(int argc, char** argv)
         on.SetAttribute("MaxBytes", UintegerValue(size));
         on.Install(all.Get(s)).Start(Seconds(start));
     }
-    auto t0 = std::chrono::steady_clock::now();
+    g_t0 = std::chrono::steady_clock::now();
+    Simulator::Schedule(MilliSeconds(1), &Progress);
     Simulator::Stop(Seconds(stop));
     Simulator::Run();
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - g_t0).count();
     uint64_t events = Simulator::GetEventCount();
     Simulator::Destroy();
     std::printf("ns3 wall_s=%.3f events=%llu packet_hops=%llu\n", wall, (unsigned long long)events,

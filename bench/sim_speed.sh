@@ -79,7 +79,17 @@ if pkg-config --exists ns3-core 2>/dev/null; then
 	n_sim=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$out/ns3.log")
 	n_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' "$out/ns3.log")
 	n_hops=$(sed -n 's/.*packet_hops=\([0-9]*\).*/\1/p' "$out/ns3.log")
-	[ -n "$n_events" ] || { n_events=n/a n_hops=n/a; }
+	# Stopped early: how far its last progress line (one per simulated
+	# millisecond, on stderr) got, and its rates until then.
+	n_reached=
+	if [ -z "$n_events" ]; then
+		last=$(grep '^ns3 progress' "$out/ns3.time" | tail -1)
+		n_reached=$(sed -n 's/.*sim_ms=\([0-9]*\).*/\1/p' <<<"$last")
+		n_sim=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' <<<"$last")
+		n_events=$(sed -n 's/.*events=\([0-9]*\).*/\1/p' <<<"$last")
+		n_hops=$(sed -n 's/.*packet_hops=\([0-9]*\).*/\1/p' <<<"$last")
+		[ -n "$n_events" ] || { n_events=n/a n_hops=n/a; }
+	fi
 fi
 
 rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 / 1e6 }'; }
@@ -91,8 +101,15 @@ rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2"
 	echo "| softrnic sim (RoCEv2 RC, DCQCN, PFC) | $s_wall | $s_events | $(rate "$s_events" "$s_wall") | $s_hops | $(rate "$s_hops" "$s_wall") | $((s_rss / 1024)) |"
 	if [ "$n_wall" != n/a ]; then
 		what="run only: ${n_sim} s"
-		[ "$n_events" = n/a ] && what="did not finish: stopped at the wall time given"
-		echo "| ns-3 3.37 (UDP, point-to-point; $what) | $n_wall | $n_events | $(rate "$n_events" "$n_wall") | $n_hops | $(rate "$n_hops" "$n_wall") | $((n_rss / 1024)) |"
+		w=$n_wall
+		if [ -n "$n_reached" ]; then
+			# rates over the part it simulated (its own clock, from the last progress line)
+			what="did not finish: reached ${n_reached} ms of ${stop} s simulated in ${n_sim} s"
+			w=$n_sim
+		elif [ "$n_events" = n/a ]; then
+			what="did not finish: stopped at the wall time given"
+		fi
+		echo "| ns-3 3.37 (UDP, point-to-point; $what) | $n_wall | $n_events | $(rate "$n_events" "$w") | $n_hops | $(rate "$n_hops" "$w") | $((n_rss / 1024)) |"
 	else
 		echo "| ns-3 | not installed (libns3-dev) | | | | | |"
 	fi

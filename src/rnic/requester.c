@@ -192,16 +192,19 @@ static enum req_state req_check_local(struct rnic_qp *qp, struct req_ctx *c)
 	return REQ_BUILD_SEND;
 }
 
+/* Where an inline WQE's payload lies: ATOMIC WRITE keeps its 8 bytes in
+ * compare_add (post.c), every other opcode in inline_data. */
+static const uint8_t *inline_payload(const struct rnic_send_wqe *w)
+{
+	return w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->compare_add : w->inline_data;
+}
+
 /* Copy `len` payload bytes at message offset `off` straight from the
  * source MRs (or the inline copy) into the packet. */
 static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
 {
 	if (w->send_flags & IBV_SEND_INLINE) {
-		/* ATOMIC WRITE keeps its inline 8 bytes in compare_add (post.c). */
-		const uint8_t *src = w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->compare_add
-								     : w->inline_data;
-
-		memcpy(dst, src + off, len);
+		memcpy(dst, inline_payload(w) + off, len);
 		return true;
 	}
 	for (uint32_t i = 0; i < w->num_sge && len; i++) {
@@ -234,7 +237,7 @@ static bool payload_piece(struct rnic_qp *qp, const struct rnic_send_wqe *w, uin
 {
 	*piece = NULL;
 	if (w->send_flags & IBV_SEND_INLINE) {
-		*piece = w->inline_data + off;
+		*piece = inline_payload(w) + off;
 		return true;
 	}
 	for (uint32_t i = 0; i < w->num_sge; i++) {
