@@ -9,7 +9,8 @@
  *
  * Checked, with and without loss (retransmissions build the packets again
  * from the MR): WRITEs from one SGE, from three SGEs whose packets partly
- * span them, inline; READ responses from each side; every byte arrives,
+ * span them, inline; ATOMIC WRITE (its 8 bytes kept apart from the inline
+ * copy, in compare_add); READ responses from each side; every byte arrives,
  * and the pair's payload_by_ref count moves exactly when node 0 sends
  * payload (never for node 1's packets, nor for a READ request).
  */
@@ -84,6 +85,33 @@ static void write_case(struct env *e, int node, const uint32_t *off, const uint3
 		CHECK(!memcmp(dst + dst_off + at, src + off[i], len[i]), "WRITE from node %d: SGE %d differs", node, i);
 }
 
+/* ATOMIC WRITE of 8 bytes from `node` to the peer's memory at dst_off
+ * (8-aligned); the bytes come from the WR, copied at post. */
+static void atomic_write_case(struct env *e, int node, uint32_t dst_off)
+{
+	uint8_t *dst = node ? mem0 : mem1;
+	struct rnic_mr *rmr = node ? e->mr0 : e->mr1;
+	uint8_t val[8];
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+
+	fill(val, sizeof(val), 29u + (unsigned)node);
+	memset(dst + dst_off - 8, 0xee, 24);
+	memset(&wr, 0, sizeof(wr));
+	sge = (struct ibv_sge){ .addr = (uintptr_t)val, .length = sizeof(val) };
+	wr.opcode = IBV_WR_ATOMIC_WRITE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = (uintptr_t)(dst + dst_off);
+	wr.wr.rdma.rkey = rnic_mr_rkey(rmr);
+	if (!run_wr(e, node, &wr))
+		return;
+	CHECK(!memcmp(dst + dst_off, val, 8), "ATOMIC WRITE from node %d: the 8 bytes differ", node);
+	CHECK(dst[dst_off - 1] == 0xee && dst[dst_off + 8] == 0xee, "ATOMIC WRITE from node %d: not exactly 8 bytes",
+	      node);
+}
+
 /* `node` READs len bytes of the peer's memory at src_off into its own at
  * dst_off; the peer sends the responses. */
 static void read_case(struct env *e, int node, uint32_t src_off, uint32_t dst_off, uint32_t len)
@@ -154,6 +182,13 @@ static void run_seed(uint64_t seed)
 	r0 = by_ref(&e);
 	write_case(&e, 0, (const uint32_t[]){ 24576 }, (const uint32_t[]){ 40 }, 1, 24576, true);
 	CHECK(by_ref(&e) - r0 >= 1, "inline WRITE not sent by reference");
+
+	/* ATOMIC WRITE: by reference from node 0, copied by node 1; the same
+	 * bytes either way. */
+	r0 = by_ref(&e);
+	atomic_write_case(&e, 0, 28672);
+	CHECK(by_ref(&e) - r0 >= 1, "ATOMIC WRITE not sent by reference");
+	atomic_write_case(&e, 1, 28672);
 
 	/* Node 1 READs from node 0: node 0's responses come from its MR by
 	 * reference. */
