@@ -121,7 +121,7 @@ struct srt_local {
 	struct srt_local_peer peers[PEER_CACHE];
 	unsigned next_victim;
 	bool doorbells_due;
-	struct ring *held;              /* the peer ring whose mutex we hold (srt_local_send) */
+	struct srt_local_peer *held;    /* the peer whose ring's mutex we hold (srt_local_send) */
 	uint64_t held_head;             /* its head as we wrote it, not yet published */
 	unsigned held_unpublished;      /* entries written since the last publish */
 	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
@@ -254,7 +254,7 @@ static void release_held(struct srt_local *l);
 /* Drops a cached destination (its doorbell, if due, rung first). */
 static void forget_peer(struct srt_local *l, struct srt_local_peer *p)
 {
-	if (p->r && p->r == l->held)
+	if (p == l->held)
 		release_held(l);
 	send_doorbell(l, p);
 	if (p->r)
@@ -416,7 +416,7 @@ static void publish(struct srt_local *l)
 {
 	if (!l->held_unpublished)
 		return;
-	atomic_store_explicit(&l->held->head, l->held_head, memory_order_release);
+	atomic_store_explicit(&l->held->r->head, l->held_head, memory_order_release);
 	l->held_unpublished = 0;
 }
 
@@ -426,21 +426,18 @@ static void publish(struct srt_local *l)
  * srt_local_flush. */
 static void release_held(struct srt_local *l)
 {
-	struct ring *r = l->held;
+	struct srt_local_peer *p = l->held;
 
-	if (!r)
+	if (!p)
 		return;
 	publish(l);
 	l->held = NULL;
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&p->r->lock);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&r->sleeping, memory_order_relaxed))
-		return;
-	for (unsigned i = 0; i < PEER_CACHE; i++)
-		if (l->peers[i].r == r) {
-			l->peers[i].ring_doorbell = true;
-			l->doorbells_due = true;
-		}
+	if (atomic_load_explicit(&p->r->sleeping, memory_order_relaxed)) {
+		p->ring_doorbell = true;
+		l->doorbells_due = true;
+	}
 }
 
 void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
@@ -455,10 +452,10 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	}
 	/* The mutex is kept for the packets that follow to the same ring
 	 * (srt_local_flush lets it go). */
-	if (l->held != r) {
+	if (l->held != p) {
 		release_held(l);
 		lock_ring(r);
-		l->held = r;
+		l->held = p;
 		l->held_head = atomic_load_explicit(&r->head, memory_order_relaxed);
 		l->held_unpublished = 0;
 	}
@@ -543,8 +540,7 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 	 * past head (a sender's own head is under the ring's mutex). */
 	if (head - tail > RING_AREA_BYTES || (tail | head) % ENTRY_ALIGN) {
 		l->stats.rx_ring_broken++;
-		tail = head - head % ENTRY_ALIGN;
-		head = tail;
+		tail = head = head - head % ENTRY_ALIGN;
 	}
 	while (tail != head && n < (int)SRT_RX_PKTS) {
 		uint32_t at = (uint32_t)(tail % RING_AREA_BYTES);
@@ -552,16 +548,19 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		struct srt_rx_pkt *pkt = &b->pkt[n];
 		uint32_t len = e->len;
 
-		if (e->flags & ENTRY_WRAP) {
-			if (head - tail < RING_AREA_BYTES - at)
-				goto broken;
-			tail += RING_AREA_BYTES - at;
-			continue;
+		/* A WRAP past head, or a length no sender writes (a peer's
+		 * bug): the entries after it cannot be found; what is left is
+		 * dropped (RC resends). */
+		bool wrap = e->flags & ENTRY_WRAP;
+		uint32_t takes = wrap ? RING_AREA_BYTES - at : entry_bytes(len);   /* meaningful only if len fits */
+		if ((!wrap && len > ENTRY_DATA) || head - tail < takes) {
+			l->stats.rx_ring_broken++;
+			tail = head;
+			break;
 		}
-		/* A length no sender writes (a peer's bug): the entries after
-		 * it cannot be found; what is left is dropped (RC resends). */
-		if (len > ENTRY_DATA || head - tail < entry_bytes(len))
-			goto broken;
+		tail += takes;
+		if (wrap)
+			continue;
 
 		/* Where it lies: the entry stays ours until
 		 * srt_local_recv_done.  The rnic decodes the headers once
@@ -577,14 +576,8 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->ttl = e->ttl;
 		pkt->seg_index = 0;
 		n++;
-		tail += entry_bytes(len);
 	}
 	l->rx_next = tail;
-	l->stats.rx_packets += (uint64_t)n;
-	return n;
-broken:
-	l->stats.rx_ring_broken++;
-	l->rx_next = head;
 	l->stats.rx_packets += (uint64_t)n;
 	return n;
 }
