@@ -4,6 +4,7 @@
 usage: sim_plot.py dcqcn-fairness DIR OUT.png   (DIR: that experiment's --out)
        sim_plot.py gbn-loss DIR OUT.png
        sim_plot.py run DIR OUT.png        (softrnic sim run --sample-us N --out DIR)
+       sim_plot.py hpcc-workload DIR OUT.png   (FCT slowdown by size, as HPCC's Figure 11)
 """
 import csv
 import sys
@@ -93,5 +94,32 @@ def run(d, out):
     fig.savefig(out, dpi=80)
 
 
+def hpcc(d, out):
+    """fct_analysis.csv: p50/p95/p99 slowdown of each 5% of the flows by
+    size, against the bucket's largest size, as the HPCC paper plots it."""
+    data = rows(d + "/fct_analysis.csv")
+    x = range(len(data))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for key, style in (("p50", "-o"), ("p95", "-s"), ("p99", "-^")):
+        ax.plot(x, [float(r[key]) for r in data], style, ms=3, lw=1, label=key + " slowdown")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([human(int(r["size"])) for r in data], rotation=60, fontsize=7)
+    ax.set_xlabel("flow size (largest of each 5% of the flows)")
+    ax.set_ylabel("FCT slowdown")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
+def human(b):
+    for unit, k in (("M", 1000000), ("K", 1000)):
+        if b >= k:
+            return "%.3g%s" % (b / k, unit)
+    return str(b)
+
+
 if __name__ == "__main__":
-    {"dcqcn-fairness": fairness, "gbn-loss": gbn, "run": run}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"dcqcn-fairness": fairness, "gbn-loss": gbn, "run": run, "hpcc-workload": hpcc}[sys.argv[1]](
+        sys.argv[2], sys.argv[3])

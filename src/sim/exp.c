@@ -23,6 +23,11 @@
  *   pfc-storm    a receiver that pauses for ever, with and without the
  *                PFC watchdog: how far the pause spreads upstream and
  *                what it does to flows that never touch that receiver
+ *   hpcc-workload  the HPCC repository's own files run unchanged through
+ *                `sim run` (data/hpcc: its 320-host fat-tree, the DCQCN
+ *                config its run.py writes, a web-search flow file from its
+ *                traffic_gen.py at 30% load), and the FCT slowdown by size
+ *                as its analysis/fct_analysis.py computes it (fct.c)
  *
  * Every run is a function of the seed: the same seed gives the same
  * files, byte for byte (tests/sim checks).
@@ -37,6 +42,7 @@
 #include <sys/stat.h>
 
 #include "sim/engine.h"
+#include "sim/fct.h"
 #include "sim/gen.h"
 #include "sim/hpcc.h"
 #include "sim/net.h"
@@ -47,6 +53,7 @@ struct exp_opts {
 	bool quick;
 	uint64_t seed;
 	char out[512];
+	char config[512];       /* hpcc-workload's --config; "" for data/hpcc's */
 };
 
 static const struct sim_host_opts HOSTS = { .dcqcn = false, .qp_timeout = 10, .mtu = 1024 };
@@ -669,6 +676,57 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 	return 0;
 }
 
+/* The files of data/hpcc/SOURCES.md: HPCC's fat.txt, the config its run.py
+ * writes for `--cc dcqcn --bw 100 --topo fat`, and a flow file of its
+ * traffic_gen.py (web search, 320 hosts, 30% load, 100 Gb/s, 50 ms). */
+#define HPCC_CONFIG "/hpcc/mix/config_fat_websearch_l30_t50ms_dcqcn.txt"
+#define HPCC_QUICK_FLOWS 1000   /* the file's first ~1.4 ms of arrivals */
+
+static int exp_hpcc_workload(const struct exp_opts *o)
+{
+	char config[600];
+	struct sim_run_opts ro = { .seed = o->seed, .flow_limit = o->quick ? HPCC_QUICK_FLOWS : 0 };
+
+	if (o->config[0])
+		snprintf(config, sizeof(config), "%s", o->config);
+	else
+		snprintf(config, sizeof(config), "%s%s", SOFTRNIC_DATA_DIR, HPCC_CONFIG);
+	int rc = sim_run_hpcc(config, o->out, &ro);
+	if (rc)
+		return rc;
+
+	struct sim_fct_bucket b[100];
+	unsigned nb, flows;
+	rc = sim_fct_analyze(ro.fct_path, 5, SIM_FCT_TIME_LIMIT_NS, b, &nb, &flows);
+	if (rc) {
+		fprintf(stderr, "softrnic sim: %s: %s\n", ro.fct_path, strerror(rc));
+		return 2;
+	}
+	FILE *csv = open_out(o, "fct_analysis.csv");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/summary.txt", o->out);
+	FILE *sum = fopen(path, "a");
+	if (!csv || !sum) {
+		if (csv)
+			fclose(csv);
+		if (sum)
+			fclose(sum);
+		return 2;
+	}
+	fprintf(csv, "percentile,size,flows,p50,p95,p99\n");
+	fprintf(sum, "  FCT slowdown by size as HPCC's analysis/fct_analysis.py computes it (%u flows in 5%% buckets;\n"
+		     "  each bucket's largest size, then p50 p95 p99):\n", flows);
+	for (unsigned i = 0; i < nb; i++) {
+		fprintf(csv, "%.2f,%" PRIu64 ",%u,%.3f,%.3f,%.3f\n", b[i].percentile / 100.0, b[i].size, b[i].flows,
+			b[i].p50, b[i].p95, b[i].p99);
+		fprintf(sum, "    %.2f %9" PRIu64 "  %6.2f %6.2f %6.2f\n", b[i].percentile / 100.0, b[i].size, b[i].p50,
+			b[i].p95, b[i].p99);
+	}
+	fclose(csv);
+	fclose(sum);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(const struct exp_opts *o);
@@ -679,6 +737,7 @@ static const struct {
 	{ "pfc-storm", exp_pfc_storm },
 	{ "ib-credit", exp_ib_credit },
 	{ "pfc-deadlock", exp_pfc_deadlock },
+	{ "hpcc-workload", exp_hpcc_workload },
 };
 
 /* mkdir -p */
@@ -710,13 +769,14 @@ static void print_summary(const char *dir)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N] [--sample-us N]   (an HPCC config.txt)\n"
+	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N] [--sample-us N] [--flows N]   (an HPCC config.txt)\n"
+			"       softrnic sim fct FCT_FILE [--step PERCENT] [--time-limit NS]   (HPCC's fct_analysis.py)\n"
 			"       softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]   (a topology file)\n"
 			"       softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R] [--time S] [--seed N]\n"
-			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR]\n  NAME:");
+			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR] [--config FILE (hpcc-workload)]\n  NAME:");
 	for (unsigned i = 0; i < sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]); i++)
 		fprintf(stderr, " %s", EXPERIMENTS[i].name);
-	fprintf(stderr, "\n  (the others of docs/experiments.md are not built yet)\n");
+	fprintf(stderr, "\n");
 	return 2;
 }
 
@@ -729,23 +789,27 @@ int sim_cli(int argc, char **argv)
 		return sim_topo_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "gen"))
 		return sim_gen_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "fct"))
+		return sim_fct_main(argc - 1, argv + 1);
 	if (argc >= 3 && !strcmp(argv[1], "run")) {
 		char out[512] = "sim-out/run";
-		uint64_t seed = 1, sample_ns = 0;
+		struct sim_run_opts ro = { .seed = 1 };
 		for (int i = 3; i + 1 < argc; i += 2) {
 			if (!strcmp(argv[i], "--out"))
 				snprintf(out, sizeof(out), "%s", argv[i + 1]);
 			else if (!strcmp(argv[i], "--seed"))
-				seed = strtoull(argv[i + 1], NULL, 10);
+				ro.seed = strtoull(argv[i + 1], NULL, 10);
 			else if (!strcmp(argv[i], "--sample-us"))
-				sample_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
+				ro.sample_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
+			else if (!strcmp(argv[i], "--flows"))
+				ro.flow_limit = (unsigned)strtoul(argv[i + 1], NULL, 10);
 			else
 				return usage();
 		}
 		if (argc % 2 == 0)
 			return usage();
 		make_dirs(out);
-		int rc = sim_run_hpcc(argv[2], out, seed, sample_ns);
+		int rc = sim_run_hpcc(argv[2], out, &ro);
 		if (!rc)
 			print_summary(out);
 		return rc;
@@ -759,6 +823,8 @@ int sim_cli(int argc, char **argv)
 			o.seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			snprintf(o.out, sizeof(o.out), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			snprintf(o.config, sizeof(o.config), "%s", argv[++i]);
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else

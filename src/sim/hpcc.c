@@ -124,19 +124,37 @@ static double map_at(const struct rate_map *m, uint64_t rate, double dflt)
 	return dflt;
 }
 
-/* Resolve `name` as given, else next to the config file. */
+static bool readable(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
+/* Resolve `name` as given; else next to the config file; else in the
+ * directory above it — HPCC's own layout, where run.py writes
+ * mix/config_*.txt naming "mix/fat.txt" and runs from the directory that
+ * holds mix/.  An unreadable name is kept as given, for the message. */
 static void resolve(char *out, size_t cap, const char *name, const char *config_path)
 {
-	FILE *f = fopen(name, "r");
 	const char *slash = strrchr(config_path, '/');
+	int dir_len = slash ? (int)(slash - config_path) : 0;
 
-	if (f || name[0] == '/' || !slash) {
-		if (f)
-			fclose(f);
-		snprintf(out, cap, "%s", name);
+	snprintf(out, cap, "%s", name);
+	if (readable(name) || name[0] == '/')
 		return;
-	}
-	snprintf(out, cap, "%.*s/%s", (int)(slash - config_path), config_path, name);
+	snprintf(out, cap, "%.*s%s%s", dir_len, config_path, slash ? "/" : "", name);
+	if (readable(out))
+		return;
+	/* The parent of the config's directory: "mix/.." is ".", "a/mix/.." is "a". */
+	int up_len = dir_len;
+	while (up_len > 0 && config_path[up_len - 1] != '/')
+		up_len--;
+	snprintf(out, cap, "%.*s%s", up_len, config_path, name);    /* up_len keeps its '/' */
+	if (!readable(out))
+		snprintf(out, cap, "%s", name);
 }
 
 static int read_config(const char *path, struct hpcc_config *c)
@@ -328,8 +346,10 @@ static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
 		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
 }
 
-int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_t sample_ns)
+int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o)
 {
+	uint64_t seed = o->seed, sample_ns = o->sample_ns;
+	unsigned flow_limit = o->flow_limit;
 	struct hpcc_config c;
 	int rc = read_config(config, &c);
 	if (rc)
@@ -428,9 +448,10 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 		free(lk);
 		return 2;
 	}
-	unsigned nflows = 0;
-	if (fscanf(flows, "%u", &nflows) != 1)
+	unsigned nflows = 0, listed = 0;
+	if (fscanf(flows, "%u", &listed) != 1)
 		rc = 2;
+	nflows = flow_limit && listed > flow_limit ? flow_limit : listed;
 	unsigned *flow_src = calloc(nflows ? nflows : 1, sizeof(unsigned) * 2);
 	for (unsigned i = 0; !rc && flow_src && i < nflows; i++) {
 		unsigned s, d, pg, dport;
@@ -495,6 +516,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 	snprintf(path, sizeof(path), "%s/%s", out_dir, c.fct_out[0] ? strrchr(c.fct_out, '/') ? strrchr(c.fct_out, '/') + 1
 										       : c.fct_out
 								 : "fct.txt");
+	snprintf(o->fct_path, sizeof(o->fct_path), "%s", path);
 	FILE *fct = fopen(path, "w");
 	snprintf(path, sizeof(path), "%s/flows.csv", out_dir);
 	FILE *csv = fopen(path, "w");
@@ -531,9 +553,10 @@ int sim_run_hpcc(const char *config, const char *out_dir, uint64_t seed, uint64_
 		}
 		failed += f->failed;
 	}
-	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows; seed %" PRIu64 "; DCQCN %s, PFC %s, "
-		     "%u ECN map entries, buffer %" PRIu64 " bytes\n",
-		config, nodes, switches, links, nflows, seed, c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
+	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows", config, nodes, switches, links, nflows);
+	if (nflows < listed)
+		fprintf(sum, " (the first of the file's %u)", listed);
+	fprintf(sum, "; seed %" PRIu64 "; DCQCN %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed, c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
 		so.buffer_bytes);
 	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events, %" PRIu64
 		     " packet-hops)\n", done, failed, nflows - done - failed, (double)e.now / 1e9, e.events_run,

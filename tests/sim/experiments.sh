@@ -16,6 +16,11 @@
 #               it and some traffic moves again; up/down routes never stop
 #   pfc-storm   without the watchdog the storming port stays paused; with
 #               it the storm is detected and the innocent flows go faster
+#   hpcc-workload  the HPCC repository's files (data/hpcc) run unchanged:
+#               every flow finishes, no drop under PFC, HPCC's FCT line per
+#               flow, fct_analysis.py's 20 buckets; DCQCN's standing queues
+#               give the short flows a far worse tail than the long ones
+#   sim fct     fct_analysis.py's rule on a small file whose answer is known
 # usage: experiments.sh SOFTRNIC
 set -euo pipefail
 SOFTRNIC=$1
@@ -23,7 +28,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sim experiments: $*" >&2; exit 1; }
 
-for name in gbn-loss incast-pfc dcqcn-fairness pfc-storm ib-credit pfc-deadlock; do
+for name in gbn-loss incast-pfc dcqcn-fairness pfc-storm ib-credit pfc-deadlock hpcc-workload; do
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-a" >/dev/null || fail "$name failed"
 	"$SOFTRNIC" sim exp "$name" --quick --seed 7 --out "$tmp/$name-b" >/dev/null || fail "$name failed (2nd)"
 	for f in "$tmp/$name-a"/*; do
@@ -72,6 +77,40 @@ awk -F, 'NR > 1 { k = $1 "-" $2; stall[k] = $3; cyc[k] = $5; end[k] = $6; after[
 	if (!(st["ring-1"] >= 1 && after["ring-1"] > 0)) { print "the watchdog did not break the deadlock"; exit 1 }
 	if (!(stall["leaf-spine-0"] == 0 && done["leaf-spine-0"] == n["leaf-spine-0"])) { print "the leaf-spine stopped"; exit 1 }
 }' "$tmp/pfc-deadlock-a/pfc-deadlock.csv" || fail "pfc-deadlock"
+# hpcc-workload (--quick: the flow file's first flows): all done, no drop,
+# one HPCC FCT line each; fct_analysis.csv: percentile,size,flows,p50,p95,p99
+d=$tmp/hpcc-workload-a
+n=$(sed -n 's/.*: [0-9]* nodes .* links, \([0-9]*\) flows (the first of.*/\1/p' "$d/summary.txt")
+[ -n "$n" ] && [ "$n" -ge 500 ] || fail "hpcc-workload: flows not read from data/hpcc ($n)"
+grep -q "^  $n flows done, 0 failed, 0 unfinished" "$d/summary.txt" || fail "hpcc-workload: not every flow finished"
+grep -q '^  0 drops, ' "$d/summary.txt" || fail "hpcc-workload: drops under PFC"
+[ "$(grep -cE '^[0-9a-f]{8} [0-9a-f]{8} [0-9]+ 100 [0-9]+ [0-9]+ [0-9]+ [0-9]+$' "$d/fct_fat_websearch_l30_t50ms_dcqcn.txt")" = "$n" ] ||
+	fail "hpcc-workload: not one FCT line per flow"
+awk -F, -v n="$n" 'NR > 1 { k++; flows += $3
+	if ($2 < last || $4 < 1 || $5 < $4 || $6 < $5) bad++
+	last = $2; if (k <= 4) short += $5 / 4; if (k == 20) long = $5 }
+	END {
+	if (k != 20 || flows != n || bad) { print k " buckets of " flows " flows (" n " ran), " bad " out of order"; exit 1 }
+	if (!(short > 1.5 * long)) { print "p95 slowdown of the shortest 20% " short ", of the longest 5% " long; exit 1 }
+}' "$d/fct_analysis.csv" || fail "hpcc-workload: fct_analysis.csv"
+# The same numbers from the FCT file by sim fct, in fct_analysis.py's lines.
+"$SOFTRNIC" sim fct "$d/fct_fat_websearch_l30_t50ms_dcqcn.txt" >"$tmp/fct.out" || fail "sim fct"
+awk -F, 'NR > 1 { printf "%.3f %d\t%.3f %.3f %.3f\n", $1, $2, $4, $5, $6 }' "$d/fct_analysis.csv" |
+	cmp -s - "$tmp/fct.out" || fail "sim fct: its lines differ from fct_analysis.csv"
+# sim fct by hand: ten dport-100 flows of sizes 1..10 with slowdowns 1..10
+# in reverse (size 1 has 10), one below 1 (raised to 1), one incast flow
+# (dport 200) and one that ends after 3 s, both left out; step 50: the
+# buckets hold sizes 1-5 (slowdowns 10..6: p50 8) and 6-11 (5..1 and 1:
+# p50 is the 4th of 1 1 2 3 4 5, 3).
+{
+	for i in 1 2 3 4 5 6 7 8 9 10; do echo "0b000001 0b000101 1 100 $i 2000000000 $((1000 * (11 - i))) 1000"; done
+	echo "0b000001 0b000101 1 100 11 2000000000 500 1000"
+	echo "0b000001 0b000101 1 200 12 2000000000 90000 1000"
+	echo "0b000001 0b000101 1 100 13 2999999000 90000 1000"
+} >"$tmp/hand.fct"
+printf '0.000 5\t8.000 10.000 10.000\n0.500 11\t3.000 5.000 5.000\n' >"$tmp/hand.want"
+"$SOFTRNIC" sim fct "$tmp/hand.fct" --step 50 | cmp -s - "$tmp/hand.want" || fail "sim fct: the hand-made file"
+
 # sim run: a run described in the HPCC simulator's file formats (our own
 # small leaf-spine in tests/sim/hpcc): twice the same files, one FCT line
 # per flow in HPCC's format, the keys it does not use named, and a
