@@ -162,6 +162,27 @@ bool srt_local_is_doorbell(const uint8_t *d, size_t len)
 		       SRT_LOCAL_DOORBELL_MAGIC;
 }
 
+/* Removes the dead ring open as `fd` at `path` — but only that file.  A
+ * process taking the address may replace it at any moment (unlink, then
+ * create: srt_local_open), and an unlink by name could remove the new
+ * owner's ring instead, which leaves that process reachable only over
+ * UDP for its life.  So the file is first renamed out of the way and
+ * unlinked only if it is the one judged dead; if it is not, it goes back
+ * (link fails if the path was taken meanwhile: then it is superseded
+ * anyway). */
+static void remove_dead_ring(int fd, const char *path)
+{
+	char aside[96];
+	struct stat dead, moved;
+
+	snprintf(aside, sizeof(aside), "/dev/shm/softrnic-gc-%u-%d", (unsigned)getuid(), (int)getpid());
+	if (fstat(fd, &dead) || rename(path, aside))
+		return;
+	if (stat(aside, &moved) || moved.st_ino != dead.st_ino)
+		(void)link(aside, path);
+	unlink(aside);
+}
+
 /* Rings of this user's processes that died without closing (SIGKILL, a
  * crash) are removed when the next device opens: tmpfs keeps what their
  * senders had written. */
@@ -187,7 +208,7 @@ static void remove_dead_rings(void)
 			continue;
 		if (pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) && hdr[0] == RING_MAGIC &&
 		    kill((pid_t)hdr[2], 0) && errno == ESRCH)
-			unlink(path);
+			remove_dead_ring(fd, path);
 		close(fd);
 	}
 	closedir(d);
