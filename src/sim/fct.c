@@ -42,7 +42,7 @@ static int by_size(const void *a, const void *b)
 	return x->slowdown < y->slowdown ? -1 : x->slowdown > y->slowdown;
 }
 
-static int by_slowdown(const void *a, const void *b)
+int sim_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
@@ -108,7 +108,7 @@ int sim_fct_analyze(const char *path, unsigned step, uint64_t time_limit_ns, str
 		size_t m = r - l;
 		for (size_t i = 0; i < m; i++)
 			s[i] = v[l + i].slowdown;
-		qsort(s, m, sizeof(*s), by_slowdown);
+		qsort(s, m, sizeof(*s), sim_cmp_double);
 		out[k++] = (struct sim_fct_bucket){ .percentile = pct, .size = v[r - 1].size, .flows = (unsigned)m,
 						    .p50 = s[(size_t)(m * 0.5)], .p95 = s[(size_t)(m * 0.95)],
 						    .p99 = s[(size_t)(m * 0.99)] };

@@ -46,6 +46,7 @@
 
 #include "rnic/dcqcn.h"
 #include "sim/engine.h"
+#include "sim/fct.h"
 #include "sim/net.h"
 
 #define MAX_MAP 16
@@ -305,13 +306,6 @@ static int load_routes(struct sim_net *n, const char *path, const bool *is_switc
 static uint32_t hpcc_ip(unsigned id)
 {
 	return 0x0b000001u + ((id / 256) << 16) + ((id % 256) << 8);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Every sample_ns: one queues.csv line per port holding packets, one
@@ -576,7 +570,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 				v[k++] = slow[i];
 		if (!k)
 			continue;
-		qsort(v, k, sizeof(v[0]), cmp_double);
+		qsort(v, k, sizeof(v[0]), sim_cmp_double);
 		char hi[24] = "";        /* the last range is open */
 		if (edges[b] != UINT64_MAX)
 			snprintf(hi, sizeof(hi), "%" PRIu64, edges[b]);
