@@ -232,10 +232,10 @@ struct cm_req_param {
 	uint64_t service_id;
 	uint32_t qpn;                   /* our QP (24 bits)                    */
 	enum ibv_qp_type qp_type;       /* IBV_QPT_RC or IBV_QPT_UC            */
-	uint32_t starting_psn;          /* the PSN of the first packet we send
-	                                   (our sq_psn = the passive side's
-	                                   rq_psn), 24 bits, as the kernel's
-	                                   ib_cm reads the field              */
+	uint32_t starting_psn;          /* the PSN we expect first (our
+	                                   rq_psn; the passive side sends from
+	                                   it), 24 bits, as the kernel's ib_cm
+	                                   reads the field (IBTA 12.6.5)     */
 	uint8_t responder_resources;    /* RDMA READ/atomic we accept          */
 	uint8_t initiator_depth;        /* RDMA READ/atomic we issue           */
 	enum ibv_mtu path_mtu;
@@ -272,8 +272,9 @@ int cm_send_rtu(struct cm_id *id, const void *priv, uint8_t len, uint64_t now);
 
 struct cm_rep_param {
 	uint32_t qpn;                   /* our QP */
-	uint32_t starting_psn;          /* the PSN of the first packet we send
-	                                   (our sq_psn = the active's rq_psn) */
+	uint32_t starting_psn;          /* the PSN we expect first (our
+	                                   rq_psn; the active side sends from
+	                                   it, IBTA 12.6.8)                  */
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	uint8_t rnr_retry_count;
@@ -353,8 +354,8 @@ const char *cm_event_name(enum cm_event_type t);
 
 /* The fields of a REQ, as the peer sent them (not swapped to our point of
  * view, unlike the kernel's ib_cm: the resources *we* must provide to the
- * peer's READs are req.initiator_depth; starting_psn is the active side's
- * first send PSN, so our QP's rq_psn). */
+ * peer's READs are req.initiator_depth; starting_psn is the PSN the active
+ * side expects first, so our QP's sq_psn). */
 struct cm_req_info {
 	uint64_t service_id;
 	uint64_t ca_guid;               /* the active side's CA GUID */
@@ -381,8 +382,8 @@ struct cm_req_info {
 	uint8_t primary_remote_gid[16];
 };
 
-/* The fields of a REP, as the peer sent them (starting_psn: the passive
- * side's first send PSN, our rq_psn). */
+/* The fields of a REP, as the peer sent them (starting_psn: the PSN the
+ * passive side expects first, so our QP's sq_psn). */
 struct cm_rep_info {
 	uint64_t ca_guid;
 	uint32_t qpn;

@@ -12,7 +12,7 @@
  * RTR/RTS from the REQ and REP fields:
  *
  *   node 0 listens; node 1 connects N connections (its QP in INIT, REQ
- *   with its QPN, its send PSN, a path MTU per connection);
+ *   with its QPN, the PSN it expects, a path MTU per connection);
  *   on CM_EV_REQ_RECEIVED node 0 creates its QP, moves it INIT -> RTR ->
  *   RTS from the REQ (qpn, starting_psn, path_mtu, rd depths, ACK
  *   timeout, retry counts) and accepts with its QPN, PSN and, in the REP's
@@ -26,8 +26,10 @@
  *   everything is checked byte for byte; then node 1 disconnects, both
  *   sides wait out TimeWait and destroy their ids and QPs.
  *
- * PSNs follow the runtime's librdmacm (src/compat/rdmacm): each side's
- * starting_psn is its own send PSN, which the peer takes as its rq_psn.
+ * PSNs follow the kernel's ib_cm and softrnic's librdmacm
+ * (src/compat/rdmacm): the Starting PSN a side puts in its REQ or REP is
+ * the PSN it expects to receive first (its rq_psn); the peer sends from it
+ * (its sq_psn).
  *
  * Cases:
  *   agent_api      pair_set_agent's argument rules
@@ -442,7 +444,8 @@ static int side_create(struct env *e, struct cside *s)
 	s->qp = rnic_qp_create(n->pd, s->scq, s->rcq, &init, s);
 	REQUIRE(s->qp, -1, "qp_create: %s", strerror(errno));
 	s->qpn = rnic_qp_num(s->qp);
-	/* Send PSNs: random, now and then right before the 24-bit wrap. */
+	/* The PSN this side expects first (its REQ/REP Starting PSN): random,
+	 * now and then right before the 24-bit wrap. */
 	uint64_t r = mix64(e->seed ^ (uint64_t)ci << 8 ^ dir);
 	s->psn = (r & 3) == 0 ? (uint32_t)(0xfffffe - (r >> 8) % 3) : (uint32_t)(r >> 8) & 0xffffff;
 	int rc = ht_to_init(s->qp, HT_ALL_ACCESS, now);
@@ -578,9 +581,9 @@ static void on_req(struct env *e, const struct qevent *q)
 	memcpy(peer.raw, ev->remote_gid, 16);
 	uint64_t now = pair_now(e->pair);
 	/* Our responder resources serve the peer's initiator depth and vice versa. */
-	int rc = ht_to_rtr(s->qp, &peer, req->qpn, req->starting_psn, req->path_mtu, req->initiator_depth, 1, now);
+	int rc = ht_to_rtr(s->qp, &peer, req->qpn, s->psn, req->path_mtu, req->initiator_depth, 1, now);
 	CHECK(rc == 0, "conn %u passive RTR: %s", idx, strerror(rc));
-	rc = ht_to_rts(s->qp, s->psn, req->local_ack_timeout, req->retry_count, req->rnr_retry_count,
+	rc = ht_to_rts(s->qp, req->starting_psn, req->local_ack_timeout, req->retry_count, req->rnr_retry_count,
 		       req->responder_resources, now);
 	CHECK(rc == 0, "conn %u passive RTS: %s", idx, strerror(rc));
 	uint8_t *priv = s->rep_priv;
@@ -633,10 +636,10 @@ static void on_rep(struct env *e, struct cside *s, const struct qevent *q)
 	struct rnic_gid peer;
 	memcpy(peer.raw, ev->remote_gid, 16);
 	uint64_t now = pair_now(e->pair);
-	int rc = ht_to_rtr(s->qp, &peer, rep->qpn, rep->starting_psn, c->mtu, 4, 1, now);
+	int rc = ht_to_rtr(s->qp, &peer, rep->qpn, s->psn, c->mtu, 4, 1, now);
 	CHECK(rc == 0, "conn %u active RTR: %s", c->idx, strerror(rc));
 	uint8_t rd = rep->responder_resources < 2 ? rep->responder_resources : 2;
-	rc = ht_to_rts(s->qp, s->psn, ACK_TIMEOUT, 7, 7, rd, now);
+	rc = ht_to_rts(s->qp, rep->starting_psn, ACK_TIMEOUT, 7, rep->rnr_retry_count, rd, now);
 	CHECK(rc == 0, "conn %u active RTS: %s", c->idx, strerror(rc));
 	rc = cm_send_rtu(s->id, NULL, 0, now);
 	CHECK(rc == 0, "conn %u cm_send_rtu: %s", c->idx, strerror(rc));

@@ -472,9 +472,10 @@ static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *contex
 	/* As rdma-core: an id on a device carries that device's default PD. */
 	id->id.pd = rcm.default_pd;
 	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
-	/* Our starting PSN, known from the start: a program that moves its own
-	 * QP (rdma_init_qp_attr) may do so before rdma_accept / the REP. */
-	id->psn = (uint32_t)((srt_now() ^ (uintptr_t)id) * 2654435761u) & 0xffffff;
+	/* The PSN we expect first, announced in our REQ or REP, known from
+	 * the start: a program that moves its own QP (rdma_init_qp_attr) may
+	 * do so before rdma_accept / the REP. */
+	id->rq_psn = (uint32_t)((srt_now() ^ (uintptr_t)id) * 2654435761u) & 0xffffff;
 	id->retry_count = 7;
 	id->rnr_retry_count = 7;
 	id->ack_timeout = 14;
@@ -654,8 +655,8 @@ static void request_received(const struct cm_event *ev)
 	memcpy(&dst->sin_addr, hdr.src_addr + 12, 4);
 	dst->sin_port = htobe16(hdr.src_port);
 	id->tos = l->tos;
+	id->tos_set = l->tos_set;
 	id->ack_timeout = l->ack_timeout;
-	rcm_fill_route(id);
 
 	e->ev.listen_id = &l->id;
 	e->cm_type = ev->type;
@@ -667,12 +668,18 @@ static void request_received(const struct cm_event *ev)
 	} else {
 		const struct cm_req_info *r = &ev->u.req;
 		e->info.req = *r;
+		/* Our QP from the REQ, as the kernel's ib_cm takes it: send
+		 * from the REQ's Starting PSN, retry as often as it asks, its
+		 * ACK timeout, its path's MTU (no larger than ours) and traffic
+		 * class (unless the listener chose a TOS). */
 		id->remote_qpn = r->qpn;
-		id->remote_psn = r->starting_psn;
+		id->sq_psn = r->starting_psn;
 		id->mtu = r->path_mtu < id->mtu ? r->path_mtu : id->mtu;
 		id->retry_count = r->retry_count;
 		id->rnr_retry_count = r->rnr_retry_count;
 		id->ack_timeout = r->local_ack_timeout;
+		if (!id->tos_set)
+			id->tos = r->traffic_class;
 		/* What rdma_accept uses when the program gives no values
 		 * (NULL or RDMA_MAX_*), as rdma-core keeps them. */
 		id->responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth;
@@ -688,6 +695,7 @@ static void request_received(const struct cm_event *ev)
 		e->ev.param.conn.srq = r->srq;
 		e->ev.param.conn.qp_num = r->qpn;
 	}
+	rcm_fill_route(id);     /* with the MTU and traffic class just taken */
 	rcm_queue_event(l, e);
 }
 
@@ -795,13 +803,19 @@ static void finish_event(struct rcm_event *e)
 	switch (e->ev.event) {
 	case RDMA_CM_EVENT_CONNECT_RESPONSE: {
 		const struct cm_rep_info *r = &e->info.rep;
+		/* Our QP from the REP, as the kernel's ib_cm takes it: send
+		 * from the REP's Starting PSN; our READs no more than the
+		 * peer's responder resources, and room for as many of its
+		 * READs as its initiator depth; its RNR retry count. */
 		id->remote_qpn = r->qpn;
-		id->remote_psn = r->starting_psn;
-		/* Our READs may not exceed what the peer accepts. */
+		id->sq_psn = r->starting_psn;
 		if (id->initiator_depth > r->responder_resources)
 			id->initiator_depth = r->responder_resources;
-		e->ev.param.conn.responder_resources = r->responder_resources;
-		e->ev.param.conn.initiator_depth = r->initiator_depth;
+		id->responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth;
+		id->rnr_retry_count = r->rnr_retry_count;
+		/* From the receiver's point of view, as librdmacm reports it. */
+		e->ev.param.conn.responder_resources = r->initiator_depth;
+		e->ev.param.conn.initiator_depth = r->responder_resources;
 		e->ev.param.conn.rnr_retry_count = r->rnr_retry_count;
 		e->ev.param.conn.srq = r->srq;
 		e->ev.param.conn.qp_num = r->qpn;
@@ -1040,12 +1054,14 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 		p->service_id = sid;
 		p->qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num;
 		p->qp_type = IBV_QPT_RC;
-		p->starting_psn = id->psn;
+		p->starting_psn = id->rq_psn;
 		id->responder_resources = conn_param ? rd_depth(conn_param->responder_resources, 128) : 128;
 		id->initiator_depth = conn_param ? rd_depth(conn_param->initiator_depth, 128) : 128;
 		p->responder_resources = id->responder_resources;
 		p->initiator_depth = id->initiator_depth;
 		p->path_mtu = id->mtu;
+		/* The retry counts we ask the passive side to use; our own QP's
+		 * RNR retry count comes with the REP. */
 		if (conn_param) {
 			id->retry_count = conn_param->retry_count > 7 ? 7 : conn_param->retry_count;
 			id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
@@ -1113,8 +1129,9 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 				      : id->initiator_depth;
 	id->responder_resources = rr;
 	id->initiator_depth = id_depth;
-	if (conn_param)
-		id->rnr_retry_count = conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count;
+	/* The RNR retry count we ask the active side to use (rdma-core's
+	 * default 7); our own QP keeps the REQ's. */
+	uint8_t rep_rnr_retry = conn_param ? (conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count) : 7;
 	if (cmid->qp) {
 		e = rcm_qp_to_rtr_rts(id);
 		if (e) {
@@ -1124,10 +1141,10 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 	}
 	struct cm_rep_param p = {
 		.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num,
-		.starting_psn = id->psn,
+		.starting_psn = id->rq_psn,
 		.responder_resources = rr,
 		.initiator_depth = id_depth,
-		.rnr_retry_count = id->rnr_retry_count,
+		.rnr_retry_count = rep_rnr_retry,
 		.target_ack_delay = 0,
 		.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param && conn_param->srq,
 		.flow_control = conn_param ? conn_param->flow_control : 1,

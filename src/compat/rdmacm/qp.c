@@ -53,7 +53,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *cmid, struct ibv_qp_attr *attr, int *ma
 			return rcm_fail(EINVAL);
 		attr->path_mtu = id->mtu;
 		attr->dest_qp_num = id->remote_qpn;
-		attr->rq_psn = id->remote_psn;
+		attr->rq_psn = id->rq_psn;       /* what our REQ/REP announced */
 		attr->max_dest_rd_atomic = id->responder_resources;
 		attr->min_rnr_timer = 12;       /* 0.64 ms, rdma-core's default */
 		attr->ah_attr.is_global = 1;
@@ -66,7 +66,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *cmid, struct ibv_qp_attr *attr, int *ma
 			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		return 0;
 	case IBV_QPS_RTS:
-		attr->sq_psn = cmid->qp_type == IBV_QPT_UD ? 0 : id->psn;
+		attr->sq_psn = cmid->qp_type == IBV_QPT_UD ? 0 : id->sq_psn; /* the peer's announcement */
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		if (cmid->qp_type != IBV_QPT_UD) {
 			attr->timeout = id->ack_timeout;
