@@ -438,6 +438,31 @@ struct cm_event {
 	uint8_t private_data_len;
 };
 
+/* ---- the QP a connection describes ---------------------------------------- */
+
+/* The attributes a side's RC/UC QP takes at RTR and RTS from its
+ * connection's REQ and REP (cm_qp_attr.c has the rules and their sources:
+ * each side sends from the Starting PSN in the *peer's* message). */
+struct cm_qp_attr {
+	uint32_t dest_qp_num;           /* RTR */
+	uint32_t rq_psn;                /* RTR: the PSN we expect first */
+	uint32_t sq_psn;                /* RTS: the PSN we send first */
+	enum ibv_mtu path_mtu;          /* RTR */
+	uint8_t max_dest_rd_atomic;     /* RTR: the peer's READs/atomics we serve */
+	uint8_t max_rd_atomic;          /* RTS: ours outstanding */
+	uint8_t timeout;                /* RTS: local ACK timeout code */
+	uint8_t retry_cnt;              /* RTS */
+	uint8_t rnr_retry;              /* RTS */
+	uint16_t pkey;                  /* the path's (RoCE: 0xffff) */
+	uint8_t traffic_class;          /* the path's GRH / IP TOS */
+	uint32_t flow_label;
+	uint8_t hop_limit;
+};
+/* The passive side: from the REQ it received and the REP it sends. */
+void cm_qp_attr_passive(const struct cm_req_info *req, const struct cm_rep_param *rep, struct cm_qp_attr *out);
+/* The active side: from the REQ it sent and the REP it received. */
+void cm_qp_attr_active(const struct cm_req_param *req, const struct cm_rep_info *rep, struct cm_qp_attr *out);
+
 /* ---- MADs and time ----------------------------------------------------------- */
 
 /* Feed one MAD received on QP1 from the host with GID src_gid.  len is the

@@ -606,6 +606,26 @@ static void copy_private(struct rcm_event *e, const struct cm_event *ev, size_t 
 
 /* A REQ or SIDR_REQ for a listener: a new id, and CONNECT_REQUEST on the
  * listener's channel. */
+/* The QP attributes a REQ/REP exchange gave (cm_qp_attr_active /
+ * _passive) into the id, where rdma_init_qp_attr reads them; the path MTU
+ * no larger than our port's, the traffic class unless the program chose a
+ * TOS. */
+static void take_qp_attr(struct rcm_id *id, const struct cm_qp_attr *a)
+{
+	id->remote_qpn = a->dest_qp_num;
+	id->rq_psn = a->rq_psn;
+	id->sq_psn = a->sq_psn;
+	if (a->path_mtu < id->mtu)
+		id->mtu = a->path_mtu;
+	id->responder_resources = a->max_dest_rd_atomic > 128 ? 128 : a->max_dest_rd_atomic;
+	id->initiator_depth = a->max_rd_atomic > 128 ? 128 : a->max_rd_atomic;
+	id->ack_timeout = a->timeout;
+	id->retry_count = a->retry_cnt;
+	id->rnr_retry_count = a->rnr_retry;
+	if (!id->tos_set)
+		id->tos = a->traffic_class;
+}
+
 static void request_received(const struct cm_event *ev)
 {
 	struct rcm_id *l = ev->listen_user;
@@ -668,22 +688,19 @@ static void request_received(const struct cm_event *ev)
 	} else {
 		const struct cm_req_info *r = &ev->u.req;
 		e->info.req = *r;
-		/* Our QP from the REQ, as the kernel's ib_cm takes it: send
-		 * from the REQ's Starting PSN, retry as often as it asks, its
-		 * ACK timeout, its path's MTU (no larger than ours) and traffic
-		 * class (unless the listener chose a TOS). */
-		id->remote_qpn = r->qpn;
-		id->sq_psn = r->starting_psn;
-		id->mtu = r->path_mtu < id->mtu ? r->path_mtu : id->mtu;
-		id->retry_count = r->retry_count;
-		id->rnr_retry_count = r->rnr_retry_count;
-		id->ack_timeout = r->local_ack_timeout;
-		if (!id->tos_set)
-			id->tos = r->traffic_class;
-		/* What rdma_accept uses when the program gives no values
-		 * (NULL or RDMA_MAX_*), as rdma-core keeps them. */
-		id->responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth;
-		id->initiator_depth = r->responder_resources > 128 ? 128 : r->responder_resources;
+		id->peer_req = *r;
+		/* Our QP from the REQ, and from a REP with what rdma_accept
+		 * uses when the program gives no values (NULL or RDMA_MAX_*,
+		 * as rdma-core keeps them): a program may move its QP before
+		 * it accepts. */
+		struct cm_rep_param rep = {
+			.starting_psn = id->rq_psn,
+			.responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth,
+			.initiator_depth = r->responder_resources > 128 ? 128 : r->responder_resources,
+		};
+		struct cm_qp_attr a;
+		cm_qp_attr_passive(r, &rep, &a);
+		take_qp_attr(id, &a);
 		copy_private(e, ev, WIRE_CMA_HDR_LEN);
 		/* From the receiver's point of view, as librdmacm reports it:
 		 * the reads the peer will issue are our responder resources. */
@@ -803,16 +820,9 @@ static void finish_event(struct rcm_event *e)
 	switch (e->ev.event) {
 	case RDMA_CM_EVENT_CONNECT_RESPONSE: {
 		const struct cm_rep_info *r = &e->info.rep;
-		/* Our QP from the REP, as the kernel's ib_cm takes it: send
-		 * from the REP's Starting PSN; our READs no more than the
-		 * peer's responder resources, and room for as many of its
-		 * READs as its initiator depth; its RNR retry count. */
-		id->remote_qpn = r->qpn;
-		id->sq_psn = r->starting_psn;
-		if (id->initiator_depth > r->responder_resources)
-			id->initiator_depth = r->responder_resources;
-		id->responder_resources = r->initiator_depth > 128 ? 128 : r->initiator_depth;
-		id->rnr_retry_count = r->rnr_retry_count;
+		struct cm_qp_attr a;
+		cm_qp_attr_active(&id->req, r, &a);
+		take_qp_attr(id, &a);
 		/* From the receiver's point of view, as librdmacm reports it. */
 		e->ev.param.conn.responder_resources = r->initiator_depth;
 		e->ev.param.conn.initiator_depth = r->responder_resources;
@@ -1121,17 +1131,29 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 		return rcm_fail(EINVAL);
 	if (!cmid->qp && !(conn_param && conn_param->qp_num))
 		return rcm_fail(EINVAL);
-	/* What we give the peer's READs, and our own READs: at most what it
-	 * asked for / offered (rdma-core takes min with the REQ). */
+	/* What we give the peer's READs and our own READs: the program's
+	 * values, or the REQ's (rdma-core keeps them for RDMA_MAX_*). */
 	uint8_t rr = conn_param ? rd_depth(conn_param->responder_resources, id->responder_resources)
 				: id->responder_resources;
 	uint8_t id_depth = conn_param ? rd_depth(conn_param->initiator_depth, id->initiator_depth)
 				      : id->initiator_depth;
-	id->responder_resources = rr;
-	id->initiator_depth = id_depth;
-	/* The RNR retry count we ask the active side to use (rdma-core's
-	 * default 7); our own QP keeps the REQ's. */
-	uint8_t rep_rnr_retry = conn_param ? (conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count) : 7;
+	struct cm_rep_param p = {
+		.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num,
+		.starting_psn = id->rq_psn,
+		.responder_resources = rr,
+		.initiator_depth = id_depth,
+		/* What we ask the active side to use (rdma-core's default
+		 * 7); our own QP keeps the REQ's. */
+		.rnr_retry_count = conn_param ? (conn_param->rnr_retry_count > 7 ? 7 : conn_param->rnr_retry_count) : 7,
+		.target_ack_delay = 0,
+		.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param && conn_param->srq,
+		.flow_control = conn_param ? conn_param->flow_control : 1,
+		.private_data = conn_param ? conn_param->private_data : NULL,
+		.private_data_len = conn_param ? conn_param->private_data_len : 0,
+	};
+	struct cm_qp_attr a;
+	cm_qp_attr_passive(&id->peer_req, &p, &a);
+	take_qp_attr(id, &a);
 	if (cmid->qp) {
 		e = rcm_qp_to_rtr_rts(id);
 		if (e) {
@@ -1139,18 +1161,6 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 			return rcm_fail(e);
 		}
 	}
-	struct cm_rep_param p = {
-		.qpn = cmid->qp ? cmid->qp->qp_num : conn_param->qp_num,
-		.starting_psn = id->rq_psn,
-		.responder_resources = rr,
-		.initiator_depth = id_depth,
-		.rnr_retry_count = rep_rnr_retry,
-		.target_ack_delay = 0,
-		.srq = cmid->qp ? cmid->qp->srq != NULL : conn_param && conn_param->srq,
-		.flow_control = conn_param ? conn_param->flow_control : 1,
-		.private_data = conn_param ? conn_param->private_data : NULL,
-		.private_data_len = conn_param ? conn_param->private_data_len : 0,
-	};
 	now = srt_now();
 	srt_lock(rcm.dev);
 	e = cm_accept(id->cm, &p, now);

@@ -90,20 +90,17 @@ struct rcm_id {
 	int backlog;
 	bool registered;                /* has an open loopback registry entry */
 	/* Connection parameters. */
-	/* PSNs (IBTA 12.6.5, 12.6.8; the kernel's ib_cm reads them so): the
-	 * Starting PSN a side writes in its REQ or REP is the PSN it expects
-	 * to receive first, so each side sends from the PSN in the *peer's*
-	 * message.  rq_psn is drawn when the id is made; sq_psn arrives. */
-	uint32_t rq_psn;                /* our REQ/REP's Starting PSN */
-	uint32_t sq_psn;                /* the peer's REQ/REP's Starting PSN */
+	/* The QP's attributes, set from the REQ and REP by cm_qp_attr_active
+	 * / _passive (cm/cm_qp_attr.c has the rules: the Starting PSN a side
+	 * writes in its REQ or REP is the one it expects, so it sends from the
+	 * peer's).  rq_psn is drawn when the id is made and goes in our
+	 * REQ/REP; the rest arrives with the peer's message. */
+	uint32_t rq_psn;
+	uint32_t sq_psn;
 	uint32_t remote_qpn, remote_qkey;
-	/* The QP's max_dest_rd_atomic and max_rd_atomic. */
-	uint8_t responder_resources, initiator_depth;
-	/* The QP's retry counts.  Each is what the *peer* asked for where its
-	 * message carries one: the passive side takes both from the REQ, the
-	 * active side its RNR retry count from the REP (which has no other
-	 * retry count, so its retry_count stays the program's). */
+	uint8_t responder_resources, initiator_depth; /* max_dest_rd_atomic, max_rd_atomic */
 	uint8_t retry_count, rnr_retry_count;
+	struct cm_req_info peer_req;    /* passive ids: the REQ received */
 	enum ibv_mtu mtu;
 	uint8_t tos;
 	bool tos_set;
