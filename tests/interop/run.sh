@@ -1,0 +1,635 @@
+#!/usr/bin/env bash
+# run.sh — softrnic against the Linux kernel's Soft-RoCE (rdma_rxe).
+#
+# Builds (or reuses) a small Debian guest (build-guest.sh), boots it with
+# qemu on a bridge inside a network namespace created here, and runs
+# unmodified rdma-core programs with softrnic on one end (host side, in the
+# namespace, SOFTRNIC_ADDR = the bridge address) and the guest's kernel rxe
+# on the other, in both directions.  Cases are listed in docs/interop.md.
+#
+# usage: sudo bash tests/interop/run.sh BUILD_DIR [CASE...]
+#   Prints one line per case, "interop: PASS|FAIL|SKIP <case> ...", and last
+#   "interop: N passed, M failed, K skipped"; exits 0 only if M = 0.
+#   Logs of the last run: $SOFTRNIC_INTEROP_DIR/logs (default
+#   /var/tmp/softrnic-interop/logs).
+# Knobs: SOFTRNIC_INTEROP_ACCEL=tcg|kvm (default: KVM only if a short probe
+#   boots the kernel with it), SOFTRNIC_INTEROP_BUDGET=seconds for the cases
+#   (default 420; cases past it are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime).
+#
+# Only what this script creates is touched: the namespace (removed by the
+# trap), its bridge and tap, nft tables inside it, and the qemu it started
+# (stopped by its PID).
+set -uo pipefail
+
+BUILD=${1:?usage: $0 BUILD_DIR [CASE...]}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "interop: no build directory" >&2; exit 1; }
+LIB=$BUILD/lib
+DIR=${SOFTRNIC_INTEROP_DIR:-/var/tmp/softrnic-interop}
+BUDGET=${SOFTRNIC_INTEROP_BUDGET:-420}
+# shellcheck source=../lib.sh
+. "$root/tests/lib.sh"
+
+NS=srnio-$$
+BR=srnio-br
+TAP=srnio-tap
+SUB=10.78.$(($$ % 250 + 1))
+HOST=$SUB.1
+GUEST=$SUB.2
+LOGS=$DIR/logs
+JOB=$DIR/job-$$
+QEMU_PID=
+HOST_PIDS=()
+passed=0 failed=0 skipped=0
+notes=()
+t_start=$(date +%s)
+
+# ------------------------------------------------------------------ cases
+# Each name maps to case_<name without the :side suffix>; the suffix says
+# which end is the server (or, for the failure cases, which end acts).
+ALL_CASES=(
+	rc_pingpong:softrnic-server rc_pingpong:kernel-server
+	uc_pingpong:softrnic-server uc_pingpong:kernel-server
+	ud_pingpong:softrnic-server ud_pingpong:kernel-server
+	write_bw:softrnic-server write_bw:kernel-server
+	read_bw:softrnic-server read_bw:kernel-server
+	send_bw:softrnic-server send_bw:kernel-server
+	atomic_bw:softrnic-server atomic_bw:kernel-server
+	write_lat:softrnic-server write_lat:kernel-server
+	read_lat:softrnic-server read_lat:kernel-server
+	send_lat:softrnic-server send_lat:kernel-server
+	rping:softrnic-server rping:kernel-server
+	ucmatose:softrnic-server ucmatose:kernel-server
+	udaddy:softrnic-server udaddy:kernel-server
+	rdma_server:softrnic-server rdma_server:kernel-server
+	send_bw_cm:softrnic-server send_bw_cm:kernel-server
+	write_bw_cm:softrnic-server write_bw_cm:kernel-server
+	read_lat_cm:softrnic-server read_lat_cm:kernel-server
+	rej:from-softrnic rej:from-kernel
+	disconnect:by-softrnic disconnect:by-kernel
+	peer_killed:kernel-client peer_killed:kernel-server
+	loss_write_bw:softrnic-server loss_write_bw:kernel-server
+	loss_read_bw:softrnic-server loss_read_bw:kernel-server
+	loss_rping:softrnic-server loss_rping:kernel-server
+	loss_rc_pingpong:softrnic-server loss_rc_pingpong:kernel-server
+	ecn:to-kernel ecn:to-softrnic
+	guest_poweroff:during-rping
+)
+
+say() { echo "interop: $*"; }
+pass() { say "PASS $CASE"; passed=$((passed + 1)); }
+fail() { say "FAIL $CASE ($*)"; failed=$((failed + 1)); }
+skip() { say "SKIP $CASE ($*)"; skipped=$((skipped + 1)); }
+note() { notes+=("$CASE: $*"); echo "$*" >> "$LOGS/$CASE_FILE.notes"; }
+elapsed() { echo $(($(date +%s) - t_start)); }
+
+summary() {
+	local n
+	if [ -f "$DIR/versions.txt" ]; then
+		say "guest: $(tr '\n' ';' < "$DIR/versions.txt" | sed 's/;$//')"
+	fi
+	for n in "${notes[@]}"; do say "note $n"; done
+	say "logs in $LOGS ($(elapsed) s)"
+	say "$passed passed, $failed failed, $skipped skipped"
+}
+
+skip_all() {
+	local c
+	for c in "${CASES[@]}"; do CASE=$c; skip "$*"; done
+	summary
+	exit 0
+}
+
+cleanup() {
+	local p
+	for p in "${HOST_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
+		kill "$QEMU_PID" 2>/dev/null
+		for _ in $(seq 20); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$QEMU_PID" 2>/dev/null
+	fi
+	ip netns del "$NS" 2>/dev/null
+	rm -rf "$JOB"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Which cases: all, or those named (a name without ":side" means both sides).
+CASES=()
+if [ $# -eq 0 ]; then
+	CASES=("${ALL_CASES[@]}")
+else
+	for want in "$@"; do
+		found=0
+		for c in "${ALL_CASES[@]}"; do
+			if [ "$c" = "$want" ] || [ "${c%%:*}" = "$want" ]; then CASES+=("$c"); found=1; fi
+		done
+		[ $found = 1 ] || { echo "interop: no case '$want' (cases: ${ALL_CASES[*]})" >&2; exit 2; }
+	done
+fi
+
+# ------------------------------------------------------------------ can we run?
+[ "$(id -u)" = 0 ] || skip_all "needs root: network namespace, tap, debootstrap"
+command -v qemu-system-x86_64 >/dev/null || skip_all "no qemu-system-x86_64"
+for t in debootstrap cpio depmod; do command -v $t >/dev/null || skip_all "no $t"; done
+[ -e /dev/net/tun ] || skip_all "no /dev/net/tun"
+ip netns add "$NS" 2>/dev/null || skip_all "cannot create a network namespace"
+[ -e "$LIB/libibverbs.so.1" ] && [ -e "$LIB/librdmacm.so.1" ] || skip_all "no softrnic libraries in $LIB"
+for t in ibv_rc_pingpong ib_write_bw rping; do command -v $t >/dev/null || skip_all "no $t on the host"; done
+HAVE_NFT=1
+command -v nft >/dev/null && ip netns exec "$NS" nft list ruleset >/dev/null 2>&1 || HAVE_NFT=0
+
+mkdir -p "$DIR"
+rm -rf "$LOGS" "$DIR"/job-*
+mkdir -p "$LOGS" "$JOB"
+
+# ------------------------------------------------------------------ guest
+t0=$(date +%s)
+if ! bash "$here/build-guest.sh" > "$LOGS/build-guest.log" 2>&1; then
+	tail -5 "$LOGS/build-guest.log" >&2
+	skip_all "guest build failed (see $LOGS/build-guest.log)"
+fi
+BUILD_S=$(($(date +%s) - t0))
+
+ip -n "$NS" link set lo up
+ip -n "$NS" link add "$BR" type bridge stp_state 0 forward_delay 0
+ip -n "$NS" addr add "$HOST/24" dev "$BR"
+ip -n "$NS" tuntap add dev "$TAP" mode tap
+# A long tap queue: under TCG the guest drains it slowly, and drops there
+# would look like losses to both ends.
+ip -n "$NS" link set "$TAP" master "$BR" txqueuelen 10000 up
+ip -n "$NS" link set "$BR" up
+
+# KVM only if a short probe boots the kernel (to its "no root" panic) with
+# it; the verdict is cached per host kernel and guest kernel.
+kvm_ok() {
+	local key verdict=no
+	key="$(uname -r) $(cksum < "$DIR/vmlinuz")"
+	if [ -f "$DIR/kvm.verdict" ] && [ "$(head -n1 "$DIR/kvm.verdict")" = "$key" ]; then
+		[ "$(sed -n 2p "$DIR/kvm.verdict")" = yes ]
+		return
+	fi
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		(timeout -k 1 5 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot \
+			-kernel "$DIR/vmlinuz" -append "console=ttyS0 panic=-1" \
+			-serial "file:$LOGS/kvm-probe.log" > "$LOGS/kvm-probe.err" 2>&1) 2>> "$LOGS/kvm-probe.err"
+		grep -qs "Unable to mount root\|Kernel panic" "$LOGS/kvm-probe.log" && verdict=yes
+	fi
+	printf '%s\n%s\n' "$key" "$verdict" > "$DIR/kvm.verdict"
+	[ $verdict = yes ]
+}
+ACCEL=${SOFTRNIC_INTEROP_ACCEL:-}
+if [ -z "$ACCEL" ]; then
+	if kvm_ok; then ACCEL=kvm; else ACCEL=tcg; fi
+fi
+
+boot_guest() {
+	local accel=$1 cpu=max
+	[ "$accel" = kvm ] && cpu=host
+	rm -rf "$JOB"/* "$LOGS/console.log"
+	ip netns exec "$NS" qemu-system-x86_64 -name srn-interop -machine q35 -m 1024 -smp 1 \
+		-accel "$accel" -cpu "$cpu" \
+		-kernel "$DIR/vmlinuz" -initrd "$DIR/initramfs.cpio" \
+		-append "console=ttyS0 panic=-1 loglevel=4 srn_ip=$GUEST/24" \
+		-no-reboot -display none -vga none -nodefaults \
+		-netdev "tap,id=n0,ifname=$TAP,script=no,downscript=no" \
+		-device "virtio-net-pci,netdev=n0,mac=52:54:00:78:00:02" \
+		-virtfs "local,path=$JOB,mount_tag=job,security_model=none,id=j0" \
+		-serial "file:$LOGS/console.log" -pidfile "$LOGS/qemu.pid" -daemonize \
+		2> "$LOGS/qemu.err" || return 1
+	QEMU_PID=$(cat "$LOGS/qemu.pid")
+	local deadline=$(($(date +%s) + ${2:-240}))
+	until [ -f "$JOB/ready" ]; do
+		kill -0 "$QEMU_PID" 2>/dev/null || return 1
+		[ "$(date +%s)" -lt $deadline ] || return 1
+		sleep 0.2
+	done
+}
+t0=$(date +%s)
+booted=0
+if [ "$ACCEL" = kvm ]; then
+	boot_guest kvm 30 && booted=1
+	if [ $booted = 0 ]; then
+		[ -n "$QEMU_PID" ] && kill "$QEMU_PID" 2>/dev/null
+		QEMU_PID=
+		ACCEL=tcg
+	fi
+fi
+[ $booted = 1 ] || boot_guest tcg 240 && booted=1
+BOOT_S=$(($(date +%s) - t0))
+if [ $booted = 0 ] || ! grep -q "gid1=0000:0000:0000:0000:0000:ffff:" "$JOB/ready"; then
+	cp "$JOB/ready" "$LOGS/ready" 2>/dev/null
+	for c in "${CASES[@]}"; do CASE=$c; fail "guest did not come up with rxe0 (see $LOGS/console.log)"; done
+	summary
+	exit 1
+fi
+cp "$JOB/ready" "$LOGS/ready"
+say "guest up ($ACCEL) in ${BOOT_S} s (image ${BUILD_S} s): $(tr '\n' ' ' < "$JOB/ready")"
+
+# ------------------------------------------------------------------ helpers
+# Guest jobs: a bash script dropped into the 9p inbox; its output and status
+# come back in the outbox.
+jobn=0
+gstart() {   # gstart NAME SCRIPT
+	printf '%s\n' "$2" > "$JOB/.$1.tmp"
+	mv "$JOB/.$1.tmp" "$JOB/inbox/$1.sh"
+}
+gwait() {    # gwait NAME SECONDS: its status (124 if it has not ended)
+	local deadline=$(($(date +%s) + $2))
+	until [ -f "$JOB/outbox/$1.rc" ]; do
+		if [ "$(date +%s)" -ge $deadline ] || ! kill -0 "$QEMU_PID" 2>/dev/null; then
+			return 124
+		fi
+		sleep 0.1
+	done
+	return "$(cat "$JOB/outbox/$1.rc")"
+}
+gout() { cat "$JOB/outbox/$1.out" 2>/dev/null; }
+grun() {     # grun SECONDS SCRIPT: run and wait; output on stdout
+	jobn=$((jobn + 1))
+	local n=j$jobn rc
+	gstart $n "$2"
+	gwait $n "$1"; rc=$?
+	gout $n
+	return $rc
+}
+guest_alive() { [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; }
+
+# Host side: softrnic's libraries, bound to the bridge address, counters at
+# exit.  A sanitized build needs its runtime preloaded (as netns_test.sh).
+PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
+hrun() {     # hrun SECONDS CMD...: in the namespace, through softrnic
+	local t=$1; shift
+	ip netns exec "$NS" env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} \
+		ASAN_OPTIONS=detect_leaks=0 SOFTRNIC_ADDR="$HOST" SOFTRNIC_STATS_AT_EXIT=1 \
+		SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" SOFTRNIC_PCAP_LIMIT=20M \
+		timeout -k 3 "$t" "$@"
+}
+
+# Retried while the other end is not listening yet.
+RETRY='[Cc]ouldn.t connect\|REJECTED\|[Cc]onnection refused\|[Ff]ailed to connect\|connect error\|Unable to connect\|UNREACHABLE\|unreachable\|rdma_connect\|ADDR_ERROR\|ROUTE_ERROR'
+
+# Command templates: {A} the server's address, {P} the port, {G} the
+# pingpong device flags, {X} perftest's, {D} the device for -R perftest.
+expand() {   # expand SIDE(host|guest) ADDR TEMPLATE
+	local s=$3
+	if [ "$1" = host ]; then
+		s=${s//\{G\}/-g 0}; s=${s//\{X\}/-x 0}; s=${s//\{D\}/}
+	else
+		s=${s//\{G\}/-d rxe0 -g 1}; s=${s//\{X\}/-d rxe0 -x 1}; s=${s//\{D\}/-d rxe0}
+	fi
+	s=${s//\{A\}/$2}; s=${s//\{P\}/$PORT}
+	echo "$s"
+}
+
+# pair SIDE SECONDS SERVER-TEMPLATE CLIENT-TEMPLATE: SIDE=softrnic runs the
+# server through softrnic and the client in the guest, SIDE=kernel the
+# reverse.  Sets SRV_RC, CLI_RC and the logs SRV_LOG, CLI_LOG (host side
+# also has the counters).  The client is retried while the server is not up.
+pair() {
+	local side=$1 t=$2 srv cli hpid rc i deadline
+	if [ "$side" = softrnic ]; then
+		srv=$(expand host "$HOST" "$3"); cli=$(expand guest "$HOST" "$4")
+		SRV_LOG=$LOGS/$CASE_FILE.softrnic-server.log
+		CLI_LOG=$LOGS/$CASE_FILE.guest-client.log
+		echo "+ $srv" > "$SRV_LOG"
+		# shellcheck disable=SC2086
+		hrun "$t" $srv >> "$SRV_LOG" 2>&1 &
+		hpid=$!; HOST_PIDS+=("$hpid")
+		wait_listen "$PORT" ip netns exec "$NS" || sleep 0.5
+		jobn=$((jobn + 1))
+		gstart c$jobn "echo '+ $cli'
+for i in \$(seq 40); do
+	timeout -k 3 $t $cli > /tmp/c$jobn.out 2>&1; rc=\$?
+	[ \$rc = 0 ] && break
+	grep -q '$RETRY' /tmp/c$jobn.out || break
+	read -rt 0.3 <> /run/tick
+done
+cat /tmp/c$jobn.out; exit \$rc"
+		gwait c$jobn $((t + 20)); CLI_RC=$?
+		gout c$jobn > "$CLI_LOG"
+		wait "$hpid"; SRV_RC=$?
+	else
+		srv=$(expand guest "$GUEST" "$3"); cli=$(expand host "$GUEST" "$4")
+		SRV_LOG=$LOGS/$CASE_FILE.guest-server.log
+		CLI_LOG=$LOGS/$CASE_FILE.softrnic-client.log
+		jobn=$((jobn + 1))
+		local sj=s$jobn
+		gstart $sj "echo '+ $srv'; exec timeout -k 3 $t $srv"
+		deadline=$(($(date +%s) + t))
+		CLI_RC=1
+		for i in $(seq 100); do
+			sleep 0.5
+			echo "+ $cli" > "$CLI_LOG"
+			# shellcheck disable=SC2086
+			hrun "$t" $cli >> "$CLI_LOG" 2>&1; CLI_RC=$?
+			[ $CLI_RC = 0 ] && break
+			grep -q "$RETRY" "$CLI_LOG" || break
+			[ -f "$JOB/outbox/$sj.rc" ] && break
+			[ "$(date +%s)" -lt $deadline ] || break
+		done
+		gwait $sj $((t + 20)); SRV_RC=$?
+		gout $sj > "$SRV_LOG"
+	fi
+}
+
+# pair_case SIDE SECONDS SERVER CLIENT REGEX: both exit 0 and the client's
+# output matches REGEX (the program's own success line).
+pair_case() {
+	pair "$1" "$2" "$3" "$4"
+	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
+		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
+	elif [ -n "$5" ] && ! grep -Eq "$5" "$CLI_LOG"; then
+		fail "client printed no /$5/"
+	else
+		pass
+	fi
+}
+last_error() {   # a one-line hint from both logs
+	grep -hiE "error|fail|couldn|unable|reject|timeout|timed out|refused|abort" "$SRV_LOG" "$CLI_LOG" 2>/dev/null |
+		grep -v "^+ " | head -n2 | tr '\n\t' '  ' | cut -c1-200
+}
+side() { case $CASE in *:softrnic-*|*:*-softrnic|*:by-softrnic) echo softrnic ;; *) echo kernel ;; esac; }
+softrnic_log() { if [ "$(side)" = softrnic ]; then echo "$SRV_LOG"; else echo "$CLI_LOG"; fi; }
+counters() {     # counters LOG NAME...: "name=value" for each
+	local log=$1 n out=; shift
+	for n in "$@"; do out+="$n=$(stats_counter "$log" "$n") "; done
+	echo "${out% }"
+}
+rxe_counters() { # the guest rxe's error/retry counters
+	grun 20 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for f in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err retry_exceeded_err send_rnr_err rcvd_rnr_err ack_deferred; do [ -e $f ] && printf "%s=%s " $f $(cat $f); done' 2>/dev/null
+}
+
+# ------------------------------------------------------------------ the cases
+PP=1000                    # pingpong iterations
+BW="-n 200 -s 65536 -F"    # perftest bandwidth
+LAT="-n 200 -s 64 -F"      # perftest latency
+OK_BW='^ *65536 +[0-9]+ +[0-9.]+'
+OK_PP='bytes in [0-9.]+ seconds'
+
+case_rc_pingpong() { pair_case "$(side)" 60 "ibv_rc_pingpong {G} -c -n $PP -p {P}" "ibv_rc_pingpong {G} -c -n $PP -p {P} {A}" "$OK_PP"; }
+case_uc_pingpong() { pair_case "$(side)" 60 "ibv_uc_pingpong {G} -c -n $PP -p {P}" "ibv_uc_pingpong {G} -c -n $PP -p {P} {A}" "$OK_PP"; }
+case_ud_pingpong() { pair_case "$(side)" 60 "ibv_ud_pingpong {G} -c -s 512 -n $PP -p {P}" "ibv_ud_pingpong {G} -c -s 512 -n $PP -p {P} {A}" "$OK_PP"; }
+case_write_bw() { pair_case "$(side)" 60 "ib_write_bw {X} $BW -p {P}" "ib_write_bw {X} $BW -p {P} {A}" "$OK_BW"; }
+case_read_bw() { pair_case "$(side)" 60 "ib_read_bw {X} $BW -p {P}" "ib_read_bw {X} $BW -p {P} {A}" "$OK_BW"; }
+case_send_bw() { pair_case "$(side)" 60 "ib_send_bw {X} $BW -p {P}" "ib_send_bw {X} $BW -p {P} {A}" "$OK_BW"; }
+case_atomic_bw() { pair_case "$(side)" 60 "ib_atomic_bw {X} -n 500 -F -p {P}" "ib_atomic_bw {X} -n 500 -F -p {P} {A}" '^ *8 +500 +'; }
+case_write_lat() { pair_case "$(side)" 60 "ib_write_lat {X} $LAT -p {P}" "ib_write_lat {X} $LAT -p {P} {A}" '^ *64 +200 +'; }
+case_read_lat() { pair_case "$(side)" 60 "ib_read_lat {X} $LAT -p {P}" "ib_read_lat {X} $LAT -p {P} {A}" '^ *64 +200 +'; }
+case_send_lat() { pair_case "$(side)" 60 "ib_send_lat {X} $LAT -p {P}" "ib_send_lat {X} $LAT -p {P} {A}" '^ *64 +200 +'; }
+
+case_rping() { pair_case "$(side)" 60 "rping -s -a {A} -p {P} -v -V -C 20" "rping -c -a {A} -p {P} -v -V -C 20" 'rdma-ping-19'; }
+case_ucmatose() { pair_case "$(side)" 60 "ucmatose -b {A} -p {P} -c 4 -C 20" "ucmatose -s {A} -p {P} -c 4 -C 20" 'test complete'; }
+case_udaddy() { pair_case "$(side)" 60 "udaddy -b {A} -p {P} -c 2 -C 20" "udaddy -s {A} -p {P} -c 2 -C 20" 'test complete'; }
+case_rdma_server() { pair_case "$(side)" 60 "rdma_server -s {A} -p {P}" "rdma_client -s {A} -p {P}" 'rdma_client: end 0'; }
+case_send_bw_cm() { pair_case "$(side)" 60 "ib_send_bw {D} -R $BW -p {P}" "ib_send_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
+case_write_bw_cm() { pair_case "$(side)" 60 "ib_write_bw {D} -R $BW -p {P}" "ib_write_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
+case_read_lat_cm() { pair_case "$(side)" 60 "ib_read_lat {D} -R $LAT -p {P}" "ib_read_lat {D} -R $LAT -p {P} {A}" '^ *64 +200 +'; }
+
+# A connection request to a port where nothing listens: the client must be
+# refused (REJ) within seconds, not hang.
+case_rej() {
+	local t0 rc out dt hpid
+	if [ "$(side)" = softrnic ]; then
+		# softrnic rejects: a softrnic process owns the address (listening
+		# on another port); the kernel's client asks for PORT.
+		SRV_LOG=$LOGS/$CASE_FILE.softrnic-listener.log
+		hrun 60 rping -s -a "$HOST" -p $((PORT + 1)) -C 1 > "$SRV_LOG" 2>&1 &
+		hpid=$!; HOST_PIDS+=("$hpid")
+		sleep 1
+		t0=$(date +%s)
+		out=$(grun 40 "timeout 30 rping -c -a $HOST -p $PORT -C 1 -v; echo rc=\$?")
+		dt=$(($(date +%s) - t0))
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		CLI_LOG=$LOGS/$CASE_FILE.guest-client.log; echo "$out" > "$CLI_LOG"
+	else
+		CLI_LOG=$LOGS/$CASE_FILE.softrnic-client.log
+		t0=$(date +%s)
+		hrun 30 rping -c -a "$GUEST" -p "$PORT" -C 1 -v > "$CLI_LOG" 2>&1
+		echo "rc=$?" >> "$CLI_LOG"
+		dt=$(($(date +%s) - t0))
+		out=$(cat "$CLI_LOG")
+	fi
+	rc=$(sed -n 's/^rc=//p' <<<"$out" | tail -n1)
+	note "client exit $rc after ${dt} s: $(grep -m1 -iE 'reject|refused|error' <<<"$out" | cut -c1-100)"
+	if [ "$rc" = 0 ]; then fail "client connected (exit 0)"
+	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then fail "client hung (killed after 30 s)"
+	elif ! grep -qiE 'REJECTED|refused' <<<"$out"; then fail "client exit $rc after ${dt} s but no REJECTED: $(tail -n1 <<<"${out%rc=*}")"
+	elif [ "$dt" -gt 15 ]; then fail "refused only after ${dt} s"
+	else pass
+	fi
+}
+
+# A disconnect started by one side: rdma_client disconnects first and
+# rdma_server waits for it; both must exit 0.  The first DREQ in softrnic's
+# capture must come from the side named.
+case_disconnect() {
+	local s=kernel dreq from
+	[ "$(side)" = softrnic ] && s=kernel || s=softrnic   # the client's side starts it
+	pair "$s" 60 "rdma_server -s {A} -p {P}" "rdma_client -s {A} -p {P}"
+	dreq=$(for f in "$LOGS/$CASE_FILE".softrnic-*.pcap; do [ -f "$f" ] && "$BUILD/bin/softrnic" decode "$f"; done 2>/dev/null |
+		grep -m1 -i 'DREQ\|DisconnectRequest')
+	from=unknown
+	[[ $dreq == *"$HOST"*"$GUEST"* ]] && from=softrnic
+	[[ $dreq == *"$GUEST"*"$HOST"* ]] && from=kernel
+	note "first DREQ: ${dreq:-none seen} (from $from)"
+	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
+		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
+	elif [ "$from" != "$(side)" ]; then
+		fail "first DREQ from $from, not $(side): $dreq"
+	else
+		pass
+	fi
+}
+
+# The kernel's process is killed mid-connection (rping running): softrnic's
+# end must see the disconnect (or an error) and exit within seconds.
+case_peer_killed() {
+	local hpid dt t0 st cmd
+	if [ "$CASE" = peer_killed:kernel-client ]; then
+		SRV_LOG=$LOGS/$CASE_FILE.softrnic-server.log
+		hrun 120 rping -s -a "$HOST" -p "$PORT" -v -d > "$SRV_LOG" 2>&1 &
+		hpid=$!; HOST_PIDS+=("$hpid")
+		sleep 1
+		cmd="rping -c -a $HOST -p $PORT -v -C 100000 -S 1024"
+	else
+		cmd="rping -s -a $GUEST -p $PORT -v -C 100000 -S 1024"
+	fi
+	jobn=$((jobn + 1))
+	gstart k$jobn "for i in \$(seq 20); do
+	$cmd > /tmp/k.out 2>&1 & echo \$! > /tmp/k.pid; wait \$!; grep -q '$RETRY' /tmp/k.out || break; read -rt 0.3 <> /run/tick
+done; cat /tmp/k.out"
+	if [ "$CASE" = peer_killed:kernel-server ]; then
+		sleep 2
+		SRV_LOG=$LOGS/$CASE_FILE.softrnic-client.log
+		hrun 120 rping -c -a "$GUEST" -p "$PORT" -v -d -C 100000 -S 1024 > "$SRV_LOG" 2>&1 &
+		hpid=$!; HOST_PIDS+=("$hpid")
+	fi
+	# Wait until pings flow, then SIGKILL the kernel's rping.
+	for _ in $(seq 100); do grep -q "ping data" "$SRV_LOG" && break; kill -0 "$hpid" 2>/dev/null || break; sleep 0.2; done
+	if ! grep -q "ping data" "$SRV_LOG"; then
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		grun 10 'kill -9 $(cat /tmp/k.pid)' > /dev/null
+		gwait k$jobn 20
+		fail "no pings before the kill: $(grep -v '^+' "$SRV_LOG" | grep -iE 'error|fail|reject' | head -n1 | cut -c1-120)"
+		return
+	fi
+	t0=$(date +%s)
+	grun 10 'kill -9 $(cat /tmp/k.pid)' > /dev/null
+	st=124
+	for _ in $(seq 300); do kill -0 "$hpid" 2>/dev/null || { wait "$hpid"; st=$?; break; }; sleep 0.1; done
+	dt=$(($(date +%s) - t0))
+	gwait k$jobn 20
+	if [ $st = 124 ]; then
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		fail "softrnic's rping still running 30 s after the kernel's was killed"
+		return
+	fi
+	note "softrnic's rping exit $st ${dt} s after the kill: $(grep -m1 -iE 'DISCONNECT|error|fail' "$SRV_LOG" | cut -c1-100)"
+	if grep -qiE 'DISCONNECTED|DISCONNECT EVENT|error|fail' "$SRV_LOG"; then pass
+	else fail "exit $st after ${dt} s without a disconnect or error"
+	fi
+}
+
+# Loss: netem drops 1% of the guest's packets, and an nft rule in the
+# namespace drops 1% of softrnic's RoCEv2 packets on their way to the guest.
+# softrnic must recover (Go-Back-N with the kernel) and show retransmissions
+# or NAKs in its counters.
+loss_on() {
+	grun 20 'tc qdisc add dev eth0 root netem loss 1%' > /dev/null || return 1
+	[ $HAVE_NFT = 1 ] && ip netns exec "$NS" nft -f - <<-EOF
+		table bridge srnio_loss {
+			chain out { type filter hook output priority 0; ether type ip udp dport 4791 numgen random mod 100 < 1 counter drop; }
+		}
+	EOF
+	return 0
+}
+loss_off() {
+	grun 20 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
+	ip netns exec "$NS" nft delete table bridge srnio_loss 2>/dev/null
+}
+loss_case() {   # loss_case SERVER CLIENT REGEX
+	local log drops
+	if ! loss_on; then fail "netem loss could not be set in the guest"; loss_off; return; fi
+	local before after
+	before=$(rxe_counters)
+	pair "$(side)" 150 "$1" "$2"
+	after=$(rxe_counters)
+	drops=$(ip netns exec "$NS" nft list table bridge srnio_loss 2>/dev/null | grep -o 'packets [0-9]*' | head -n1)
+	loss_off
+	log=$(softrnic_log)
+	note "softrnic $(counters "$log" retransmits retransmit_timeouts rx_nak_psn_seq tx_nak_psn_seq duplicate_requests duplicate_reads completion_errors rx_drop_bad_icrc); nft dropped ${drops:-?} of softrnic's; guest rxe before: $before after: $after"
+	local recov=$(( $(stats_counter "$log" retransmits) + $(stats_counter "$log" retransmit_timeouts) +
+		$(stats_counter "$log" rx_nak_psn_seq) + $(stats_counter "$log" tx_nak_psn_seq) +
+		$(stats_counter "$log" duplicate_requests) + $(stats_counter "$log" duplicate_reads) ))
+	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
+		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
+	elif ! grep -Eq "$3" "$CLI_LOG"; then
+		fail "client printed no /$3/"
+	elif [ "$(stats_counter "$log" completion_errors)" != 0 ]; then
+		fail "softrnic completion errors: $(counters "$log" completion_errors)"
+	elif [ "$recov" = 0 ]; then
+		fail "no retransmission, NAK or duplicate in softrnic's counters under loss"
+	else
+		pass
+	fi
+}
+case_loss_write_bw() { loss_case "ib_write_bw {X} -n 100 -s 65536 -F -p {P}" "ib_write_bw {X} -n 100 -s 65536 -F -p {P} {A}" "$OK_BW"; }
+case_loss_read_bw() { loss_case "ib_read_bw {X} -n 100 -s 65536 -F -p {P}" "ib_read_bw {X} -n 100 -s 65536 -F -p {P} {A}" "$OK_BW"; }
+case_loss_rping() { loss_case "rping -s -a {A} -p {P} -v -V -C 30 -S 65536" "rping -c -a {A} -p {P} -v -V -C 30 -S 65536" 'rdma-ping-29'; }
+case_loss_rc_pingpong() { loss_case "ibv_rc_pingpong {G} -c -s 16384 -n 300 -p {P}" "ibv_rc_pingpong {G} -c -s 16384 -n 300 -p {P} {A}" "$OK_PP"; }
+
+# ECN: nft marks CE on RoCEv2 packets in one direction.  to-kernel: softrnic
+# writes to the kernel, its packets marked on the way out (the kernel's rxe
+# does not react).  to-softrnic: the kernel writes to softrnic, its packets
+# marked on the way in; softrnic counts the marks and answers with CNPs
+# (which the kernel's rxe ignores).
+case_ecn() {
+	local hook log
+	[ $HAVE_NFT = 1 ] || { skip "no nft in the namespace"; return; }
+	if [ "$(side)" = kernel ]; then hook=output; else hook=input; fi
+	if ! ip netns exec "$NS" nft -f - <<-EOF 2> "$LOGS/$CASE_FILE.nft.log"
+		table ip srnio_ecn {
+			chain c { type filter hook $hook priority 0; udp dport 4791 counter ip ecn set ce; }
+		}
+	EOF
+	then skip "this nft cannot set ip ecn: $(head -n1 "$LOGS/$CASE_FILE.nft.log")"; return; fi
+	# The writer is the client: softrnic's client to the kernel's server
+	# (to-kernel), the kernel's client to softrnic's server (to-softrnic).
+	local s=kernel
+	[ "$(side)" = softrnic ] && s=softrnic
+	pair "$s" 90 "ib_write_bw {X} $BW -p {P}" "ib_write_bw {X} $BW -p {P} {A}"
+	local marked
+	marked=$(ip netns exec "$NS" nft list table ip srnio_ecn | grep -o 'packets [0-9]*' | head -n1)
+	ip netns exec "$NS" nft delete table ip srnio_ecn
+	if [ "$s" = softrnic ]; then log=$SRV_LOG; else log=$CLI_LOG; fi
+	note "nft marked ${marked:-?}; softrnic $(counters "$log" ecn_marked cnp_sent cnp_received rate_decreases retransmits completion_errors)"
+	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
+		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
+	elif ! grep -Eq "$OK_BW" "$CLI_LOG"; then
+		fail "client printed no result row"
+	elif [ "$s" = softrnic ] && [ "$(stats_counter "$log" ecn_marked)" = 0 ]; then
+		fail "softrnic counted no CE-marked packets"
+	elif [ "$s" = softrnic ] && [ "$(stats_counter "$log" cnp_sent)" = 0 ]; then
+		fail "softrnic sent no CNPs for CE-marked packets"
+	else
+		pass
+	fi
+}
+
+# The guest powers off during a running rping whose softrnic end is the
+# client: softrnic must give up with an error within its retry timeouts.
+case_guest_poweroff() {
+	local hpid t0 st dt
+	jobn=$((jobn + 1))
+	gstart p$jobn "exec rping -s -a $GUEST -p $PORT -C 100000 -S 1024"
+	sleep 2
+	SRV_LOG=$LOGS/$CASE_FILE.softrnic-client.log
+	for _ in $(seq 20); do
+		hrun 120 rping -c -a "$GUEST" -p "$PORT" -v -d -C 100000 -S 1024 > "$SRV_LOG" 2>&1 &
+		hpid=$!; HOST_PIDS+=("$hpid")
+		for _ in $(seq 50); do grep -q "ping data" "$SRV_LOG" && break; kill -0 "$hpid" 2>/dev/null || break; sleep 0.2; done
+		grep -q "ping data" "$SRV_LOG" && break
+		wait "$hpid"
+		grep -q "$RETRY" "$SRV_LOG" || break
+		sleep 0.5
+	done
+	if ! grep -q "ping data" "$SRV_LOG"; then
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		fail "no pings before the power-off: $(grep -iE 'error|fail|reject' "$SRV_LOG" | head -n1 | cut -c1-120)"
+		return
+	fi
+	gstart off 'echo o > /proc/sysrq-trigger'
+	t0=$(date +%s)
+	st=124
+	for _ in $(seq 900); do kill -0 "$hpid" 2>/dev/null || { wait "$hpid"; st=$?; break; }; sleep 0.1; done
+	dt=$(($(date +%s) - t0))
+	for _ in $(seq 100); do guest_alive || break; sleep 0.1; done
+	guest_alive && note "qemu still running after the power-off"
+	note "softrnic's rping exit $st ${dt} s after the power-off: $(grep -iE 'error|fail|DISCONNECT' "$SRV_LOG" | head -n2 | tr '\n' ' ' | cut -c1-160)"
+	if [ $st = 124 ]; then
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		fail "softrnic's rping still running 90 s after the guest powered off"
+	elif [ $st = 0 ]; then
+		fail "softrnic's rping exit 0 after its peer vanished"
+	else
+		pass
+	fi
+}
+
+# ------------------------------------------------------------------ run them
+PORT=$((20000 + ($$ % 200) * 100))
+for CASE in "${CASES[@]}"; do
+	CASE_FILE=${CASE//:/.}
+	PORT=$((PORT + 2))
+	if [ "$(elapsed)" -gt "$BUDGET" ]; then skip "time budget of $BUDGET s used up"; continue; fi
+	if ! guest_alive; then skip "the guest is not running"; continue; fi
+	"case_${CASE%%:*}"
+	# Stop anything of ours a case left behind.
+	for p in "${HOST_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	HOST_PIDS=()
+done
+summary
+[ "$failed" = 0 ]
