@@ -55,7 +55,10 @@ int rdma_init_qp_attr(struct rdma_cm_id *cmid, struct ibv_qp_attr *attr, int *ma
 		attr->dest_qp_num = id->remote_qpn;
 		attr->rq_psn = id->rq_psn;       /* what our REQ/REP announced */
 		attr->max_dest_rd_atomic = id->responder_resources;
-		attr->min_rnr_timer = 12;       /* 0.64 ms, rdma-core's default */
+		/* 0.64 ms.  The kernel's ib_cm leaves 0, which the RNR timer code
+		 * reads as 655.36 ms: a peer meeting an empty receive queue
+		 * would wait that long per RNR NAK.  A deliberate difference. */
+		attr->min_rnr_timer = 12;
 		attr->ah_attr.is_global = 1;
 		attr->ah_attr.port_num = 1;
 		memcpy(attr->ah_attr.grh.dgid.raw, id->remote_gid, 16);
