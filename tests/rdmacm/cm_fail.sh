@@ -6,7 +6,10 @@
 #      REQs") — not after the REQ timeouts, which would take 200 ms here;
 #   2. a connect to a loopback address no softrnic device serves: the REQ
 #      is retried and the program gets RDMA_CM_EVENT_UNREACHABLE after the
-#      retries (SOFTRNIC_CM_RESPONSE_TIMEOUT 14 = 67 ms, 2 retries here).
+#      retries (SOFTRNIC_CM_RESPONSE_TIMEOUT 14 = 67 ms, 2 retries here);
+#   3. udaddy -p 7473 (its -p is the port space): rdma_create_id refuses
+#      the unknown port space with EINVAL, as the kernel does, and udaddy
+#      fails (test_rdmacm_errno.c checks each call's errno).
 # usage: cm_fail.sh <libdir> <port>
 set -u
 libdir=$1 port=$2
@@ -42,5 +45,15 @@ if echo "$out" | grep -q "RDMA_CM_EVENT_UNREACHABLE"; then
 	[ $ms -ge 150 ] && [ $ms -lt 5000 ] || { echo "FAIL: took $ms ms, expected about 200"; status=1; }
 else
 	echo "FAIL: nobody there: expected RDMA_CM_EVENT_UNREACHABLE"; status=1
+fi
+# 3. An unknown port space.
+if command -v udaddy >/dev/null 2>&1; then
+	out=$(run udaddy -p 7473 2>&1); rc=$?
+	echo "$out"
+	if [ $rc -ne 0 ] && echo "$out" | grep -q "Invalid argument"; then
+		echo "ok   udaddy -p 7473: EINVAL, exit $rc"
+	else
+		echo "FAIL: udaddy -p 7473: expected EINVAL and a failure, exit $rc"; status=1
+	fi
 fi
 exit $status

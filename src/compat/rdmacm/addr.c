@@ -189,8 +189,10 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 			sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
 	} else if (addr->sa_family == AF_INET) {
 		memcpy(&sin, addr, sizeof(sin));
+	} else if (addr->sa_family == AF_IB) {
+		return rcm_fail(EAFNOSUPPORT);  /* softrnic has no native IB addresses */
 	} else {
-		return rcm_fail(EAFNOSUPPORT);
+		return rcm_fail(EINVAL);        /* rdma-core: a family it does not know */
 	}
 	uint32_t a = sin.sin_addr.s_addr;
 	/* Our device's address, any, or a loopback one: the kernel's cma
@@ -295,6 +297,12 @@ void rcm_fill_route(struct rcm_id *id)
 	r->num_paths = 1;
 }
 
+/* rdma-core's ucma_addrlen: the families librdmacm passes on. */
+static bool known_family(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET || a->sa_family == AF_INET6 || a->sa_family == AF_IB;
+}
+
 int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 		      int timeout_ms)
 {
@@ -304,6 +312,9 @@ int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct
 	(void)timeout_ms;
 
 	if (!cmid || !dst_addr || (id->state != RCM_IDLE && id->state != RCM_ADDR_BOUND))
+		return rcm_fail(EINVAL);
+	/* rdma-core checks both families before the kernel sees them. */
+	if (!known_family(dst_addr) || (src_addr && !known_family(src_addr)))
 		return rcm_fail(EINVAL);
 	if (id->state == RCM_IDLE) {
 		struct sockaddr_in any = { .sin_family = AF_INET };

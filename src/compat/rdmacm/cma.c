@@ -225,6 +225,8 @@ static int init_locked(void)
 	cm_config_default(&cfg);
 	memcpy(cfg.gid, srt_gid(rcm.dev)->raw, 16);
 	cfg.ca_guid = attr.node_guid ? attr.node_guid : 1;
+	rcm.max_resp_res = attr.max_qp_rd_atom;
+	rcm.max_init_depth = attr.max_qp_init_rd_atom;
 	cfg.seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)srt_now();
 	/* Over UDP a round trip takes microseconds, not the fabric's
 	 * milliseconds: 2^16 * 4.096 us = 268 ms per try, 6 tries, so a
@@ -498,13 +500,37 @@ static void id_unlink(struct rcm_id *id)
 	pthread_mutex_unlock(&list_lock);
 }
 
-static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
+/* The QP type of an id, as the kernel's ucma_get_qp_type decides it: TCP
+ * is RC and UDP / IPoIB are UD whatever the caller asked; the IB port
+ * space takes the caller's type; any other port space is EINVAL. */
+static int qp_type_of(enum rdma_port_space ps, enum ibv_qp_type asked, enum ibv_qp_type *out)
 {
-	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+	switch (ps) {
+	case RDMA_PS_TCP:
+		*out = IBV_QPT_RC;
+		return 0;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		*out = IBV_QPT_UD;
+		return 0;
+	case RDMA_PS_IB:
+		*out = asked;
+		return 0;
+	default:
+		return EINVAL;
+	}
 }
 
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
 		   enum rdma_port_space ps)
+{
+	/* rdma-core: UDP and IPoIB ids are UD, every other one RC. */
+	return rcm_create_id2(channel, out, context, ps,
+			      ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC);
+}
+
+int rcm_create_id2(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
+		   enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
 	struct rcm_channel *chan;
 	struct rcm_id *id;
@@ -512,15 +538,16 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, 
 
 	if (!out)
 		return rcm_fail(EINVAL);
-	if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB)
-		return rcm_fail(EINVAL);
+	e = qp_type_of(ps, qp_type, &qp_type);
+	if (e)
+		return rcm_fail(e);
 	e = rcm_init();
 	if (e)
 		return rcm_fail(e);
 	chan = channel ? (struct rcm_channel *)channel : channel_create(true);
 	if (!chan)
 		return rcm_fail(ENOMEM);
-	id = id_alloc(chan, channel == NULL, context, ps, qp_type_of(ps));
+	id = id_alloc(chan, channel == NULL, context, ps, qp_type);
 	if (!id) {
 		if (!channel)
 			channel_destroy(chan);
@@ -583,6 +610,7 @@ int rdma_destroy_id(struct rdma_cm_id *cmid)
 		rcm_unregister_listener(id);
 	purge_events(id);
 	free(id->sync_event);
+	rcm_leave_all(id);
 	free(id->ep_qp_attr);
 	free(id->id.route.path_rec);
 	id_unlink(id);
@@ -935,7 +963,10 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	struct rcm_id *id = to_rcm_id(cmid);
 	int e;
 
-	if (!cmid || id->state == RCM_LISTEN || id->state == RCM_CONNECT || id->state == RCM_CONNECTED)
+	/* The kernel's rdma_listen: an idle id is bound to the any address
+	 * first; only a bound one may listen (a resolved, connecting or
+	 * listening one is EINVAL). */
+	if (!cmid || (id->state != RCM_IDLE && id->state != RCM_ADDR_BOUND))
 		return rcm_fail(EINVAL);
 	if (id->state == RCM_IDLE) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
@@ -1014,6 +1045,22 @@ static uint8_t rd_depth(uint8_t v, uint8_t dflt)
 	return v > 128 ? 128 : v;
 }
 
+/* rdma-core's ucma_valid_param, for the TCP port space only: no QP needs
+ * a conn_param, and a READ depth above the device's maximum (other than
+ * RDMA_MAX_*, "the default") is EINVAL, not clamped. */
+static bool valid_param(const struct rcm_id *id, const struct rdma_conn_param *p)
+{
+	if (id->id.ps != RDMA_PS_TCP)
+		return true;
+	if (!p)
+		return id->id.qp != NULL;
+	if (p->responder_resources != RDMA_MAX_RESP_RES && p->responder_resources > rcm.max_resp_res)
+		return false;
+	if (p->initiator_depth != RDMA_MAX_INIT_DEPTH && p->initiator_depth > rcm.max_init_depth)
+		return false;
+	return true;
+}
+
 /* Device lock held: send the REQ (or SIDR_REQ) saved in the id. */
 static int send_request(struct rcm_id *id, uint64_t now)
 {
@@ -1034,7 +1081,7 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 	uint64_t now;
 	int e;
 
-	if (!cmid || id->state != RCM_ROUTE_RESOLVED)
+	if (!cmid || id->state != RCM_ROUTE_RESOLVED || !valid_param(id, conn_param))
 		return rcm_fail(EINVAL);
 	if (conn_param && conn_param->private_data_len > max_user)
 		return rcm_fail(EINVAL);
@@ -1110,7 +1157,7 @@ int rdma_accept(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 	uint64_t now;
 	int e;
 
-	if (!cmid || id->state != RCM_REQ_RCVD || !id->cm)
+	if (!cmid || id->state != RCM_REQ_RCVD || !id->cm || !valid_param(id, conn_param))
 		return rcm_fail(EINVAL);
 	if (cmid->qp_type == IBV_QPT_UD) {
 		uint32_t qpn = cmid->qp ? cmid->qp->qp_num : conn_param ? conn_param->qp_num : 0;
@@ -1202,7 +1249,8 @@ int rdma_establish(struct rdma_cm_id *cmid)
 	struct rcm_id *id = to_rcm_id(cmid);
 	int e;
 
-	if (!cmid || !id->cm)
+	/* rdma-core: only an id without a QP establishes by hand. */
+	if (!cmid || cmid->qp || !id->cm)
 		return rcm_fail(EINVAL);
 	if (id->state == RCM_CONNECT_RESPONSE) {
 		srt_lock(rcm.dev);
@@ -1250,14 +1298,12 @@ int rdma_disconnect(struct rdma_cm_id *cmid)
 	if (!id->cm)
 		return rcm_fail(EINVAL);
 	srt_lock(rcm.dev);
-	enum cm_state st = cm_id_state(id->cm);
-	if (st == CM_ST_ESTABLISHED)
+	/* The kernel's rdma_disconnect sends a DREQ, or else a DREP, and
+	 * returns 0 whatever the cm's state once the id has a cm id: a
+	 * DREQ_RCVD id's DREP went with the DREQ's event here already, and an
+	 * id not yet established is refused by its destroy. */
+	if (cm_id_state(id->cm) == CM_ST_ESTABLISHED)
 		e = cm_disconnect(id->cm, NULL, 0, srt_now());
-	else if (st == CM_ST_REP_SENT || st == CM_ST_MRA_REP_RCVD || st == CM_ST_REQ_SENT ||
-		 st == CM_ST_MRA_REQ_RCVD)
-		e = 0;  /* rdma-core: nothing established yet; the id's destroy refuses it */
-	else if (st != CM_ST_DREQ_RCVD && st != CM_ST_TIMEWAIT && st != CM_ST_DREQ_SENT)
-		e = EINVAL;
 	srt_unlock(rcm.dev);
 	srt_kick(rcm.dev);
 	if (e)
@@ -1270,7 +1316,8 @@ int rdma_migrate_id(struct rdma_cm_id *cmid, struct rdma_event_channel *channel)
 	struct rcm_id *id = to_rcm_id(cmid);
 	struct rcm_channel *to;
 
-	if (!cmid)
+	/* rdma-core: a synchronous id has no channel to leave. */
+	if (!cmid || (id->sync && !channel))
 		return rcm_fail(EINVAL);
 	to = channel ? (struct rcm_channel *)channel : channel_create(true);
 	if (!to)

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compat/rdmacm/rdmacm_int.h"
@@ -35,12 +36,18 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 	return "UNKNOWN EVENT";
 }
 
+/* As the kernel's ucma_set_option: an unknown level or option name is
+ * ENOSYS, a wrong optlen EINVAL, an option the id's state or QP type does
+ * not allow EINVAL (rdma_set_reuseaddr, _afonly, _ack_timeout); optval is
+ * copied first, so a NULL one with a length is EFAULT. */
 int rdma_set_option(struct rdma_cm_id *cmid, int level, int optname, void *optval, size_t optlen)
 {
 	struct rcm_id *id = to_rcm_id(cmid);
 
-	if (!cmid || !optval)
+	if (!cmid)
 		return rcm_fail(EINVAL);
+	if (optlen && !optval)
+		return rcm_fail(EFAULT);
 	if (level == RDMA_OPTION_ID) {
 		switch (optname) {
 		case RDMA_OPTION_ID_TOS:
@@ -50,12 +57,22 @@ int rdma_set_option(struct rdma_cm_id *cmid, int level, int optname, void *optva
 			id->tos_set = true;
 			return 0;
 		case RDMA_OPTION_ID_REUSEADDR:
+			if (optlen != sizeof(int))
+				return rcm_fail(EINVAL);
+			/* Set on an idle id, or turned on before it listens. */
+			if (!((*(int *)optval && id->state != RCM_LISTEN) || id->state == RCM_IDLE))
+				return rcm_fail(EINVAL);
+			return 0;       /* ports are not held after close */
 		case RDMA_OPTION_ID_AFONLY:
 			if (optlen != sizeof(int))
 				return rcm_fail(EINVAL);
-			return 0;       /* IPv4 only; ports are not held after close */
+			if (id->state != RCM_IDLE && id->state != RCM_ADDR_BOUND)
+				return rcm_fail(EINVAL);
+			return 0;       /* IPv4 only */
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))
+				return rcm_fail(EINVAL);
+			if (cmid->qp_type != IBV_QPT_RC)
 				return rcm_fail(EINVAL);
 			id->ack_timeout = *(uint8_t *)optval & 31;
 			return 0;
@@ -63,8 +80,12 @@ int rdma_set_option(struct rdma_cm_id *cmid, int level, int optname, void *optva
 			return rcm_fail(ENOSYS);
 		}
 	}
-	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) {
+		/* The kernel's ucma_set_ib_path checks the records first. */
+		if (!optlen || optlen % sizeof(struct ibv_path_data))
+			return rcm_fail(EINVAL);
 		return rcm_fail(ENOSYS);   /* no SA: paths are local on RoCE */
+	}
 	return rcm_fail(ENOSYS);
 }
 
@@ -80,7 +101,7 @@ static int mgid_of(const struct sockaddr *addr, union ibv_gid *mgid)
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
 
 	if (!addr || addr->sa_family != AF_INET || !IN_MULTICAST(be32toh(sin->sin_addr.s_addr)))
-		return EINVAL;
+		return EINVAL;  /* rdma-core: a family it does not know; softrnic: IPv4 groups only */
 	memset(mgid, 0, sizeof(*mgid));
 	mgid->raw[10] = mgid->raw[11] = 0xff;
 	memcpy(mgid->raw + 12, &sin->sin_addr, 4);
@@ -94,20 +115,36 @@ static int join(struct rdma_cm_id *cmid, struct sockaddr *addr, void *context, b
 	struct rcm_event *e;
 	int err;
 
-	if (!cmid || cmid->qp_type != IBV_QPT_UD || !cmid->qp)
+	/* The kernel's rdma_join_multicast: a UD id with a device, bound or
+	 * resolved (not idle, connecting or listening). */
+	if (!cmid || cmid->qp_type != IBV_QPT_UD || !cmid->verbs ||
+	    (id->state != RCM_ADDR_BOUND && id->state != RCM_ADDR_RESOLVED))
 		return rcm_fail(EINVAL);
 	err = mgid_of(addr, &mgid);
 	if (err)
 		return rcm_fail(err);
-	/* A send-only member receives nothing: no attach. */
-	if (!send_only && ibv_attach_mcast(cmid->qp, &mgid, 0))
-		return -1;
+	struct rcm_mc *mc = calloc(1, sizeof(*mc));
+	if (!mc)
+		return rcm_fail(ENOMEM);
+	mc->mgid = mgid;
+	/* A send-only member receives nothing: no attach; nor an id without a
+	 * QP (rdma-core attaches only an id's QP). */
+	if (!send_only && cmid->qp) {
+		if (ibv_attach_mcast(cmid->qp, &mgid, 0)) {
+			free(mc);
+			return -1;
+		}
+		mc->attached = true;
+	}
 	e = rcm_new_event(id, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
 	if (!e) {
-		if (!send_only)
+		if (mc->attached)
 			ibv_detach_mcast(cmid->qp, &mgid, 0);
+		free(mc);
 		return rcm_fail(ENOMEM);
 	}
+	mc->next = id->mc;
+	id->mc = mc;
 	struct ibv_ah_attr *ah = &e->ev.param.ud.ah_attr;
 	ah->is_global = 1;
 	ah->port_num = 1;
@@ -146,17 +183,38 @@ int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex
 
 int rdma_leave_multicast(struct rdma_cm_id *cmid, struct sockaddr *addr)
 {
+	struct rcm_id *id = to_rcm_id(cmid);
 	union ibv_gid mgid;
 	int err;
 
-	if (!cmid || !cmid->qp)
+	if (!cmid)
 		return rcm_fail(EINVAL);
 	err = mgid_of(addr, &mgid);
 	if (err)
 		return rcm_fail(err);
-	/* A send-only join attached nothing: EINVAL from detach is fine. */
-	(void)ibv_detach_mcast(cmid->qp, &mgid, 0);
+	struct rcm_mc **p = &id->mc;
+	while (*p && memcmp(&(*p)->mgid, &mgid, sizeof(mgid)))
+		p = &(*p)->next;
+	if (!*p)
+		return rcm_fail(EADDRNOTAVAIL);   /* rdma-core: not joined */
+	struct rcm_mc *mc = *p;
+	*p = mc->next;
+	if (mc->attached && cmid->qp)
+		(void)ibv_detach_mcast(cmid->qp, &mgid, 0);
+	free(mc);
 	return 0;
+}
+
+/* The id goes: its records go (as rdma-core's ucma_free_id); the QP, if
+ * still there, stays attached until it is destroyed — it may already be
+ * gone by ibv_destroy_qp, so it is not touched. */
+void rcm_leave_all(struct rcm_id *id)
+{
+	while (id->mc) {
+		struct rcm_mc *mc = id->mc;
+		id->mc = mc->next;
+		free(mc);
+	}
 }
 
 /* Enhanced connection establishment: a vendor extension (mlx5); softrnic

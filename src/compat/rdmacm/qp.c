@@ -292,7 +292,8 @@ int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ib
 
 	if (!out || !res)
 		return rcm_fail(EINVAL);
-	if (rdma_create_id(NULL, &cmid, NULL, (enum rdma_port_space)res->ai_port_space))
+	if (rcm_create_id2(NULL, &cmid, NULL, (enum rdma_port_space)res->ai_port_space,
+			   (enum ibv_qp_type)res->ai_qp_type))
 		return -1;
 	id = to_rcm_id(cmid);
 	/* As rdma-core: the QP type comes from the address info. */

@@ -124,7 +124,16 @@ struct rcm_id {
 	struct rcm_event *sync_event;
 	/* CQs and channels rdma_create_qp made (destroyed with the QP). */
 	bool own_cqs;
+	/* Multicast groups joined (misc.c): leaving one not joined is
+	 * EADDRNOTAVAIL, as in rdma-core. */
+	struct rcm_mc *mc;
 	struct rcm_id *next_all;        /* every id (registry cleanup at exit) */
+};
+
+struct rcm_mc {
+	struct rcm_mc *next;
+	union ibv_gid mgid;
+	bool attached;                  /* the id's QP is attached to it */
 };
 
 static inline struct rcm_id *to_rcm_id(struct rdma_cm_id *id)
@@ -142,12 +151,17 @@ struct rcm_global {
 	struct ibv_pd *default_pd;
 	struct cm *cm;
 	struct rcm_id *all;
+	int max_resp_res, max_init_depth; /* the device's max_qp_rd_atom / _init_rd_atom */
 	unsigned n_early;               /* ids with retry_at set (device lock) */
 };
 extern struct rcm_global rcm;
 
 /* cma.c */
 int rcm_init(void);             /* 0 or an errno */
+/* rdma-core's rdma_create_id2 (rdma_create_ep): the QP type as asked,
+ * checked against the port space as the kernel does.  -1 / errno. */
+int rcm_create_id2(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
+		   enum rdma_port_space ps, enum ibv_qp_type qp_type);
 void rcm_queue_event(struct rcm_id *id, struct rcm_event *e);
 struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type, int status);
 int rcm_wait_event(struct rcm_id *id, enum rdma_cm_event_type want, struct rcm_event **out);
@@ -169,6 +183,9 @@ void rcm_fill_route(struct rcm_id *id);
 uint16_t rcm_src_port(const struct rcm_id *id);
 uint16_t rcm_dst_port(const struct rcm_id *id);
 uint16_t rcm_ps(const struct rcm_id *id);
+
+/* misc.c: forget the groups the id joined (rdma_destroy_id). */
+void rcm_leave_all(struct rcm_id *id);
 
 /* qp.c */
 int rcm_qp_to_rtr_rts(struct rcm_id *id);
