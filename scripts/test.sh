@@ -2,6 +2,8 @@
 # test.sh — run every softrnic test, the way CI does.
 #   1. release build (gcc, -Werror) and its full CTest suite, twice: over
 #      the host-local path (the default) and over UDP only (SOFTRNIC_LOCAL=0);
+#      then softrnic against the kernel's Soft-RoCE in a qemu guest
+#      (tests/interop/run.sh; needs root, else its cases are skipped);
 #   2. clang build (-Werror), compiled to prove it is warning-free;
 #   3. ASan + UBSan build and its full CTest suite;
 #   4. the libFuzzer targets for a bounded time (FUZZ_SECONDS, default 60).
@@ -40,6 +42,19 @@ if bash scripts/build.sh release; then
   step "release tests over UDP only (SOFTRNIC_LOCAL=0)"
   (cd build && SOFTRNIC_LOCAL=0 ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release-udp.log"
   count_ctest "$log_dir/release-udp.log"
+else
+  failed=$((failed + 1))
+fi
+
+# softrnic against the kernel's Soft-RoCE in a qemu guest (tests/interop):
+# both directions, verbs and CM, loss and ECN.  Bounded: the guest build,
+# boot and every case in at most 10 minutes (skips are not counted).
+step "kernel interop (Soft-RoCE in a guest)"
+timeout -k 10 600 bash tests/interop/run.sh build 2>&1 | tee "$log_dir/interop.log"
+line=$(grep -E "^interop: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$log_dir/interop.log" | tail -1)
+if [ -n "$line" ]; then
+  passed=$((passed + $(sed -E 's/^interop: ([0-9]+) passed.*/\1/' <<<"$line")))
+  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
 else
   failed=$((failed + 1))
 fi

@@ -14,7 +14,7 @@
 #   /var/tmp/softrnic-interop/logs).
 # Knobs: SOFTRNIC_INTEROP_ACCEL=tcg|kvm (default: KVM only if a short probe
 #   boots the kernel with it), SOFTRNIC_INTEROP_BUDGET=seconds for the cases
-#   (default 420; cases past it are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime).
+#   (default 400; cases starting later are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime).
 #
 # Only what this script creates is touched: the namespace (removed by the
 # trap), its bridge and tap, nft tables inside it, and the qemu it started
@@ -28,7 +28,7 @@ root=$(cd "$here/../.." && pwd)
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "interop: no build directory" >&2; exit 1; }
 LIB=$BUILD/lib
 DIR=${SOFTRNIC_INTEROP_DIR:-/var/tmp/softrnic-interop}
-BUDGET=${SOFTRNIC_INTEROP_BUDGET:-420}
+BUDGET=${SOFTRNIC_INTEROP_BUDGET:-400}
 # shellcheck source=../lib.sh
 . "$root/tests/lib.sh"
 
@@ -104,6 +104,7 @@ skip_all() {
 
 cleanup() {
 	local p
+	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
 	for p in "${HOST_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
 		kill "$QEMU_PID" 2>/dev/null
@@ -116,7 +117,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Which cases: all, or those named (a name without ":side" means both sides).
+# Which cases: all, or those named (a name without ":side" means both
+# sides; a shell pattern such as 'loss_*' picks several).
 CASES=()
 if [ $# -eq 0 ]; then
 	CASES=("${ALL_CASES[@]}")
@@ -124,7 +126,8 @@ else
 	for want in "$@"; do
 		found=0
 		for c in "${ALL_CASES[@]}"; do
-			if [ "$c" = "$want" ] || [ "${c%%:*}" = "$want" ]; then CASES+=("$c"); found=1; fi
+			# shellcheck disable=SC2053
+			if [[ $c == $want || ${c%%:*} == $want ]]; then CASES+=("$c"); found=1; fi
 		done
 		[ $found = 1 ] || { echo "interop: no case '$want' (cases: ${ALL_CASES[*]})" >&2; exit 2; }
 	done
@@ -260,12 +263,45 @@ guest_alive() { [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; }
 # Host side: softrnic's libraries, bound to the bridge address, counters at
 # exit.  A sanitized build needs its runtime preloaded (as netns_test.sh).
 PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
+HENV=(env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0
+	SOFTRNIC_ADDR="$HOST" SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_PCAP_LIMIT=20M)
 hrun() {     # hrun SECONDS CMD...: in the namespace, through softrnic
 	local t=$1; shift
-	ip netns exec "$NS" env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} \
-		ASAN_OPTIONS=detect_leaks=0 SOFTRNIC_ADDR="$HOST" SOFTRNIC_STATS_AT_EXIT=1 \
-		SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" SOFTRNIC_PCAP_LIMIT=20M \
+	ip netns exec "$NS" "${HENV[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
 		timeout -k 3 "$t" "$@"
+}
+hstart() {   # hstart LOG SECONDS CMD...: the same in the background, its pid in HPID
+	local log=$1 t=$2; shift 2
+	ip netns exec "$NS" "${HENV[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
+		timeout -k 3 "$t" "$@" >> "$log" 2>&1 &
+	HPID=$!; HOST_PIDS+=("$HPID")
+}
+
+# CM programs (rping, ...) do not close their device, so they print no
+# counters at exit: a sampler keeps the last `softrnic stats` of the
+# devices on the bridge address while a case runs.
+SAMPLER=
+sampler_start() {
+	rm -f "$LOGS/$CASE_FILE.stats"
+	(
+		while :; do
+			"$BUILD/bin/softrnic" stats 2>/dev/null | awk -v a=" $HOST " '
+				/^[^ ]/ { keep = index($0, a) > 0 } keep' > "$LOGS/.stats.tmp"
+			grep -q tx_packets "$LOGS/.stats.tmp" && mv "$LOGS/.stats.tmp" "$LOGS/$CASE_FILE.stats"
+			sleep 0.3
+		done
+	) &
+	SAMPLER=$!
+}
+sampler_stop() { [ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null; SAMPLER=; }
+# srn_counter LOG NAME: from the counters softrnic printed at exit in LOG,
+# else from the sampler's last view (summed over the devices it saw).
+srn_counter() {
+	if grep -q ' counters:' "$1" 2>/dev/null; then
+		stats_counter "$1" "$2"
+	else
+		awk -v n="$2" '$1 == n { v += $2 } END { print v + 0 }' "$LOGS/$CASE_FILE.stats" 2>/dev/null || echo 0
+	fi
 }
 
 # Retried while the other end is not listening yet.
@@ -296,8 +332,8 @@ pair() {
 		CLI_LOG=$LOGS/$CASE_FILE.guest-client.log
 		echo "+ $srv" > "$SRV_LOG"
 		# shellcheck disable=SC2086
-		hrun "$t" $srv >> "$SRV_LOG" 2>&1 &
-		hpid=$!; HOST_PIDS+=("$hpid")
+		hstart "$SRV_LOG" "$t" $srv
+		hpid=$HPID
 		wait_listen "$PORT" ip netns exec "$NS" || sleep 0.5
 		jobn=$((jobn + 1))
 		gstart c$jobn "echo '+ $cli'
@@ -382,7 +418,8 @@ case_send_lat() { pair_case "$(side)" 60 "ib_send_lat {X} $LAT -p {P}" "ib_send_
 
 case_rping() { pair_case "$(side)" 60 "rping -s -a {A} -p {P} -v -V -C 20" "rping -c -a {A} -p {P} -v -V -C 20" 'rdma-ping-19'; }
 case_ucmatose() { pair_case "$(side)" 60 "ucmatose -b {A} -p {P} -c 4 -C 20" "ucmatose -s {A} -p {P} -c 4 -C 20" 'test complete'; }
-case_udaddy() { pair_case "$(side)" 60 "udaddy -b {A} -p {P} -c 2 -C 20" "udaddy -s {A} -p {P} -c 2 -C 20" 'test complete'; }
+# udaddy has no port option: it always uses 7174.
+case_udaddy() { pair_case "$(side)" 60 "udaddy -b {A} -c 2 -C 20" "udaddy -s {A} -c 2 -C 20" 'test complete'; }
 case_rdma_server() { pair_case "$(side)" 60 "rdma_server -s {A} -p {P}" "rdma_client -s {A} -p {P}" 'rdma_client: end 0'; }
 case_send_bw_cm() { pair_case "$(side)" 60 "ib_send_bw {D} -R $BW -p {P}" "ib_send_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
 case_write_bw_cm() { pair_case "$(side)" 60 "ib_write_bw {D} -R $BW -p {P}" "ib_write_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
@@ -396,8 +433,9 @@ case_rej() {
 		# softrnic rejects: a softrnic process owns the address (listening
 		# on another port); the kernel's client asks for PORT.
 		SRV_LOG=$LOGS/$CASE_FILE.softrnic-listener.log
-		hrun 60 rping -s -a "$HOST" -p $((PORT + 1)) -C 1 > "$SRV_LOG" 2>&1 &
-		hpid=$!; HOST_PIDS+=("$hpid")
+		: > "$SRV_LOG"
+		hstart "$SRV_LOG" 60 rping -s -a "$HOST" -p $((PORT + 1)) -C 1
+		hpid=$HPID
 		sleep 1
 		t0=$(date +%s)
 		out=$(grun 40 "timeout 30 rping -c -a $HOST -p $PORT -C 1 -v; echo rc=\$?")
@@ -422,13 +460,14 @@ case_rej() {
 	fi
 }
 
-# A disconnect started by one side: rdma_client disconnects first and
-# rdma_server waits for it; both must exit 0.  The first DREQ in softrnic's
-# capture must come from the side named.
+# A disconnect started by one side: rping's client disconnects after its
+# count, its server loops until it sees the disconnect (rdma_server and
+# rdma_client both disconnect at once, so they race).  Both must exit 0, and
+# the first DREQ in softrnic's capture must come from the side named.
 case_disconnect() {
 	local s=kernel dreq from
 	[ "$(side)" = softrnic ] && s=kernel || s=softrnic   # the client's side starts it
-	pair "$s" 60 "rdma_server -s {A} -p {P}" "rdma_client -s {A} -p {P}"
+	pair "$s" 60 "rping -s -a {A} -p {P} -v -C 10" "rping -c -a {A} -p {P} -v -C 10"
 	dreq=$(for f in "$LOGS/$CASE_FILE".softrnic-*.pcap; do [ -f "$f" ] && "$BUILD/bin/softrnic" decode "$f"; done 2>/dev/null |
 		grep -m1 -i 'DREQ\|DisconnectRequest')
 	from=unknown
@@ -450,8 +489,9 @@ case_peer_killed() {
 	local hpid dt t0 st cmd
 	if [ "$CASE" = peer_killed:kernel-client ]; then
 		SRV_LOG=$LOGS/$CASE_FILE.softrnic-server.log
-		hrun 120 rping -s -a "$HOST" -p "$PORT" -v -d > "$SRV_LOG" 2>&1 &
-		hpid=$!; HOST_PIDS+=("$hpid")
+		: > "$SRV_LOG"
+		hstart "$SRV_LOG" 120 rping -s -a "$HOST" -p "$PORT" -v -d -S 1024
+		hpid=$HPID
 		sleep 1
 		cmd="rping -c -a $HOST -p $PORT -v -C 100000 -S 1024"
 	else
@@ -464,8 +504,9 @@ done; cat /tmp/k.out"
 	if [ "$CASE" = peer_killed:kernel-server ]; then
 		sleep 2
 		SRV_LOG=$LOGS/$CASE_FILE.softrnic-client.log
-		hrun 120 rping -c -a "$GUEST" -p "$PORT" -v -d -C 100000 -S 1024 > "$SRV_LOG" 2>&1 &
-		hpid=$!; HOST_PIDS+=("$hpid")
+		: > "$SRV_LOG"
+		hstart "$SRV_LOG" 120 rping -c -a "$GUEST" -p "$PORT" -v -d -C 100000 -S 1024
+		hpid=$HPID
 	fi
 	# Wait until pings flow, then SIGKILL the kernel's rping.
 	for _ in $(seq 100); do grep -q "ping data" "$SRV_LOG" && break; kill -0 "$hpid" 2>/dev/null || break; sleep 0.2; done
@@ -487,7 +528,7 @@ done; cat /tmp/k.out"
 		fail "softrnic's rping still running 30 s after the kernel's was killed"
 		return
 	fi
-	note "softrnic's rping exit $st ${dt} s after the kill: $(grep -m1 -iE 'DISCONNECT|error|fail' "$SRV_LOG" | cut -c1-100)"
+	note "softrnic's rping exit $st ${dt} s after the kill: $(grep -v 'ping data' "$SRV_LOG" | grep -m1 -iE 'DISCONNECT|error|fail' | cut -c1-100)"
 	if grep -qiE 'DISCONNECTED|DISCONNECT EVENT|error|fail' "$SRV_LOG"; then pass
 	else fail "exit $st after ${dt} s without a disconnect or error"
 	fi
@@ -515,21 +556,27 @@ loss_case() {   # loss_case SERVER CLIENT REGEX
 	if ! loss_on; then fail "netem loss could not be set in the guest"; loss_off; return; fi
 	local before after
 	before=$(rxe_counters)
+	sampler_start
 	pair "$(side)" 150 "$1" "$2"
+	sampler_stop
 	after=$(rxe_counters)
 	drops=$(ip netns exec "$NS" nft list table bridge srnio_loss 2>/dev/null | grep -o 'packets [0-9]*' | head -n1)
 	loss_off
 	log=$(softrnic_log)
-	note "softrnic $(counters "$log" retransmits retransmit_timeouts rx_nak_psn_seq tx_nak_psn_seq duplicate_requests duplicate_reads completion_errors rx_drop_bad_icrc); nft dropped ${drops:-?} of softrnic's; guest rxe before: $before after: $after"
-	local recov=$(( $(stats_counter "$log" retransmits) + $(stats_counter "$log" retransmit_timeouts) +
-		$(stats_counter "$log" rx_nak_psn_seq) + $(stats_counter "$log" tx_nak_psn_seq) +
-		$(stats_counter "$log" duplicate_requests) + $(stats_counter "$log" duplicate_reads) ))
+	local n out= recov=0
+	for n in retransmits retransmit_timeouts rx_nak_psn_seq tx_nak_psn_seq duplicate_requests duplicate_reads completion_errors rx_drop_bad_icrc; do
+		out+="$n=$(srn_counter "$log" $n) "
+	done
+	for n in retransmits retransmit_timeouts rx_nak_psn_seq tx_nak_psn_seq duplicate_requests duplicate_reads; do
+		recov=$((recov + $(srn_counter "$log" $n)))
+	done
+	note "softrnic ${out% }; nft dropped ${drops:-?} of softrnic's; guest rxe before: $before after: $after"
 	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
 		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
 	elif ! grep -Eq "$3" "$CLI_LOG"; then
 		fail "client printed no /$3/"
-	elif [ "$(stats_counter "$log" completion_errors)" != 0 ]; then
-		fail "softrnic completion errors: $(counters "$log" completion_errors)"
+	elif [ "$(srn_counter "$log" completion_errors)" != 0 ]; then
+		fail "softrnic completion errors: $(srn_counter "$log" completion_errors)"
 	elif [ "$recov" = 0 ]; then
 		fail "no retransmission, NAK or duplicate in softrnic's counters under loss"
 	else
@@ -538,7 +585,7 @@ loss_case() {   # loss_case SERVER CLIENT REGEX
 }
 case_loss_write_bw() { loss_case "ib_write_bw {X} -n 100 -s 65536 -F -p {P}" "ib_write_bw {X} -n 100 -s 65536 -F -p {P} {A}" "$OK_BW"; }
 case_loss_read_bw() { loss_case "ib_read_bw {X} -n 100 -s 65536 -F -p {P}" "ib_read_bw {X} -n 100 -s 65536 -F -p {P} {A}" "$OK_BW"; }
-case_loss_rping() { loss_case "rping -s -a {A} -p {P} -v -V -C 30 -S 65536" "rping -c -a {A} -p {P} -v -V -C 30 -S 65536" 'rdma-ping-29'; }
+case_loss_rping() { loss_case "rping -s -a {A} -p {P} -v -V -C 30 -S 32768" "rping -c -a {A} -p {P} -v -V -C 30 -S 32768" 'rdma-ping-29'; }
 case_loss_rc_pingpong() { loss_case "ibv_rc_pingpong {G} -c -s 16384 -n 300 -p {P}" "ibv_rc_pingpong {G} -c -s 16384 -n 300 -p {P} {A}" "$OK_PP"; }
 
 # ECN: nft marks CE on RoCEv2 packets in one direction.  to-kernel: softrnic
@@ -579,41 +626,69 @@ case_ecn() {
 	fi
 }
 
-# The guest powers off during a running rping whose softrnic end is the
-# client: softrnic must give up with an error within its retry timeouts.
+# The guest powers off during a running rping (softrnic's end the server,
+# which issues the READs and WRITEs of 32 KiB, so it mostly has requests
+# outstanding) and a running ib_write_bw -D (softrnic writing).  softrnic's
+# ends must give up with an error within their retry timeouts (60 s here).
+# An RC QP with nothing outstanding cannot notice its peer is gone: if rping
+# is still waiting then, its QP must show no outstanding request.
 case_guest_poweroff() {
-	local hpid t0 st dt
+	local rpid wpid t0 rst=124 wst=124 dt qp outst p2=$((PORT + 1))
+	SRV_LOG=$LOGS/$CASE_FILE.softrnic-rping-server.log
+	CLI_LOG=$LOGS/$CASE_FILE.softrnic-write_bw-client.log
+	: > "$SRV_LOG"
+	hstart "$SRV_LOG" 150 rping -s -a "$HOST" -p "$PORT" -v -d -C 1000000 -S 32768
+	rpid=$HPID
 	jobn=$((jobn + 1))
-	gstart p$jobn "exec rping -s -a $GUEST -p $PORT -C 100000 -S 1024"
-	sleep 2
-	SRV_LOG=$LOGS/$CASE_FILE.softrnic-client.log
+	gstart w$jobn "exec timeout 150 ib_write_bw -d rxe0 -x 1 -D 140 -s 65536 -F -p $p2"
+	sleep 1
+	gstart p$jobn "for i in \$(seq 20); do
+	rping -c -a $HOST -p $PORT -C 1000000 -S 32768 > /tmp/p.out 2>&1; grep -q '$RETRY' /tmp/p.out || break; read -rt 0.3 <> /run/tick
+done; cat /tmp/p.out"
+	# ib_write_bw's client, tried again while the guest's server is not up.
 	for _ in $(seq 20); do
-		hrun 120 rping -c -a "$GUEST" -p "$PORT" -v -d -C 100000 -S 1024 > "$SRV_LOG" 2>&1 &
-		hpid=$!; HOST_PIDS+=("$hpid")
-		for _ in $(seq 50); do grep -q "ping data" "$SRV_LOG" && break; kill -0 "$hpid" 2>/dev/null || break; sleep 0.2; done
-		grep -q "ping data" "$SRV_LOG" && break
-		wait "$hpid"
-		grep -q "$RETRY" "$SRV_LOG" || break
-		sleep 0.5
+		echo "+ ib_write_bw -x 0 -D 140 -s 65536 -F -p $p2 $GUEST" > "$CLI_LOG"
+		hstart "$CLI_LOG" 150 ib_write_bw -x 0 -D 140 -s 65536 -F -p $p2 "$GUEST"
+		wpid=$HPID
+		sleep 2
+		kill -0 "$wpid" 2>/dev/null && break
+		wait "$wpid"
+		grep -q "$RETRY" "$CLI_LOG" || break
 	done
-	if ! grep -q "ping data" "$SRV_LOG"; then
-		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
-		fail "no pings before the power-off: $(grep -iE 'error|fail|reject' "$SRV_LOG" | head -n1 | cut -c1-120)"
+	for _ in $(seq 100); do grep -q "ping data" "$SRV_LOG" && break; kill -0 "$rpid" 2>/dev/null || break; sleep 0.2; done
+	sleep 5
+	if ! grep -q "ping data" "$SRV_LOG" || ! kill -0 "$wpid" 2>/dev/null; then
+		fail "not both running before the power-off: rping $(grep -c 'ping data' "$SRV_LOG") pings; ib_write_bw: $(grep -iE 'error|fail|couldn' "$CLI_LOG" | head -n1 | cut -c1-100)"
 		return
 	fi
 	gstart off 'echo o > /proc/sysrq-trigger'
 	t0=$(date +%s)
-	st=124
-	for _ in $(seq 900); do kill -0 "$hpid" 2>/dev/null || { wait "$hpid"; st=$?; break; }; sleep 0.1; done
+	while [ $(($(date +%s) - t0)) -lt 60 ]; do
+		if [ $rst = 124 ] && ! kill -0 "$rpid" 2>/dev/null; then wait "$rpid"; rst=$?; note "rping exit $rst after $(($(date +%s) - t0)) s"; fi
+		if [ $wst = 124 ] && ! kill -0 "$wpid" 2>/dev/null; then wait "$wpid"; wst=$?; note "ib_write_bw exit $wst after $(($(date +%s) - t0)) s"; fi
+		[ $rst != 124 ] && [ $wst != 124 ] && break
+		sleep 0.2
+	done
 	dt=$(($(date +%s) - t0))
 	for _ in $(seq 100); do guest_alive || break; sleep 0.1; done
 	guest_alive && note "qemu still running after the power-off"
-	note "softrnic's rping exit $st ${dt} s after the power-off: $(grep -iE 'error|fail|DISCONNECT' "$SRV_LOG" | head -n2 | tr '\n' ' ' | cut -c1-160)"
-	if [ $st = 124 ]; then
-		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
-		fail "softrnic's rping still running 90 s after the guest powered off"
-	elif [ $st = 0 ]; then
+	if [ $rst = 124 ]; then
+		qp=$("$BUILD/bin/softrnic" stats --qp "$(pgrep -P "$rpid" | head -n1)" 2>&1)
+		echo "$qp" > "$LOGS/$CASE_FILE.rping-qp.txt"
+		outst=$(awk '$2 == "RC" { print $8; exit }' <<<"$qp")
+		note "rping still running after 60 s; its RC QP: $(awk '$2 == "RC"' <<<"$qp" | head -n1 | tr -s ' ')"
+		kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null
+	fi
+	note "softrnic: $(grep -v 'ping data' "$SRV_LOG" | grep -iE 'error|fail|DISCONNECT' | head -n2 | tr '\n' ' ' | cut -c1-160) / $(grep -iE 'error|fail' "$CLI_LOG" | head -n2 | tr '\n' ' ' | cut -c1-160)"
+	if [ $wst = 124 ]; then
+		kill "$wpid" 2>/dev/null
+		fail "softrnic's ib_write_bw still running 60 s after the guest powered off"
+	elif [ $wst = 0 ]; then
+		fail "softrnic's ib_write_bw exit 0 after its peer vanished"
+	elif [ $rst = 0 ]; then
 		fail "softrnic's rping exit 0 after its peer vanished"
+	elif [ $rst = 124 ] && [ "${outst:-x}" != 0 ]; then
+		fail "softrnic's rping still running 60 s after the power-off with ${outst:-?} requests outstanding"
 	else
 		pass
 	fi
