@@ -78,28 +78,90 @@ static uint64_t timeout_ns(const struct rnic_qp *qp)
 	return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
 }
 
-/* Selective repeat's short timeout (IRN's RTO_low).  Once the peer has
- * shown that it does selective repeat (we hold a scoreboard), a loss that
- * no later packet reveals (the last packets of a burst, or a resend lost
- * with nothing sent after it) is found by a probe after this long, not
- * after the QP's timeout: the oldest unacknowledged packet is sent again,
- * and the peer's answer (an ACK or a selective NAK) says what it lacks.
- * Up to RNIC_SR_PROBES probes per episode, each waiting twice as long as
- * the one before (a probe or its answer may be lost too), none counted
- * against retry_cnt; then the QP's timeout runs and its expiry is a
- * Go-Back-N that counts.  So a peer that is only slow (a process waiting
- * for a CPU) costs a few packets, and a dead one is found 0.7 ms later
- * than without probes.  Trade-off: fixed values, near IRN's 100 us; an RTT
- * estimate (TCP's SRTT) would fit every fabric. */
+/* Selective repeat's short timeout.  Once the peer has shown that it does
+ * selective repeat (we hold a scoreboard), a loss that no later packet
+ * reveals (the last packets of a burst, or a resend lost with nothing sent
+ * after it) is found by a probe, not by the QP's timeout: the oldest
+ * unacknowledged packet is sent again, and the peer's answer (an ACK or a
+ * selective NAK) says what it lacks.  Up to RNIC_SR_PROBES probes per
+ * episode, each waiting twice as long as the one before (a probe or its
+ * answer may be lost too), none counted against retry_cnt; then the QP's
+ * timeout runs and its expiry is a Go-Back-N that counts.
+ *
+ * How long a probe waits follows the path: the RTO of RFC 6298 (SRTT +
+ * 4·RTTVAR, from the RTT samples rtt_sample takes), never less than IRN's
+ * two constants — RNIC_SR_PROBE_NS (its RTO_low) while at most
+ * RNIC_SR_FEW PSNs are outstanding, when nothing later can reveal a loss,
+ * and RNIC_SR_PROBE_MANY_NS (its RTO_high) otherwise, when a selective NAK
+ * usually comes first.  A fixed 100 us fired all the time once packets
+ * waited in an ordinary queue (300 packets at 1 Gbit/s are 2.4 ms): every
+ * probe a wasted packet on the bottleneck.  With the RTT estimate a queue
+ * of milliseconds costs none, and on a short path a loss is still found
+ * 100 us after the last progress. */
 #define RNIC_SR_PROBE_NS 100000u
+#define RNIC_SR_PROBE_MANY_NS 320000u
+#define RNIC_SR_FEW 3
 #define RNIC_SR_PROBES 3u
+
+static uint64_t probe_wait_ns(const struct rnic_qp *qp)
+{
+	bool few = wire_psn_diff(qp->req.psn_high, qp->comp.psn) <= RNIC_SR_FEW;
+	uint64_t floor = few ? RNIC_SR_PROBE_NS : RNIC_SR_PROBE_MANY_NS;
+	uint64_t rto = qp->comp.srtt + 4 * qp->comp.rttvar;
+
+	return (rto > floor ? rto : floor) << qp->comp.probes;
+}
 
 static uint64_t retx_wait_ns(const struct rnic_qp *qp)
 {
 	uint64_t t = timeout_ns(qp);
-	uint64_t probe = (uint64_t)RNIC_SR_PROBE_NS << qp->comp.probes;
 
-	return qp->board && qp->comp.probes < RNIC_SR_PROBES && probe < t ? probe : t;
+	if (!qp->board || qp->comp.probes >= RNIC_SR_PROBES)
+		return t;
+	uint64_t probe = probe_wait_ns(qp);
+	return probe < t ? probe : t;
+}
+
+/* RFC 6298 2.2-2.3 in nanoseconds: the first sample sets SRTT = R and
+ * RTTVAR = R/2, later ones move them by 1/8 and 1/4.  Trade-off: the
+ * gains are meant for one sample per RTT; with one per AckReq (16
+ * packets) the estimate forgets faster, as RFC 7323 notes for
+ * timestamps, which is what lets it follow a queue that builds up. */
+static void rtt_sample(struct rnic_qp *qp, uint64_t r)
+{
+	struct rnic_comp_state *s = &qp->comp;
+
+	if (r == 0)
+		r = 1;
+	if (s->srtt == 0) {
+		s->srtt = r;
+		s->rttvar = r / 2;
+		return;
+	}
+	uint64_t dev = s->srtt > r ? s->srtt - r : r - s->srtt;
+	s->rttvar = (3 * s->rttvar + dev) / 4;
+	s->srtt = (7 * s->srtt + r) / 8;
+}
+
+/* An ACK or a selective NAK answered `psn`: if it was sent with AckReq
+ * (completer_on_sent keeps those), the time since its first transmission
+ * is a sample.  A single resend meanwhile (a probe, a selective NAK's)
+ * leaves the mark: timed from the first copy, the sample can only come
+ * out longer than the RTT of whichever copy was answered, never shorter —
+ * the safe side for a timer that must not fire early.  Karn's algorithm
+ * would drop it, and since a probe resends the oldest packet, a queue
+ * that outgrew the estimate would then void the very samples that could
+ * correct it.  A Go-Back-N (comp_retry) does drop every mark. */
+static void rtt_mark_answered(struct rnic_qp *qp, uint32_t psn, uint64_t now)
+{
+	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++) {
+		struct rnic_comp_state *s = &qp->comp;
+		if (s->rtt_mark[i].valid && s->rtt_mark[i].psn == psn) {
+			s->rtt_mark[i].valid = false;
+			rtt_sample(qp, now - s->rtt_mark[i].sent);
+			return;
+		}
+	}
 }
 
 /* (Re)start the retransmit timer from `now`. */
@@ -320,6 +382,9 @@ static enum comp_state comp_retry(struct rnic_qp *qp, struct comp_ctx *c)
 	}
 	qp->comp.retry_left--;
 	qp->comp.retrying = true;
+	/* Samples of what is resent now would carry the whole episode. */
+	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++)
+		qp->comp.rtt_mark[i].valid = false;
 	qp->comp.retrying_psn = c->retry_psn;
 	requester_rewind(qp, c->retry_psn);
 	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
@@ -338,8 +403,18 @@ static enum comp_state comp_selective(struct rnic_qp *qp, struct comp_ctx *c)
 	ack_upto(qp, c, c->pkt->bth.psn);
 	if (qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return COMP_EXIT;
+	/* The NAK answers the packet that arrived past the hole: a sample
+	 * of the path as it is now, queue included. */
+	rtt_mark_answered(qp, c->pkt->aeth.msn, c->now);
 	scoreboard_on_nak(qp, c->pkt->bth.psn, c->pkt->aeth.msn);
 	c->rerun = scoreboard_pending(qp);
+	/* The peer is receiving and says what it lacks: what the probe would
+	 * find out is known.  Its timer starts over, so a resend that waits
+	 * in a queue behind everything sent before it is not probed for;
+	 * once the NAKs stop (nothing left in flight to provoke them), the
+	 * probe finds a lost resend. */
+	if (qp->comp.retx_deadline != RNIC_NO_DEADLINE && timeout_ns(qp))
+		arm_retx(qp, c->now);
 	return COMP_EXIT;
 }
 
@@ -413,6 +488,8 @@ static void comp_finish(struct rnic_qp *qp, struct comp_ctx *c)
 	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET)
 		return;
 	if (c->progress) {
+		/* The newest packet acknowledged, if it asked for the ACK. */
+		rtt_mark_answered(qp, wire_psn_add(qp->comp.psn, WIRE_PSN_MASK), c->now);
 		qp->comp.retrying = false;
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
@@ -448,9 +525,15 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 	comp_run(qp, &c, COMP_GET_WQE);
 }
 
-void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now)
+void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq, uint64_t now)
 {
-	(void)psn;
+	if (first && ackreq) {
+		struct rnic_comp_state *s = &qp->comp;
+		uint32_t i = s->rtt_next++ % RNIC_RTT_MARKS;
+		s->rtt_mark[i].psn = psn;
+		s->rtt_mark[i].sent = now;
+		s->rtt_mark[i].valid = true;
+	}
 	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp))
 		arm_retx(qp, now);
 }
@@ -463,7 +546,7 @@ void completer_timer(struct rnic_qp *qp, uint64_t now)
 	if (!rnic_qp_can_send(qp) || !outstanding(qp) || qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return;
 	if (retx_wait_ns(qp) != timeout_ns(qp)) {
-		/* The selective-repeat probe (RNIC_SR_PROBE_NS). */
+		/* The selective-repeat probe (probe_wait_ns). */
 		qp->r->ctr.retransmit_probes++;
 		qp->comp.probes++;
 		scoreboard_probe(qp, qp->comp.psn);
@@ -483,6 +566,9 @@ void completer_reset(struct rnic_qp *qp)
 	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
 	qp->comp.retrying = false;
 	qp->comp.probes = 0;
+	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++)
+		qp->comp.rtt_mark[i].valid = false;
+	qp->comp.srtt = qp->comp.rttvar = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 }

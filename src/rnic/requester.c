@@ -411,7 +411,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 		c->error = IBV_WC_LOC_PROT_ERR;
 		return REQ_LOCAL_ERROR;
 	}
-	if (wire_psn_diff(psn, qp->req.psn_high) < 0) {
+	bool first = wire_psn_diff(psn, qp->req.psn_high) >= 0;
+	if (!first) {
 		qp->r->ctr.retransmits++;
 		qp->stats.retransmits++;
 	}
@@ -432,7 +433,8 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 		uc_sent(qp, w, done);   /* UD too: complete once sent (9.8.1) */
 	} else {
 		scoreboard_sent(qp, psn, false);
-		completer_on_sent(qp, psn, c->now);
+		/* buf[8] bit 7: the BTH's AckReq (IBTA 9.2) */
+		completer_on_sent(qp, psn, first, (buf[8] & 0x80) != 0, c->now);
 	}
 	return REQ_GET_WQE;
 }
@@ -516,7 +518,7 @@ static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
 	xmit_request(qp, buf, len, ref, bytes);
 	cc_on_sent(qp, len, c->now);
 	scoreboard_sent(qp, psn, true);
-	completer_on_sent(qp, psn, c->now);
+	completer_on_sent(qp, psn, false, false, c->now);
 	return REQ_GET_WQE;
 }
 

@@ -63,6 +63,9 @@
  * requester's scoreboard cover, from the oldest unacknowledged one; the
  * send window never exceeds it. */
 #define RNIC_SR_WINDOW RNIC_SEND_WINDOW
+/* AckReq packets a QP remembers for RTT samples (completer.c): a send
+ * window's worth at one AckReq per RNIC_ACKREQ_EVERY packets. */
+#define RNIC_RTT_MARKS 32u
 /* Bytes of out-of-order packets all QPs of one device hold together.
  * Beyond it they are dropped (and resent later), so a peer cannot make us
  * hold more than this however it orders its PSNs. */
@@ -308,6 +311,16 @@ struct rnic_comp_state {
 	bool retrying;
 	uint32_t retrying_psn;
 	uint32_t probes;                /* selective repeat: probes this episode (completer.c) */
+	/* The path's round-trip time (completer.c, RFC 6298), sampled on
+	 * the packets sent with AckReq, which the responder answers at once:
+	 * the latest RNIC_RTT_MARKS of them by PSN and first send time. */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t sent;
+	} rtt_mark[RNIC_RTT_MARKS];
+	uint32_t rtt_next;              /* the mark written next (ring) */
+	uint64_t srtt, rttvar;          /* ns; srtt 0 until the first sample */
 };
 
 /* A recent READ or ATOMIC, kept so a duplicate is answered correctly
@@ -569,7 +582,9 @@ const char *requester_state_name(int state);
 void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now);
 /* The requester transmitted request packet `psn` at `now` (arms the
  * retransmit timer). */
-void completer_on_sent(struct rnic_qp *qp, uint32_t psn, uint64_t now);
+/* `first`: the PSN's first transmission (not a resend or a rewind's);
+ * `ackreq`: the packet asks for an ACK. */
+void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq, uint64_t now);
 void completer_timer(struct rnic_qp *qp, uint64_t now);
 void completer_reset(struct rnic_qp *qp);
 const char *completer_state_name(int state);

@@ -364,7 +364,10 @@ static void case_no_dcqcn(uint64_t seed)
 	/* The same marks come and CNPs go back, but nobody slows down. */
 	CHECK(r.cnp_sent > 0 && r.rate_decreases == 0, "cnps %llu cuts %llu", (unsigned long long)r.cnp_sent,
 	      (unsigned long long)r.rate_decreases);
-	CHECK(r.marked * 2 > r.packets, "marked %llu of %llu", (unsigned long long)r.marked,
+	/* The queue sits near the buffer's top: a large share of packets is
+	 * marked (a third here; 60% while selective repeat's probes fired on
+	 * a fixed 100 us and their needless resends kept the queue fuller). */
+	CHECK(r.marked * 4 > r.packets, "marked %llu of %llu", (unsigned long long)r.marked,
 	      (unsigned long long)r.packets);
 	CHECK(r.drops > 0 && r.retransmits > 0, "drops %llu retransmits %llu", (unsigned long long)r.drops,
 	      (unsigned long long)r.retransmits);

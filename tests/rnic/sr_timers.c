@@ -1,0 +1,336 @@
+/*
+ * sr_timers.c — selective repeat's probe timer against a queue and against
+ * a real loss, over the seeded pair.
+ *
+ * A probe resends the oldest unacknowledged packet when nothing has been
+ * acknowledged for a while (rnic/completer.c, probe_wait_ns).  Too short a
+ * while and every packet that waits in an ordinary queue is sent twice;
+ * too long and a lost packet that nothing later reveals (a tail loss)
+ * waits for it.  The wait follows the measured RTT, so:
+ *
+ *   queue      two senders, 64 KiB WRITEs eight deep each, through one
+ *              1 Gb/s bottleneck with a buffer that never drops: the queue
+ *              grows to milliseconds.  One packet of each flow is lost
+ *              in its first window (a tap; where, the seed decides, as it
+ *              does every link delay), so both senders hold a scoreboard
+ *              and probe.
+ *              Exactly those two packets are resent: no probe fires, no
+ *              timeout, nothing else is sent twice.
+ *   tail loss  a short path (1 us each way), one sender with a scoreboard,
+ *              a WRITE whose last packet is lost and nothing sent after
+ *              it: a probe finds the loss within 0.5 ms (the RTO floor,
+ *              100 us, and the ACK that comes back), long before the
+ *              QP's timeout (67 ms).
+ *
+ * Usage: rnic_sr_timers [--seed N]; SOFTRNIC_SEED=N.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MSG (64u * 1024)
+#define DEPTH 8
+#define SRC_IOVA 0x100000ull
+#define DST_IOVA(i) (0x1000000ull * ((uint64_t)(i) + 1))
+
+struct flow {
+	struct rnic_qp *qp, *peer;
+	struct rnic_cq *cq;
+	struct rnic_mr *src_mr, *dst_mr;
+	uint8_t *src, *dst;
+	unsigned outstanding;
+	uint64_t posted, completed;
+	uint32_t data_seen;             /* request packets through the tap */
+	uint32_t drop_at;               /* drop the request packet with this index (0: none) */
+	uint32_t dropped;
+	bool error;
+};
+
+struct world {
+	struct pair *pair;
+	unsigned nflows, receiver;
+	struct rnic_pd *rpd, *pd[2];
+	struct rnic_cq *rcq;
+	struct flow f[2];
+	uint64_t end_ns;
+	uint32_t msg;                   /* bytes per WRITE */
+	unsigned depth;
+	uint64_t post_limit;            /* WRITEs per flow in all (0: no limit) */
+	uint64_t stop_when_done;        /* step() stops the run at flow 0's Nth completion (0: no) */
+};
+
+/* Drop the drop_at-th request packet a sender sends (first transmissions
+ * and resends alike, counted from 1). */
+static bool tap(void *arg, struct pair_packet *pkt)
+{
+	struct world *w = arg;
+
+	if (pkt->from >= w->nflows || pkt->ib_len < 12)
+		return true;
+	uint8_t op = pkt->ib[0];
+	if (op > 0x1f || op == 0x11 || op == 0x12 || (op >= 0x0d && op <= 0x10))
+		return true;    /* not an RC request */
+	struct flow *f = &w->f[pkt->from];
+	f->data_seen++;
+	if (f->drop_at && f->data_seen == f->drop_at) {
+		f->dropped++;
+		return false;
+	}
+	return true;
+}
+
+static void post_write(struct world *w, struct flow *f)
+{
+	struct ibv_sge sge = { .addr = SRC_IOVA, .length = w->msg, .lkey = rnic_mr_lkey(f->src_mr) };
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = f->posted++;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = DST_IOVA(f - w->f);
+	wr.wr.rdma.rkey = rnic_mr_rkey(f->dst_mr);
+	if (rnic_post_send(f->qp, &wr, &bad, pair_now(w->pair)) == 0)
+		f->outstanding++;
+	else
+		f->error = true;
+}
+
+static bool step(void *arg)
+{
+	struct world *w = arg;
+	uint64_t now = pair_now(w->pair);
+
+	for (unsigned i = 0; i < w->nflows; i++) {
+		struct flow *f = &w->f[i];
+		struct ibv_wc wc[16];
+		int n;
+
+		while ((n = rnic_cq_poll(f->cq, 16, wc)) > 0) {
+			for (int k = 0; k < n; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS)
+					f->error = true;
+				f->outstanding--;
+				f->completed++;
+			}
+		}
+		while (!f->error && f->outstanding < w->depth && now < w->end_ns &&
+		       (!w->post_limit || f->posted < w->post_limit))
+			post_write(w, f);
+	}
+	return now >= w->end_ns || (w->stop_when_done && w->f[0].completed >= w->stop_when_done);
+}
+
+/* nflows senders -> node nflows, through a 1 Gb/s queue when `queue`. */
+static int build(struct world *w, uint64_t seed, unsigned nflows, bool queue, uint32_t msg, unsigned depth)
+{
+	struct rnic_config cfg;
+
+	memset(w, 0, sizeof(*w));
+	rnic_config_default(&cfg);
+	cfg.dcqcn = false;
+	cfg.ecn = false;                /* nothing marked: only the queue */
+	w->nflows = nflows;
+	w->receiver = nflows;
+	w->msg = msg;
+	w->depth = depth;
+	w->pair = pair_create(seed, nflows + 1, &cfg);
+	REQUIRE(w->pair, -1, "pair_create: %s", strerror(errno));
+	if (queue) {
+		struct pair_queue q = {
+			.rate_bps = 1000000000ull,
+			.host_rate_bps = cfg.line_rate,
+			.limit_bytes = 64u * 1024 * 1024,   /* never drops here */
+			.kmin_bytes = 64u * 1024 * 1024,    /* nor marks */
+			.kmax_bytes = 64u * 1024 * 1024 + 1,
+		};
+		REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
+	}
+	pair_set_tap(w->pair, tap, w);
+	/* 1-6 us each way: the seed decides every delay. */
+	struct pair_faults jitter = { .delay_ns = 1000, .jitter_ns = 5000 };
+	pair_set_all_faults(w->pair, &jitter);
+
+	struct rnic *rr = pair_rnic(w->pair, w->receiver);
+	w->rpd = rnic_pd_alloc(rr);
+	w->rcq = rnic_cq_create(rr, 64, NULL);
+	REQUIRE(w->rpd && w->rcq, -1, "%s", "receiver pd/cq");
+	for (unsigned i = 0; i < nflows; i++) {
+		struct flow *f = &w->f[i];
+		struct rnic *r = pair_rnic(w->pair, i);
+		struct ibv_qp_init_attr init;
+
+		w->pd[i] = rnic_pd_alloc(r);
+		f->cq = rnic_cq_create(r, 64, NULL);
+		REQUIRE(w->pd[i] && f->cq, -1, "%s", "sender pd/cq");
+		memset(&init, 0, sizeof(init));
+		init.qp_type = IBV_QPT_RC;
+		init.cap.max_send_wr = 32;
+		init.cap.max_recv_wr = 4;
+		init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+		f->qp = rnic_qp_create(w->pd[i], f->cq, f->cq, &init, NULL);
+		f->peer = rnic_qp_create(w->rpd, w->rcq, w->rcq, &init, NULL);
+		REQUIRE(f->qp && f->peer, -1, "%s", "qp_create");
+		f->src = calloc(1, MSG);
+		f->dst = calloc(1, MSG);
+		REQUIRE(f->src && f->dst, -1, "%s", "buffers");
+		f->src_mr = rnic_mr_reg(w->pd[i], f->src, MSG, SRC_IOVA, IBV_ACCESS_LOCAL_WRITE);
+		f->dst_mr = rnic_mr_reg(w->rpd, f->dst, MSG, DST_IOVA(i), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		REQUIRE(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
+		REQUIRE(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
+			-1, "%s", "init");
+		REQUIRE(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_1024,
+				  0, 0, 0) == 0 &&
+			ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_1024, 0, 0, 0) == 0,
+			-1, "%s", "rtr");
+		/* timeout 14: 67 ms, the QP's own timer, far above any probe */
+		REQUIRE(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
+			"%s", "rts");
+	}
+	return 0;
+}
+
+static void destroy(struct world *w)
+{
+	for (unsigned i = 0; i < w->nflows; i++) {
+		struct flow *f = &w->f[i];
+
+		if (f->qp)
+			rnic_qp_destroy(f->qp);
+		if (f->peer)
+			rnic_qp_destroy(f->peer);
+		if (f->src_mr)
+			rnic_mr_dereg(f->src_mr);
+		if (f->dst_mr)
+			rnic_mr_dereg(f->dst_mr);
+		if (f->cq)
+			rnic_cq_destroy(f->cq);
+		if (w->pd[i])
+			rnic_pd_free(w->pd[i]);
+		free(f->src);
+		free(f->dst);
+	}
+	if (w->rcq)
+		rnic_cq_destroy(w->rcq);
+	if (w->rpd)
+		rnic_pd_free(w->rpd);
+	pair_destroy(w->pair);
+}
+
+struct totals {
+	uint64_t retransmits, probes, timeouts, sel_naks;
+};
+
+static struct totals totals(struct world *w)
+{
+	struct totals t = { 0 };
+
+	for (unsigned i = 0; i <= w->nflows; i++) {
+		const struct rnic_counters *c = rnic_counters(pair_rnic(w->pair, i));
+		t.retransmits += c->retransmits;
+		t.probes += c->retransmit_probes;
+		t.timeouts += c->retransmit_timeouts;
+		t.sel_naks += c->rx_nak_selective;
+	}
+	return t;
+}
+
+static void case_queue(uint64_t seed)
+{
+	struct world w;
+
+	ht_begin_case("seed %llu: a queue of milliseconds, one loss per flow", (unsigned long long)seed);
+	if (build(&w, seed, 2, true, MSG, DEPTH) != 0)
+		goto out;
+	w.end_ns = 40 * HT_MS;
+	/* Where each flow loses its packet: somewhere in its first window. */
+	w.f[0].drop_at = 10 + (uint32_t)pair_random_below(w.pair, 400);
+	w.f[1].drop_at = 10 + (uint32_t)pair_random_below(w.pair, 400);
+	while (pair_now(w.pair) < w.end_ns)
+		if (pair_run_until(w.pair, step, &w, 100 * HT_US) == PAIR_IDLE)
+			break;
+	step(&w);
+	struct totals t = totals(&w);
+	const struct pair_queue_stats *qs = pair_queue_stats(w.pair, w.receiver);
+	printf("queue: max backlog %llu B (%.1f ms at 1 Gb/s), drops %llu; lost by the tap %u+%u; "
+	       "retransmits %llu (probes %llu, timeouts %llu), selective NAKs %llu; WRITEs done %llu+%llu\n",
+	       (unsigned long long)qs->max_backlog, (double)qs->max_backlog * 8 / 1e6, (unsigned long long)qs->dropped,
+	       w.f[0].dropped, w.f[1].dropped, (unsigned long long)t.retransmits, (unsigned long long)t.probes,
+	       (unsigned long long)t.timeouts, (unsigned long long)t.sel_naks, (unsigned long long)w.f[0].completed,
+	       (unsigned long long)w.f[1].completed);
+	CHECK(!w.f[0].error && !w.f[1].error, "%s", "completion errors");
+	CHECK(qs->max_backlog * 8 > 2000000, "the queue never held 2 ms (%llu B)",
+	      (unsigned long long)qs->max_backlog);
+	CHECK(qs->dropped == 0, "the queue dropped %llu", (unsigned long long)qs->dropped);
+	CHECK(w.f[0].dropped == 1 && w.f[1].dropped == 1, "%s", "the tap's two losses");
+	CHECK(t.sel_naks >= 2, "selective NAKs %llu: no scoreboard", (unsigned long long)t.sel_naks);
+	CHECK(t.probes == 0, "%llu probes while packets only waited in the queue", (unsigned long long)t.probes);
+	CHECK(t.timeouts == 0, "%llu timeouts", (unsigned long long)t.timeouts);
+	CHECK(t.retransmits == 2, "%llu retransmits for 2 losses", (unsigned long long)t.retransmits);
+	CHECK(w.f[0].completed > 20 && w.f[1].completed > 20, "%s", "both flows made progress");
+out:
+	destroy(&w);
+	ht_end_case();
+}
+
+static void case_tail_loss(uint64_t seed)
+{
+	struct world w;
+
+	ht_begin_case("seed %llu: a tail loss on a short path", (unsigned long long)seed);
+	/* 16 KiB WRITEs one at a time: 16 packets each. */
+	if (build(&w, seed, 1, false, 16 * 1024, 1) != 0)
+		goto out;
+	struct flow *f = &w.f[0];
+	w.end_ns = 10 * HT_MS;
+	w.post_limit = 10;
+	/* Packet 5 (mid-message: a selective NAK, the scoreboard), then the
+	 * last packet of the 11th WRITE (a tail: nothing after it). */
+	f->drop_at = 5;
+	w.stop_when_done = 10;
+	while (f->completed < 10 && pair_now(w.pair) < w.end_ns)
+		if (pair_run_until(w.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
+			break;
+	REQUIRE(f->completed == 10 && f->dropped == 1, (void)0, "the first ten WRITEs: %llu done, %u lost, error %d",
+		(unsigned long long)f->completed, f->dropped, f->error);
+	f->drop_at = f->data_seen + 16;
+	w.post_limit = 11;
+	w.stop_when_done = 11;
+	uint64_t t0 = pair_now(w.pair);
+	while (f->completed < 11 && pair_now(w.pair) < w.end_ns)
+		if (pair_run_until(w.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
+			break;
+	uint64_t took = pair_now(w.pair) - t0;
+	struct totals t = totals(&w);
+	printf("tail loss: the WRITE completed %.1f us after it started; retransmits %llu (probes %llu, timeouts %llu)\n",
+	       (double)took / 1e3, (unsigned long long)t.retransmits, (unsigned long long)t.probes,
+	       (unsigned long long)t.timeouts);
+	CHECK(!f->error, "%s", "completion error");
+	CHECK(f->completed >= 11 && f->dropped == 2, "%s", "the tail-lost WRITE completed");
+	CHECK(took < 500 * HT_US, "took %llu ns", (unsigned long long)took);
+	CHECK(t.probes >= 1 && t.timeouts == 0, "probes %llu timeouts %llu", (unsigned long long)t.probes,
+	      (unsigned long long)t.timeouts);
+out:
+	destroy(&w);
+	ht_end_case();
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = 1;
+	const char *env = getenv("SOFTRNIC_SEED");
+
+	if (env)
+		seed = strtoull(env, NULL, 0);
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--seed") == 0)
+			seed = strtoull(argv[i + 1], NULL, 0);
+	case_queue(seed);
+	case_tail_loss(seed);
+	printf("sr_timers: %d failures\n", ht_failures);
+	return ht_failures ? 1 : 0;
+}
