@@ -137,9 +137,10 @@ struct cm *cm_create(const struct cm_config *cfg, const struct cm_io *io)
 	prng_seed(cm->rng, (uint64_t)cfg->seed ^ 0x636d5f73656564ull); /* "cm_seed" */
 	cm->id_xor = (uint32_t)cm_random(cm);
 	cm->id_next = (uint32_t)cm_random(cm);
-	if (hash_init(&cm->by_local) || hash_init(&cm->by_remote)) {
+	if (hash_init(&cm->by_local) || hash_init(&cm->by_remote) || hash_init(&cm->by_qpn)) {
 		free(cm->by_local.b);
 		free(cm->by_remote.b);
+		free(cm->by_qpn.b);
 		free(cm);
 		errno = ENOMEM;
 		return NULL;
@@ -161,6 +162,7 @@ void cm_destroy(struct cm *cm)
 	}
 	free(cm->by_local.b);
 	free(cm->by_remote.b);
+	free(cm->by_qpn.b);
 	free(cm->heap);
 	free(cm);
 }
@@ -280,6 +282,67 @@ static void unlink_chain(struct cm_id **head, struct cm_id *id, bool remote)
 	}
 }
 
+/* ---- connections by (remote CA GUID, remote QPN) ----------------------------
+ * A REQ from a QP one of our connections still holds is refused as stale
+ * (cm_req_rx below).  The check ran over every id, O(n) per REQ and so
+ * O(n^2) for a server taking n connections; the index makes it O(1). */
+static size_t qpn_slot(const struct cm_hash *h, uint64_t guid, uint32_t qpn)
+{
+	return (size_t)mix64(guid ^ mix64(qpn)) & (h->nb - 1);
+}
+
+static void qpn_unindex(struct cm *cm, struct cm_id *id)
+{
+	if (!id->pprev_qpn)
+		return;
+	*id->pprev_qpn = id->next_qpn;
+	if (id->next_qpn)
+		id->next_qpn->pprev_qpn = id->pprev_qpn;
+	id->next_qpn = NULL;
+	id->pprev_qpn = NULL;
+	cm->by_qpn.count--;
+}
+
+static void qpn_push(struct cm_id **head, struct cm_id *id)
+{
+	id->next_qpn = *head;
+	if (*head)
+		(*head)->pprev_qpn = &id->next_qpn;
+	*head = id;
+	id->pprev_qpn = head;
+}
+
+/* As hash_grow, relinking the back pointers into the new buckets. */
+static void qpn_grow(struct cm_hash *h)
+{
+	if (h->count < h->nb)
+		return;
+	size_t nb = h->nb * 2;
+	struct cm_id **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;
+	struct cm_hash nh = { .b = b, .nb = nb, .count = h->count };
+	for (size_t i = 0; i < h->nb; i++) {
+		for (struct cm_id *id = h->b[i], *n; id; id = n) {
+			n = id->next_qpn;
+			qpn_push(&b[qpn_slot(&nh, id->remote_ca_guid, id->remote_qpn)], id);
+		}
+	}
+	free(h->b);
+	*h = nh;
+}
+
+void cm_id_index_qpn(struct cm_id *id)
+{
+	struct cm *cm = id->cm;
+	qpn_unindex(cm, id);
+	if (id->sidr || (!id->remote_ca_guid && !id->remote_qpn))
+		return;
+	qpn_push(&cm->by_qpn.b[qpn_slot(&cm->by_qpn, id->remote_ca_guid, id->remote_qpn)], id);
+	cm->by_qpn.count++;
+	qpn_grow(&cm->by_qpn);
+}
+
 bool cm_id_set_remote(struct cm_id *id, uint32_t remote_id, uint64_t remote_ca_guid)
 {
 	struct cm *cm = id->cm;
@@ -298,6 +361,7 @@ bool cm_id_set_remote(struct cm_id *id, uint32_t remote_id, uint64_t remote_ca_g
 	id->in_remote = true;
 	cm->by_remote.count++;
 	hash_grow(&cm->by_remote, true);
+	cm_id_index_qpn(id);
 	return true;
 }
 
@@ -364,6 +428,7 @@ void cm_id_free(struct cm_id *id)
 		unlink_chain(&cm->by_remote.b[id_remote_slot(&cm->by_remote, id)], id, true);
 		cm->by_remote.count--;
 	}
+	qpn_unindex(cm, id);
 	if (id->prev)
 		id->prev->next = id->next;
 	else
@@ -748,7 +813,13 @@ static void rx_req(struct cm *cm, struct cm_in *in)
 		cm_issue_rej(cm, in->src_gid, in->msg, WIRE_CM_REJ_INVALID_TRANSPORT_TYPE);
 		return;
 	}
-	for (struct cm_id *o = cm->first; o; o = o->next) {
+	/* Every connection whose remote (CA GUID, QPN) is known is in
+	 * by_qpn; only a REQ naming (0, 0) can match one that knows neither
+	 * yet, and that one is looked for among all ids, as it always was. */
+	struct cm_id *o = r->local_ca_guid || r->local_qpn ?
+				  cm->by_qpn.b[qpn_slot(&cm->by_qpn, r->local_ca_guid, r->local_qpn)] :
+				  cm->first;
+	for (; o; o = r->local_ca_guid || r->local_qpn ? o->next_qpn : o->next) {
 		if (!o->sidr && holds_qp(o->state) && o->remote_ca_guid == r->local_ca_guid &&
 		    o->remote_qpn == r->local_qpn) {
 			CM_COUNT(cm, rej_stale_conn);

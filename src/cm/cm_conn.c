@@ -292,6 +292,7 @@ static enum cm_state rx_first_rep(struct cm_id *id, struct cm_in *in)
 		return id->state;
 	}
 	id->remote_qpn = r->local_qpn;
+	cm_id_index_qpn(id);
 	cm_timer_clear(id);
 	id->req.valid = false;
 	cm_set_state(id, CM_ST_REP_RCVD, in->why);

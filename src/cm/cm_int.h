@@ -73,6 +73,10 @@ struct cm_id {
 	struct cm_id *next_local;       /* local-ID hash chain                 */
 	struct cm_id *next_remote;      /* remote hash chain                   */
 	bool in_remote;
+	/* The (remote CA GUID, remote QPN) index, for the stale-connection
+	 * check on every REQ (cm.c); doubly linked so an id leaves it in
+	 * O(1).  pprev_qpn NULL: not in it (SIDR, or neither known yet). */
+	struct cm_id *next_qpn, **pprev_qpn;
 	struct cm_id *prev, *next;      /* all ids, creation order             */
 };
 
@@ -101,6 +105,7 @@ struct cm {
 	struct cm_listen *listeners;
 	struct cm_hash by_local;
 	struct cm_hash by_remote;
+	struct cm_hash by_qpn;          /* connections by (remote CA GUID, QPN) */
 	struct cm_id **heap;            /* timers: min-heap by (deadline, seq) */
 	size_t heap_len, heap_cap;
 	void (*trace)(void *ctx, const char *line);
@@ -180,6 +185,8 @@ void cm_id_free(struct cm_id *id);
 /* Record the remote identity (comm ID + CA GUID for a connection, request
  * ID + GID for SIDR) and index it for duplicate detection. */
 bool cm_id_set_remote(struct cm_id *id, uint32_t remote_id, uint64_t remote_ca_guid);
+/* After remote_qpn or remote_ca_guid changed: re-file the id by them. */
+void cm_id_index_qpn(struct cm_id *id);
 uint64_t cm_new_tid(struct cm *cm, uint32_t local_id);
 
 /* Timers: one per id. */

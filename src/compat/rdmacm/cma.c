@@ -81,50 +81,66 @@ static void agent_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t sr
 
 static int send_request(struct rcm_id *id, uint64_t now);
 
-/* Device lock held: arm (at > 0) or disarm (0) an id's resend, keeping
- * rcm.n_early, so the deadline check below costs nothing while no REQ
- * waits (it runs on every post_send through the runtime's deadline). */
+/* Device lock held: arm (at > 0) or disarm (0) an id's resend.  The
+ * waiting ids are a list in deadline order (every resend is due
+ * RCM_EARLY_RETRY_NS after the refusal, so one arriving later goes at or
+ * near the tail): the next deadline is the head's, found in O(1), not by
+ * walking every id — the runtime asks for it on every post_send. */
 static void set_retry(struct rcm_id *id, uint64_t at)
 {
-	if (!id->retry_at && at)
-		rcm.n_early++;
-	else if (id->retry_at && !at)
+	if (id->retry_at) {
 		rcm.n_early--;
+		if (id->prev_early)
+			id->prev_early->next_early = id->next_early;
+		else
+			rcm.early_head = id->next_early;
+		if (id->next_early)
+			id->next_early->prev_early = id->prev_early;
+		else
+			rcm.early_tail = id->prev_early;
+		id->next_early = id->prev_early = NULL;
+	}
 	id->retry_at = at;
+	if (!at)
+		return;
+	rcm.n_early++;
+	struct rcm_id *p = rcm.early_tail;
+	while (p && p->retry_at > at)
+		p = p->prev_early;
+	id->prev_early = p;
+	id->next_early = p ? p->next_early : rcm.early_head;
+	if (id->next_early)
+		id->next_early->prev_early = id;
+	else
+		rcm.early_tail = id;
+	if (p)
+		p->next_early = id;
+	else
+		rcm.early_head = id;
 }
 
 /* Device lock held. */
 static uint64_t early_deadline(void)
 {
-	uint64_t d = UINT64_MAX;
-
-	if (!rcm.n_early)
-		return d;
-	pthread_mutex_lock(&list_lock);
-	for (struct rcm_id *i = rcm.all; i; i = i->next_all)
-		if (i->retry_at && i->retry_at < d)
-			d = i->retry_at;
-	pthread_mutex_unlock(&list_lock);
-	return d;
+	return rcm.early_head ? rcm.early_head->retry_at : UINT64_MAX;
 }
 
-/* Device lock held: send the due requests again.  The due ids are
- * collected first and handled outside list_lock (sending may create ids);
- * none can be freed meanwhile, because rdma_destroy_id takes the device
- * lock (and clears retry_at) before it frees. */
+/* Device lock held: send the due requests again, at most 32 a call as
+ * before (the rest on the next).  The due ids are taken off the list
+ * first (sending may create ids); none can be freed meanwhile, because
+ * rdma_destroy_id takes the device lock (and clears retry_at) before it
+ * frees. */
 static void early_retry(uint64_t now)
 {
 	struct rcm_id *due[32];
 	unsigned n = 0;
 
-	pthread_mutex_lock(&list_lock);
-	for (struct rcm_id *i = rcm.all; i && n < sizeof(due) / sizeof(due[0]); i = i->next_all)
-		if (i->retry_at && i->retry_at <= now)
-			due[n++] = i;
-	pthread_mutex_unlock(&list_lock);
+	while (rcm.early_head && rcm.early_head->retry_at <= now && n < sizeof(due) / sizeof(due[0])) {
+		due[n++] = rcm.early_head;
+		set_retry(rcm.early_head, 0);
+	}
 	for (unsigned k = 0; k < n; k++) {
 		struct rcm_id *i = due[k];
-		set_retry(i, 0);
 		if (i->cm) {
 			cm_id_set_user(i->cm, NULL);
 			cm_destroy_id(i->cm, now);
@@ -483,7 +499,10 @@ static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *contex
 	id->ack_timeout = 14;
 	id->mtu = srt_active_mtu(rcm.dev);
 	pthread_mutex_lock(&list_lock);
+	id->prev_all = NULL;
 	id->next_all = rcm.all;
+	if (rcm.all)
+		rcm.all->prev_all = id;
 	rcm.all = id;
 	pthread_mutex_unlock(&list_lock);
 	return id;
@@ -492,11 +511,12 @@ static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *contex
 static void id_unlink(struct rcm_id *id)
 {
 	pthread_mutex_lock(&list_lock);
-	for (struct rcm_id **p = &rcm.all; *p; p = &(*p)->next_all)
-		if (*p == id) {
-			*p = id->next_all;
-			break;
-		}
+	if (id->prev_all)
+		id->prev_all->next_all = id->next_all;
+	else
+		rcm.all = id->next_all;
+	if (id->next_all)
+		id->next_all->prev_all = id->prev_all;
 	pthread_mutex_unlock(&list_lock);
 }
 

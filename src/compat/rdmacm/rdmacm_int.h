@@ -127,7 +127,13 @@ struct rcm_id {
 	/* Multicast groups joined (misc.c): leaving one not joined is
 	 * EADDRNOTAVAIL, as in rdma-core. */
 	struct rcm_mc *mc;
-	struct rcm_id *next_all;        /* every id (registry cleanup at exit) */
+	/* Every id (registry cleanup at exit): doubly linked, so
+	 * rdma_destroy_id unlinks in O(1) — a walk cost 65 us per id at
+	 * 50 000 ids (cmtime's destroy step). */
+	struct rcm_id *next_all, *prev_all;
+	/* Ids whose request waits to be sent again (retry_at set), in
+	 * deadline order (cma.c, "early REQs"): the head is the next one. */
+	struct rcm_id *next_early, *prev_early;
 };
 
 struct rcm_mc {
@@ -153,6 +159,7 @@ struct rcm_global {
 	struct rcm_id *all;
 	int max_resp_res, max_init_depth; /* the device's max_qp_rd_atom / _init_rd_atom */
 	unsigned n_early;               /* ids with retry_at set (device lock) */
+	struct rcm_id *early_head, *early_tail; /* those ids, by retry_at (device lock) */
 };
 extern struct rcm_global rcm;
 
