@@ -175,9 +175,10 @@ kvm_ok() {
 		return
 	fi
 	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-		(timeout -k 1 5 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot \
-			-kernel "$DIR/vmlinuz" -append "console=ttyS0 panic=-1" \
-			-serial "file:$LOGS/kvm-probe.log" > "$LOGS/kvm-probe.err" 2>&1) 2>> "$LOGS/kvm-probe.err"
+		# In a child shell, so its "Aborted" (qemu's KVM failure) goes to the log.
+		sh -c 'timeout -k 1 5 qemu-system-x86_64 -accel kvm -cpu host -m 256 -display none -no-reboot \
+			-kernel "$1" -append "console=ttyS0 panic=-1" -serial "file:$2"' sh \
+			"$DIR/vmlinuz" "$LOGS/kvm-probe.log" > "$LOGS/kvm-probe.err" 2>&1
 		grep -qs "Unable to mount root\|Kernel panic" "$LOGS/kvm-probe.log" && verdict=yes
 	fi
 	printf '%s\n%s\n' "$key" "$verdict" > "$DIR/kvm.verdict"
