@@ -53,11 +53,16 @@ enum { WR_REQUEST = 1, WR_ANSWER = 2, WR_PROBE = 3 };
 #define WR_ID(c, kind, slot) ((uint64_t)(c)->gen << 32 | (uint64_t)(c)->index << 16 | (kind) << 8 | (slot))
 /* The server's QP retries an answer the client cannot take (no receive
  * posted: RNR) this many times, then the connection is reclaimed.  Not 7,
- * which means "retry for ever" (ibv_modify_qp(3), rnr_retry). */
+ * which means "retry for ever" (ibv_modify_qp(3), rnr_retry).  The
+ * connection manager would give our QP the RNR Retry Count of the
+ * client's REQ (IBTA 12.6.5; the kernel's ib_cm does so), which a client
+ * chooses, and 7 by default: so the QP is not the id's (rdma_create_qp),
+ * and we move it to RTR and RTS ourselves (accept_qp). */
 #define SERVER_RNR_RETRY 6
 
 struct conn {
 	struct rdma_cm_id *id;
+	struct ibv_qp *qp;              /* ours, not the id's (SERVER_RNR_RETRY) */
 	uint32_t gen;
 	uint16_t index;
 	enum kv_transport transport;
@@ -98,8 +103,8 @@ static uint64_t now_ns(void)
 
 static void conn_free(struct conn *c)
 {
-	if (c->id && c->id->qp)
-		rdma_destroy_qp(c->id);
+	if (c->qp)
+		ibv_destroy_qp(c->qp);
 	if (c->req_mr)
 		ibv_dereg_mr(c->req_mr);
 	if (c->resp_mr)
@@ -132,6 +137,27 @@ static struct conn *conn_of(struct server *s, uint64_t wr_id)
 	return c && c->gen == (uint32_t)(wr_id >> 32) ? c : NULL;
 }
 
+/* Our QP through INIT, RTR and RTS with what the connection request
+ * says (rdma_init_qp_attr), but for our own RNR retry count
+ * (SERVER_RNR_RETRY): what rdma_accept does for a QP that is the id's. */
+static int accept_qp(struct rdma_cm_id *id, struct ibv_qp *qp)
+{
+	static const enum ibv_qp_state steps[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+
+	for (unsigned i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct ibv_qp_attr attr = { .qp_state = steps[i] };
+		int mask;
+
+		if (rdma_init_qp_attr(id, &attr, &mask))
+			return -1;
+		if (steps[i] == IBV_QPS_RTS)
+			attr.rnr_retry = SERVER_RNR_RETRY;
+		if (ibv_modify_qp(qp, &attr, mask))
+			return -1;
+	}
+	return 0;
+}
+
 static int post_recv(struct conn *c, unsigned slot)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(c->req + (size_t)slot * KV_SLOT_BYTES), .length = KV_MSG_MAX,
@@ -140,7 +166,7 @@ static int post_recv(struct conn *c, unsigned slot)
 
 	if (c->transport == KV_VIA_WRITE_IMM)
 		wr.num_sge = 0;         /* the request is written into its slot; this takes the immediate */
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	return ibv_post_recv(c->qp, &wr, &bad);
 }
 
 /* The verbs objects every connection shares, made on the first request
@@ -209,7 +235,8 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	qa.cap.max_send_wr = KV_DEPTH + 1;      /* the answers and a probe */
 	qa.cap.max_recv_wr = KV_DEPTH;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, s->pd, &qa))
+	c->qp = ibv_create_qp(s->pd, &qa);
+	if (!c->qp || accept_qp(id, c->qp))
 		goto refuse;
 	for (unsigned i = 0; i < KV_DEPTH; i++)
 		if (post_recv(c, i))
@@ -226,7 +253,8 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	param.private_data_len = sizeof(hello);
 	param.responder_resources = 16;
 	param.initiator_depth = 0;
-	param.rnr_retry_count = SERVER_RNR_RETRY;
+	param.rnr_retry_count = 7;     /* the client's QP: wait for our receives */
+	param.qp_num = c->qp->qp_num;
 	if (rdma_accept(id, &param))
 		goto refuse;
 	id->context = c;
@@ -372,7 +400,7 @@ static void serve_request(struct server *s, struct conn *c, unsigned slot, uint3
 	}
 	/* The receive first: the client may send the next request as soon
 	 * as this answer lands. */
-	if (post_recv(c, slot) || ibv_post_send(c->id->qp, &wr, &bad))
+	if (post_recv(c, slot) || ibv_post_send(c->qp, &wr, &bad))
 		conn_drop(s, c, true, "cannot post");
 }
 
@@ -394,7 +422,7 @@ static void probe_quiet(struct server *s, uint64_t now)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = c->resp_addr;
 		wr.wr.rdma.rkey = c->resp_rkey;
-		if (ibv_post_send(c->id->qp, &wr, &bad))
+		if (ibv_post_send(c->qp, &wr, &bad))
 			conn_drop(s, c, true, "cannot probe");
 		else
 			c->probing = true;
