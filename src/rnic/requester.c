@@ -98,7 +98,7 @@ static enum req_state req_get_wqe(struct rnic_qp *qp, struct req_ctx *c)
 	if (qp->attr.qp_state != IBV_QPS_RTS && qp->attr.qp_state != IBV_QPS_SQD)
 		return REQ_EXIT;
 	/* What the peer lacks goes before anything new. */
-	if (scoreboard_pending(qp))
+	if (scoreboard_pending(qp) || qp->req.resend_one)
 		return REQ_RESEND;
 	if (qp->sq.req == qp->sq.head)
 		return REQ_EXIT;
@@ -121,6 +121,7 @@ static enum req_state req_check_wait(struct rnic_qp *qp, struct req_ctx *c)
 		return REQ_EXIT;
 	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= rnic_send_window(qp->r))
 		return REQ_EXIT;
+
 	/* The pacer (DCQCN's rate, the application's rate limit): when it
 	 * holds the packet back, cc_advance runs us again at its time. */
 	if (!cc_may_send(qp, c->now))
@@ -500,8 +501,15 @@ static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
 
 	if (qp->req.rnr_until != RNIC_NO_DEADLINE || !cc_may_send(qp, c->now))
 		return REQ_EXIT;
-	if (!scoreboard_next(qp, &psn))
+	if (qp->req.resend_one) {
+		qp->req.resend_one = false;
+		psn = qp->req.resend_psn;
+		/* Acknowledged meanwhile, or not sent any more. */
+		if (wire_psn_diff(psn, qp->comp.psn) < 0 || wire_psn_diff(psn, qp->req.psn) >= 0)
+			return REQ_GET_WQE;
+	} else if (!scoreboard_next(qp, &psn)) {
 		return REQ_GET_WQE;
+	}
 	uint32_t i = wqe_index_of_psn(qp, psn);
 	if (i == qp->sq.head)
 		return REQ_GET_WQE;
@@ -572,6 +580,7 @@ void requester_rewind(struct rnic_qp *qp, uint32_t psn)
 {
 	/* Everything from `psn` on goes again: nothing to resend singly. */
 	scoreboard_clear(qp);
+	qp->req.resend_one = false;
 	uint32_t at = wqe_index_of_psn(qp, psn);
 	if (at != qp->sq.head) {
 		/* Restart mid-message where the PSN says. */
@@ -591,6 +600,12 @@ void requester_rewind(struct rnic_qp *qp, uint32_t psn)
 	qp->req.psn = psn;
 	qp->req.offset = 0;
 	qp->req.since_ackreq = 0;
+}
+
+void requester_resend_one(struct rnic_qp *qp, uint32_t psn)
+{
+	qp->req.resend_one = true;
+	qp->req.resend_psn = psn;
 }
 
 void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until)

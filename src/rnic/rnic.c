@@ -47,6 +47,7 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->dcqcn = true;
 	dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);
 	cfg->selective_repeat = true;
+	cfg->timeout_probe = true;
 }
 
 /* splitmix64 (base/prng.h): tiny, seedable, good enough for QPNs and key

@@ -182,6 +182,12 @@ struct rnic_config {
 	 * product (its BDP-FC) so that a fabric without PFC overflows less;
 	 * the simulator's experiments set it, the runtime keeps the default. */
 	uint32_t send_window;
+	/* After a retransmit timeout, resend the oldest packet alone and let
+	 * the peer's answer decide whether the rest goes again (F-RTO,
+	 * completer.c, completer_timer); false: Go-Back-N of the whole window
+	 * at once, as RoCE NICs do (IBTA 9.7.6.1.3), which the simulator
+	 * models. */
+	bool timeout_probe;
 };
 void rnic_config_default(struct rnic_config *cfg);
 

@@ -298,6 +298,10 @@ struct rnic_req_state {
 	uint32_t offset;                /* bytes of sq->req already sent */
 	uint32_t since_ackreq;          /* packets since the last AckReq */
 	uint64_t rnr_until;             /* RNR wait, RNIC_NO_DEADLINE if none */
+	/* One PSN to send again before anything else (requester_resend_one:
+	 * the retransmit timeout's probe). */
+	bool resend_one;
+	uint32_t resend_psn;
 };
 
 struct rnic_comp_state {
@@ -311,6 +315,10 @@ struct rnic_comp_state {
 	bool retrying;
 	uint32_t retrying_psn;
 	uint32_t probes;                /* selective repeat: probes this episode (completer.c) */
+	/* A retransmit timeout's probe is out (completer_timer): the PSN it
+	 * resent, which the next progress judges. */
+	bool timeout_probe;
+	uint32_t timeout_probe_psn;
 	/* The path's round-trip time (completer.c, RFC 6298), sampled on
 	 * the packets sent with AckReq, which the responder answers at once:
 	 * the latest RNIC_RTT_MARKS of them by PSN and first send time. */
@@ -569,6 +577,9 @@ void requester_run(struct rnic_qp *qp, uint64_t now);
 void requester_rewind(struct rnic_qp *qp, uint32_t psn);
 /* Hold off until `until` (RNR NAK), then resend from `psn`. */
 void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until);
+/* Send the packet of `psn` again, alone and asking for an ACK, before
+ * anything new; the send position stays (completer_timer's probe). */
+void requester_resend_one(struct rnic_qp *qp, uint32_t psn);
 void requester_reset(struct rnic_qp *qp);
 /* Does this QP's requester do selective repeat (and mark its requests)? */
 static inline bool requester_selective(const struct rnic_qp *qp)

@@ -952,6 +952,11 @@ int sim_route(struct sim_net *n)
 		cfg.dcqcn = n->ho.dcqcn;
 		cfg.selective_repeat = n->ho.selective_repeat;
 		cfg.send_window = n->ho.send_window;
+		/* A timeout resends the whole window, as RoCE NICs do: the
+		 * experiments show what their Go-Back-N does to a fabric
+		 * (pfc-storm: the resent windows fill the buffers that spread
+		 * the pause); the runtime probes with one packet first. */
+		cfg.timeout_probe = false;
 		if (n->ho.cc)
 			cfg.cc = *n->ho.cc;
 		else if (n->ho.dcqcn_paper)

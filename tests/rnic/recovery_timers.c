@@ -1,6 +1,6 @@
 /*
- * sr_timers.c — selective repeat's probe timer against a queue and against
- * a real loss, over the seeded pair.
+ * recovery_timers.c — the transport's loss-recovery timers against a
+ * queue, a real loss and a slow peer, over the seeded pair.
  *
  * A probe resends the oldest unacknowledged packet when nothing has been
  * acknowledged for a while (rnic/completer.c, probe_wait_ns).  Too short a
@@ -21,8 +21,17 @@
  *              it: a probe finds the loss within 0.5 ms (the RTO floor,
  *              100 us, and the ACK that comes back), long before the
  *              QP's timeout (67 ms).
+ *   slow peer  no scoreboard (Go-Back-N only), a path of 80 ms each way:
+ *              the first ACK comes long after the QP's timeout (67 ms)
+ *              fired.  The timeout resends one packet, not the window
+ *              (rnic_config.timeout_probe), and the ACK that comes past it
+ *              shows the peer had everything, so a peer that merely
+ *              answers late gets one duplicate per timeout; the WRITEs
+ *              complete, nothing fails.  With the option off (what RoCE
+ *              NICs do, and the simulator models), every timeout resends
+ *              the whole window.
  *
- * Usage: rnic_sr_timers [--seed N]; SOFTRNIC_SEED=N.
+ * Usage: rnic_recovery_timers [--seed N]; SOFTRNIC_SEED=N.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -125,13 +134,25 @@ static bool step(void *arg)
 	return now >= w->end_ns || (w->stop_when_done && w->f[0].completed >= w->stop_when_done);
 }
 
+static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queue, uint32_t msg, unsigned depth,
+		      bool one_packet, uint64_t delay_ns);
+
 /* nflows senders -> node nflows, through a 1 Gb/s queue when `queue`. */
 static int build(struct world *w, uint64_t seed, unsigned nflows, bool queue, uint32_t msg, unsigned depth)
+{
+	return build_with(w, seed, nflows, queue, msg, depth, true, 0);
+}
+
+/* one_packet: rnic_config.timeout_probe; delay_ns: one way, 0 for
+ * the default 1-6 us. */
+static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queue, uint32_t msg, unsigned depth,
+		      bool one_packet, uint64_t delay_ns)
 {
 	struct rnic_config cfg;
 
 	memset(w, 0, sizeof(*w));
 	rnic_config_default(&cfg);
+	cfg.timeout_probe = one_packet;
 	cfg.dcqcn = false;
 	cfg.ecn = false;                /* nothing marked: only the queue */
 	w->nflows = nflows;
@@ -152,7 +173,7 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool queue, ui
 	}
 	pair_set_tap(w->pair, tap, w);
 	/* 1-6 us each way: the seed decides every delay. */
-	struct pair_faults jitter = { .delay_ns = 1000, .jitter_ns = 5000 };
+	struct pair_faults jitter = { .delay_ns = delay_ns ? delay_ns : 1000, .jitter_ns = 5000 };
 	pair_set_all_faults(w->pair, &jitter);
 
 	struct rnic *rr = pair_rnic(w->pair, w->receiver);
@@ -319,6 +340,49 @@ out:
 	ht_end_case();
 }
 
+/* 64 KiB WRITEs eight deep (a 512-packet window) over 80 ms each way. */
+static void slow_peer_run(uint64_t seed, bool one_packet, struct totals *t, struct world *w, bool *ok)
+{
+	*ok = false;
+	if (build_with(w, seed, 1, false, MSG, DEPTH, one_packet, 80 * HT_MS) != 0)
+		return;
+	w->end_ns = 2000 * HT_MS;
+	w->post_limit = 16;
+	w->stop_when_done = 16;
+	while (w->f[0].completed < 16 && !w->f[0].error && pair_now(w->pair) < w->end_ns)
+		if (pair_run_until(w->pair, step, w, 10 * HT_MS) == PAIR_IDLE)
+			break;
+	*t = totals(w);
+	*ok = true;
+}
+
+static void case_slow_peer(uint64_t seed)
+{
+	struct world w;
+	struct totals one, all;
+	bool ok;
+
+	ht_begin_case("seed %llu: a peer that answers after the timeout", (unsigned long long)seed);
+	slow_peer_run(seed, true, &one, &w, &ok);
+	bool done_one = ok && w.f[0].completed == 16 && !w.f[0].error;
+	uint64_t took_one = pair_now(w.pair);
+	destroy(&w);
+	slow_peer_run(seed, false, &all, &w, &ok);
+	uint64_t took_all = pair_now(w.pair);
+	destroy(&w);
+	printf("slow peer: one packet after a timeout: %llu retransmits, %llu timeouts, 16 WRITEs in %.0f ms; "
+	       "the window: %llu retransmits, %llu timeouts, %.0f ms\n",
+	       (unsigned long long)one.retransmits, (unsigned long long)one.timeouts, (double)took_one / 1e6,
+	       (unsigned long long)all.retransmits, (unsigned long long)all.timeouts, (double)took_all / 1e6);
+	CHECK(done_one, "%s", "the WRITEs did not all complete");
+	CHECK(one.timeouts >= 1, "%s", "no timeout: the path is not slow enough");
+	CHECK(one.retransmits <= 2 * one.timeouts, "%llu retransmits for %llu timeouts",
+	      (unsigned long long)one.retransmits, (unsigned long long)one.timeouts);
+	CHECK(all.retransmits > 100 * all.timeouts / 2, "the window mode resent only %llu",
+	      (unsigned long long)all.retransmits);
+	ht_end_case();
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = 1;
@@ -331,6 +395,7 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[i + 1], NULL, 0);
 	case_queue(seed);
 	case_tail_loss(seed);
-	printf("sr_timers: %d failures\n", ht_failures);
+	case_slow_peer(seed);
+	printf("recovery_timers: %d failures\n", ht_failures);
 	return ht_failures ? 1 : 0;
 }
