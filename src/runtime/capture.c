@@ -23,7 +23,7 @@
  * rather than rotating keeps the beginning of a run, where a connection
  * is set up, and a file that any tool reads whole.
  *
- * Cost when off: the callers test one pointer (udp_port.c, runtime.c).
+ * Cost when off: the callers test one pointer (udp_send.c, receive_path.c).
  * When on: per packet a clock read, the UDP checksum when the socket
  * sends one (one pass over the packet), and a copy into the buffer, all
  * under the device lock; and a write(2) per MiB.  Measured per 4 KiB

@@ -7,7 +7,7 @@
  *
  * Where it sits: udp_port.c calls srt_capture_packet for each packet a
  * send system call accepted (each segment of a UDP GSO send on its own,
- * with the IPv4 ID the kernel gives it), runtime.c for each packet it
+ * with the IPv4 ID the kernel gives it), receive_path.c for each packet it
  * hands to the ICRC check and the transport (after SOFTRNIC_FAULTS, so
  * the capture shows what the transport was given).  The capture has its
  * own lock, so any thread may write; in practice every caller holds the
@@ -69,7 +69,7 @@ int srt_capture_from_env(struct srt_capture **out, bool udp_csum, char *err, siz
 void srt_capture_close(struct srt_capture *c);
 /* In a child of fork() that opens a device of its own: close the
  * inherited file without writing the parent's buffered frames, and leave
- * the parent's memory alone (as runtime.c does with the sockets). */
+ * the parent's memory alone (as device.c does with the sockets). */
 void srt_capture_close_inherited(struct srt_capture *c);
 
 /* Write one packet: hdr and the UDP payload (BTH .. ICRC) as n pieces

@@ -2,7 +2,7 @@
  * cpu_idle.h — may a thread busy-wait without taking a CPU from anyone?
  *
  * The progress thread keeps reading its socket for a short while after a
- * packet instead of sleeping (runtime.c, SRT_THREAD_SPIN_NS), but only
+ * packet instead of sleeping (progress.c, SRT_THREAD_SPIN_NS), but only
  * while every runnable task on the machine has a CPU of its own: on a
  * 2-core machine where two programs spin on memory, a spinning progress
  * thread would take turns with them at time-slice pace (measured: 2-4 ms

@@ -6,7 +6,7 @@
  * transport see them, so unmodified programs can be run over a bad
  * network on one machine (docs/capture_and_faults.md).
  *
- * Where it sits: runtime.c hands every packet srt_udp_recv returned to
+ * Where it sits: receive_path.c hands every packet srt_udp_recv returned to
  * srt_faults_receive instead of delivering it; the faults deliver what
  * survives through the callback given at creation (the runtime's ICRC
  * check, capture and rnic_receive), at once or later: packets held back

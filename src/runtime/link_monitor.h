@@ -6,7 +6,7 @@
  * progress thread polls its fd beside the UDP socket and, when something
  * arrived, asks srt_link_read for the interface's state now.  The runtime
  * turns a change of `active` into IBV_EVENT_PORT_ERR / PORT_ACTIVE for
- * every open context (runtime.c) and ibv_query_port reports it.
+ * every open context (progress.c) and ibv_query_port reports it.
  *
  * Loopback addresses (127.0.0.0/8, the default) are not watched: the port
  * is always active there.

@@ -46,7 +46,7 @@
  * spins on memory), when it arms a CQ notification (srt_req_notify_cq:
  * it is about to sleep), or when it has neither polled nor posted for
  * SRT_POLL_HANDOFF_NS.  A thread that keeps polling an empty CQ for more
- * than 10 us yields the CPU after each further empty poll (runtime.c:
+ * than 10 us yields the CPU after each further empty poll (progress.c:
  * two busy-polling processes sharing one CPU would otherwise trade it
  * only once per time slice).  The progress thread asks the scheduler for
  * a short time slice (Linux 6.12+), so a packet that wakes it preempts an
@@ -57,7 +57,7 @@
  * ACKs ride with sends: a plain ACK waits up to 20 us in the transmit
  * queue for the next packet the process sends, and leaves after it in the
  * same system call, so a ping-pong turn costs one send and one receive
- * (runtime.c, SRT_ACK_RIDE_NS; srt_progress_stats counts them).
+ * (send_path.c, SRT_ACK_RIDE_NS; srt_progress_stats counts them).
  */
 #ifndef SOFTRNIC_RUNTIME_H
 #define SOFTRNIC_RUNTIME_H
@@ -169,7 +169,7 @@ enum ibv_port_state srt_port_state(const struct srt_device *dev, uint8_t *phys_s
  * thread, the thread's wake-ups (hand-off timeouts among them, and
  * wake-ups an application thread asked for when it took the socket),
  * send system-call messages (UDP GSO sends among them), and plain ACKs
- * that waited in the transmit queue (runtime.c, "ACKs ride with sends"):
+ * that waited in the transmit queue (send_path.c, "ACKs ride with sends"):
  * acks_rode left together with other packets, acks_alone left by
  * themselves when the wait ran out. */
 struct srt_progress_stats {

@@ -2,7 +2,7 @@
  * udp_port.h — the runtime's UDP socket: choosing and binding the address,
  * sending rnic packets (with their ICRC) and receiving batches.
  *
- * Used by runtime.c (the device) and by `softrnic devices` (to say which
+ * Used by the device (device.c) and by `softrnic devices` (to say which
  * address a new process would get).
  */
 #ifndef SOFTRNIC_RUNTIME_UDP_PORT_H
@@ -18,6 +18,10 @@
 #include "rnic/rnic.h"
 #include "runtime/host_share.h"
 #include "runtime/local_path.h"
+
+/* The TTL every packet leaves with, unless the rnic says otherwise
+ * (rnic_tx.ttl); the ICRC masks it anyway. */
+#define SRT_DEFAULT_TTL 64
 
 /* How the address was chosen (for messages). */
 enum srt_addr_source {
@@ -65,14 +69,14 @@ struct srt_udp {
 	                                   EADDRINUSE) or cap reached      */
 	/* SOFTRNIC_PCAP (capture.h): every packet a send accepted is
 	 * written here, each GSO segment as its own frame.  Set and closed
-	 * by the owner (runtime.c); NULL: off. */
+	 * by the owner (device.c); NULL: off. */
 	struct srt_capture *capture;
 	/* A shared host address (host_share.h): conn >= 0 when fd came from
 	 * softrnic-hostd; share.slot then picks our QPN and comm ID range. */
 	struct srt_host_share share;
 	/* The host-local path (local_path.h): packets for a softrnic device
 	 * on this host go through its ring instead of this socket.  Set and
-	 * closed by the owner (runtime.c); NULL: UDP only. */
+	 * closed by the owner (device.c); NULL: UDP only. */
 	struct srt_local *local;
 };
 
@@ -145,7 +149,7 @@ static inline bool srt_udp_pending(const struct srt_udp *u)
 }
 /* Something is queued and all of it is plain ACKs (opcode Acknowledge,
  * AETH syndrome ACK): packets that may wait a little for company
- * (runtime.c, "ACKs ride with sends"). */
+ * (send_path.c, "ACKs ride with sends"). */
 static inline bool srt_udp_only_acks(const struct srt_udp *u)
 {
 	return u->txq && u->txq->n && !u->txq->not_acks;

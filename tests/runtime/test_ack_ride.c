@@ -1,6 +1,6 @@
 /*
  * test_ack_ride.c — plain ACKs that wait in the transmit queue for the
- * next packet this process sends (runtime.c, "ACKs ride with sends").
+ * next packet this process sends (send_path.c, "ACKs ride with sends").
  *
  * Two processes (fork, socketpair for the out-of-band exchange), one RC QP
  * each, connected with a 1 s retransmit timeout, so a held ACK shows up

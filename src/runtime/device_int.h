@@ -1,0 +1,157 @@
+/*
+ * device_int.h — the state of the process's device, shared by the
+ * runtime's files; not a contract for anyone else (that is runtime.h).
+ *
+ * The runtime is one rnic driven by real I/O, in four parts:
+ *   device.c        the device's life: open and close, the rnic's I/O
+ *                   hooks (rnic_io), QP1's agent, the device's timers,
+ *                   the published counters;
+ *   send_path.c     what leaves and when: the device lock, whose unlock
+ *                   sends what the rnic queued, and plain ACKs that ride
+ *                   with the next send;
+ *   receive_path.c  what arrives: the local ring and the socket read in
+ *                   rounds, each datagram checked (length, ICRC) and
+ *                   handed to the rnic (or to SOFTRNIC_FAULTS first);
+ *   progress.c      who drives the rnic: an application thread that
+ *                   polls in a loop reads the socket and runs the timers
+ *                   itself, else the progress thread does.
+ * Below them: udp_port.h (sockets, batching, GSO), local_path.h (the
+ * ring between processes of one host).
+ */
+#ifndef SOFTRNIC_RUNTIME_DEVICE_INT_H
+#define SOFTRNIC_RUNTIME_DEVICE_INT_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/faults.h"
+#include "runtime/link_monitor.h"
+#include "runtime/mcast.h"
+#include "runtime/runtime.h"
+#include "runtime/stats_file.h"
+#include "runtime/udp_port.h"
+
+#define SRT_MAX_HOOKS 64
+#define SRT_STATS_PERIOD_NS (100ull * 1000 * 1000)
+/* The host-local path: a ring that carried a packet this recently is
+ * active, and a polling thread then reads the socket only this often
+ * (receive_packets). */
+#define SRT_LOCAL_ACTIVE_NS (1000ull * 1000)
+#define SRT_LOCAL_UDP_EVERY_NS (20ull * 1000)
+
+struct srt_hook_slot {
+	bool used;
+	struct srt_hooks hooks;
+};
+
+struct srt_device {
+	pthread_mutex_t lock;           /* the device lock: guards rnic, hooks */
+	struct rnic *rnic;
+	struct srt_udp udp;
+	struct srt_mcast mcast;         /* group sockets (mcast.h) */
+	struct rnic_gid gid;
+	int wake_fd;                    /* eventfd: srt_kick and shutdown */
+	/* The progress thread waits on ep_fd, which holds the UDP socket
+	 * only while no application thread reads it (app_polling false);
+	 * toggled with epoll_ctl under the device lock, so handing the
+	 * socket over never wakes the thread. */
+	int ep_fd;
+	bool app_polling;               /* written under the lock (atomic) */
+	/* Under the lock: the queued plain ACKs may wait for company
+	 * (SRT_ACK_RIDE_NS) since ride_since_ns.  Set only when the
+	 * progress thread is sure to run before long and send them: by a
+	 * polling application thread (the progress thread then wakes within
+	 * SRT_POLL_HANDOFF_NS), or by the progress thread itself, which then
+	 * sleeps no longer than the ride lasts.  Cleared when sent. */
+	bool acks_may_ride;
+	uint64_t ride_since_ns;
+	unsigned ride_misses;           /* waits in a row that ended alone */
+	unsigned ride_probe;            /* ACKs sent at once since the last wait */
+	uint64_t app_poll_ns;           /* last poll in a loop, or post, of the
+	                                   thread that has the socket (atomic) */
+	uint64_t app_timer_scan_ns;     /* under the lock */
+	uint64_t app_empty_since_ns;    /* start of the current empty streak, 0: none */
+	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
+	/* Under the lock: does the program come straight back after a
+	 * completion (srt_poll_cq, "keeps polling")?  app_exit_ns: when
+	 * its last poll or post returned (atomic: written after a yield,
+	 * outside the lock); judge_gap: the last poll returned
+	 * a completion, judge the gap at the next call. */
+	uint64_t app_exit_ns;
+	bool judge_gap;
+	bool keeps_polling;
+	/* Under the lock: who received how much (SOFTRNIC_STATS_AT_EXIT). */
+	uint64_t rx_by_app, rx_by_thread, handoff_timeouts, thread_wakeups, takeover_wakes;
+	uint64_t acks_rode, acks_alone;
+	pthread_t thread;
+	/* Posted once the progress thread has set itself up: srt_open
+	 * returns only then, so a fork() right after it never copies a
+	 * thread caught half-way through its start (under ASan that start
+	 * allocates, and a child forked then inherits the allocator's lock
+	 * held and hangs in its first malloc). */
+	sem_t thread_ready;
+	int stopping;                   /* atomic */
+	int refcount;                   /* guarded by open_lock */
+	pid_t owner;                    /* process that created the device */
+	struct srt_hook_slot hooks[SRT_MAX_HOOKS];
+
+	/* Written by the progress thread only. */
+	struct srt_stats_writer stats;
+	uint64_t last_publish_ns;
+	/* Under the lock (whoever reads the socket). */
+	uint64_t rx_drop_bad_icrc;
+	uint64_t rx_drop_malformed;     /* truncated or shorter than BTH+ICRC */
+	uint64_t rx_icrc_id_recovered;  /* accepted with a non-zero IPv4 ID   */
+	struct srt_rx_batch batch;
+	/* The port follows the interface's link (link_monitor.h): `link` is
+	 * the progress thread's, `port` is read and written under the lock. */
+	struct srt_link link;
+	struct srt_link_state port;
+	/* QP1's owner (srt_set_agent), under the lock; MADs that arrive
+	 * while there is none are counted here. */
+	struct srt_agent agent;
+	uint64_t rx_mad_no_agent;
+	/* SOFTRNIC_FAULTS (faults.h), under the lock; NULL: off.  The
+	 * capture is dev->udp.capture. */
+	struct srt_faults *faults;
+	/* The host-local path (srt_receive_packets): when the ring last carried
+	 * a packet, and when a polling thread last read the socket. */
+	uint64_t last_local_rx_ns, last_udp_read_ns;
+};
+
+/* ---- device.c ------------------------------------------------------------ */
+
+/* Lock held: the earliest timer of the rnic, the agent and the
+ * held-back packets (SOFTRNIC_FAULTS); fire what is due at `now`. */
+uint64_t srt_device_deadline(const struct srt_device *dev);
+void srt_device_advance(struct srt_device *dev, uint64_t now);
+/* Lock held: an async event (a port event) to every opener's hooks. */
+void srt_device_async_event(void *ctx, enum ibv_event_type type, void *user_obj);
+/* The progress thread's periodic refresh of the published counters. */
+void srt_publish_stats_soon(struct srt_device *dev, uint64_t now);
+
+/* ---- send_path.c ---------------------------------------------------------- */
+
+/* Lock held: when the plain ACKs waiting in the transmit queue must
+ * leave (UINT64_MAX: nothing waits). */
+uint64_t srt_ride_deadline(struct srt_device *dev, uint64_t now);
+/* Lock held, by a thread that may not come back soon: nothing waits. */
+void srt_send_all_at_unlock(struct srt_device *dev);
+
+/* ---- receive_path.c -------------------------------------------------------- */
+
+/* One received packet to the ICRC check and the rnic (also
+ * SOFTRNIC_FAULTS' delivery function). */
+void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now);
+/* Lock held: read and deliver what waits on socket `u` (and the local
+ * ring, for the device's own socket).  Returns the packets read. */
+int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip_udp, uint64_t now);
+
+/* ---- progress.c ------------------------------------------------------------ */
+
+void *srt_progress_main(void *arg);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * receive_path.c — what arrives (device_int.h has the runtime's parts).
+ * Whoever drives the rnic (progress.c: a polling application thread or
+ * the progress thread) calls srt_receive_packets with the device lock
+ * held: in rounds, the device's local ring (local_path.h), then its
+ * socket (udp_recv.c), each batch checked datagram by datagram — length,
+ * ICRC (icrc_recv.h), SOFTRNIC_PCAP's copy — before the rnic sees it, or
+ * handed to SOFTRNIC_FAULTS, which delivers it later or never.
+ */
+#include <string.h>
+
+#include "runtime/capture.h"
+#include "runtime/device_int.h"
+#include "runtime/icrc_recv.h"
+#include "runtime/local_path.h"
+
+/* Batches read per wake-up before timers get another look. */
+#define SRT_RX_BATCHES_PER_WAKE 8
+
+/* SOFTRNIC_PCAP: a packet as it was received (capture.h), with the IPv4
+ * ID it carried. */
+static void capture_received(struct srt_device *dev, const struct srt_rx_pkt *p, uint16_t ip_id)
+{
+	struct srt_capture_hdr h = { .src = p->src, .dst = p->dst, .sport = p->sport, .ip_id = ip_id,
+				     .tos = p->tos, .ttl = p->ttl };
+	struct wire_piece pc = { p->data, p->len };
+
+	srt_capture_packet(dev->udp.capture, &h, &pc, 1);
+}
+
+/* Check one datagram before the rnic sees it.  Returns true if it may be
+ * delivered, and fills rx. */
+static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, struct rnic_rx *rx)
+{
+	if (p->truncated || p->len < WIRE_BTH_LEN + WIRE_ICRC_LEN) {
+		/* A truncated datagram's bytes are not all here: not captured. */
+		if (dev->udp.capture && !p->truncated)
+			capture_received(dev, p, p->seg_index);
+		dev->rx_drop_malformed++;
+		return false;
+	}
+
+	struct wire_ip ip;
+	uint16_t id = 0;
+	memset(&ip, 0, sizeof(ip));
+	ip.version = 4;
+	srt_ipv4_to_gid(p->src, &rx->src);
+	/* The destination the packet carried: our address, or a multicast
+	 * group (IP_PKTINFO); the ICRC covers it. */
+	srt_ipv4_to_gid(p->dst, &rx->dst);
+	memcpy(ip.src, rx->src.raw, 16);
+	memcpy(ip.dst, rx->dst.raw, 16);
+
+	/* Segment k of a GSO run was sent with IPv4 ID k (udp_send.c).  A
+	 * local ring's packet may come without one (local_path.h): only when
+	 * no SOFTRNIC_FAULTS of ours could have damaged it. */
+	int verdict = p->no_icrc && !dev->faults
+			      ? SRT_ICRC_OK
+			      : srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
+	/* The IPv4 ID the ICRC check found is the one the packet carried
+	 * (with a bad ICRC: the one a GSO sender gave it, our best guess). */
+	if (dev->udp.capture)
+		capture_received(dev, p, verdict == SRT_ICRC_BAD ? p->seg_index : id);
+	if (verdict == SRT_ICRC_BAD) {
+		dev->rx_drop_bad_icrc++;
+		return false;
+	}
+	if (verdict == SRT_ICRC_OK_ID)
+		dev->rx_icrc_id_recovered++;
+
+	rx->sport = p->sport;
+	rx->ecn = p->tos & 3;
+	rx->dscp = p->tos >> 2;
+	rx->ttl = p->ttl;
+	rx->ip_id = id;                 /* as the ICRC check recovered it */
+	rx->flow_label = 0;
+	rx->ib = p->data;
+	rx->ib_len = p->len;
+	return true;
+}
+
+/* One received packet (or one SOFTRNIC_FAULTS let through, later
+ * perhaps: srt_faults_deliver_fn) to the ICRC check and the rnic. */
+void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
+{
+	struct srt_device *dev = ctx;
+	struct rnic_rx rx;
+
+	if (accept_datagram(dev, p, &rx))
+		rnic_receive(dev->rnic, &rx, now);
+}
+
+/* Read and deliver what is waiting on socket `u` (the device's own, or
+ * a multicast group's), device lock held.  Trade-off: the ICRC check runs
+ * under the lock too, so the batch buffer needs no lock of its own and
+ * any thread may receive; it serialises multi-threaded programs a little
+ * more.  Returns the number of packets read. */
+static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
+{
+	for (int i = 0; i < n; i++) {
+		const struct srt_rx_pkt *p = &dev->batch.pkt[i];
+
+		/* A local peer's wake-up (local_path.h) has done its work by
+		 * waking us: not a packet, not for SOFTRNIC_FAULTS to touch. */
+		if (!p->truncated && srt_local_is_doorbell(p->data, p->len))
+			continue;
+		if (dev->faults)        /* which calls srt_deliver_packet, or not */
+			srt_faults_receive(dev->faults, &dev->batch.pkt[i], now);
+		else
+			srt_deliver_packet(dev, &dev->batch.pkt[i], now);
+	}
+	return n;
+}
+
+/* Each round: the device's local ring (local_path.h; only for the
+ * device's own socket, not a multicast group's), then the socket.
+ *
+ * A busy-polling application thread talking to a local peer would pay a
+ * recvmmsg on every poll for a socket that carries nothing but the odd
+ * MAD or remote packet; while the ring has carried packets in the last
+ * SRT_LOCAL_ACTIVE_NS, such a thread (may_skip_udp) reads the socket only
+ * every SRT_LOCAL_UDP_EVERY_NS, so the local fast path makes no system
+ * call.  So does the progress thread when the ring, not the socket, woke
+ * it.  Trade-off: a remote peer's packet then waits up to that long for a
+ * polling reader (the progress thread, woken by epoll, does not wait). */
+int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip_udp, uint64_t now)
+{
+	int total = 0;
+
+	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
+		int got = 0, n;
+		bool skip_udp = false;
+
+		/* The caller's clock for the first round (a busy poller reads
+		 * it once per poll), a fresh one after a round that did work. */
+		if (round)
+			now = srt_now();
+		if (u->local) {
+			n = srt_local_recv(u->local, &dev->batch);
+			if (n > 0) {
+				dev->last_local_rx_ns = now;
+				got += deliver_batch(dev, n, now);
+			}
+			srt_local_recv_done(u->local);  /* delivered: the entries go back */
+			skip_udp = may_skip_udp && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
+				   now - dev->last_udp_read_ns < SRT_LOCAL_UDP_EVERY_NS;
+		}
+		if (!skip_udp) {
+			if (u->local)
+				dev->last_udp_read_ns = now;
+			n = srt_udp_recv(u, &dev->batch);
+			got += n > 0 ? deliver_batch(dev, n, now) : 0;
+		}
+		if (!got)
+			break;
+		total += got;
+	}
+	return total;
+}

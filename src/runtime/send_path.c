@@ -1,0 +1,99 @@
+/*
+ * send_path.c — what leaves and when (device_int.h has the runtime's
+ * parts).  The rnic queues the packets it makes under the device lock
+ * (rnic_io.xmit -> srt_udp_queue); srt_unlock sends the whole queue in one
+ * batch (sendmmsg with UDP GSO, udp_send.c; the local ring for a peer on
+ * this host, local_path.h).  One exception: plain ACKs may wait, up to
+ * SRT_ACK_RIDE_NS, for the next packet this process sends and leave with
+ * it, when a thread is sure to come by and send them in time.
+ */
+#include <pthread.h>
+
+#include "runtime/device_int.h"
+
+/* ACKs ride with sends: a plain ACK (made by a polling application
+ * thread, or by the progress thread) waits up to this long in the
+ * transmit queue for the next packet this process sends, and leaves after
+ * it in the same system call (see srt_unlock).  A ping-pong program
+ * answers within a microsecond or two of its completion, so the ACK and
+ * the answer then cost one send and the peer one receive, instead of two
+ * each.  The bound: the next unlock after this long sends them; if the
+ * program stops calling the library meanwhile, the progress thread does,
+ * within SRT_POLL_HANDOFF_NS.  Either is far below the peer's retransmit
+ * timer (>= 4 us * 2^timeout; perftest and rdma-core's tests use timeout
+ * >= 12: 16 ms). */
+#define SRT_ACK_RIDE_NS (20ull * 1000)
+/* A program that never answers (ride_start): after this many waits in a
+ * row that ended alone, ACKs leave at once, but for one wait in
+ * SRT_RIDE_PROBE. */
+#define SRT_RIDE_MISSES 4u
+#define SRT_RIDE_PROBE 32u
+
+void srt_lock(struct srt_device *dev) { pthread_mutex_lock(&dev->lock); }
+
+/* Lock held: may the queued ACKs start waiting now?  Waiting pays only
+ * when the program answers what it receives; one that does not (a
+ * server that only takes WRITEs, or only receives) would see every ACK
+ * late.  So after SRT_RIDE_MISSES waits in a row ended alone, ACKs leave
+ * at once, except one wait in SRT_RIDE_PROBE, which notices a program
+ * that starts answering. */
+static bool ride_start(struct srt_device *dev, uint64_t now)
+{
+	if (dev->ride_misses >= SRT_RIDE_MISSES && ++dev->ride_probe < SRT_RIDE_PROBE)
+		return false;
+	dev->ride_probe = 0;
+	dev->ride_since_ns = now;
+	return true;
+}
+
+/* Lock held: when the ACKs waiting in the queue must leave (UINT64_MAX:
+ * nothing waits, the queue holds other packets or none). */
+uint64_t srt_ride_deadline(struct srt_device *dev, uint64_t now)
+{
+	if (!srt_udp_only_acks(&dev->udp))
+		return UINT64_MAX;
+	if (!dev->ride_since_ns && !ride_start(dev, now))
+		return UINT64_MAX;
+	return dev->ride_since_ns + SRT_ACK_RIDE_NS;
+}
+
+/* Lock held: may what is queued wait for the next unlock?  Only plain
+ * ACKs, only when the progress thread is sure to come by (acks_may_ride),
+ * and only until their ride deadline ("ACKs ride with sends" above). */
+static bool acks_wait(struct srt_device *dev)
+{
+	if (!dev->acks_may_ride)
+		return false;
+	uint64_t now = srt_now();
+	uint64_t deadline = srt_ride_deadline(dev, now);
+	return deadline != UINT64_MAX && now < deadline;
+}
+
+/* Packets the rnic produced under the lock leave here, in one batch
+ * (plain ACKs may wait: acks_wait). */
+void srt_unlock(struct srt_device *dev)
+{
+	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
+		if (dev->ride_since_ns) {
+			const struct srt_tx_queue *q = dev->udp.txq;
+			if (q->not_acks) {
+				dev->acks_rode += q->n - q->not_acks;
+				dev->ride_misses = 0;
+			} else {
+				dev->acks_alone += q->n;
+				dev->ride_misses++;
+			}
+		}
+		srt_udp_flush(&dev->udp);
+		dev->acks_may_ride = false;
+		dev->ride_since_ns = 0;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Lock held, by a thread that may not come back soon (the progress
+ * thread, a program about to sleep): nothing waits. */
+void srt_send_all_at_unlock(struct srt_device *dev)
+{
+	dev->acks_may_ride = false;
+}
