@@ -14,7 +14,7 @@
 #   /var/tmp/softrnic-interop/logs).
 # Knobs: SOFTRNIC_INTEROP_ACCEL=tcg|kvm (default: KVM only if a short probe
 #   boots the kernel with it), SOFTRNIC_INTEROP_BUDGET=seconds for the cases
-#   (default 400; cases starting later are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime).
+#   (default 900; cases starting later are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime).
 #
 # Only what this script creates is touched: the namespace (removed by the
 # trap), its bridge and tap, nft tables inside it, and the qemu it started
@@ -28,7 +28,7 @@ root=$(cd "$here/../.." && pwd)
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "interop: no build directory" >&2; exit 1; }
 LIB=$BUILD/lib
 DIR=${SOFTRNIC_INTEROP_DIR:-/var/tmp/softrnic-interop}
-BUDGET=${SOFTRNIC_INTEROP_BUDGET:-400}
+BUDGET=${SOFTRNIC_INTEROP_BUDGET:-900}
 # shellcheck source=../lib.sh
 . "$root/tests/lib.sh"
 
