@@ -540,7 +540,10 @@ done; cat /tmp/k.out"
 # softrnic must recover (Go-Back-N with the kernel) and show retransmissions
 # or NAKs in its counters.
 loss_on() {
-	grun 20 'tc qdisc add dev eth0 root netem loss 1%' > /dev/null || return 1
+	# replace: idempotent, should an earlier case's qdisc still be there;
+	# a generous wait: the guest may still be finishing that case (TCG).
+	grun 60 'tc qdisc replace dev eth0 root netem loss 1% && tc qdisc show dev eth0 | grep -q netem' \
+		> "$LOGS/$CASE_FILE.netem" 2>&1 || return 1
 	[ $HAVE_NFT = 1 ] && ip netns exec "$NS" nft -f - <<-EOF
 		table bridge srnio_loss {
 			chain out { type filter hook output priority 0; ether type ip udp dport 4791 numgen random mod 100 < 1 counter drop; }
@@ -549,12 +552,16 @@ loss_on() {
 	return 0
 }
 loss_off() {
-	grun 20 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
+	grun 60 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
 	ip netns exec "$NS" nft delete table bridge srnio_loss 2>/dev/null
 }
 loss_case() {   # loss_case SERVER CLIENT REGEX
 	local log drops
-	if ! loss_on; then fail "netem loss could not be set in the guest"; loss_off; return; fi
+	if ! loss_on; then
+		fail "netem loss could not be set in the guest: $(tr '\n' ' ' < "$LOGS/$CASE_FILE.netem" 2>/dev/null)"
+		loss_off
+		return
+	fi
 	local before after
 	before=$(rxe_counters)
 	sampler_start
