@@ -245,6 +245,11 @@ static enum comp_state check_read_resp(struct rnic_qp *qp, struct comp_ctx *c)
 	uint32_t off, expect;
 	bool last = psn == w->last_psn;
 
+	/* ATOMIC WRITE: the kernel's rxe (6.2 on) answers it with a
+	 * zero-length READ response, as it does FLUSH; softrnic's responder
+	 * with an ACK.  Either completes it. */
+	if (w->opcode == IBV_WR_ATOMIC_WRITE)
+		return op == WIRE_OP_READ_RESP_ONLY && c->pkt->payload_len == 0 && last ? COMP_COMPLETE : COMP_DROP;
 	if (w->opcode != IBV_WR_RDMA_READ)
 		return COMP_DROP;
 	if (psn != qp->comp.psn) {

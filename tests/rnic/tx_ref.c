@@ -10,7 +10,9 @@
  * Checked, with and without loss (retransmissions build the packets again
  * from the MR): WRITEs from one SGE, from three SGEs whose packets partly
  * span them, inline; ATOMIC WRITE (its 8 bytes kept apart from the inline
- * copy, in compare_add); READ responses from each side; every byte arrives,
+ * copy, in compare_add; answered by an ACK, or as the kernel's rxe answers
+ * it, by a zero-length READ response); READ responses from each side;
+ * every byte arrives,
  * and the pair's payload_by_ref count moves exactly when node 0 sends
  * payload (never for node 1's packets, nor for a READ request).
  */
@@ -112,6 +114,28 @@ static void atomic_write_case(struct env *e, int node, uint32_t dst_off)
 	      node);
 }
 
+/* The kernel's rxe (6.2 on) answers an ATOMIC WRITE with a zero-length
+ * RDMA READ response, not an ACK: the tap turns the responder's ACK into
+ * one (the same length: BTH, AETH, ICRC), and the WRITE must complete. */
+static int rxe_style_from = -1;
+
+static bool ack_as_read_response(void *arg, struct pair_packet *pkt)
+{
+	(void)arg;
+	if ((int)pkt->from == rxe_style_from && pkt->ib_len >= 1 && pkt->ib[0] == (WIRE_TR_RC | WIRE_OP_ACK))
+		pkt->ib[0] = WIRE_TR_RC | WIRE_OP_READ_RESP_ONLY;
+	return true;
+}
+
+static void atomic_write_rxe_answer(struct env *e, int node)
+{
+	pair_set_tap(e->h.pair, ack_as_read_response, NULL);
+	rxe_style_from = !node;
+	atomic_write_case(e, node, 30720);
+	rxe_style_from = -1;
+	pair_set_tap(e->h.pair, NULL, NULL);
+}
+
 /* `node` READs len bytes of the peer's memory at src_off into its own at
  * dst_off; the peer sends the responses. */
 static void read_case(struct env *e, int node, uint32_t src_off, uint32_t dst_off, uint32_t len)
@@ -189,6 +213,9 @@ static void run_seed(uint64_t seed)
 	atomic_write_case(&e, 0, 28672);
 	CHECK(by_ref(&e) - r0 >= 1, "ATOMIC WRITE not sent by reference");
 	atomic_write_case(&e, 1, 28672);
+	/* ... answered as the kernel's rxe answers it. */
+	atomic_write_rxe_answer(&e, 0);
+	atomic_write_rxe_answer(&e, 1);
 
 	/* Node 1 READs from node 0: node 0's responses come from its MR by
 	 * reference. */
