@@ -279,8 +279,8 @@ hstart() {   # hstart LOG SECONDS CMD...: the same in the background, its pid in
 }
 
 # CM programs (rping, ...) do not close their device, so they print no
-# counters at exit: a sampler keeps the last `softrnic stats` of the
-# devices on the bridge address while a case runs.
+# counters at exit: a sampler keeps the busiest `softrnic stats` view of
+# the devices on the bridge address while a case runs.
 SAMPLER=
 sampler_start() {
 	rm -f "$LOGS/$CASE_FILE.stats"
@@ -288,7 +288,13 @@ sampler_start() {
 		while :; do
 			"$BUILD/bin/softrnic" stats 2>/dev/null | awk -v a=" $HOST " '
 				/^[^ ]/ { keep = index($0, a) > 0 } keep' > "$LOGS/.stats.tmp"
-			grep -q tx_packets "$LOGS/.stats.tmp" && mv "$LOGS/.stats.tmp" "$LOGS/$CASE_FILE.stats"
+			# Keep the view with the most traffic: a process that closes its
+			# device and opens another (or exits) shows fresh zeros last.
+			now_tx=$(awk '$1 == "tx_packets" { v += $2 } END { print v + 0 }' "$LOGS/.stats.tmp")
+			kept_tx=$(awk '$1 == "tx_packets" { v += $2 } END { print v + 0 }' "$LOGS/$CASE_FILE.stats" 2>/dev/null || echo 0)
+			if grep -q tx_packets "$LOGS/.stats.tmp" && [ "${now_tx:-0}" -ge "${kept_tx:-0}" ]; then
+				mv "$LOGS/.stats.tmp" "$LOGS/$CASE_FILE.stats"
+			fi
 			sleep 0.3
 		done
 	) &
