@@ -143,6 +143,15 @@ enum {
  * RACK tolerates reordering by a time window instead, the better
  * measure once the rnic keeps RTT estimates. */
 #define SR_REORDER_TSNS 3u
+/* The same tolerance for a first loss (TCP's duplicate-ACK threshold): a
+ * hole is resent only once a packet sent SR_DUPTHRESH PSNs after it has
+ * arrived.  A path that only reorders (two threads of one process sending
+ * on two CPUs of a veth pair: each CPU's backlog is drained in its own
+ * order) delivers the missing packet before then, and nothing is sent
+ * twice; measured there, every reordering cost a resend and a duplicate
+ * on the bottleneck.  A hole among the last SR_DUPTHRESH packets is left
+ * to the probe (completer.c), as TCP leaves it to its RTO or RACK. */
+#define SR_DUPTHRESH 3
 struct board_entry {
 	uint32_t psn;                   /* tag: the fields are for this PSN */
 	uint32_t tsn;                   /* its last transmission (0: before the board) */
@@ -193,6 +202,9 @@ void scoreboard_on_nak(struct rnic_qp *qp, uint32_t hole, uint32_t got)
 
 	g->flags |= BOARD_HELD;
 	for (uint32_t psn = hole; psn != got; psn = wire_psn_add(psn, 1)) {
+		/* Not yet: the packet may only be late (SR_DUPTHRESH). */
+		if (wire_psn_diff(got, psn) < SR_DUPTHRESH)
+			break;
 		struct board_entry *x = entry(b, psn);
 
 		if (x->flags & (BOARD_HELD | BOARD_QUEUED))
