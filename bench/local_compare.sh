@@ -127,7 +127,7 @@ printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s 
 	"$(m udp_pingpong)" "$(m shm_pingpong)" "$(m shm_copy)" "$(m iperf3)"
 sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local) sb=$(m send_bw.local)
 sp=$(m shm_pingpong) sc=$(m shm_copy) ce=$(m cpu_e.local) cb=$(m cpu.local) ct=$(m cpu.tcp)
-printf '\ntargets (issue 15):\n'
+printf '\ntargets of the host-local path:\n'
 awk -v sl="$sl" -v wl="$wl" -v rl="$rl" -v wb="$wb" -v sb="$sb" -v sp="$sp" -v sc="$sc" -v ce="$ce" -v cb="$cb" -v ct="$ct" '
 function verdict(ok) { return ok ? "met" : "not met" }
 BEGIN {

@@ -1,6 +1,6 @@
 /*
  * table.h — the key-value store's table: a hash table and its items in
- * one flat arena, the memory the server registers as an MR (issue 13).
+ * one flat arena, the memory the server registers as an MR.
  *
  * The layer below the KV server, and the only thing a one-sided client
  * reads: everything in the arena is addressed by offsets from its base,
