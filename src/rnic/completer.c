@@ -164,6 +164,22 @@ static void rtt_mark_answered(struct rnic_qp *qp, uint32_t psn, uint64_t now)
 	}
 }
 
+static void rtt_marks_clear(struct rnic_qp *qp)
+{
+	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++)
+		qp->comp.rtt_mark[i].valid = false;
+}
+
+/* One retry of retry_cnt for a Go-Back-N or a timeout's probe; false
+ * when none is left (IBV_WC_RETRY_EXC_ERR follows). */
+static bool spend_retry(struct rnic_qp *qp)
+{
+	if (qp->comp.retry_left == 0)
+		return false;
+	qp->comp.retry_left--;
+	return true;
+}
+
 /* (Re)start the retransmit timer from `now`. */
 static void arm_retx(struct rnic_qp *qp, uint64_t now)
 {
@@ -381,16 +397,14 @@ static enum comp_state comp_retry(struct rnic_qp *qp, struct comp_ctx *c)
 	 * of that burst says nothing new. */
 	if (c->pkt && qp->comp.retrying && qp->comp.retrying_psn == c->retry_psn)
 		return COMP_EXIT;
-	if (qp->comp.retry_left == 0) {
+	if (!spend_retry(qp)) {
 		c->error = IBV_WC_RETRY_EXC_ERR;
 		return COMP_LOCAL_ERROR;
 	}
-	qp->comp.retry_left--;
 	qp->comp.retrying = true;
 	qp->comp.timeout_probe = false;
 	/* Samples of what is resent now would carry the whole episode. */
-	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++)
-		qp->comp.rtt_mark[i].valid = false;
+	rtt_marks_clear(qp);
 	qp->comp.retrying_psn = c->retry_psn;
 	requester_rewind(qp, c->retry_psn);
 	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
@@ -581,12 +595,11 @@ void completer_timer(struct rnic_qp *qp, uint64_t now)
 	 * ran out. */
 	qp->r->ctr.retransmit_timeouts++;
 	if (qp->r->cfg.timeout_probe) {
-		if (qp->comp.retry_left == 0) {
+		if (!spend_retry(qp)) {
 			c.error = IBV_WC_RETRY_EXC_ERR;
 			comp_run(qp, &c, COMP_LOCAL_ERROR);
 			return;
 		}
-		qp->comp.retry_left--;
 		qp->comp.timeout_probe = true;
 		qp->comp.timeout_probe_psn = qp->comp.psn;
 		requester_resend_one(qp, qp->comp.psn);
@@ -604,8 +617,7 @@ void completer_reset(struct rnic_qp *qp)
 	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
 	qp->comp.retrying = false;
 	qp->comp.probes = 0;
-	for (uint32_t i = 0; i < RNIC_RTT_MARKS; i++)
-		qp->comp.rtt_mark[i].valid = false;
+	rtt_marks_clear(qp);
 	qp->comp.srtt = qp->comp.rttvar = 0;
 	qp->comp.timeout_probe = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
