@@ -1,8 +1,9 @@
 /*
  * misc.c — the small parts of librdmacm.so.1: event names, rdma_set_option,
  * multicast joins (UD), and the calls softrnic answers "not supported"
- * (ECE).  rsockets (rsocket, rbind, ... rpoll) are stand-ins generated from
- * stubs/rdmacm.list: they fail with ENOSYS (docs/rdmacm.md).
+ * (ECE).  Stream rsockets are in rsocket*.c; riomap, riounmap and riowrite
+ * are stand-ins generated from stubs/rdmacm.list that fail with ENOSYS
+ * (docs/rdmacm.md).
  */
 #include <errno.h>
 #include <netinet/in.h>

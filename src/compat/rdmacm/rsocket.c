@@ -1,0 +1,975 @@
+/*
+ * rsocket.c — stream rsockets (<rdma/rsocket.h>) on softrnic's connection
+ * manager: the socket calls (rsocket, rbind, rlisten, raccept, rconnect,
+ * rshutdown, rclose, the send and receive family, options, rfcntl) and the
+ * CM events that connect and disconnect a socket.  Each socket has an
+ * rdma_cm id on an event channel of its own, whose fd is the number the
+ * program holds (as in rdma-core, so it never collides with a real fd and
+ * librspreload can map socket fds onto it).  The data path is in
+ * rsocket_data.c, rpoll/rselect in rsocket_poll.c; rsocket_int.h has the
+ * wire protocol, which is rdma-core's.
+ *
+ * Not here: datagram rsockets (SOCK_DGRAM answers ENOTSUP), riomap /
+ * riowrite (ENOSYS stand-ins), keepalive messages (SO_KEEPALIVE is
+ * accepted and reported, nothing is sent).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/rsocket.h>
+
+#include "compat/rdmacm/rsocket_int.h"
+
+/* The defaults of rdma-core's rsockets (no /etc/rdma/rsocket files). */
+#define RS_DEF_MEM (1u << 17)
+#define RS_DEF_INLINE 64
+#define RS_DEF_QSIZE 384
+
+int rs_err(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* ---- the socket table: index (a channel fd) -> socket ------------------------ */
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rsock **table;
+static int table_len;
+
+static int table_put(int index, struct rsock *rs)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&table_lock);
+	if (index >= table_len) {
+		int n = table_len ? table_len : 256;
+		while (n <= index)
+			n *= 2;
+		struct rsock **t = realloc(table, (size_t)n * sizeof(*t));
+		if (!t) {
+			ret = ENOMEM;
+			goto out;
+		}
+		memset(t + table_len, 0, (size_t)(n - table_len) * sizeof(*t));
+		table = t;
+		table_len = n;
+	}
+	table[index] = rs;
+out:
+	pthread_mutex_unlock(&table_lock);
+	return ret;
+}
+
+struct rsock *rs_get(int index)
+{
+	struct rsock *rs = NULL;
+
+	pthread_mutex_lock(&table_lock);
+	if (index >= 0 && index < table_len)
+		rs = table[index];
+	pthread_mutex_unlock(&table_lock);
+	return rs;
+}
+
+/* ---- making and freeing -------------------------------------------------------- */
+
+static struct rsock *rs_alloc(const struct rsock *parent)
+{
+	struct rsock *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return NULL;
+	pthread_mutex_init(&rs->lock, NULL);
+	rs->index = -1;
+	if (parent) {
+		rs->sbuf_size = parent->sbuf_size;
+		rs->rbuf_size = parent->rbuf_size;
+		rs->sq_size = parent->sq_size;
+		rs->rq_size = parent->rq_size;
+		rs->sq_inline = parent->sq_inline;
+		rs->so_opts = parent->so_opts;
+		rs->tcp_opts = parent->tcp_opts;
+		rs->fs_flags = parent->fs_flags;
+		rs->fd_flags = parent->fd_flags;
+		rs->keepalive_time = parent->keepalive_time;
+	} else {
+		rs->sbuf_size = RS_DEF_MEM;
+		rs->rbuf_size = RS_DEF_MEM;
+		rs->sq_size = RS_DEF_QSIZE;
+		rs->rq_size = RS_DEF_QSIZE;
+		rs->sq_inline = RS_DEF_INLINE;
+		rs->keepalive_time = 7200;
+	}
+	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
+	return rs;
+}
+
+static int rs_new_channel(struct rsock *rs)
+{
+	rs->chan = rdma_create_event_channel();
+	if (!rs->chan)
+		return -1;
+	/* Events are read without blocking; waiting is poll()'s. */
+	int fl = fcntl(rs->chan->fd, F_GETFL);
+	if (fl < 0 || fcntl(rs->chan->fd, F_SETFL, fl | O_NONBLOCK))
+		return -1;
+	if (rs->fd_flags & FD_CLOEXEC)
+		(void)fcntl(rs->chan->fd, F_SETFD, FD_CLOEXEC);
+	rs->index = rs->chan->fd;
+	return 0;
+}
+
+static void rs_free(struct rsock *rs)
+{
+	if (rs->index >= 0 && rs_get(rs->index) == rs)
+		table_put(rs->index, NULL);
+	rs_free_ep(rs);
+	if (rs->cm)
+		rdma_destroy_id(rs->cm);
+	if (rs->chan)
+		rdma_destroy_event_channel(rs->chan);
+	pthread_mutex_destroy(&rs->lock);
+	free(rs);
+}
+
+int rsocket(int domain, int type, int protocol)
+{
+	int socket_type = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (domain != AF_INET && domain != AF_INET6)
+		return rs_err(EAFNOSUPPORT);
+	if (socket_type != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
+		return rs_err(ENOTSUP);   /* as rdma-core; datagrams: not yet */
+	struct rsock *rs = rs_alloc(NULL);
+	if (!rs)
+		return rs_err(ENOMEM);
+	rs->fs_flags = (type & SOCK_NONBLOCK) ? O_NONBLOCK : 0;
+	rs->fd_flags = (type & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
+	if (rs_new_channel(rs) || rdma_create_id(rs->chan, &rs->cm, rs, RDMA_PS_TCP))
+		goto fail;
+	int e = table_put(rs->index, rs);
+	if (e) {
+		errno = e;
+		goto fail;
+	}
+	return rs->index;
+fail:;
+	int saved = errno;
+	rs_free(rs);
+	return rs_err(saved);
+}
+
+/* The socket of fd, locked; NULL with errno EBADF. */
+static struct rsock *rs_lock(int fd)
+{
+	struct rsock *rs = rs_get(fd);
+
+	if (!rs) {
+		errno = EBADF;
+		return NULL;
+	}
+	pthread_mutex_lock(&rs->lock);
+	return rs;
+}
+
+static int rs_unlock_ret(struct rsock *rs, int ret)
+{
+	int saved = errno;
+
+	pthread_mutex_unlock(&rs->lock);
+	errno = saved;
+	return ret;
+}
+
+/* ---- the connection manager ---------------------------------------------------- */
+
+static int cm_errno(const struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED:
+		return ECONNREFUSED;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return ev->status < 0 ? -ev->status : ETIMEDOUT;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return EHOSTUNREACH;
+	default:
+		return ECONNABORTED;
+	}
+}
+
+static void connect_failed(struct rsock *rs, int e)
+{
+	rs->state = RS_CONNECT_ERROR;
+	rs->err = e;
+}
+
+static void send_req(struct rsock *rs)
+{
+	struct rs_conn_data cd;
+	struct rdma_conn_param param;
+
+	if (rs_create_ep(rs)) {
+		connect_failed(rs, errno);
+		return;
+	}
+	rs_format_conn_data(rs, &cd);
+	memset(&param, 0, sizeof(param));
+	param.private_data = &cd;
+	param.private_data_len = sizeof(cd);
+	param.flow_control = 1;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	if (rdma_connect(rs->cm, &param))
+		connect_failed(rs, errno);
+	else
+		rs->step = RS_STEP_CONNECT;
+}
+
+static void cm_event(struct rsock *rs, struct rdma_cm_event *ev)
+{
+	if (rs->state & RS_OPENING) {
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			if (rdma_resolve_route(rs->cm, 2000))
+				connect_failed(rs, errno);
+			else
+				rs->step = RS_STEP_ROUTE;
+			return;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			send_req(rs);
+			return;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			if (rs_save_conn_data(rs, ev->param.conn.private_data,
+					      ev->param.conn.private_data_len)) {
+				int e = errno;
+				rdma_disconnect(rs->cm);
+				connect_failed(rs, e);
+				return;
+			}
+			rs->state = RS_CONNECT_RDWR;
+			return;
+		case RDMA_CM_EVENT_CONNECT_RESPONSE:
+			return;         /* not with a QP */
+		default:
+			connect_failed(rs, cm_errno(ev));
+			return;
+		}
+	}
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED && (rs->state & RS_CONNECTED)) {
+		/* What arrived stays readable; nothing more can be sent. */
+		rs->state = RS_DISCONNECTED;
+	}
+}
+
+int rs_process_cm(struct rsock *rs)
+{
+	struct rdma_cm_event *ev;
+
+	if (rs->state & RS_LISTENING)
+		return 0;       /* raccept reads a listener's events */
+	while (rdma_get_cm_event(rs->chan, &ev) == 0) {
+		struct rdma_cm_event copy = *ev;
+		uint8_t pdata[256];
+		if (copy.param.conn.private_data && copy.param.conn.private_data_len) {
+			memcpy(pdata, copy.param.conn.private_data, copy.param.conn.private_data_len);
+			copy.param.conn.private_data = pdata;
+		}
+		rdma_ack_cm_event(ev);
+		cm_event(rs, &copy);
+	}
+	return errno == EAGAIN ? 0 : -1;
+}
+
+static void wait_fd(struct rsock *rs, int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	pthread_mutex_unlock(&rs->lock);
+	(void)poll(&p, 1, ms);
+	pthread_mutex_lock(&rs->lock);
+}
+
+int rs_do_connect(struct rsock *rs, bool nonblock)
+{
+	for (;;) {
+		if (rs_process_cm(rs))
+			return -1;
+		if (rs->state & RS_CONNECTED)
+			return 0;
+		if (rs->state == RS_CONNECT_ERROR)
+			return rs_err(rs->err);
+		if (!(rs->state & RS_OPENING))
+			return rs_err(ENOTCONN);
+		if (nonblock)
+			return rs_err(EINPROGRESS);
+		wait_fd(rs, rs->chan->fd, 1000);
+	}
+}
+
+/* ---- bind, listen, accept, connect ----------------------------------------------- */
+
+static int check_addr(const struct sockaddr *addr, socklen_t len)
+{
+	if (!addr)
+		return EFAULT;
+	if (len < sizeof(struct sockaddr_in))
+		return EINVAL;
+	if (addr->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6))
+		return EINVAL;
+	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
+		return EAFNOSUPPORT;
+	return 0;
+}
+
+int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	int e = check_addr(addr, addrlen);
+	if (e)
+		return rs_unlock_ret(rs, rs_err(e));
+	if (rs->state != RS_INIT)
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rdma_bind_addr(rs->cm, (struct sockaddr *)addr))
+		return rs_unlock_ret(rs, -1);
+	rs->state = RS_BOUND;
+	return rs_unlock_ret(rs, 0);
+}
+
+int rlisten(int socket, int backlog)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->state == RS_LISTENING)
+		return rs_unlock_ret(rs, 0);
+	if (rs->state != RS_INIT && rs->state != RS_BOUND)
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rdma_listen(rs->cm, backlog))
+		return rs_unlock_ret(rs, -1);
+	rs->state = RS_LISTENING;
+	return rs_unlock_ret(rs, 0);
+}
+
+static void copy_addr(struct sockaddr *dst, socklen_t *dlen, const struct sockaddr *src)
+{
+	socklen_t size = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						     : sizeof(struct sockaddr_in);
+	memcpy(dst, src, *dlen < size ? *dlen : size);
+	*dlen = size;
+}
+
+/* Accepts one connection request: a socket of its own, its QP and
+ * buffers, the REP with its rs_conn_data.  NULL if it had to be refused. */
+static struct rsock *accept_request(struct rsock *l, struct rdma_cm_id *child,
+				    const struct rdma_conn_param *req, const uint8_t *pdata)
+{
+	struct rsock *rs = rs_alloc(l);
+	struct rs_conn_data cd;
+	struct rdma_conn_param param;
+
+	if (!rs)
+		goto refuse;
+	if (rs_new_channel(rs) || rdma_migrate_id(child, rs->chan))
+		goto refuse;
+	rs->cm = child;
+	child->context = rs;
+	if (rs_create_ep(rs) || rs_save_conn_data(rs, pdata, req->private_data_len))
+		goto refuse;
+	rs_format_conn_data(rs, &cd);
+	param = *req;
+	param.private_data = &cd;
+	param.private_data_len = sizeof(cd);
+	param.rnr_retry_count = 7;
+	if (rdma_accept(child, &param))
+		goto refuse;
+	rs->state = RS_CONNECT_RDWR;
+	if (table_put(rs->index, rs))
+		goto refuse;
+	return rs;
+refuse:
+	rdma_reject(child, NULL, 0);
+	if (rs) {
+		if (!rs->cm)
+			rdma_destroy_id(child);
+		rs_free(rs);
+	} else {
+		rdma_destroy_id(child);
+	}
+	return NULL;
+}
+
+int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct rsock *l = rs_lock(socket);
+	struct rdma_cm_event *ev;
+
+	if (!l)
+		return -1;
+	if (l->state != RS_LISTENING)
+		return rs_unlock_ret(l, rs_err(EINVAL));
+	for (;;) {
+		if (rdma_get_cm_event(l->chan, &ev)) {
+			if (errno != EAGAIN)
+				return rs_unlock_ret(l, -1);
+			if (l->fs_flags & O_NONBLOCK)
+				return rs_unlock_ret(l, rs_err(EAGAIN));
+			wait_fd(l, l->chan->fd, -1);
+			continue;
+		}
+		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		struct rdma_cm_id *child = ev->id;
+		struct rdma_conn_param req = ev->param.conn;
+		uint8_t pdata[256] = { 0 };
+		if (req.private_data && req.private_data_len)
+			memcpy(pdata, req.private_data, req.private_data_len);
+		rdma_ack_cm_event(ev);
+		struct rsock *rs = accept_request(l, child, &req, pdata);
+		if (!rs)
+			continue;
+		if (addr && addrlen)
+			copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
+		return rs_unlock_ret(l, rs->index);
+	}
+}
+
+int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	bool nonblock = rs->fs_flags & O_NONBLOCK;
+	if (rs->state & RS_CONNECTED)
+		return rs_unlock_ret(rs, rs_err(EISCONN));
+	if (rs->state & RS_OPENING) {
+		if (nonblock)
+			return rs_unlock_ret(rs, rs_err(EALREADY));
+		return rs_unlock_ret(rs, rs_do_connect(rs, false));
+	}
+	if (rs->state == RS_LISTENING)
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rs->state != RS_INIT && rs->state != RS_BOUND)
+		return rs_unlock_ret(rs, rs_err(EISCONN));
+	int e = check_addr(addr, addrlen);
+	if (e)
+		return rs_unlock_ret(rs, rs_err(e));
+	if (rdma_resolve_addr(rs->cm, NULL, (struct sockaddr *)addr, 2000))
+		return rs_unlock_ret(rs, -1);
+	rs->state = RS_OPENING;
+	rs->step = RS_STEP_ADDR;
+	return rs_unlock_ret(rs, rs_do_connect(rs, nonblock));
+}
+
+/* ---- shutdown and close -------------------------------------------------------- */
+
+static bool ctrl_avail_or_closed(const struct rsock *rs)
+{
+	return rs_ctrl_avail(rs) || !(rs->state & RS_CONNECTED);
+}
+
+static int do_shutdown(struct rsock *rs, int how)
+{
+	uint32_t ctrl;
+	int ret = 0;
+
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return rs_err(ENOTCONN);
+	if (rs->state & RS_CONNECTED) {
+		if (how == SHUT_RDWR) {
+			ctrl = RS_CTRL_DISCONNECT;
+			rs->state &= ~(RS_READABLE | RS_WRITABLE);
+		} else if (how == SHUT_WR) {
+			rs->state &= ~RS_WRITABLE;
+			ctrl = (rs->state & RS_READABLE) ? RS_CTRL_SHUTDOWN : RS_CTRL_DISCONNECT;
+		} else {
+			rs->state &= ~RS_READABLE;
+			if (rs->state & RS_WRITABLE)
+				return 0;
+			ctrl = RS_CTRL_DISCONNECT;
+		}
+		if (!rs_ctrl_avail(rs))
+			ret = rs_wait(rs, false, ctrl_avail_or_closed);
+		if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs))
+			ret = rs_post_ctrl(rs, ctrl);
+	}
+	if (!ret && (rs->state & RS_CONNECTED))
+		ret = rs_wait(rs, false, rs_all_sends_done);
+	return ret;
+}
+
+int rshutdown(int socket, int how)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	return rs_unlock_ret(rs, do_shutdown(rs, how));
+}
+
+int rclose(int socket)
+{
+	struct rsock *rs = rs_get(socket);
+
+	if (!rs)
+		return rs_err(EBADF);
+	table_put(socket, NULL);
+	pthread_mutex_lock(&rs->lock);
+	bool had_connection = rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR);
+	if (rs->state & RS_CONNECTED)
+		(void)do_shutdown(rs, SHUT_RDWR);
+	if (had_connection || (rs->state & RS_OPENING))
+		(void)rdma_disconnect(rs->cm);
+	pthread_mutex_unlock(&rs->lock);
+	rs_free(rs);
+	return 0;
+}
+
+/* ---- sending and receiving ------------------------------------------------------ */
+
+/* A connecting socket goes on connecting first (EAGAIN while it does). */
+static int ready_for_data(struct rsock *rs, int flags)
+{
+	bool nonblock = (rs->fs_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
+
+	if (rs->state & RS_OPENING) {
+		if (rs_do_connect(rs, nonblock)) {
+			if (errno == EINPROGRESS)
+				errno = EAGAIN;
+			return -1;
+		}
+	}
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return rs_err(ENOTCONN);
+	return 0;
+}
+
+static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (iovcnt < 0 || (iovcnt && !iov))
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (ready_for_data(rs, flags))
+		return rs_unlock_ret(rs, -1);
+	ssize_t n = rs_sendv(rs, iov, iovcnt, flags);
+	int saved = errno;
+	pthread_mutex_unlock(&rs->lock);
+	errno = saved;
+	return n;
+}
+
+static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (iovcnt < 0 || (iovcnt && !iov))
+		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (ready_for_data(rs, flags))
+		return rs_unlock_ret(rs, -1);
+	ssize_t n = rs_recvv(rs, iov, iovcnt, flags);
+	int saved = errno;
+	pthread_mutex_unlock(&rs->lock);
+	errno = saved;
+	return n;
+}
+
+ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return sendv(socket, &v, 1, flags);
+}
+
+ssize_t rwrite(int socket, const void *buf, size_t count)
+{
+	return rsend(socket, buf, count, 0);
+}
+
+ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
+{
+	return sendv(socket, iov, iovcnt, 0);
+}
+
+ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
+		const struct sockaddr *dest_addr, socklen_t addrlen)
+{
+	if (dest_addr || addrlen) {
+		if (!rs_get(socket))
+			return rs_err(EBADF);
+		return rs_err(EISCONN);  /* a stream socket has its peer */
+	}
+	return rsend(socket, buf, len, flags);
+}
+
+ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
+{
+	if (!msg)
+		return rs_err(EFAULT);
+	if (msg->msg_name || msg->msg_namelen) {
+		if (!rs_get(socket))
+			return rs_err(EBADF);
+		return rs_err(EISCONN);
+	}
+	return sendv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+{
+	struct iovec v = { .iov_base = buf, .iov_len = len };
+
+	return recvv(socket, &v, 1, flags);
+}
+
+ssize_t rread(int socket, void *buf, size_t count)
+{
+	return rrecv(socket, buf, count, 0);
+}
+
+ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
+{
+	return recvv(socket, iov, iovcnt, 0);
+}
+
+ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+		  struct sockaddr *src_addr, socklen_t *addrlen)
+{
+	ssize_t n = rrecv(socket, buf, len, flags);
+
+	if (n >= 0 && src_addr && addrlen) {
+		struct rsock *rs = rs_get(socket);
+		if (rs && rs->cm)
+			copy_addr(src_addr, addrlen, rdma_get_peer_addr(rs->cm));
+	}
+	return n;
+}
+
+ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+{
+	if (!msg)
+		return rs_err(EFAULT);
+	ssize_t n = recvv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	if (n >= 0) {
+		msg->msg_controllen = 0;
+		msg->msg_flags = 0;
+		msg->msg_namelen = 0;
+	}
+	return n;
+}
+
+/* ---- names, options, flags ---------------------------------------------------- */
+
+int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (!addr || !addrlen)
+		return rs_unlock_ret(rs, rs_err(EFAULT));
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return rs_unlock_ret(rs, rs_err(ENOTCONN));
+	copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
+	return rs_unlock_ret(rs, 0);
+}
+
+int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct rsock *rs = rs_lock(socket);
+
+	if (!rs)
+		return -1;
+	if (!addr || !addrlen)
+		return rs_unlock_ret(rs, rs_err(EFAULT));
+	struct sockaddr *local = rdma_get_local_addr(rs->cm);
+	if (local->sa_family == AF_UNSPEC) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+		copy_addr(addr, addrlen, (struct sockaddr *)&any);
+	} else {
+		copy_addr(addr, addrlen, local);
+	}
+	return rs_unlock_ret(rs, 0);
+}
+
+static int int_opt(const void *optval, socklen_t optlen, int *out)
+{
+	if (!optval)
+		return EFAULT;
+	if (optlen < sizeof(int))
+		return EINVAL;
+	memcpy(out, optval, sizeof(int));
+	return 0;
+}
+
+int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
+{
+	struct rsock *rs = rs_lock(socket);
+	int v = 0, e;
+
+	if (!rs)
+		return -1;
+	bool no_buffers = !rs->sbuf;
+	if (level == SOL_SOCKET && optname == SO_LINGER) {
+		if (!optval)
+			return rs_unlock_ret(rs, rs_err(EFAULT));
+		if (optlen < sizeof(struct linger))
+			return rs_unlock_ret(rs, rs_err(EINVAL));
+		struct linger lg;
+		memcpy(&lg, optval, sizeof(lg));
+		/* Kept inverted, as rdma-core: off (0) is the default "on". */
+		if (lg.l_onoff)
+			rs->so_opts &= ~(UINT64_C(1) << SO_LINGER);
+		else
+			rs->so_opts |= UINT64_C(1) << SO_LINGER;
+		return rs_unlock_ret(rs, 0);
+	}
+	if (level == SOL_RDMA && optname == RDMA_ROUTE)
+		return rs_unlock_ret(rs, 0);    /* routes are local on RoCE */
+	e = int_opt(optval, optlen, &v);
+	if (e)
+		return rs_unlock_ret(rs, rs_err(e));
+	switch (level) {
+	case SOL_SOCKET:
+		switch (optname) {
+		case SO_REUSEADDR:
+		case SO_KEEPALIVE:
+		case SO_OOBINLINE:
+			if (v)
+				rs->so_opts |= UINT64_C(1) << optname;
+			else
+				rs->so_opts &= ~(UINT64_C(1) << optname);
+			return rs_unlock_ret(rs, 0);
+		case SO_RCVBUF:
+			if (no_buffers && v > 0)
+				rs->rbuf_size = (uint32_t)v << 1;
+			return rs_unlock_ret(rs, 0);
+		case SO_SNDBUF:
+			if (no_buffers && v > 0)
+				rs->sbuf_size = (uint32_t)v << 1;
+			if (rs->sbuf_size < RS_SNDLOWAT)
+				rs->sbuf_size = RS_SNDLOWAT << 1;
+			return rs_unlock_ret(rs, 0);
+		}
+		break;
+	case IPPROTO_IP:
+		if (optname == IP_TOS) {
+			uint8_t tos = (uint8_t)v;
+			rs->ip_tos = v;
+			return rs_unlock_ret(rs, rdma_set_option(rs->cm, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+								 &tos, sizeof(tos)));
+		}
+		break;
+	case IPPROTO_TCP:
+		switch (optname) {
+		case TCP_NODELAY:
+			if (v)
+				rs->tcp_opts |= UINT64_C(1) << optname;
+			else
+				rs->tcp_opts &= ~(UINT64_C(1) << optname);
+			return rs_unlock_ret(rs, 0);
+		case TCP_KEEPIDLE:
+			if (v <= 0)
+				return rs_unlock_ret(rs, rs_err(EINVAL));
+			rs->keepalive_time = (unsigned)v;
+			return rs_unlock_ret(rs, 0);
+		case TCP_KEEPCNT:
+		case TCP_KEEPINTVL:
+		case TCP_MAXSEG:
+			return rs_unlock_ret(rs, 0);    /* nothing to do on a reliable connection */
+		}
+		break;
+	case SOL_RDMA:
+		if (!no_buffers)
+			return rs_unlock_ret(rs, rs_err(EINVAL));
+		switch (optname) {
+		case RDMA_SQSIZE:
+			rs->sq_size = (uint16_t)(v < RS_QP_MAX_SIZE ? v : RS_QP_MAX_SIZE);
+			return rs_unlock_ret(rs, 0);
+		case RDMA_RQSIZE:
+			rs->rq_size = (uint16_t)(v < RS_QP_MAX_SIZE ? v : RS_QP_MAX_SIZE);
+			return rs_unlock_ret(rs, 0);
+		case RDMA_INLINE:
+			rs->sq_inline = (uint16_t)(v < 0 ? 0 : v > 0xFFFF ? 0xFFFF : v);
+			return rs_unlock_ret(rs, 0);
+		case RDMA_IOMAPSIZE:
+			return rs_unlock_ret(rs, 0);    /* riomap: not supported, size 0 */
+		}
+		break;
+	}
+	return rs_unlock_ret(rs, rs_err(ENOTSUP));
+}
+
+static int put_int(void *optval, socklen_t *optlen, int v)
+{
+	if (!optval || !optlen)
+		return rs_err(EFAULT);
+	socklen_t n = *optlen < sizeof(int) ? *optlen : sizeof(int);
+	memcpy(optval, &v, n);
+	*optlen = n;
+	return 0;
+}
+
+int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
+{
+	struct rsock *rs = rs_lock(socket);
+	int ret = -1;
+
+	if (!rs)
+		return -1;
+	switch (level) {
+	case SOL_SOCKET:
+		switch (optname) {
+		case SO_REUSEADDR:
+		case SO_KEEPALIVE:
+		case SO_OOBINLINE:
+			ret = put_int(optval, optlen, !!(rs->so_opts & (UINT64_C(1) << optname)));
+			break;
+		case SO_RCVBUF:
+			ret = put_int(optval, optlen, (int)rs->rbuf_size);
+			break;
+		case SO_SNDBUF:
+			ret = put_int(optval, optlen, (int)rs->sbuf_size);
+			break;
+		case SO_ERROR:
+			ret = put_int(optval, optlen, rs->err);
+			if (!ret)
+				rs->err = 0;
+			break;
+		case SO_TYPE:
+			ret = put_int(optval, optlen, SOCK_STREAM);
+			break;
+		case SO_LINGER:
+			if (!optval || !optlen) {
+				ret = rs_err(EFAULT);
+			} else if (*optlen < sizeof(struct linger)) {
+				ret = rs_err(EINVAL);
+			} else {
+				struct linger lg = {
+					.l_onoff = !(rs->so_opts & (UINT64_C(1) << SO_LINGER)),
+					.l_linger = 0,
+				};
+				memcpy(optval, &lg, sizeof(lg));
+				*optlen = sizeof(lg);
+				ret = 0;
+			}
+			break;
+		default:
+			ret = rs_err(ENOTSUP);
+		}
+		break;
+	case IPPROTO_IP:
+		ret = optname == IP_TOS ? put_int(optval, optlen, rs->ip_tos) : rs_err(ENOTSUP);
+		break;
+	case IPPROTO_TCP:
+		switch (optname) {
+		case TCP_NODELAY:
+			ret = put_int(optval, optlen, !!(rs->tcp_opts & (UINT64_C(1) << optname)));
+			break;
+		case TCP_KEEPIDLE:
+			ret = put_int(optval, optlen, (int)rs->keepalive_time);
+			break;
+		case TCP_KEEPCNT:
+		case TCP_KEEPINTVL:
+			ret = put_int(optval, optlen, 1);
+			break;
+		case TCP_MAXSEG: {
+			int mtu = 2048;
+			if (rs->cm && rs->cm->route.num_paths && rs->cm->route.path_rec)
+				mtu = 1 << (7 + rs->cm->route.path_rec->mtu);
+			ret = put_int(optval, optlen, mtu);
+			break;
+		}
+		case TCP_INFO:
+			if (!optval || !optlen) {
+				ret = rs_err(EFAULT);
+			} else {
+				struct tcp_info info;
+				memset(&info, 0, sizeof(info));
+				info.tcpi_state = (rs->state & RS_CONNECTED) ? 1 /* TCP_ESTABLISHED */
+									     : 7 /* TCP_CLOSE */;
+				info.tcpi_snd_cwnd = rs->sq_size;
+				socklen_t n = *optlen < sizeof(info) ? *optlen : sizeof(info);
+				memcpy(optval, &info, n);
+				*optlen = n;
+				ret = 0;
+			}
+			break;
+		default:
+			ret = rs_err(ENOTSUP);
+		}
+		break;
+	case SOL_RDMA:
+		switch (optname) {
+		case RDMA_SQSIZE:
+			ret = put_int(optval, optlen, rs->sq_size);
+			break;
+		case RDMA_RQSIZE:
+			ret = put_int(optval, optlen, rs->rq_size);
+			break;
+		case RDMA_INLINE:
+			ret = put_int(optval, optlen, rs->sq_inline);
+			break;
+		case RDMA_IOMAPSIZE:
+			ret = put_int(optval, optlen, 0);
+			break;
+		default:
+			ret = rs_err(ENOTSUP);
+		}
+		break;
+	default:
+		ret = rs_err(ENOTSUP);
+	}
+	return rs_unlock_ret(rs, ret);
+}
+
+int rfcntl(int socket, int cmd, ... /* arg */)
+{
+	struct rsock *rs = rs_lock(socket);
+	va_list ap;
+	int ret = 0;
+
+	if (!rs)
+		return -1;
+	va_start(ap, cmd);
+	switch (cmd) {
+	case F_GETFL:
+		ret = rs->fs_flags | O_RDWR;
+		break;
+	case F_SETFL:
+		rs->fs_flags = va_arg(ap, int) & ~O_ACCMODE;
+		break;
+	case F_GETFD:
+		ret = rs->fd_flags;
+		break;
+	case F_SETFD:
+		rs->fd_flags = va_arg(ap, int);
+		(void)fcntl(rs->index, F_SETFD, rs->fd_flags);
+		break;
+	default:
+		ret = rs_err(ENOTSUP);
+	}
+	va_end(ap);
+	return rs_unlock_ret(rs, ret);
+}

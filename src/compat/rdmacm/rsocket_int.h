@@ -1,0 +1,203 @@
+/*
+ * rsocket_int.h — private types of softrnic's stream rsockets
+ * (<rdma/rsocket.h>: rsocket, rconnect, rsend, rrecv, rpoll, ...).
+ *
+ * An rsocket is an RC QP connected through this library's rdma_* calls;
+ * its wire protocol is rdma-core's (librdmacm/rsocket.c), so a softrnic
+ * rsocket talks to an rdma-core one:
+ *   - the REQ and REP carry struct rs_conn_data: version 1, flags, the
+ *     receive credits (the receive queue's depth), the address/rkey of the
+ *     side's target SGL (where the peer writes buffer grants) and of the
+ *     first half of its receive buffer;
+ *   - data travels as RDMA WRITE WITH IMMEDIATE into the half of the
+ *     peer's receive buffer it last granted, the immediate saying
+ *     op (bits 31..29) and length (28..0);
+ *   - a receiver grants the next half of its buffer by an RDMA WRITE WITH
+ *     IMMEDIATE of a 16-byte rs_sge into the sender's target SGL, op SGL,
+ *     and credits (how many messages the sender may have sent in all,
+ *     modulo 2^16) in the immediate; without a free half, a zero-length
+ *     write with the same immediate grants credits alone;
+ *   - shutdown and close are zero-length writes with op CTRL and
+ *     DISCONNECT or SHUTDOWN in the immediate.
+ * Files: rsocket.c (the socket calls, the CM), rsocket_data.c (buffers,
+ * the QP, sending, receiving, credits), rsocket_poll.c (rpoll, rselect).
+ */
+#ifndef SOFTRNIC_COMPAT_RSOCKET_INT_H
+#define SOFTRNIC_COMPAT_RSOCKET_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+/* ---- the wire (rdma-core's rsocket.c) --------------------------------------- */
+#define RS_SNDLOWAT 2048                /* a send needs this much send buffer free */
+#define RS_MAX_TRANSFER 65536           /* the largest single write */
+#define RS_OLAP_START_SIZE 2048         /* the first write of a large send */
+#define RS_QP_MIN_SIZE 16
+#define RS_QP_MAX_SIZE 0xFFFE
+#define RS_QP_CTRL_SIZE 4               /* control messages in flight */
+#define RS_SGL_SIZE 2                   /* target SGL entries (two buffer halves) */
+
+enum rs_op {                            /* immediate bits 31..29 */
+	RS_OP_DATA = 0,
+	RS_OP_RSVD_DATA_MORE = 1,
+	RS_OP_WRITE = 2,                /* local only, never sent */
+	RS_OP_RSVD_DRA_MORE = 3,
+	RS_OP_SGL = 4,
+	RS_OP_RSVD = 5,
+	RS_OP_IOMAP_SGL = 6,
+	RS_OP_CTRL = 7,
+};
+enum rs_ctrl {                          /* the data of an RS_OP_CTRL */
+	RS_CTRL_DISCONNECT = 0,
+	RS_CTRL_KEEPALIVE = 1,
+	RS_CTRL_SHUTDOWN = 2,
+};
+static inline uint32_t rs_msg(uint32_t op, uint32_t data)
+{
+	return (op << 29) | data;
+}
+#define RS_MSG_OP(m) ((m) >> 29)
+#define RS_MSG_DATA(m) ((m) & 0x1FFFFFFFu)
+
+/* A buffer grant as it is written into the peer's target SGL (host order
+ * of the writer; RS_CONN_FLAG_NET says when that is big-endian). */
+struct rs_sge {
+	uint64_t addr;
+	uint32_t key;
+	uint32_t length;
+};
+
+#define RS_CONN_FLAG_NET (1 << 0)
+#define RS_CONN_FLAG_IOMAP (1 << 1)
+
+/* The REQ's and REP's private data (big-endian fields). */
+struct rs_conn_data {
+	uint8_t version;                /* 1 */
+	uint8_t flags;
+	uint16_t credits;               /* be16: the receive queue's depth */
+	uint8_t reserved[3];
+	uint8_t target_iomap_size;      /* scaled (riomap); softrnic offers 0 */
+	struct rs_sge target_sgl;       /* be: where grants go, length = entries */
+	struct rs_sge data_buf;         /* be: the first receive buffer half */
+};
+_Static_assert(sizeof(struct rs_conn_data) == 40, "rs_conn_data is 40 bytes on the wire");
+
+/* Work request ids: receives have bit 63, sends carry their message. */
+#define RS_WR_RECV (UINT64_C(1) << 63)
+
+/* ---- one socket --------------------------------------------------------------- */
+enum rs_state {
+	RS_INIT = 0,
+	RS_BOUND = 0x0001,
+	RS_LISTENING = 0x0002,
+	RS_OPENING = 0x0004,            /* resolving or connecting */
+	RS_CONNECTED = 0x0100,
+	RS_WRITABLE = 0x0200,
+	RS_READABLE = 0x0400,
+	RS_CONNECT_RDWR = RS_CONNECTED | RS_READABLE | RS_WRITABLE,
+	RS_CONNECT_ERROR = 0x0800,
+	RS_DISCONNECTED = 0x1000,
+	RS_ERROR = 0x2000,
+};
+
+/* Where an active connect is (state RS_OPENING). */
+enum rs_connect_step {
+	RS_STEP_ADDR,                   /* waiting for ADDR_RESOLVED */
+	RS_STEP_ROUTE,                  /* waiting for ROUTE_RESOLVED */
+	RS_STEP_CONNECT,                /* REQ sent, waiting for ESTABLISHED */
+};
+
+struct rmsg {                           /* a message received, not yet read */
+	uint32_t op;
+	uint32_t len;
+};
+
+struct rsock {
+	int index;                      /* the fd the program holds: the CM channel's */
+	pthread_mutex_t lock;
+	struct rdma_event_channel *chan;
+	struct rdma_cm_id *cm;
+	int state;                      /* enum rs_state flags */
+	enum rs_connect_step step;
+	int err;                        /* SO_ERROR, cleared when read */
+	int fs_flags;                   /* O_NONBLOCK */
+	int fd_flags;                   /* FD_CLOEXEC */
+	uint64_t so_opts, tcp_opts;     /* 1 << optname for boolean options set */
+	int ip_tos;
+	unsigned keepalive_time;
+	bool dst_is_set;
+
+	/* Sizes (settable until the buffers exist). */
+	uint32_t sbuf_size, rbuf_size;
+	uint16_t sq_size, rq_size;
+	uint16_t sq_inline;
+
+	/* Verbs objects (rsocket_data.c). */
+	struct ibv_comp_channel *cq_chan;
+	struct ibv_cq *cq;
+	bool cq_armed;
+	struct ibv_mr *smr, *rmr, *target_mr;
+	uint8_t *sbuf;                  /* sbuf_size + the control grant slots */
+	uint8_t *rbuf;                  /* rbuf_size: two halves the peer writes */
+	struct rs_sge *target_sgl;      /* RS_SGL_SIZE, written by the peer */
+
+	/* Sending. */
+	uint32_t sbuf_avail;            /* bytes of sbuf not in flight */
+	uint32_t sbuf_head;             /* where the next copy goes */
+	int sqe_avail;                  /* data work requests that may be posted */
+	unsigned ctrl_seqno, ctrl_max_seqno; /* control messages posted / allowed */
+	uint16_t sseq_no, sseq_comp;    /* messages sent / allowed by the peer */
+	int target_sge;                 /* the peer's half being written */
+	struct rs_sge remote_sgl;       /* the peer's target SGL */
+	int remote_sge;                 /* its entry our next grant goes to */
+
+	/* Receiving. */
+	struct rmsg *rmsg;              /* rq_size + 1 */
+	int rmsg_head, rmsg_tail;
+	uint32_t rbuf_offset;           /* where the next byte to read is */
+	uint32_t rbuf_avail;            /* bytes read and not yet granted */
+	uint32_t rbuf_free_offset;      /* the next half to grant */
+	uint16_t rseq_no, rseq_comp;    /* messages read / when to grant credits */
+
+	/* A listener's pending accepts are on its channel; an accepted socket
+	 * inherits its sizes. */
+};
+
+/* rsocket.c */
+struct rsock *rs_get(int index);        /* NULL: not an rsocket */
+int rs_err(int e);                      /* errno = e, -1 */
+/* Handles CM events queued on the socket's channel (never blocks);
+ * connecting sockets advance.  0, or -1 with errno. */
+int rs_process_cm(struct rsock *rs);
+/* Drives a connecting socket: blocking until connected or failed unless
+ * nonblock (then -1/EINPROGRESS while it goes on). */
+int rs_do_connect(struct rsock *rs, bool nonblock);
+
+/* rsocket_data.c */
+int rs_create_ep(struct rsock *rs);
+void rs_free_ep(struct rsock *rs);
+void rs_format_conn_data(const struct rsock *rs, struct rs_conn_data *c);
+int rs_save_conn_data(struct rsock *rs, const void *pdata, uint8_t len);
+int rs_poll_cq(struct rsock *rs);
+void rs_update_credits(struct rsock *rs);
+bool rs_can_send(const struct rsock *rs);
+bool rs_have_rdata(const struct rsock *rs);
+bool rs_all_sends_done(const struct rsock *rs);
+bool rs_ctrl_avail(const struct rsock *rs);
+int rs_post_ctrl(struct rsock *rs, uint32_t ctrl);
+/* Waits (lock held; dropped while sleeping) until test(rs), or the
+ * socket's state says there is nothing to wait for.  nonblock: EAGAIN
+ * instead of sleeping.  0 or -1/errno. */
+int rs_wait(struct rsock *rs, bool nonblock, bool (*test)(const struct rsock *rs));
+/* Arms the CQ for rpoll: true if something is ready already. */
+bool rs_arm(struct rsock *rs);
+void rs_take_cq_event(struct rsock *rs);
+ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
+ssize_t rs_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
+
+#endif

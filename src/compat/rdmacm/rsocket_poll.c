@@ -1,0 +1,214 @@
+/*
+ * rsocket_poll.c — rpoll and rselect over a mix of rsockets and ordinary
+ * fds.  An rsocket is ready when its CQ or its CM channel says so: each
+ * round looks at every fd without sleeping, then arms the rsockets' CQs and
+ * sleeps in poll() on their completion and CM channel fds beside the
+ * ordinary fds, until something happens or the timeout passes.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include <rdma/rsocket.h>
+
+#include "compat/rdmacm/rsocket_int.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What the socket is ready for, without sleeping (lock held). */
+static short rs_revents(struct rsock *rs, short events)
+{
+	short r = 0;
+
+	if (rs->state == RS_LISTENING) {
+		struct pollfd p = { .fd = rs->chan->fd, .events = POLLIN };
+		if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
+			r |= events & POLLIN;
+		return r;
+	}
+	if (rs->state & RS_OPENING)
+		(void)rs_do_connect(rs, true);
+	if (rs->state == RS_CONNECT_ERROR)
+		return (short)((events & (POLLIN | POLLOUT)) | POLLERR);
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return 0;       /* idle, bound or still connecting */
+	(void)rs_process_cm(rs);
+	rs_update_credits(rs);
+	(void)rs_poll_cq(rs);
+	rs_update_credits(rs);
+	if ((events & POLLIN) && (rs_have_rdata(rs) || !(rs->state & RS_READABLE)))
+		r |= POLLIN;
+	if ((events & POLLOUT) && (rs->state & RS_WRITABLE) && rs_can_send(rs))
+		r |= POLLOUT;
+	if (!(rs->state & RS_CONNECTED))
+		r |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	return r;
+}
+
+static int check_all(struct pollfd *fds, nfds_t nfds)
+{
+	int cnt = 0;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		struct rsock *rs = rs_get(fds[i].fd);
+		if (rs) {
+			pthread_mutex_lock(&rs->lock);
+			fds[i].revents = rs_revents(rs, fds[i].events);
+			pthread_mutex_unlock(&rs->lock);
+		} else {
+			fds[i].revents = 0;
+			if (fds[i].fd >= 0)
+				(void)poll(&fds[i], 1, 0);
+		}
+		if (fds[i].revents)
+			cnt++;
+	}
+	return cnt;
+}
+
+int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	int64_t deadline = timeout > 0 ? now_ms() + timeout : 0;
+	struct pollfd *w = NULL;
+	int cnt;
+
+	if (nfds && !fds)
+		return rs_err(EFAULT);
+	for (;;) {
+		cnt = check_all(fds, nfds);
+		if (cnt || timeout == 0)
+			break;
+		/* Arm every CQ; what completed before the arming raises no
+		 * event, so look once more if any was armed now. */
+		bool armed = false;
+		for (nfds_t i = 0; i < nfds; i++) {
+			struct rsock *rs = rs_get(fds[i].fd);
+			if (!rs)
+				continue;
+			pthread_mutex_lock(&rs->lock);
+			armed |= rs_arm(rs);
+			pthread_mutex_unlock(&rs->lock);
+		}
+		if (armed) {
+			cnt = check_all(fds, nfds);
+			if (cnt)
+				break;
+		}
+		if (!w) {
+			w = calloc(2 * nfds + 1, sizeof(*w));
+			if (!w)
+				return rs_err(ENOMEM);
+		}
+		for (nfds_t i = 0; i < nfds; i++) {
+			struct rsock *rs = rs_get(fds[i].fd);
+			w[2 * i] = (struct pollfd){ .fd = fds[i].fd, .events = fds[i].events };
+			w[2 * i + 1] = (struct pollfd){ .fd = -1 };
+			if (rs) {
+				pthread_mutex_lock(&rs->lock);
+				w[2 * i].fd = rs->chan->fd;
+				w[2 * i].events = POLLIN;
+				if (rs->cq_chan) {
+					w[2 * i + 1].fd = rs->cq_chan->fd;
+					w[2 * i + 1].events = POLLIN;
+				}
+				pthread_mutex_unlock(&rs->lock);
+			}
+		}
+		int wait = 500;         /* look again now and then regardless */
+		if (timeout > 0) {
+			int64_t left = deadline - now_ms();
+			if (left <= 0)
+				break;
+			if (left < wait)
+				wait = (int)left;
+		}
+		if (poll(w, 2 * nfds, wait) < 0 && errno != EINTR) {
+			free(w);
+			return -1;
+		}
+		for (nfds_t i = 0; i < nfds; i++) {
+			if (w[2 * i + 1].fd < 0 || !w[2 * i + 1].revents)
+				continue;
+			struct rsock *rs = rs_get(fds[i].fd);
+			if (!rs)
+				continue;
+			pthread_mutex_lock(&rs->lock);
+			rs_take_cq_event(rs);
+			pthread_mutex_unlock(&rs->lock);
+		}
+	}
+	free(w);
+	return cnt;
+}
+
+int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+	    struct timeval *timeout)
+{
+	struct pollfd *fds;
+	int n = 0, ret, ms = -1;
+
+	if (nfds < 0 || nfds > FD_SETSIZE)
+		return rs_err(EINVAL);
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_usec < 0)
+			return rs_err(EINVAL);
+		ms = (int)(timeout->tv_sec * 1000 + (timeout->tv_usec + 999) / 1000);
+	}
+	fds = calloc((size_t)nfds + 1, sizeof(*fds));
+	if (!fds)
+		return rs_err(ENOMEM);
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+		if (readfds && FD_ISSET(fd, readfds))
+			ev |= POLLIN;
+		if (writefds && FD_ISSET(fd, writefds))
+			ev |= POLLOUT;
+		if (exceptfds && FD_ISSET(fd, exceptfds))
+			ev |= POLLPRI;
+		if (ev)
+			fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	ret = rpoll(fds, (nfds_t)n, ms);
+	if (ret < 0) {
+		free(fds);
+		return ret;
+	}
+	if (readfds)
+		FD_ZERO(readfds);
+	if (writefds)
+		FD_ZERO(writefds);
+	if (exceptfds)
+		FD_ZERO(exceptfds);
+	ret = 0;
+	for (int i = 0; i < n; i++) {
+		short r = fds[i].revents;
+		/* As select(2): hang-up and error make a descriptor readable. */
+		if (readfds && (fds[i].events & POLLIN) && (r & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(fds[i].fd, readfds);
+			ret++;
+		}
+		if (writefds && (fds[i].events & POLLOUT) && (r & (POLLOUT | POLLHUP | POLLERR))) {
+			FD_SET(fds[i].fd, writefds);
+			ret++;
+		}
+		if (exceptfds && (fds[i].events & POLLPRI) && (r & POLLPRI)) {
+			FD_SET(fds[i].fd, exceptfds);
+			ret++;
+		}
+	}
+	free(fds);
+	if (timeout && ret == 0) {
+		timeout->tv_sec = 0;
+		timeout->tv_usec = 0;
+	}
+	return ret;
+}
