@@ -49,8 +49,14 @@ static short rs_revents(struct rsock *rs, short events)
 		r |= POLLIN;
 	if ((events & POLLOUT) && (rs->state & RS_WRITABLE) && rs_can_send(rs))
 		r |= POLLOUT;
-	if (!(rs->state & RS_CONNECTED))
-		r |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	/* A peer's close is reported as a hang-up once what it sent has been
+	 * read (rdma-core raises POLLHUP at once, so a program that stops at
+	 * POLLHUP, as rstream -T a does, could lose the peer's last bytes; a
+	 * TCP socket shows POLLIN until then too). */
+	if (rs->state == RS_DISCONNECTED && !rs_have_rdata(rs))
+		r |= POLLHUP;
+	else if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED)))
+		r |= POLLERR;
 	return r;
 }
 
