@@ -1,6 +1,8 @@
 /*
  * cc.c — congestion control and rate limiting in the transport: the glue
- * between the QP and DCQCN (dcqcn.c), the pacer (pacer.h) and the CNP.
+ * between the QP and its reaction point (DCQCN, dcqcn.c, by default;
+ * DCTCP, dctcp.c, or TIMELY, timely.c, by rnic_config.cc_algo), the pacer
+ * (pacer.h), the congestion window and the CNP.
  *
  * The loop (RoCEv2, IBTA Annex A17.9; DCQCN, SIGCOMM 2015):
  *
@@ -11,6 +13,15 @@
  *   RP    a CNP cuts the sending QP's DCQCN rate (cc_receive_cnp), and
  *         the requester's packets then pass the pacer at that rate
  *         (cc_may_send / cc_on_sent);
+ *   DCTCP the CNP is the ECN echo: the NP of a DCTCP device sends one for
+ *         every CE packet (no min_time_between_cnps), the RP counts them
+ *         against the packets of each window (cc_on_ack) and cuts once
+ *         per window; the ACK path has no room for an ECN-echo bit (the
+ *         AETH is all taken, and a peer's rxe would not set one);
+ *   TIMELY the completer's RTT samples (cc_on_rtt) set the rate;
+ *   window DCTCP and TIMELY also bound the packets in flight to
+ *         cc_window · rate / line_rate bytes (cc_window_open), as the HPCC
+ *         simulator's VAR_WIN does;
  *   app   ibv_modify_qp_rate_limit / IBV_QP_RATE_LIMIT set a ceiling that
  *         the same pacer enforces.
  *
@@ -43,6 +54,8 @@ void cc_qp_reset(struct rnic_qp *qp)
 
 	memset(&qp->cc, 0, sizeof(qp->cc));
 	dcqcn_init(&qp->cc.rp, &cfg->cc, cfg->line_rate);
+	dctcp_init(&qp->cc.dctcp, &cfg->dctcp, cfg->line_rate);
+	timely_init(&qp->cc.timely, &cfg->timely, cfg->line_rate);
 	qp->cc.pace_until = RNIC_NO_DEADLINE;
 	/* The application's limit is a QP attribute: it survives RESET
 	 * like the others it set (rdma-core keeps no other notion). */
@@ -55,6 +68,32 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp)
 	return qp->r->cfg.ecn && connected(qp) ? WIRE_ECN_ECT0 : WIRE_ECN_NOT_ECT;
 }
 
+/* The algorithm in charge of this QP's rate: DCTCP and TIMELY only for
+ * the connected QPs they can hear from (a UD QP keeps DCQCN's idle
+ * state, as before). */
+static enum rnic_cc_algo algo(const struct rnic_qp *qp)
+{
+	return connected(qp) ? qp->r->cfg.cc_algo : RNIC_CC_DCQCN;
+}
+
+/* The algorithm's rate, 0 while it does not hold the QP back (DCQCN
+ * uncongested; DCTCP or TIMELY at the line rate). */
+static uint64_t algo_rate(const struct rnic_qp *qp)
+{
+	uint64_t line = qp->r->cfg.line_rate, rate;
+
+	switch (algo(qp)) {
+	case RNIC_CC_DCTCP:
+		rate = dctcp_rate(&qp->cc.dctcp);
+		return rate < line ? rate : 0;
+	case RNIC_CC_TIMELY:
+		rate = timely_rate(&qp->cc.timely);
+		return rate < line ? rate : 0;
+	default:
+		return qp->cc.rp.congested ? dcqcn_rate(&qp->cc.rp) : 0;
+	}
+}
+
 /* The pacer's rate now, 0 when it stands aside (no limit, uncongested on
  * a port without a real rate).  By default an uncongested QP sends as fast
  * as the host can, as it always did: the nominal 25 Gb/s means little on
@@ -63,7 +102,7 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp)
  * 1 Gbit/s bottleneck), or DCQCN recovers to 25 Gb/s and overruns it. */
 static uint64_t pace_rate(const struct rnic_qp *qp)
 {
-	uint64_t rate = qp->cc.rp.congested ? dcqcn_rate(&qp->cc.rp) : 0;
+	uint64_t rate = algo_rate(qp);
 
 	if (!rate && qp->r->cfg.pace_line_rate)
 		rate = qp->r->cfg.line_rate;
@@ -82,6 +121,32 @@ static uint64_t burst_ns(const struct rnic_qp *qp, uint64_t rate)
 	if (qp->cc.limit_burst && rate == qp->cc.limit_bps)
 		return pacer_cost(qp->cc.limit_burst, rate);
 	return two > RNIC_PACER_BURST_NS ? two : RNIC_PACER_BURST_NS;
+}
+
+bool cc_window_open(const struct rnic_qp *qp, uint32_t in_flight)
+{
+	const struct rnic_config *cfg = &qp->r->cfg;
+	uint64_t rate, window;
+
+	if (!cfg->cc_window || algo(qp) == RNIC_CC_DCQCN)
+		return true;
+	rate = algo(qp) == RNIC_CC_DCTCP ? dctcp_rate(&qp->cc.dctcp) : timely_rate(&qp->cc.timely);
+	window = (uint64_t)((unsigned __int128)cfg->cc_window * rate / cfg->line_rate);
+	/* At least one packet, or a QP at the minimum rate never sends. */
+	return in_flight == 0 || (uint64_t)in_flight * qp->mtu < window;
+}
+
+bool cc_wants_ackreq(const struct rnic_qp *qp, uint32_t in_flight)
+{
+	/* Every packet while few are out, then spread so that the
+	 * completer's RNIC_RTT_MARKS marks (a ring of the AckReq packets
+	 * in flight) still cover everything in flight: a mark overwritten
+	 * before its ACK is a sample lost. */
+	bool spaced = qp->req.since_ackreq + 1 >= in_flight / (RNIC_RTT_MARKS / 2);
+
+	if (algo(qp) == RNIC_CC_TIMELY)
+		return spaced;          /* RTT samples all through the window */
+	return spaced && !cc_window_open(qp, in_flight);
 }
 
 bool cc_may_send(struct rnic_qp *qp, uint64_t now)
@@ -109,6 +174,36 @@ void cc_on_sent(struct rnic_qp *qp, size_t wire_bytes, uint64_t now)
 		pacer_sent(&qp->cc.pacer, now, bytes, rate);
 	dcqcn_on_sent(&qp->cc.rp, bytes, now);
 	rnic_timer_armed(qp->r, cc_next_deadline(qp));
+}
+
+/* Packets the QP has sent (new ones): acknowledged plus in flight. */
+static uint64_t snd_nxt(const struct rnic_qp *qp)
+{
+	int32_t in_flight = wire_psn_diff(qp->req.psn_high, qp->comp.psn);
+
+	return qp->cc.acked + (in_flight > 0 ? (uint64_t)in_flight : 0);
+}
+
+static void rate_changed(struct rnic_qp *qp, uint64_t cuts_before, uint64_t cuts_after, uint64_t now);
+
+void cc_on_ack(struct rnic_qp *qp, uint32_t psns, uint64_t now)
+{
+	qp->cc.acked += psns;
+	if (algo(qp) != RNIC_CC_DCTCP || !qp->r->cfg.dcqcn)
+		return;
+	/* snd_nxt with the ACK counted: comp.psn has not moved yet. */
+	uint64_t cuts = qp->cc.dctcp.cuts;
+	dctcp_on_ack(&qp->cc.dctcp, qp->cc.acked, snd_nxt(qp) - psns);
+	rate_changed(qp, cuts, qp->cc.dctcp.cuts, now);
+}
+
+void cc_on_rtt(struct rnic_qp *qp, uint64_t rtt_ns, uint64_t now)
+{
+	if (algo(qp) != RNIC_CC_TIMELY || !qp->r->cfg.dcqcn)
+		return;
+	uint64_t cuts = qp->cc.timely.cuts;
+	timely_on_rtt(&qp->cc.timely, rtt_ns, qp->cc.acked, snd_nxt(qp));
+	rate_changed(qp, cuts, qp->cc.timely.cuts, now);
 }
 
 /* ---- notification point --------------------------------------------------- */
@@ -150,14 +245,15 @@ static void send_cnp(struct rnic_qp *qp, const struct rnic_rx *rx)
 
 void cc_on_receive(struct rnic_qp *qp, const struct rnic_rx *rx, uint64_t now)
 {
-	uint64_t gap = (uint64_t)qp->r->cfg.cc.min_time_between_cnps * 1000u;
+	/* DCTCP's CNPs are its ECN echo: one per CE packet, no gap. */
+	uint64_t gap = algo(qp) == RNIC_CC_DCTCP ? 0 : (uint64_t)qp->r->cfg.cc.min_time_between_cnps * 1000u;
 
 	if ((rx->ecn & WIRE_ECN_CE) != WIRE_ECN_CE || !connected(qp))
 		return;
 	qp->cc.ce_received++;
 	if (!qp->r->cfg.cnp)
 		return;
-	if (qp->cc.cnp_ever && now - qp->cc.last_cnp < gap)
+	if (gap && qp->cc.cnp_ever && now - qp->cc.last_cnp < gap)
 		return;
 	qp->cc.cnp_ever = true;
 	qp->cc.last_cnp = now;
@@ -182,6 +278,14 @@ void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic
 	qp->cc.cnp_received++;
 	if (!r->cfg.dcqcn)
 		return;
+	if (algo(qp) == RNIC_CC_DCTCP) {
+		uint64_t before = qp->cc.dctcp.cuts;
+		dctcp_on_mark(&qp->cc.dctcp, snd_nxt(qp));
+		rate_changed(qp, before, qp->cc.dctcp.cuts, now);
+		return;
+	}
+	if (algo(qp) != RNIC_CC_DCQCN)
+		return;         /* TIMELY hears the RTT, not the marks */
 	uint64_t cuts = qp->cc.rp.cuts;
 	dcqcn_on_cnp(&qp->cc.rp, now);
 	r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
@@ -214,6 +318,14 @@ static void repace(struct rnic_qp *qp, uint64_t now)
 	pacer_set_rate(&qp->cc.pacer, now, rate);
 	qp->cc.pace_until = pacer_ready_at(&qp->cc.pacer, burst_ns(qp, rate));
 	rnic_timer_armed(qp->r, qp->cc.pace_until);
+}
+
+/* DCTCP or TIMELY moved the rate: count the cuts, and a requester
+ * waiting for the pacer waits for the new rate's time. */
+static void rate_changed(struct rnic_qp *qp, uint64_t cuts_before, uint64_t cuts_after, uint64_t now)
+{
+	qp->r->ctr.rate_decreases += cuts_after - cuts_before;
+	repace(qp, now);
 }
 
 void cc_advance(struct rnic_qp *qp, uint64_t now)
@@ -299,12 +411,12 @@ size_t rnic_qp_infos(struct rnic *r, struct rnic_qp_info *out, size_t max, uint6
 			q->retransmits = qp->stats.retransmits;
 			q->rate_bps = pace_rate(qp);
 			q->rate_limit_bps = qp->cc.limit_bps;
-			q->alpha = dcqcn_alpha(&qp->cc.rp, now);
-			q->congested = qp->cc.rp.congested;
+			q->alpha = algo(qp) == RNIC_CC_DCTCP ? dctcp_alpha(&qp->cc.dctcp) : dcqcn_alpha(&qp->cc.rp, now);
+			q->congested = algo_rate(qp) != 0;
 			q->ce_received = qp->cc.ce_received;
 			q->cnp_sent = qp->cc.cnp_sent;
 			q->cnp_received = qp->cc.cnp_received;
-			q->rate_decreases = qp->cc.rp.cuts;
+			q->rate_decreases = qp->cc.rp.cuts + qp->cc.dctcp.cuts + qp->cc.timely.cuts;
 			q->tx_packets = qp->stats.tx_packets;
 			q->tx_bytes = qp->stats.tx_bytes;
 			q->rx_packets = qp->stats.rx_packets;

@@ -159,6 +159,7 @@ static void rtt_mark_answered(struct rnic_qp *qp, uint32_t psn, uint64_t now)
 		if (s->rtt_mark[i].valid && s->rtt_mark[i].psn == psn) {
 			s->rtt_mark[i].valid = false;
 			rtt_sample(qp, now - s->rtt_mark[i].sent);
+			cc_on_rtt(qp, now - s->rtt_mark[i].sent, now);  /* TIMELY's input */
 			return;
 		}
 	}
@@ -196,6 +197,7 @@ static bool outstanding(const struct rnic_qp *qp)
 static void ack_upto(struct rnic_qp *qp, struct comp_ctx *c, uint32_t psn)
 {
 	if (wire_psn_diff(psn, qp->comp.psn) > 0) {
+		cc_on_ack(qp, (uint32_t)wire_psn_diff(psn, qp->comp.psn), c->now);
 		qp->comp.psn = psn;
 		c->progress = true;
 	}

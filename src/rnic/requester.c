@@ -122,9 +122,10 @@ static enum req_state req_check_wait(struct rnic_qp *qp, struct req_ctx *c)
 	if ((uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) >= rnic_send_window(qp->r))
 		return REQ_EXIT;
 
-	/* The pacer (DCQCN's rate, the application's rate limit): when it
-	 * holds the packet back, cc_advance runs us again at its time. */
-	if (!cc_may_send(qp, c->now))
+	/* The congestion window (DCTCP, TIMELY: ACKs reopen it, and the
+	 * completer runs us then) and the pacer (the algorithm's rate, the
+	 * application's rate limit: cc_advance runs us again at its time). */
+	if (!cc_window_open(qp, (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn)) || !cc_may_send(qp, c->now))
 		return REQ_EXIT;
 	/* A WQE (re)started from its first PSN, or a READ resumed mid-way,
 	 * must pass the fence and rd_atomic checks again. */
@@ -357,7 +358,9 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 			(last || resend || qp->req.since_ackreq + 1 >= RNIC_ACKREQ_EVERY ||
 			 /* the window is full after this one: ask now rather
 			  * than wait for the responder's delayed ACK */
-			 (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1 >= rnic_send_window(r));
+			 (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1 >= rnic_send_window(r) ||
+			 /* ... or congestion control needs it (cc.c) */
+			 cc_wants_ackreq(qp, (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1));
 	ib.payload = NULL;
 	ib.payload_len = payload;
 	n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);

@@ -46,6 +46,9 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->cnp = true;
 	cfg->dcqcn = true;
 	dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);
+	cfg->cc_algo = RNIC_CC_DCQCN;
+	dctcp_params_default(&cfg->dctcp);
+	timely_params_default(&cfg->timely);
 	cfg->selective_repeat = true;
 	cfg->timeout_probe = true;
 }

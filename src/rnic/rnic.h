@@ -34,6 +34,8 @@
 #include <infiniband/verbs.h>
 
 #include "rnic/dcqcn.h"
+#include "rnic/dctcp.h"
+#include "rnic/timely.h"
 #include "wire/wire.h"
 
 struct rnic;
@@ -144,6 +146,13 @@ struct rnic_io {
 
 /* ---- device ----------------------------------------------------------- */
 
+/* Congestion control algorithms of the reaction point (cc.c). */
+enum rnic_cc_algo {
+	RNIC_CC_DCQCN = 0,      /* dcqcn.c: CNPs cut the rate (default) */
+	RNIC_CC_DCTCP,          /* dctcp.c: ECN echoes (CNPs), α per window */
+	RNIC_CC_TIMELY,         /* timely.c: RTT gradient from ACK samples */
+};
+
 struct rnic_config {
 	struct rnic_gid gid;            /* our RoCEv2 GID (GID index 0..)      */
 	enum ibv_mtu max_mtu;           /* largest path MTU we accept          */
@@ -173,6 +182,16 @@ struct rnic_config {
 	bool cnp;                       /* notification point: CE -> CNP        */
 	bool dcqcn;                     /* reaction point: CNPs cut the rate    */
 	struct dcqcn_params cc;         /* DCQCN and NP parameters              */
+	/* The reaction point's algorithm for every RC/UC QP of the device
+	 * (docs/congestion.md): DCQCN by default; DCTCP and TIMELY as the
+	 * HPCC simulator runs them, with their parameters.  cc_window
+	 * (bytes, 0: none) is the window in flight at the line rate that
+	 * DCTCP and TIMELY scale with their rate (HPCC's HAS_WIN/VAR_WIN:
+	 * the path's bandwidth-delay product). */
+	enum rnic_cc_algo cc_algo;
+	struct dctcp_params dctcp;
+	struct timely_params timely;
+	uint64_t cc_window;
 	/* Loss recovery of RC QPs (selective.c): selective repeat with a
 	 * peer that does it too, Go-Back-N with anyone else; false: always
 	 * Go-Back-N (IBTA 9.7.5.2). */

@@ -366,6 +366,12 @@ struct rnic_resp_state {
 /* Congestion control and rate limiting of one QP (cc.c). */
 struct rnic_cc_state {
 	struct dcqcn_rp rp;             /* reaction point (DCQCN)           */
+	/* ... or, by cfg.cc_algo, DCTCP or TIMELY, which count the QP's
+	 * packets: `acked` is how many the peer has acknowledged, and
+	 * acked + (psn_high − comp.psn) how many were sent (cc.c, snd_nxt). */
+	struct dctcp_cc dctcp;
+	struct timely_cc timely;
+	uint64_t acked;                 /* packets acknowledged so far     */
 	struct pacer pacer;
 	uint64_t limit_bps;             /* rate limit, 0 = none             */
 	uint32_t limit_burst;           /* bytes, 0 = default               */
@@ -502,6 +508,19 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp);
 /* requester: may the next packet leave now?  If not, the pacer's wake-up
  * is set (rnic_next_deadline) and the requester stops. */
 bool cc_may_send(struct rnic_qp *qp, uint64_t now);
+/* requester: may one more packet go, with `in_flight` packets sent and
+ * not yet acknowledged?  (DCTCP and TIMELY's window; always true for
+ * DCQCN.)  ACKs reopen it: the completer runs the requester then. */
+bool cc_window_open(const struct rnic_qp *qp, uint32_t in_flight);
+/* requester: should the next packet carry AckReq, with `in_flight`
+ * packets out once it has left?  TIMELY: often, for RTT samples (the
+ * HPCC simulator ACKs every packet); DCTCP and TIMELY: the packet that
+ * fills the window (its ACK reopens it). */
+bool cc_wants_ackreq(const struct rnic_qp *qp, uint32_t in_flight);
+/* completer: `psns` more packets were acknowledged. */
+void cc_on_ack(struct rnic_qp *qp, uint32_t psns, uint64_t now);
+/* completer: an RTT sample (ns) of a packet sent with AckReq. */
+void cc_on_rtt(struct rnic_qp *qp, uint64_t rtt_ns, uint64_t now);
 /* requester: a request packet of `wire_bytes` (UDP payload) left. */
 void cc_on_sent(struct rnic_qp *qp, size_t wire_bytes, uint64_t now);
 /* rnic_receive: a packet for connected QP `qp` arrived with IP ECN bits
