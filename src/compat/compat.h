@@ -109,11 +109,23 @@ struct sr_cq {
 
 struct sr_wr_builder;
 
+/* rdma-core 46 appended wr_flush (ibv_wr_flush) to struct ibv_qp_ex; the
+ * header softrnic may be built against (Debian 12: rdma-core 44) ends at
+ * wr_atomic_write.  Every QP has room for it, right where newer headers
+ * look, so a program built against them finds softrnic's FLUSH. */
+struct sr_qp_ex_flush {
+	struct ibv_qp_ex ex;
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+			 uint8_t level);
+};
+#define SR_QP_EX_WITH_FLUSH (1ull << 11)        /* IBV_QP_EX_WITH_FLUSH */
+
 struct sr_qp {
 	/* Likewise ibv_qp_ex starts with the ibv_qp (ibv_qp_to_qp_ex). */
 	union {
 		struct ibv_qp ibv;
 		struct ibv_qp_ex ibv_ex;
+		struct sr_qp_ex_flush ibv_ex_flush;
 	};
 	struct rnic_qp *qp;
 	uint32_t events_reported;       /* under the context async lock */

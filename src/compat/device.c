@@ -356,8 +356,11 @@ static int sr_query_device_ex_op(struct ibv_context *context,
 	 * those. */
 	memset(&full, 0, sizeof(full));
 	sr_fill_device_attr(to_sr_ctx(context), &full.orig_attr);
-	/* The 64-bit flags repeat the legacy 32 (rdma-core fills both). */
-	full.device_cap_flags_ex = (uint32_t)full.orig_attr.device_cap_flags;
+	/* The 64-bit flags repeat the legacy 32 (rdma-core fills both), plus
+	 * the IBTA 1.5 operations softrnic carries: RDMA FLUSH of both
+	 * placement types and ATOMIC WRITE (rxe reports the same three). */
+	full.device_cap_flags_ex = (uint32_t)full.orig_attr.device_cap_flags | RNIC_DEVICE_FLUSH_GLOBAL |
+				   RNIC_DEVICE_FLUSH_PERSISTENT | RNIC_DEVICE_ATOMIC_WRITE;
 	full.phys_port_cnt_ex = 1;
 	fill_odp_caps(&full.odp_caps);
 	/* The rnic's pacer (rnic/cc.c): 1 kb/s up to the line rate, on the

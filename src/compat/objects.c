@@ -586,6 +586,25 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 	if (!bad)
 		bad = &scratch;
+	/* IBV_WR_FLUSH has no fields in struct ibv_send_wr: rdma-core posts
+	 * it only through ibv_wr_flush (qp_ex.c).  Here it is refused like
+	 * an opcode the QP cannot carry — the WRs before it are posted, and
+	 * *bad names it. */
+	for (struct ibv_send_wr *w = wr; w; w = w->next) {
+		if (w->opcode != RNIC_WR_FLUSH)
+			continue;
+		for (struct ibv_send_wr *p = wr; p != w; p = p->next) {
+			if (p->next != w)
+				continue;
+			p->next = NULL;
+			ret = srt_post_send(dev, to_sr_qp(ibqp)->qp, wr, bad);
+			p->next = w;
+			if (ret)
+				return ret;
+		}
+		*bad = w;
+		return EINVAL;
+	}
 	/* Wakes the progress thread only if posting armed an earlier timer. */
 	ret = srt_post_send(dev, to_sr_qp(ibqp)->qp, wr, bad);
 	return ret;

@@ -52,7 +52,14 @@
 #define OPS_UC (OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
 #define OPS_RC (OPS_UC | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_READ |      \
 		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |     \
-		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_ATOMIC_WRITE)
+		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_ATOMIC_WRITE |  \
+		SR_QP_EX_WITH_FLUSH)
+
+/* wr_flush sits where rdma-core 46's struct ibv_qp_ex has it: right after
+ * wr_atomic_write, the last member of older headers. */
+_Static_assert(offsetof(struct sr_qp_ex_flush, wr_flush) ==
+	       offsetof(struct ibv_qp_ex, wr_atomic_write) + sizeof(void (*)(void)),
+	       "wr_flush follows wr_atomic_write");
 
 struct sr_wr_slot {
 	struct ibv_send_wr wr;
@@ -383,6 +390,32 @@ static void qpx_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 	record_unsupported(qpx);
 }
 
+/* RDMA FLUSH (ibv_wr_flush): `type` is the placement type (IBV_FLUSH_GLOBAL
+ * 1, IBV_FLUSH_PERSISTENT 2, or both), `level` the selectivity
+ * (IBV_FLUSH_RANGE 0, IBV_FLUSH_MR 1).  The rnic reads a FLUSH from the
+ * WR's atomic arm (rnic.h).  No setters follow; a bad type, level or a
+ * length past the RETH's 32 bits fails ibv_wr_complete with EINVAL. */
+static void qpx_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+		      uint8_t level)
+{
+	struct ibv_send_wr *wr = new_wr(qpx, SR_QP_EX_WITH_FLUSH, RNIC_WR_FLUSH);
+	struct sr_wr_builder *b = qpx_to_sr(qpx)->wrb;
+
+	if (!wr)
+		return;
+	b->have_cur = false;
+	if (!type || (type & ~(RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT)) ||
+	    (level != RNIC_FLUSH_RANGE && level != RNIC_FLUSH_MR) || (uint64_t)len > UINT32_MAX) {
+		fail(b, EINVAL);
+		return;
+	}
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.compare_add = len;
+	wr->wr.atomic.swap = type | (uint64_t)level << 8;
+	wr->num_sge = 0;
+}
+
 /* RDMA ATOMIC WRITE: the 8 bytes at `data` are copied now, as inline
  * data (ibv_wr_post(3): the buffer may be reused on return); the rnic
  * keeps them in the WQE, so max_inline_data does not apply.  No setters
@@ -582,6 +615,7 @@ static void install_wr_ops(struct ibv_qp_ex *qpx)
 	qpx->wr_complete = qpx_wr_complete;
 	qpx->wr_abort = qpx_wr_abort;
 	qpx->wr_atomic_write = qpx_atomic_write;
+	((struct sr_qp_ex_flush *)qpx)->wr_flush = qpx_flush;
 }
 
 /* After the QP exists: attr->cap holds the capacities it got. */

@@ -40,6 +40,7 @@ struct pair_node {
 	struct rnic *rnic;
 	struct rnic_gid gid;
 	struct pair_agent agent;        /* gsi_receive NULL: none */
+	struct pair_persisted persisted;
 };
 
 /* The bottleneck in front of one node (pair.h, "a bottleneck queue"). */
@@ -394,6 +395,23 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 
 /* ---- QP1: the node's agent ------------------------------------------------ */
 
+/* rnic_io.persist of every node: nothing to write back in a simulation;
+ * remember what was asked (pair_persisted), and fail when told to. */
+static int pair_persist(void *ctx, void *addr, size_t len)
+{
+	struct pair_node *nd = ctx;
+
+	nd->persisted.calls++;
+	nd->persisted.last_addr = addr;
+	nd->persisted.last_len = len;
+	return nd->persisted.fail_with;
+}
+
+struct pair_persisted *pair_persist_log(struct pair *p, unsigned node)
+{
+	return node < p->n ? &p->node[node].persisted : NULL;
+}
+
 /* rnic_io.gsi_receive of every node: forward to the agent with the
  * simulated time (the runtime's io_gsi_receive, with srt_now() replaced). */
 static void pair_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
@@ -584,7 +602,7 @@ struct pair *pair_create_each(uint64_t seed, unsigned n, const struct rnic_confi
 		 * odd ones get them copied into the packet, so every transport
 		 * test runs both of the rnic's send paths. */
 		struct rnic_io io = { .ctx = nd, .xmit = pair_xmit, .tx_payload_ref = i % 2 == 0,
-				      .gsi_receive = pair_gsi_receive };
+				      .gsi_receive = pair_gsi_receive, .persist = pair_persist };
 		nd->rnic = rnic_create(&c, &io);
 		if (!nd->rnic) {
 			int err = errno;

@@ -178,6 +178,17 @@ struct pair_agent {
 };
 int pair_set_agent(struct pair *p, unsigned node, const struct pair_agent *a);
 
+/* What a node's rnic asked its port to make persistent (rnic_io.persist,
+ * an RDMA FLUSH of the persistence type): the count and the last range.
+ * A test sets fail_with to an errno to make the next calls fail. */
+struct pair_persisted {
+	uint64_t calls;
+	void *last_addr;
+	size_t last_len;
+	int fail_with;
+};
+struct pair_persisted *pair_persist_log(struct pair *p, unsigned node);
+
 /* The simulated clock and the PRNG (tests may draw from it so that their
  * own random choices replay from the same seed). */
 uint64_t pair_now(const struct pair *p);

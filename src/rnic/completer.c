@@ -66,10 +66,12 @@ struct comp_ctx {
 	enum ibv_wc_status error;
 };
 
+/* Operations that only their own response completes (FLUSH: a
+ * zero-length READ response). */
 static bool is_read_or_atomic(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == RNIC_WR_FLUSH;
 }
 
 /* Local ACK timeout, IBTA 9.7.6.1.3: 4.096 us * 2^timeout; 0 = infinite. */
@@ -266,7 +268,7 @@ static enum comp_state check_read_resp(struct rnic_qp *qp, struct comp_ctx *c)
 	/* ATOMIC WRITE: the kernel's rxe (6.2 on) answers it with a
 	 * zero-length READ response, as it does FLUSH; softrnic's responder
 	 * with an ACK.  Either completes it. */
-	if (w->opcode == IBV_WR_ATOMIC_WRITE)
+	if (w->opcode == IBV_WR_ATOMIC_WRITE || w->opcode == RNIC_WR_FLUSH)
 		return op == WIRE_OP_READ_RESP_ONLY && c->pkt->payload_len == 0 && last ? COMP_COMPLETE : COMP_DROP;
 	if (w->opcode != IBV_WR_RDMA_READ)
 		return COMP_DROP;

@@ -17,7 +17,8 @@
 #define MR_KNOWN_ACCESS                                                                 \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |    \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |        \
-	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |      \
+	 RNIC_ACCESS_FLUSH_GLOBAL | RNIC_ACCESS_FLUSH_PERSISTENT)
 
 static uint32_t find_free_slot(struct rnic *r)
 {
@@ -192,6 +193,22 @@ uint32_t rnic_mr_lkey(const struct rnic_mr *mr)
 uint32_t rnic_mr_rkey(const struct rnic_mr *mr)
 {
 	return mr->key;
+}
+
+struct rnic_mr *rnic_mr_whole(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access, uint64_t *iova,
+			      uint64_t *len)
+{
+	uint32_t slot = key >> 8;
+	struct rnic_mr *mr;
+
+	if (slot == 0 || slot > r->cfg.max_mr)
+		return NULL;
+	mr = r->mrs[slot];
+	if (!mr || mr->key != key)
+		return NULL;
+	*iova = mr->iova;
+	*len = mr->len;
+	return rnic_mr_check(r, pd, key, access, mr->iova, mr->len);
 }
 
 struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access,

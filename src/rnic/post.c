@@ -13,6 +13,8 @@
 
 static bool opcode_allowed(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
+	if (op == RNIC_WR_FLUSH)
+		return type == IBV_QPT_RC;      /* IBTA 1.5: RC only, as rxe */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -42,6 +44,18 @@ static int check_send_wr(const struct rnic_qp *qp, const struct ibv_send_wr *wr)
 	/* Local operations carry no data: their SGE fields are not read. */
 	if (wr->opcode == IBV_WR_LOCAL_INV)
 		return 0;
+	/* FLUSH (rnic.h for where its fields travel): a placement type of
+	 * global visibility and/or persistence, a selectivity of range or
+	 * whole region, no local data.  Its length is the RETH's 32 bits. */
+	if (wr->opcode == RNIC_WR_FLUSH) {
+		uint64_t placement = wr->wr.atomic.swap & 0xff, level = (wr->wr.atomic.swap >> 8) & 0xff;
+
+		if (!placement || (placement & ~(uint64_t)(RNIC_FLUSH_GLOBAL | RNIC_FLUSH_PERSISTENT)) ||
+		    (level != RNIC_FLUSH_RANGE && level != RNIC_FLUSH_MR) || (wr->wr.atomic.swap >> 16) ||
+		    wr->wr.atomic.compare_add > UINT32_MAX || wr->num_sge || (wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		return 0;
+	}
 	if (wr->opcode == IBV_WR_BIND_MW)
 		return wr->bind_mw.mw ? 0 : EINVAL;
 	if (qp->type == IBV_QPT_UD && ud_check_send_wr(qp, wr))
@@ -83,6 +97,12 @@ static void copy_send_wr(struct rnic_qp *qp, struct rnic_send_wqe *w, const stru
 	w->rkey = 0;
 	w->compare_add = w->swap = 0;
 	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == RNIC_WR_FLUSH) {
+		/* compare_add: the length; swap: placement | selectivity << 8. */
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;

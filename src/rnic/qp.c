@@ -75,6 +75,8 @@ enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const str
 
 static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
 {
+	if (op == RNIC_WR_FLUSH)
+		return RNIC_WC_FLUSH;
 	switch (op) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
@@ -476,7 +478,8 @@ static int type_index(enum ibv_qp_type t)
  * providers ignore the bit there, so it is accepted and has no effect. */
 #define QP_KNOWN_ACCESS                                                          \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |      \
+	 RNIC_ACCESS_FLUSH_GLOBAL | RNIC_ACCESS_FLUSH_PERSISTENT)
 
 /* Check every attribute value named in the mask. */
 static int check_values(const struct rnic_qp *qp, const struct ibv_qp_attr *a, int mask)

@@ -60,10 +60,13 @@ struct req_ctx {
 	enum ibv_wc_status error;
 };
 
+/* The operations the responder answers with a response of their own and
+ * counts against its READ/ATOMIC resources (IBTA 9.5): FLUSH is one of
+ * them, a zero-length READ in all but its effect. */
 static bool is_read_or_atomic(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == RNIC_WR_FLUSH;
 }
 
 static bool is_atomic(enum ibv_wr_opcode op)
@@ -264,6 +267,8 @@ static bool payload_piece(struct rnic_qp *qp, const struct rnic_send_wqe *w, uin
 /* Opcode for the packet at the current position (IBTA 9.8.3 table 39). */
 static uint8_t choose_opcode(const struct rnic_send_wqe *w, bool first, bool last)
 {
+	if (w->opcode == RNIC_WR_FLUSH)
+		return WIRE_OP_FLUSH;           /* one packet, no payload */
 	switch (w->opcode) {
 	case IBV_WR_SEND:
 		return first && last ? WIRE_OP_SEND_ONLY : first ? WIRE_OP_SEND_FIRST :
@@ -316,7 +321,16 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 
 	memset(&ib, 0, sizeof(ib));
 	*psns_used = 1;
-	if (w->opcode == IBV_WR_RDMA_READ) {
+	if (w->opcode == RNIC_WR_FLUSH) {
+		/* post.c keeps the length in compare_add, placement and
+		 * selectivity in swap. */
+		ib.feth.placement = (uint8_t)(w->swap & 0xff);
+		ib.feth.selectivity = (uint8_t)((w->swap >> 8) & 0xff);
+		ib.reth.va = w->remote_addr;
+		ib.reth.rkey = w->rkey;
+		ib.reth.dma_len = (uint32_t)w->compare_add;
+		last = true;
+	} else if (w->opcode == IBV_WR_RDMA_READ) {
 		ib.reth.va = w->remote_addr + off;
 		ib.reth.rkey = w->rkey;
 		ib.reth.dma_len = remaining;

@@ -1,7 +1,8 @@
 /*
  * responder.c — the responder: validates and executes incoming requests
- * (SEND, RDMA WRITE, RDMA READ, ATOMIC) and answers them with ACKs, NAKs,
- * READ responses and ATOMIC ACKs (IBTA 9.7.4, 9.7.5.1).
+ * (SEND, RDMA WRITE, RDMA READ, ATOMIC, ATOMIC WRITE, FLUSH) and answers
+ * them with ACKs, NAKs, READ responses and ATOMIC ACKs (IBTA 9.7.4,
+ * 9.7.5.1).
  *
  * State machine in the style of rxe's resp.c: a packet walks
  * CHECK_PSN -> CHECK_OP_SEQ -> CHECK_OP_VALID -> CHECK_RESOURCE ->
@@ -39,6 +40,7 @@ enum resp_state {
 	RESP_EXECUTE,
 	RESP_READ_REPLY,
 	RESP_ATOMIC_REPLY,
+	RESP_PROCESS_FLUSH,
 	RESP_COMPLETE,
 	RESP_ACKNOWLEDGE,
 	RESP_DUPLICATE,
@@ -63,6 +65,7 @@ static const char *const resp_state_names[RESP_NSTATES] = {
 	[RESP_EXECUTE] = "EXECUTE",
 	[RESP_READ_REPLY] = "READ_REPLY",
 	[RESP_ATOMIC_REPLY] = "ATOMIC_REPLY",
+	[RESP_PROCESS_FLUSH] = "PROCESS_FLUSH",
 	[RESP_COMPLETE] = "COMPLETE",
 	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
 	[RESP_DUPLICATE] = "DUPLICATE",
@@ -85,7 +88,8 @@ struct resp_ctx {
 	const struct wire_ib *pkt;
 	uint16_t flags;                 /* opcode table flags */
 	uint64_t now;
-	struct rnic_mr *mr;             /* target of WRITE/READ/ATOMIC */
+	struct rnic_mr *mr;             /* target of WRITE/READ/ATOMIC/FLUSH */
+	uint64_t flush_va, flush_len;   /* FLUSH: the range it names      */
 	enum ibv_wc_status status;      /* for ERR_LOCAL */
 };
 
@@ -284,9 +288,27 @@ static enum resp_state resp_check_op_seq(struct rnic_qp *qp, struct resp_ctx *c)
 	return RESP_DROP_MESSAGE;       /* counts this packet */
 }
 
+/* The access a FLUSH needs, of its QP and of its region: one right per
+ * placement type it asks for (IBTA 1.5; rxe's check_qp_attr_access). */
+static int flush_access(const struct wire_ib *p)
+{
+	return ((p->feth.placement & WIRE_FLUSH_GLOBAL) ? RNIC_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((p->feth.placement & WIRE_FLUSH_PERSISTENT) ? RNIC_ACCESS_FLUSH_PERSISTENT : 0);
+}
+
 static enum resp_state resp_check_op_valid(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	int acc = qp->attr.qp_access_flags;
+
+	/* FLUSH needs the QP's flush rights for its placement types, not
+	 * remote read, and a responder resource like a READ. */
+	if (c->flags & WIRE_F_FLUSH) {
+		int need = flush_access(c->pkt);
+
+		if ((acc & need) != need || !qp->resp.res_cap)
+			return RESP_ERR_INVALID;
+		return RESP_CHECK_RESOURCE;
+	}
 
 	/* Operations the QP did not enable are invalid requests (IBTA
 	 * 9.7.5.2.2, as rxe does). */
@@ -363,6 +385,15 @@ static enum resp_state resp_check_length(struct rnic_qp *qp, struct resp_ctx *c)
 			return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
 		return RESP_CHECK_RKEY;
 	}
+	/* FLUSH: a placement type of global visibility and/or persistence
+	 * and a selectivity of range or region; reserved values are invalid
+	 * requests. */
+	if (c->flags & WIRE_F_FLUSH) {
+		if (!p->feth.placement || (p->feth.placement & ~(WIRE_FLUSH_GLOBAL | WIRE_FLUSH_PERSISTENT)) ||
+		    (p->feth.selectivity != WIRE_FLUSH_RANGE && p->feth.selectivity != WIRE_FLUSH_MR))
+			return RESP_ERR_INVALID;
+		return RESP_CHECK_RKEY;
+	}
 	if (c->flags & WIRE_F_READ) {
 		if (p->reth.dma_len > RNIC_MAX_MSG)
 			return RESP_ERR_INVALID;
@@ -403,6 +434,23 @@ static enum resp_state resp_check_rkey(struct rnic_qp *qp, struct resp_ctx *c)
 		if (!c->mr)
 			return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
 		return RESP_EXECUTE;
+	}
+	if (c->flags & WIRE_F_FLUSH) {
+		/* The region's flush rights for the placement asked; the
+		 * range must lie inside it, unless the whole region is named
+		 * (then the RETH's va and length are not read).  A zero-length
+		 * range touches no memory and, like a zero-length READ, needs
+		 * no key (C9-87). */
+		if (p->feth.selectivity == WIRE_FLUSH_MR) {
+			c->mr = rnic_mr_whole(r, qp->pd, p->reth.rkey, flush_access(p), &c->flush_va, &c->flush_len);
+			return c->mr ? RESP_PROCESS_FLUSH : RESP_ERR_ACCESS;
+		}
+		c->flush_va = p->reth.va;
+		c->flush_len = p->reth.dma_len;
+		if (c->flush_len == 0)
+			return RESP_PROCESS_FLUSH;
+		c->mr = rnic_mr_check(r, qp->pd, p->reth.rkey, flush_access(p), c->flush_va, c->flush_len);
+		return c->mr ? RESP_PROCESS_FLUSH : RESP_ERR_ACCESS;
 	}
 	if (c->flags & WIRE_F_READ) {
 		if (p->reth.dma_len == 0)
@@ -508,6 +556,33 @@ static enum resp_state resp_atomic_reply(struct rnic_qp *qp, struct resp_ctx *c)
 	return RESP_EXIT;
 }
 
+/* RDMA FLUSH: make the range globally visible — everything this rnic
+ * wrote before is, once this fence has passed — and, for the persistence
+ * placement type, ask the port to make it persistent (msync in the
+ * runtime).  Then answer as rxe does, with a zero-length READ response,
+ * and keep the PSN as a READ resource so a duplicate is answered again.
+ * Trade-off: the msync runs on the responder's thread, so a large
+ * persistent flush of a file-backed region holds up this QP's other
+ * packets meanwhile, as a flush on hardware holds up the QP. */
+static enum resp_state resp_process_flush(struct rnic_qp *qp, struct resp_ctx *c)
+{
+	const struct wire_ib *p = c->pkt;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((p->feth.placement & WIRE_FLUSH_PERSISTENT) && c->mr && c->flush_len && qp->r->io.persist &&
+	    qp->r->io.persist(qp->r->io.ctx, rnic_mr_ptr(c->mr, c->flush_va), (size_t)c->flush_len)) {
+		qp->r->ctr.flush_failed++;
+		c->status = IBV_WC_GENERAL_ERR;
+		return RESP_ERR_LOCAL;
+	}
+	qp->r->ctr.flushes++;
+	save_resource(qp, false, p->bth.psn, p->bth.psn, 0);
+	next_psn(qp, 1);
+	qp->resp.msn++;
+	send_read_responses(qp, NULL, 0, 0, p->bth.psn);
+	return RESP_EXIT;
+}
+
 static enum resp_state resp_complete(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
@@ -568,6 +643,16 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 	struct rnic_resource *res;
 
 	r->ctr.duplicate_requests++;
+	/* A FLUSH already ran; its answer is sent again (a zero-length READ
+	 * response), as for a zero-length READ. */
+	if (c->flags & WIRE_F_FLUSH) {
+		if (!find_resource(qp, false, p->bth.psn)) {
+			r->ctr.rx_drop_out_of_window++;
+			return RESP_EXIT;
+		}
+		send_read_responses(qp, NULL, 0, 0, p->bth.psn);
+		return RESP_EXIT;
+	}
 	if (c->flags & WIRE_F_READ) {
 		struct rnic_mr *mr = NULL;
 		uint32_t n = read_packets(qp, p->reth.dma_len);
@@ -723,6 +808,7 @@ static const resp_fn resp_fns[RESP_NSTATES] = {
 	[RESP_EXECUTE] = resp_execute,
 	[RESP_READ_REPLY] = resp_read_reply,
 	[RESP_ATOMIC_REPLY] = resp_atomic_reply,
+	[RESP_PROCESS_FLUSH] = resp_process_flush,
 	[RESP_COMPLETE] = resp_complete,
 	[RESP_ACKNOWLEDGE] = resp_acknowledge,
 	[RESP_DUPLICATE] = resp_duplicate,

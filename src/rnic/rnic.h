@@ -142,6 +142,13 @@ struct rnic_io {
 	 * (rx_drop_gsi). */
 	void (*gsi_receive)(void *ctx, const struct rnic_gid *src, uint32_t src_qpn, const uint8_t *mad,
 			    size_t len);
+	/* Make host memory [addr, addr+len) persistent, for an RDMA FLUSH
+	 * with the persistence placement type: the runtime msyncs the pages
+	 * (a region mapped from a file reaches the file).  Returns 0 or an
+	 * errno; an error NAKs the FLUSH with a remote operation error.
+	 * NULL: memory counts as persistent once globally visible (a test
+	 * loop). */
+	int (*persist)(void *ctx, void *addr, size_t len);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -237,7 +244,7 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
 	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)    \
 	X(tx_nak_selective) X(rx_nak_selective) X(reorder_stored)               \
-	X(rx_drop_reorder) X(retransmit_probes)
+	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -319,6 +326,27 @@ int rnic_qp_destroy(struct rnic_qp *qp);
  * queue full) and sets *bad to the first WR not posted.  Sending starts
  * inside this call when the QP may send (progress in the caller's thread). */
 int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, uint64_t now);
+
+/* RDMA FLUSH (IBTA 1.5; rdma-core's ibv_wr_flush).  The values are
+ * rdma-core's (IBV_WR_FLUSH, IBV_WC_FLUSH, IBV_ACCESS_FLUSH_*,
+ * IB_UVERBS_DEVICE_FLUSH_*); the headers of older rdma-core releases
+ * (Debian 12 ships 44) do not have them yet, so softrnic names them here.
+ * struct ibv_send_wr has no FLUSH fields: rnic_post_send reads a FLUSH
+ * from its wr.atomic arm — remote_addr and rkey name the target,
+ * compare_add is the length, swap the placement type (RNIC_FLUSH_GLOBAL |
+ * RNIC_FLUSH_PERSISTENT) in bits 7..0 and the selectivity
+ * (RNIC_FLUSH_RANGE / RNIC_FLUSH_MR) in bits 15..8; num_sge is 0. */
+#define RNIC_WR_FLUSH ((enum ibv_wr_opcode)14)
+#define RNIC_WC_FLUSH ((enum ibv_wc_opcode)8)
+#define RNIC_ACCESS_FLUSH_GLOBAL (1 << 8)
+#define RNIC_ACCESS_FLUSH_PERSISTENT (1 << 9)
+#define RNIC_FLUSH_GLOBAL 1u
+#define RNIC_FLUSH_PERSISTENT 2u
+#define RNIC_FLUSH_RANGE 0u
+#define RNIC_FLUSH_MR 1u
+#define RNIC_DEVICE_FLUSH_GLOBAL (1ull << 38)
+#define RNIC_DEVICE_FLUSH_PERSISTENT (1ull << 39)
+#define RNIC_DEVICE_ATOMIC_WRITE (1ull << 40)
 int rnic_post_recv(struct rnic_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 /* Free send-queue slots: how many more WRs rnic_post_send accepts before
  * ENOMEM, so a caller can post a batch all-or-nothing (ibv_wr_complete). */

@@ -188,6 +188,10 @@ uint32_t rnic_key_slot_alloc(struct rnic *r);
  * range [iova, iova+len).  Returns the MR or NULL. */
 struct rnic_mr *rnic_mr_check(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access,
 			      uint64_t iova, uint64_t len);
+/* The same checks for a whole region named by its key (a FLUSH of the
+ * region): its iova and length are returned in *iova and *len. */
+struct rnic_mr *rnic_mr_whole(struct rnic *r, struct rnic_pd *pd, uint32_t key, int access, uint64_t *iova,
+			      uint64_t *len);
 /* Host pointer for iova inside mr (range already checked). */
 static inline uint8_t *rnic_mr_ptr(const struct rnic_mr *mr, uint64_t iova)
 {

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +210,23 @@ void srt_device_async_event(void *ctx, enum ibv_event_type type, void *user_obj)
 	for (int i = 0; i < SRT_MAX_HOOKS; i++)
 		if (dev->hooks[i].used && dev->hooks[i].hooks.async_event)
 			dev->hooks[i].hooks.async_event(dev->hooks[i].hooks.ctx, type, user_obj);
+}
+
+/* An RDMA FLUSH asked for persistence of [addr, addr+len): msync the
+ * pages it touches, so a region mapped from a file (MAP_SHARED: a file on
+ * a disk, or on persistent memory mounted with DAX) reaches the file
+ * before the FLUSH is answered.  For anonymous memory msync has nothing
+ * to write and returns at once.  Runs under the device lock: a large
+ * flush holds up this process's other QPs meanwhile. */
+static int io_persist(void *ctx, void *addr, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+
+	(void)ctx;
+	if (msync((void *)start, (uintptr_t)addr + len - start, MS_SYNC))
+		return errno;
+	return 0;
 }
 
 /* First attach / last detach of a multicast group by a QP of this
@@ -546,6 +564,7 @@ static struct srt_device *create_device(void)
 	struct rnic_io io = {
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = srt_device_async_event,
 		.mcast = io_mcast, .tx_buffer = io_tx_buffer, .gsi_receive = io_gsi_receive,
+		.persist = io_persist,
 		/* payloads by reference: safe because srt_unlock flushes.  On
 		 * for the local path's packets (copied once, into the ring);
 		 * srt_udp_queue copies those for the socket unless

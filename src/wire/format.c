@@ -124,6 +124,14 @@ static void put_headers(struct out *o, const struct wire_ib *ib)
 		put(o, " eec=0x%06" PRIx32, ib->rdeth_eec);
 	if (ib->headers & WIRE_HDR_DETH)
 		put(o, " deth(qkey=0x%08" PRIx32 " sqp=0x%06" PRIx32 ")", ib->deth.qkey, ib->deth.sqpn);
+	if (ib->headers & WIRE_HDR_FETH)
+		put(o, " feth(placement=%s%s%s selectivity=%s)",
+		    (ib->feth.placement & WIRE_FLUSH_GLOBAL) ? "global" : "",
+		    ib->feth.placement == (WIRE_FLUSH_GLOBAL | WIRE_FLUSH_PERSISTENT) ? "+" : "",
+		    (ib->feth.placement & WIRE_FLUSH_PERSISTENT) ? "persistent" :
+		    (ib->feth.placement & WIRE_FLUSH_GLOBAL) ? "" : "none",
+		    ib->feth.selectivity == WIRE_FLUSH_MR ? "mr" :
+		    ib->feth.selectivity == WIRE_FLUSH_RANGE ? "range" : "reserved");
 	if (ib->headers & WIRE_HDR_RETH)
 		put(o, " reth(va=0x%" PRIx64 " rkey=0x%08" PRIx32 " len=%" PRIu32 ")",
 		    ib->reth.va, ib->reth.rkey, ib->reth.dma_len);

@@ -79,7 +79,7 @@ static void decode_bth(const uint8_t *p, struct wire_bth *bth)
 }
 
 /* Reads the extended headers present in `headers`, in wire order. */
-static const uint8_t *decode_ext(const uint8_t *p, uint8_t headers, struct wire_ib *ib)
+static const uint8_t *decode_ext(const uint8_t *p, uint16_t headers, struct wire_ib *ib)
 {
 	if (headers & WIRE_HDR_RDETH) {
 		ib->rdeth_eec = get24(p + 1);     /* byte 0 reserved */
@@ -89,6 +89,11 @@ static const uint8_t *decode_ext(const uint8_t *p, uint8_t headers, struct wire_
 		ib->deth.qkey = get32(p);
 		ib->deth.sqpn = get24(p + 5);     /* byte 4 reserved */
 		p += WIRE_DETH_LEN;
+	}
+	if (headers & WIRE_HDR_FETH) {
+		ib->feth.placement = p[3] & 0x0f;
+		ib->feth.selectivity = (p[3] >> 4) & 0x03;
+		p += WIRE_FETH_LEN;
 	}
 	if (headers & WIRE_HDR_RETH) {
 		ib->reth.va = get64(p);
@@ -194,7 +199,7 @@ static void encode_bth(const struct wire_bth *bth, uint8_t pad, uint8_t *p)
 	put24(p + 9, bth->psn);
 }
 
-static uint8_t *encode_ext(const struct wire_ib *ib, uint8_t headers, uint8_t *p)
+static uint8_t *encode_ext(const struct wire_ib *ib, uint16_t headers, uint8_t *p)
 {
 	if (headers & WIRE_HDR_RDETH) {
 		p[0] = 0;
@@ -206,6 +211,10 @@ static uint8_t *encode_ext(const struct wire_ib *ib, uint8_t headers, uint8_t *p
 		p[4] = 0;
 		put24(p + 5, ib->deth.sqpn);
 		p += WIRE_DETH_LEN;
+	}
+	if (headers & WIRE_HDR_FETH) {
+		put32(p, (uint32_t)(ib->feth.placement & 0x0f) | (uint32_t)(ib->feth.selectivity & 0x03) << 4);
+		p += WIRE_FETH_LEN;
 	}
 	if (headers & WIRE_HDR_RETH) {
 		put64(p, ib->reth.va);

@@ -22,6 +22,7 @@
 #define EXT_LEN(h)                                                   \
 	((((h) & WIRE_HDR_RDETH) ? 4 : 0) + (((h) & WIRE_HDR_DETH) ? WIRE_DETH_LEN : 0) + \
 	 (((h) & WIRE_HDR_RETH) ? WIRE_RETH_LEN : 0) +                  \
+	 (((h) & WIRE_HDR_FETH) ? WIRE_FETH_LEN : 0) +                  \
 	 (((h) & WIRE_HDR_ATMETH) ? WIRE_ATMETH_LEN : 0) +              \
 	 (((h) & WIRE_HDR_AETH) ? WIRE_AETH_LEN : 0) +                  \
 	 (((h) & WIRE_HDR_ATMACK) ? WIRE_ATMACK_LEN : 0) +              \
@@ -46,8 +47,10 @@
 #define ATOMIC WIRE_F_ATOMIC
 #define IMM WIRE_F_IMM
 #define INV WIRE_F_INV
+#define FLUSH WIRE_F_FLUSH
 
 #define H_RETH WIRE_HDR_RETH
+#define H_FETH WIRE_HDR_FETH
 #define H_AETH WIRE_HDR_AETH
 #define H_ATM WIRE_HDR_ATMETH
 #define H_ATMACK WIRE_HDR_ATMACK
@@ -88,11 +91,16 @@ static const struct wire_opcode_info opcode_table[256] = {
 	/* 0x15 reserved */
 	OP(0x16, "RC_SEND_LAST_INV", LAST | PAY | REQ | SEND | INV, H_IETH, RC),
 	OP(0x17, "RC_SEND_ONLY_INV", ONLY | PAY | REQ | SEND | INV, H_IETH, RC),
+	/* RDMA FLUSH (IBTA Vol 1 1.5, as rxe): a FETH (placement type,
+	 * selectivity) and a RETH naming the range, no payload.  The
+	 * responder answers it with a zero-length READ response and counts
+	 * it against its READ/ATOMIC resources, so it carries the READ flag
+	 * as well as its own.  0x18..0x1b are reserved. */
+	OP(0x1c, "RC_FLUSH", ONLY | REQ | READ | FLUSH, H_FETH | H_RETH, RC),
 	/* RDMA ATOMIC WRITE (IBTA Vol 1 1.5 errata, as rxe): a RETH and an
 	 * 8-byte payload the responder stores atomically at an 8-byte
 	 * aligned address; acknowledged like an RDMA WRITE, so it carries
-	 * the WRITE flag.  0x18..0x1c (RDMA FLUSH and others) are not
-	 * defined here. */
+	 * the WRITE flag. */
 	OP(0x1d, "RC_ATOMIC_WRITE", ONLY | PAY | REQ | WRITE, H_RETH, RC),
 
 	/* Unreliable Connection, prefix 001: sends and writes only. */

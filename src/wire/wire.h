@@ -33,6 +33,7 @@
 #define WIRE_ATMACK_LEN 8u
 #define WIRE_IMMDT_LEN 4u
 #define WIRE_IETH_LEN 4u
+#define WIRE_FETH_LEN 4u
 #define WIRE_DETH_LEN 8u
 #define WIRE_ICRC_LEN 4u
 #define WIRE_CNP_PAYLOAD_LEN 16u
@@ -118,7 +119,8 @@ enum wire_opcode {
 	/* 0x15 reserved */
 	WIRE_OP_SEND_LAST_INV = 0x16,
 	WIRE_OP_SEND_ONLY_INV = 0x17,
-	/* 0x18..0x1c: flush and others, not implemented */
+	/* 0x18..0x1b reserved */
+	WIRE_OP_FLUSH = 0x1c,               /* RC only (IBTA 1.5) */
 	WIRE_OP_ATOMIC_WRITE = 0x1d,        /* RC only (IBTA 1.5 errata) */
 };
 /* Full 8-bit opcodes are formed as transport | op, e.g.
@@ -126,7 +128,8 @@ enum wire_opcode {
 #define WIRE_OPCODE_CNP 0x81u
 
 /* Which headers follow the BTH (bit set = present), in wire order:
- * RDETH(RD only), DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. */
+ * RDETH(RD only), DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
+ * IETH. */
 enum wire_hdr_bit {
 	WIRE_HDR_DETH = 1u << 0,
 	WIRE_HDR_RETH = 1u << 1,
@@ -136,6 +139,7 @@ enum wire_hdr_bit {
 	WIRE_HDR_IMMDT = 1u << 5,
 	WIRE_HDR_IETH = 1u << 6,
 	WIRE_HDR_RDETH = 1u << 7,
+	WIRE_HDR_FETH = 1u << 8,        /* FLUSH only, between BTH and RETH */
 };
 
 /* Properties of one opcode. */
@@ -156,6 +160,7 @@ enum wire_op_flag {
 	WIRE_F_IMM = 1u << 11,      /* completes with immediate data          */
 	WIRE_F_INV = 1u << 12,      /* carries an rkey to invalidate          */
 	WIRE_F_CNP = 1u << 13,
+	WIRE_F_FLUSH = 1u << 14,    /* FLUSH: answered like a zero-length READ */
 };
 
 /* QP types allowed to use an opcode (bit set = allowed). */
@@ -171,7 +176,7 @@ enum wire_qp_bit {
 struct wire_opcode_info {
 	const char *name;       /* e.g. "RC_SEND_FIRST"; NULL for undefined */
 	uint16_t flags;         /* enum wire_op_flag                         */
-	uint8_t headers;        /* enum wire_hdr_bit                         */
+	uint16_t headers;       /* enum wire_hdr_bit                         */
 	uint8_t qp_types;       /* enum wire_qp_bit                          */
 	uint8_t hdr_len;        /* BTH + all extended headers, bytes         */
 };
@@ -242,6 +247,20 @@ struct wire_atmeth {            /* IBTA 9.3.4 */
 	uint64_t compare;
 };
 
+/* FLUSH Extended Transport Header (IBTA 1.5, as rxe reads it): the
+ * placement type in bits 3..0, the selectivity level in bits 5..4, the
+ * rest reserved. */
+struct wire_feth {
+	uint8_t placement;      /* WIRE_FLUSH_GLOBAL | WIRE_FLUSH_PERSISTENT */
+	uint8_t selectivity;    /* WIRE_FLUSH_RANGE or WIRE_FLUSH_MR          */
+};
+enum {
+	WIRE_FLUSH_GLOBAL = 1u << 0,        /* global visibility */
+	WIRE_FLUSH_PERSISTENT = 1u << 1,    /* persistence       */
+	WIRE_FLUSH_RANGE = 0,               /* the RETH's va and length */
+	WIRE_FLUSH_MR = 1,                  /* the whole region of the rkey */
+};
+
 struct wire_deth {              /* IBTA 9.3.2 */
 	uint32_t qkey;
 	uint32_t sqpn;          /* 24 bits */
@@ -252,7 +271,8 @@ struct wire_deth {              /* IBTA 9.3.2 */
  * it around (ibv_wc.imm_data / ibv_send_wr.imm_data are __be32). */
 struct wire_ib {
 	struct wire_bth bth;
-	uint8_t headers;        /* enum wire_hdr_bit, from the opcode table */
+	uint16_t headers;       /* enum wire_hdr_bit, from the opcode table */
+	struct wire_feth feth;
 	struct wire_reth reth;
 	struct wire_aeth aeth;
 	struct wire_atmeth atmeth;

@@ -75,7 +75,9 @@ static void test_query_device_ex(struct ibv_context *ctx)
 	CHECK(ibv_query_device_ex(ctx, &in, &dx) == 0);
 	CHECK(memcmp(&dx.orig_attr, &da, sizeof(da)) == 0);
 	CHECK(dx.comp_mask == 0);
-	CHECK(dx.device_cap_flags_ex == (uint32_t)da.device_cap_flags);
+	/* The legacy 32 flags, plus RDMA FLUSH (global, persistent) and
+	 * ATOMIC WRITE, bits 38..40 (rdma-core's IB_UVERBS_DEVICE_*). */
+	CHECK(dx.device_cap_flags_ex == ((uint32_t)da.device_cap_flags | 7ull << 38));
 	CHECK(dx.phys_port_cnt_ex == 1);
 	/* Nothing we do not have is claimed. */
 	CHECK(dx.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));

@@ -15,11 +15,12 @@
 #define BUF_CAP (WIRE_ETH_LEN + WIRE_IPV6_LEN + WIRE_UDP_LEN + WIRE_MAX_IB_PACKET)
 
 /* Header lengths, restated from IBTA 9.3 rather than taken from wire.h. */
-static unsigned ext_len(uint8_t h)
+static unsigned ext_len(uint16_t h)
 {
 	unsigned n = 0;
 	n += (h & WIRE_HDR_RDETH) ? 4 : 0;
 	n += (h & WIRE_HDR_DETH) ? 8 : 0;
+	n += (h & WIRE_HDR_FETH) ? 4 : 0;
 	n += (h & WIRE_HDR_RETH) ? 16 : 0;
 	n += (h & WIRE_HDR_ATMETH) ? 28 : 0;
 	n += (h & WIRE_HDR_AETH) ? 4 : 0;
@@ -81,8 +82,10 @@ static void test_opcode_table(void)
 			CHECK(!i2 || strcmp(i2->name, info->name));
 		}
 	}
-	CHECK(defined == 24 + 12 + 22 + 2 + 1);           /* RC includes ATOMIC WRITE */
+	CHECK(defined == 25 + 12 + 22 + 2 + 1);           /* RC includes FLUSH and ATOMIC WRITE */
 	CHECK(wire_opcode_info(0x1d)->hdr_len == 12 + 16);            /* ATOMIC_WRITE: RETH */
+	CHECK(wire_opcode_info(0x1c)->hdr_len == 12 + 4 + 16);        /* FLUSH: FETH, RETH */
+	CHECK(wire_opcode_info(0x1c)->flags == (WIRE_F_ONLY | WIRE_F_REQUEST | WIRE_F_READ | WIRE_F_FLUSH));
 	CHECK(!strcmp(wire_opcode_info(0x64)->name, "UD_SEND_ONLY"));
 	CHECK(wire_opcode_info(0x0b)->hdr_len == 12 + 16 + 4);        /* WRITE_ONLY_IMM */
 	CHECK(wire_opcode_info(0x12)->hdr_len == 12 + 4 + 8);         /* ATOMIC_ACK */
@@ -197,6 +200,8 @@ static void random_ib(uint64_t *s, uint8_t op, struct wire_ib *ib, uint8_t *payl
 	ib->bth.dqpn = (uint32_t)test_rand(s) & WIRE_QPN_MASK;
 	ib->bth.ackreq = test_rand(s) & 1;
 	ib->bth.psn = (uint32_t)test_rand(s) & WIRE_PSN_MASK;
+	ib->feth.placement = (uint8_t)(test_rand(s) & 0x0f);
+	ib->feth.selectivity = (uint8_t)(test_rand(s) & 0x03);
 	ib->reth.va = test_rand(s);
 	ib->reth.rkey = (uint32_t)test_rand(s);
 	ib->reth.dma_len = (uint32_t)test_rand(s);
@@ -224,8 +229,10 @@ static void random_ib(uint64_t *s, uint8_t op, struct wire_ib *ib, uint8_t *payl
 static void compare_ib(const struct wire_ib *a, const struct wire_ib *b)
 {
 	const struct wire_opcode_info *info = wire_opcode_info(a->bth.opcode);
-	uint8_t h = info->headers;
+	uint16_t h = info->headers;
 	CHECK(b->headers == h);
+	CHECK(b->feth.placement == ((h & WIRE_HDR_FETH) ? a->feth.placement : 0));
+	CHECK(b->feth.selectivity == ((h & WIRE_HDR_FETH) ? a->feth.selectivity : 0));
 	CHECK(!memcmp(&a->bth, &b->bth, offsetof(struct wire_bth, pad)));
 	CHECK(a->bth.pkey == b->bth.pkey && a->bth.fecn == b->bth.fecn && a->bth.becn == b->bth.becn);
 	CHECK(a->bth.dqpn == b->bth.dqpn && a->bth.ackreq == b->bth.ackreq && a->bth.psn == b->bth.psn);
@@ -307,7 +314,7 @@ static void test_round_trip(void)
 			trips++;
 		}
 	}
-	CHECK(trips == 16 * (24 + 12 + 22 + 2 + 1));
+	CHECK(trips == 16 * (25 + 12 + 22 + 2 + 1));
 }
 
 static void test_encoder_refusals(void)
