@@ -6,15 +6,22 @@
  *
  *   config.txt    "KEY value ..." lines.  Read: TOPOLOGY_FILE, FLOW_FILE,
  *                 ROUTE_FILE (softrnic's own: static routes, load_routes),
- *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1,
- *                 DCQCN, is the one the model shares), ENABLE_QCN,
+ *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1
+ *                 DCQCN, 7 TIMELY, 8 DCTCP: softrnic's own dcqcn.c,
+ *                 timely.c, dctcp.c in every host), ENABLE_QCN,
  *                 ENABLE_PFC, BUFFER_SIZE (MB), KMIN_MAP / KMAX_MAP
  *                 (KB) / PMAX_MAP per link rate, ERROR_RATE_PER_LINK,
  *                 PACKET_PAYLOAD_SIZE, and the DCQCN keys RATE_AI,
  *                 RATE_HAI, MIN_RATE, RP_TIMER (µs), EWMA_GAIN,
  *                 FAST_RECOVERY_TIMES, RATE_DECREASE_INTERVAL (µs),
- *                 ALPHA_RESUME_INTERVAL (µs), CLAMP_TARGET_RATE.  Other
- *                 keys are listed in the summary as not used.
+ *                 ALPHA_RESUME_INTERVAL (µs), CLAMP_TARGET_RATE;
+ *                 for TIMELY RATE_AI (δ), RATE_HAI and MIN_RATE (its
+ *                 T_low, T_high, min RTT, α and β are not config keys in
+ *                 HPCC either: their defaults, timely.h); for DCTCP
+ *                 EWMA_GAIN (g), DCTCP_RATE_AI and MIN_RATE; HAS_WIN (1:
+ *                 a window of the largest path's BDP, max_bdp, scaled by
+ *                 the rate as VAR_WIN 1 does).  Other keys are listed in
+ *                 the summary as not used.
  *   topology      "nodes switches links", the switch ids, then one
  *                 "a b rate delay error_rate" per link (rate 100Gbps,
  *                 delay 1000ns / 0.001ms).
@@ -32,8 +39,10 @@
  *
  * Differences that remain (docs/experiments.md): ECN thresholds by port
  * rate from the maps (a rate not in them takes the fastest link's entry),
- * the MTU rounded to a power of two (1000 -> 1024), and softrnic's own
- * DCQCN, not HPCC's rdma-hw.cc.
+ * the MTU rounded to a power of two (1000 -> 1024), softrnic's own
+ * transport and congestion control, not HPCC's rdma-hw.cc (its ACKs come
+ * per AckReq, not per packet; DCTCP's ECN echo is a CNP), and the window
+ * always scaled by the rate (VAR_WIN 0 is not modelled).
  */
 #include "sim/hpcc.h"
 
@@ -66,6 +75,9 @@ struct hpcc_config {
 	unsigned payload;
 	struct rate_map kmin, kmax, pmax;
 	struct dcqcn_params cc;
+	struct dctcp_params dctcp;
+	struct timely_params timely;
+	bool has_win;
 	char ignored[2048];
 };
 
@@ -174,6 +186,9 @@ static int read_config(const char *path, struct hpcc_config *c)
 	c->buffer_bytes = 32u << 20;
 	c->payload = 1000;
 	dcqcn_params_default(&c->cc, DCQCN_PROFILE_PAPER);
+	dctcp_params_default(&c->dctcp);
+	timely_params_default(&c->timely);
+	c->has_win = true;
 	while (fscanf(f, "%127s", key) == 1) {
 		int ok = 1;
 		if (key[0] == '#' || key[0] == '{' || key[0] == '}') {
@@ -218,14 +233,23 @@ static int read_config(const char *path, struct hpcc_config *c)
 		} else if (!strcmp(key, "PMAX_MAP")) {
 			ok = !read_map(f, &c->pmax);
 		} else if (!strcmp(key, "RATE_AI")) {
+			/* DCQCN's R_AI and TIMELY's δ (rdma-hw.cc's m_rai) */
 			if (WORD())
-				c->cc.rpg_ai_rate = parse_mbps(word);
+				c->cc.rpg_ai_rate = c->timely.rate_ai = parse_mbps(word);
 		} else if (!strcmp(key, "RATE_HAI")) {
 			if (WORD())
-				c->cc.rpg_hai_rate = parse_mbps(word);
+				c->cc.rpg_hai_rate = c->timely.rate_hai = parse_mbps(word);
 		} else if (!strcmp(key, "MIN_RATE")) {
 			if (WORD())
-				c->cc.rpg_min_rate = parse_mbps(word) ? parse_mbps(word) : 1;
+				c->cc.rpg_min_rate = c->dctcp.min_rate = c->timely.min_rate =
+					parse_mbps(word) ? parse_mbps(word) : 1;
+		} else if (!strcmp(key, "DCTCP_RATE_AI")) {
+			if (WORD())
+				c->dctcp.rate_ai = parse_mbps(word);
+		} else if (!strcmp(key, "HAS_WIN")) {
+			int v;
+			ok = fscanf(f, "%d", &v) == 1;
+			c->has_win = v != 0;
 		} else if (!strcmp(key, "RP_TIMER")) {
 			ok = fscanf(f, "%u", &c->cc.rpg_time_reset) == 1;
 		} else if (!strcmp(key, "FAST_RECOVERY_TIMES")) {
@@ -240,6 +264,8 @@ static int read_config(const char *path, struct hpcc_config *c)
 			double g;
 			ok = fscanf(f, "%lf", &g) == 1 && g > 0 && g < 1;
 			c->cc.dce_tcp_g = (uint32_t)(1024 * (1 - g) + 0.5);
+			/* DCTCP's g too (rdma-hw.cc's m_g), at least 1/1024 */
+			c->dctcp.g = g * 1024 < 1 ? 1 : (uint32_t)(1024 * g + 0.5);
 		} else {
 			/* Not a key the model shares: skip its values. */
 			size_t at = strlen(c->ignored);
@@ -261,9 +287,9 @@ static int read_config(const char *path, struct hpcc_config *c)
 		fprintf(stderr, "softrnic sim run: %s: TOPOLOGY_FILE and FLOW_FILE are needed\n", path);
 		return 2;
 	}
-	if (c->cc_mode != 1) {
-		fprintf(stderr, "softrnic sim run: CC_MODE %d: only 1 (DCQCN) is modelled here "
-				"(3 HPCC, 7 TIMELY, 8 DCTCP and 10 HPCC-PINT are not)\n", c->cc_mode);
+	if (c->cc_mode != 1 && c->cc_mode != 7 && c->cc_mode != 8) {
+		fprintf(stderr, "softrnic sim run: CC_MODE %d: modelled here are 1 (DCQCN), 7 (TIMELY) and "
+				"8 (DCTCP); 3 (HPCC) and 10 (HPCC-PINT) are not\n", c->cc_mode);
 		return 2;
 	}
 	return 0;
@@ -340,6 +366,59 @@ static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
 		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
 }
 
+struct link_line {
+	unsigned a, b;
+	struct sim_link_opts l;
+};
+
+/* HPCC's window with HAS_WIN 1 and GLOBAL_T 1 (third.cc's maxBdp): the
+ * largest bandwidth-delay product over host pairs, each path's RTT being
+ * twice its propagation delay plus one packet's serialisation on every
+ * hop, at the source host's link rate.  Paths are the fewest-hop ones
+ * (breadth first, the first found), as the routes are.  0 on no memory. */
+static uint64_t max_bdp(unsigned nodes, const bool *is_switch, const struct link_line *lk, unsigned links,
+			unsigned packet_bytes)
+{
+	unsigned *queue = calloc(nodes, sizeof(unsigned));
+	struct hop { bool seen; uint64_t delay, tx; } *h = calloc(nodes, sizeof(*h));
+	uint64_t best = 0;
+
+	for (unsigned src = 0; queue && h && src < nodes; src++) {
+		uint64_t bw = 0;
+		unsigned head = 0, tail = 0;
+
+		if (is_switch[src])
+			continue;
+		memset(h, 0, nodes * sizeof(*h));
+		h[src].seen = true;
+		queue[tail++] = src;
+		while (head < tail) {
+			unsigned u = queue[head++];
+			for (unsigned i = 0; i < links; i++) {
+				unsigned v = lk[i].a == u ? lk[i].b : lk[i].b == u ? lk[i].a : nodes;
+				if (v >= nodes || h[v].seen)
+					continue;
+				if (u == src && !bw)
+					bw = lk[i].l.rate_bps;
+				h[v].seen = true;
+				h[v].delay = h[u].delay + lk[i].l.delay_ns;
+				h[v].tx = h[u].tx + (uint64_t)packet_bytes * 8000000000ull / lk[i].l.rate_bps;
+				if (is_switch[v])
+					queue[tail++] = v;      /* hosts do not forward */
+			}
+		}
+		for (unsigned d = 0; d < nodes; d++) {
+			if (d == src || is_switch[d] || !h[d].seen)
+				continue;
+			uint64_t bdp = (2 * h[d].delay + h[d].tx) * bw / 8000000000ull;
+			best = bdp > best ? bdp : best;
+		}
+	}
+	free(queue);
+	free(h);
+	return best;
+}
+
 int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o)
 {
 	uint64_t seed = o->seed, sample_ns = o->sample_ns;
@@ -367,7 +446,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	}
 	bool *is_switch = calloc(nodes, sizeof(*is_switch));
 	unsigned *host_of = calloc(nodes, sizeof(*host_of));
-	struct { unsigned a, b; struct sim_link_opts l; } *lk = calloc(links ? links : 1, sizeof(*lk));
+	struct link_line *lk = calloc(links ? links : 1, sizeof(*lk));
 	rc = !is_switch || !host_of || !lk ? 2 : 0;
 	for (unsigned i = 0; !rc && i < switches; i++) {
 		unsigned id;
@@ -402,7 +481,14 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	struct sim_engine e;
 	struct sim_host_opts ho = { .dcqcn = c.qcn, .cc = &c.cc, .qp_timeout = 10,
 				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
-					   : c.payload <= 2100 ? 2048 : 4096 };
+					   : c.payload <= 2100 ? 2048 : 4096,
+				    .dctcp = &c.dctcp, .timely = &c.timely };
+	if (c.cc_mode != 1) {
+		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : RNIC_CC_DCTCP;
+		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP. */
+		if (c.has_win)
+			ho.cc_window = max_bdp(nodes, is_switch, lk, links, ho.mtu + 48u + SIM_WIRE_OVERHEAD);
+	}
 	struct sim_switch_opts so = {
 		.buffer_bytes = c.buffer_bytes, .alpha = 1.0 / 8, .pfc = c.pfc, .ecn = c.qcn,
 		.kmin_bytes = (uint64_t)(map_at(&c.kmin, fastest, 400) * 1000),
@@ -550,7 +636,10 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows", config, nodes, switches, links, nflows);
 	if (nflows < listed)
 		fprintf(sum, " (the first of the file's %u)", listed);
-	fprintf(sum, "; seed %" PRIu64 "; DCQCN %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed, c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
+	if (c.cc_mode != 1)
+		fprintf(sum, "; %s, window %" PRIu64 " bytes", c.cc_mode == 7 ? "TIMELY" : "DCTCP", ho.cc_window);
+	fprintf(sum, "; seed %" PRIu64 "; %s %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed,
+		c.cc_mode == 1 ? "DCQCN" : "ECN", c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
 		so.buffer_bytes);
 	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events, %" PRIu64
 		     " packet-hops)\n", done, failed, nflows - done - failed, (double)e.now / 1e9, e.events_run,

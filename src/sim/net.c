@@ -951,6 +951,12 @@ int sim_route(struct sim_net *n)
 		cfg.cnp = n->ho.dcqcn;
 		cfg.dcqcn = n->ho.dcqcn;
 		cfg.selective_repeat = n->ho.selective_repeat;
+		cfg.cc_algo = n->ho.cc_algo;
+		if (n->ho.dctcp)
+			cfg.dctcp = *n->ho.dctcp;
+		if (n->ho.timely)
+			cfg.timely = *n->ho.timely;
+		cfg.cc_window = n->ho.cc_window;
 		cfg.send_window = n->ho.send_window;
 		/* A timeout resends the whole window, as RoCE NICs do: the
 		 * experiments show what their Go-Back-N does to a fabric

@@ -106,6 +106,13 @@ struct sim_host_opts {
 	unsigned mtu;           /* 256 .. 4096 */
 	bool selective_repeat;  /* IRN-style loss recovery (rnic_int.h), else Go-Back-N */
 	unsigned send_window;   /* packets in flight per QP at most (0: the rnic's 512) */
+	/* The reaction point's algorithm (rnic_config.cc_algo: DCQCN unless
+	 * set), DCTCP's and TIMELY's parameters (NULL: their defaults) and
+	 * their rate-scaled window in bytes (rnic_config.cc_window). */
+	enum rnic_cc_algo cc_algo;
+	const struct dctcp_params *dctcp;
+	const struct timely_params *timely;
+	uint64_t cc_window;
 };
 
 /* What happened, all nodes together (per-node figures in the CSVs). */
