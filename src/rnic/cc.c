@@ -1,7 +1,8 @@
 /*
  * cc.c — congestion control and rate limiting in the transport: the glue
  * between the QP and its reaction point (DCQCN, dcqcn.c, by default;
- * DCTCP, dctcp.c, or TIMELY, timely.c, by rnic_config.cc_algo), the pacer
+ * DCTCP, dctcp.c, TIMELY, timely.c, or HPCC, hpcc_cc.c, by
+ * rnic_config.cc_algo), the pacer
  * (pacer.h), the congestion window and the CNP.
  *
  * The loop (RoCEv2, IBTA Annex A17.9; DCQCN, SIGCOMM 2015):
@@ -19,7 +20,9 @@
  *         per window; the ACK path has no room for an ECN-echo bit (the
  *         AETH is all taken, and a peer's rxe would not set one);
  *   TIMELY the completer's RTT samples (cc_on_rtt) set the rate;
- *   window DCTCP and TIMELY also bound the packets in flight to
+ *   HPCC  the simulator hands in the INT records each ACK echoed
+ *         (rnic_cc_telemetry), which set the rate;
+ *   window DCTCP, TIMELY and HPCC also bound the packets in flight to
  *         cc_window · rate / line_rate bytes (cc_window_open), as the HPCC
  *         simulator's VAR_WIN does;
  *   app   ibv_modify_qp_rate_limit / IBV_QP_RATE_LIMIT set a ceiling that
@@ -56,6 +59,7 @@ void cc_qp_reset(struct rnic_qp *qp)
 	dcqcn_init(&qp->cc.rp, &cfg->cc, cfg->line_rate);
 	dctcp_init(&qp->cc.dctcp, &cfg->dctcp, cfg->line_rate);
 	timely_init(&qp->cc.timely, &cfg->timely, cfg->line_rate);
+	hpcc_init(&qp->cc.hpcc, &cfg->hpcc, cfg->line_rate, cfg->cc_window);
 	qp->cc.pace_until = RNIC_NO_DEADLINE;
 	/* The application's limit is a QP attribute: it survives RESET
 	 * like the others it set (rdma-core keeps no other notion). */
@@ -88,6 +92,9 @@ static uint64_t algo_rate(const struct rnic_qp *qp)
 		return rate < line ? rate : 0;
 	case RNIC_CC_TIMELY:
 		rate = timely_rate(&qp->cc.timely);
+		return rate < line ? rate : 0;
+	case RNIC_CC_HPCC:
+		rate = hpcc_rate(&qp->cc.hpcc);
 		return rate < line ? rate : 0;
 	default:
 		return qp->cc.rp.congested ? dcqcn_rate(&qp->cc.rp) : 0;
@@ -130,7 +137,9 @@ bool cc_window_open(const struct rnic_qp *qp, uint32_t in_flight)
 
 	if (!cfg->cc_window || algo(qp) == RNIC_CC_DCQCN)
 		return true;
-	rate = algo(qp) == RNIC_CC_DCTCP ? dctcp_rate(&qp->cc.dctcp) : timely_rate(&qp->cc.timely);
+	rate = algo(qp) == RNIC_CC_DCTCP  ? dctcp_rate(&qp->cc.dctcp)
+	       : algo(qp) == RNIC_CC_HPCC ? hpcc_rate(&qp->cc.hpcc)
+					   : timely_rate(&qp->cc.timely);
 	window = (uint64_t)((unsigned __int128)cfg->cc_window * rate / cfg->line_rate);
 	/* At least one packet, or a QP at the minimum rate never sends. */
 	return in_flight == 0 || (uint64_t)in_flight * qp->mtu < window;
@@ -144,8 +153,8 @@ bool cc_wants_ackreq(const struct rnic_qp *qp, uint32_t in_flight)
 	 * before its ACK is a sample lost. */
 	bool spaced = qp->req.since_ackreq + 1 >= in_flight / (RNIC_RTT_MARKS / 2);
 
-	if (algo(qp) == RNIC_CC_TIMELY)
-		return spaced;          /* RTT samples all through the window */
+	if (algo(qp) == RNIC_CC_TIMELY || algo(qp) == RNIC_CC_HPCC)
+		return spaced;          /* feedback all through the window */
 	return spaced && !cc_window_open(qp, in_flight);
 }
 
@@ -204,6 +213,17 @@ void cc_on_rtt(struct rnic_qp *qp, uint64_t rtt_ns, uint64_t now)
 	uint64_t cuts = qp->cc.timely.cuts;
 	timely_on_rtt(&qp->cc.timely, rtt_ns, qp->cc.acked, snd_nxt(qp));
 	rate_changed(qp, cuts, qp->cc.timely.cuts, now);
+}
+
+void rnic_cc_telemetry(struct rnic *r, uint32_t qpn, const struct hpcc_int *t, uint64_t now)
+{
+	struct rnic_qp *qp = rnic_qp_lookup(r, qpn);
+
+	if (!qp || !t || algo(qp) != RNIC_CC_HPCC || !rnic_qp_can_send(qp) || !r->cfg.dcqcn)
+		return;
+	uint64_t cuts = qp->cc.hpcc.cuts;
+	hpcc_on_ack(&qp->cc.hpcc, t, qp->cc.acked, snd_nxt(qp));
+	rate_changed(qp, cuts, qp->cc.hpcc.cuts, now);
 }
 
 /* ---- notification point --------------------------------------------------- */
@@ -285,7 +305,7 @@ void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic
 		return;
 	}
 	if (algo(qp) != RNIC_CC_DCQCN)
-		return;         /* TIMELY hears the RTT, not the marks */
+		return;         /* TIMELY and HPCC do not hear the marks */
 	uint64_t cuts = qp->cc.rp.cuts;
 	dcqcn_on_cnp(&qp->cc.rp, now);
 	r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
@@ -416,7 +436,7 @@ size_t rnic_qp_infos(struct rnic *r, struct rnic_qp_info *out, size_t max, uint6
 			q->ce_received = qp->cc.ce_received;
 			q->cnp_sent = qp->cc.cnp_sent;
 			q->cnp_received = qp->cc.cnp_received;
-			q->rate_decreases = qp->cc.rp.cuts + qp->cc.dctcp.cuts + qp->cc.timely.cuts;
+			q->rate_decreases = qp->cc.rp.cuts + qp->cc.dctcp.cuts + qp->cc.timely.cuts + qp->cc.hpcc.cuts;
 			q->tx_packets = qp->stats.tx_packets;
 			q->tx_bytes = qp->stats.tx_bytes;
 			q->rx_packets = qp->stats.rx_packets;

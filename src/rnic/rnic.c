@@ -49,6 +49,7 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->cc_algo = RNIC_CC_DCQCN;
 	dctcp_params_default(&cfg->dctcp);
 	timely_params_default(&cfg->timely);
+	hpcc_params_default(&cfg->hpcc);
 	cfg->selective_repeat = true;
 	cfg->timeout_probe = true;
 }

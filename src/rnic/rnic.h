@@ -35,6 +35,7 @@
 
 #include "rnic/dcqcn.h"
 #include "rnic/dctcp.h"
+#include "rnic/hpcc_cc.h"
 #include "rnic/timely.h"
 #include "wire/wire.h"
 
@@ -158,6 +159,7 @@ enum rnic_cc_algo {
 	RNIC_CC_DCQCN = 0,      /* dcqcn.c: CNPs cut the rate (default) */
 	RNIC_CC_DCTCP,          /* dctcp.c: ECN echoes (CNPs), α per window */
 	RNIC_CC_TIMELY,         /* timely.c: RTT gradient from ACK samples */
+	RNIC_CC_HPCC,           /* hpcc_cc.c: INT echoed on ACKs (simulator) */
 };
 
 struct rnic_config {
@@ -198,6 +200,7 @@ struct rnic_config {
 	enum rnic_cc_algo cc_algo;
 	struct dctcp_params dctcp;
 	struct timely_params timely;
+	struct hpcc_params hpcc;
 	uint64_t cc_window;
 	/* Loss recovery of RC QPs (selective.c): selective repeat with a
 	 * peer that does it too, Go-Back-N with anyone else; false: always
@@ -216,6 +219,14 @@ struct rnic_config {
 	bool timeout_probe;
 };
 void rnic_config_default(struct rnic_config *cfg);
+
+/* HPCC's feedback: the INT records the switches wrote into a request of
+ * QP `qpn` (of this rnic), echoed on the ACK that was just passed to
+ * rnic_receive.  Only softrnic's simulator has switches that write them
+ * (src/sim/net.c carries them beside its packets; no packet on a real
+ * wire holds them): the runtime never calls this.  Ignored unless the
+ * QP's algorithm is RNIC_CC_HPCC. */
+void rnic_cc_telemetry(struct rnic *r, uint32_t qpn, const struct hpcc_int *t, uint64_t now);
 
 struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io);
 void rnic_destroy(struct rnic *r);

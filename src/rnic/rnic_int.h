@@ -375,6 +375,7 @@ struct rnic_cc_state {
 	 * acked + (psn_high − comp.psn) how many were sent (cc.c, snd_nxt). */
 	struct dctcp_cc dctcp;
 	struct timely_cc timely;
+	struct hpcc_cc hpcc;
 	uint64_t acked;                 /* packets acknowledged so far     */
 	struct pacer pacer;
 	uint64_t limit_bps;             /* rate limit, 0 = none             */
@@ -517,9 +518,9 @@ bool cc_may_send(struct rnic_qp *qp, uint64_t now);
  * DCQCN.)  ACKs reopen it: the completer runs the requester then. */
 bool cc_window_open(const struct rnic_qp *qp, uint32_t in_flight);
 /* requester: should the next packet carry AckReq, with `in_flight`
- * packets out once it has left?  TIMELY: often, for RTT samples (the
- * HPCC simulator ACKs every packet); DCTCP and TIMELY: the packet that
- * fills the window (its ACK reopens it). */
+ * packets out once it has left?  TIMELY and HPCC: often, for RTT
+ * samples and INT echoes (the HPCC simulator ACKs every packet); DCTCP:
+ * the packet that fills the window (its ACK reopens it). */
 bool cc_wants_ackreq(const struct rnic_qp *qp, uint32_t in_flight);
 /* completer: `psns` more packets were acknowledged. */
 void cc_on_ack(struct rnic_qp *qp, uint32_t psns, uint64_t now);

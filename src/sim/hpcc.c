@@ -77,7 +77,8 @@ struct hpcc_config {
 	struct dcqcn_params cc;
 	struct dctcp_params dctcp;
 	struct timely_params timely;
-	bool has_win;
+	struct hpcc_params hpcc;
+	bool has_win, multi_rate, sample_feedback;
 	char ignored[2048];
 };
 
@@ -188,6 +189,8 @@ static int read_config(const char *path, struct hpcc_config *c)
 	dcqcn_params_default(&c->cc, DCQCN_PROFILE_PAPER);
 	dctcp_params_default(&c->dctcp);
 	timely_params_default(&c->timely);
+	hpcc_params_default(&c->hpcc);
+	c->hpcc.max_stage = 5;  /* third.cc's mi_thresh */
 	c->has_win = true;
 	while (fscanf(f, "%127s", key) == 1) {
 		int ok = 1;
@@ -235,17 +238,37 @@ static int read_config(const char *path, struct hpcc_config *c)
 		} else if (!strcmp(key, "RATE_AI")) {
 			/* DCQCN's R_AI and TIMELY's δ (rdma-hw.cc's m_rai) */
 			if (WORD())
-				c->cc.rpg_ai_rate = c->timely.rate_ai = parse_mbps(word);
+				c->cc.rpg_ai_rate = c->timely.rate_ai = c->hpcc.rate_ai = parse_mbps(word);
 		} else if (!strcmp(key, "RATE_HAI")) {
 			if (WORD())
 				c->cc.rpg_hai_rate = c->timely.rate_hai = parse_mbps(word);
 		} else if (!strcmp(key, "MIN_RATE")) {
 			if (WORD())
-				c->cc.rpg_min_rate = c->dctcp.min_rate = c->timely.min_rate =
+				c->cc.rpg_min_rate = c->dctcp.min_rate = c->timely.min_rate = c->hpcc.min_rate =
 					parse_mbps(word) ? parse_mbps(word) : 1;
 		} else if (!strcmp(key, "DCTCP_RATE_AI")) {
 			if (WORD())
 				c->dctcp.rate_ai = parse_mbps(word);
+		} else if (!strcmp(key, "U_TARGET")) {
+			double u;
+			ok = fscanf(f, "%lf", &u) == 1 && u > 0 && u <= 10;
+			c->hpcc.eta = (uint32_t)(u * 1000 + 0.5);
+		} else if (!strcmp(key, "MI_THRESH")) {
+			ok = fscanf(f, "%u", &c->hpcc.max_stage) == 1;
+		} else if (!strcmp(key, "FAST_REACT") || !strcmp(key, "MULTI_RATE") ||
+			   !strcmp(key, "SAMPLE_FEEDBACK")) {
+			int v;
+			ok = fscanf(f, "%d", &v) == 1;
+			if (key[0] == 'F')
+				c->hpcc.fast_react = v != 0;
+			else
+				*(key[0] == 'M' ? &c->multi_rate : &c->sample_feedback) = v != 0;
+		} else if (!strcmp(key, "INT_MULTI")) {
+			/* The unit of the tx-bytes field in HPCC's 8-byte INT
+			 * hop; softrnic's records are full width beside the
+			 * packet, so there is nothing to scale. */
+			unsigned v;
+			ok = fscanf(f, "%u", &v) == 1 && v > 0;
 		} else if (!strcmp(key, "HAS_WIN")) {
 			int v;
 			ok = fscanf(f, "%d", &v) == 1;
@@ -287,9 +310,15 @@ static int read_config(const char *path, struct hpcc_config *c)
 		fprintf(stderr, "softrnic sim run: %s: TOPOLOGY_FILE and FLOW_FILE are needed\n", path);
 		return 2;
 	}
-	if (c->cc_mode != 1 && c->cc_mode != 7 && c->cc_mode != 8) {
-		fprintf(stderr, "softrnic sim run: CC_MODE %d: modelled here are 1 (DCQCN), 7 (TIMELY) and "
-				"8 (DCTCP); 3 (HPCC) and 10 (HPCC-PINT) are not\n", c->cc_mode);
+	if (c->cc_mode != 1 && c->cc_mode != 3 && c->cc_mode != 7 && c->cc_mode != 8) {
+		fprintf(stderr, "softrnic sim run: CC_MODE %d: modelled here are 1 (DCQCN), 3 (HPCC), 7 (TIMELY) "
+				"and 8 (DCTCP); 10 (HPCC-PINT) is not\n", c->cc_mode);
+		return 2;
+	}
+	if (c->cc_mode == 3 && (c->multi_rate || c->sample_feedback)) {
+		fprintf(stderr, "softrnic sim run: %s: HPCC with %s 1 is not modelled (one rate for the path, "
+				"every record used: MULTI_RATE 0, SAMPLE_FEEDBACK 0)\n", path,
+			c->multi_rate ? "MULTI_RATE" : "SAMPLE_FEEDBACK");
 		return 2;
 	}
 	return 0;
@@ -377,7 +406,7 @@ struct link_line {
  * hop, at the source host's link rate.  Paths are the fewest-hop ones
  * (breadth first, the first found), as the routes are.  0 on no memory. */
 static uint64_t max_bdp(unsigned nodes, const bool *is_switch, const struct link_line *lk, unsigned links,
-			unsigned packet_bytes)
+			unsigned packet_bytes, uint64_t *max_rtt)
 {
 	unsigned *queue = calloc(nodes, sizeof(unsigned));
 	struct hop { bool seen; uint64_t delay, tx; } *h = calloc(nodes, sizeof(*h));
@@ -410,8 +439,9 @@ static uint64_t max_bdp(unsigned nodes, const bool *is_switch, const struct link
 		for (unsigned d = 0; d < nodes; d++) {
 			if (d == src || is_switch[d] || !h[d].seen)
 				continue;
-			uint64_t bdp = (2 * h[d].delay + h[d].tx) * bw / 8000000000ull;
+			uint64_t rtt = 2 * h[d].delay + h[d].tx, bdp = rtt * bw / 8000000000ull;
 			best = bdp > best ? bdp : best;
+			*max_rtt = rtt > *max_rtt ? rtt : *max_rtt;
 		}
 	}
 	free(queue);
@@ -482,12 +512,16 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	struct sim_host_opts ho = { .dcqcn = c.qcn, .cc = &c.cc, .qp_timeout = 10,
 				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
 					   : c.payload <= 2100 ? 2048 : 4096,
-				    .dctcp = &c.dctcp, .timely = &c.timely };
+				    .dctcp = &c.dctcp, .timely = &c.timely, .hpcc = &c.hpcc };
 	if (c.cc_mode != 1) {
-		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : RNIC_CC_DCTCP;
-		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP. */
+		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : c.cc_mode == 3 ? RNIC_CC_HPCC : RNIC_CC_DCTCP;
+		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP.
+		 * HPCC's T is the largest base RTT (GLOBAL_T 1), and its W
+		 * the BDP whether or not a window limits the sender. */
+		uint64_t rtt = 0, bdp = max_bdp(nodes, is_switch, lk, links, ho.mtu + 48u + SIM_WIRE_OVERHEAD, &rtt);
 		if (c.has_win)
-			ho.cc_window = max_bdp(nodes, is_switch, lk, links, ho.mtu + 48u + SIM_WIRE_OVERHEAD);
+			ho.cc_window = bdp;
+		c.hpcc.base_rtt = rtt ? rtt : c.hpcc.base_rtt;
 	}
 	struct sim_switch_opts so = {
 		.buffer_bytes = c.buffer_bytes, .alpha = 1.0 / 8, .pfc = c.pfc, .ecn = c.qcn,
@@ -637,7 +671,8 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	if (nflows < listed)
 		fprintf(sum, " (the first of the file's %u)", listed);
 	if (c.cc_mode != 1)
-		fprintf(sum, "; %s, window %" PRIu64 " bytes", c.cc_mode == 7 ? "TIMELY" : "DCTCP", ho.cc_window);
+		fprintf(sum, "; %s, window %" PRIu64 " bytes", c.cc_mode == 7 ? "TIMELY" : c.cc_mode == 3 ? "HPCC" : "DCTCP",
+			ho.cc_window);
 	fprintf(sum, "; seed %" PRIu64 "; %s %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed,
 		c.cc_mode == 1 ? "DCQCN" : "ECN", c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
 		so.buffer_bytes);

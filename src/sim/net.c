@@ -36,6 +36,13 @@ struct sim_pkt {
 	uint32_t src_host, dst_host;
 	uint16_t quanta;                /* PFC */
 	uint8_t pfc_prio;
+	/* HPCC's INT (CC_MODE 3): a request's records, one per switch it
+	 * left (port_kick), or on an ACK the records its flow's latest
+	 * request brought (host_xmit).  A simulator-only field beside the
+	 * packet: the bytes in ib[] are what the real stack sends, and it
+	 * sends no INT. */
+	bool tel_push, tel_echo;
+	struct hpcc_int tel;
 	uint32_t ib_len;
 	uint8_t ib[];
 };
@@ -54,6 +61,7 @@ struct port {
 	struct node *peer;
 	unsigned peer_port;
 	uint64_t rate_bps, delay_ns;
+	uint64_t tx_bytes;              /* wire bytes of packets sent (HPCC's INT) */
 	double loss;
 	struct queue q[SIM_PRIOS], ctrl;
 	bool busy, wake_pending;
@@ -75,6 +83,7 @@ struct flow {
 	struct sim_flow_result r;
 	struct rnic_qp *qp_src, *qp_dst;
 	uint64_t arrived;               /* wire bytes of its requests that reached dst */
+	struct hpcc_int last_int;       /* HPCC: the latest request's INT, for its ACKs */
 };
 
 struct host {
@@ -309,6 +318,18 @@ static void port_kick(struct sim_net *n, struct port *p)
 		}
 		return;
 	}
+	if (!p->node->is_host && pkt->kind == PKT_DATA && pkt->tel_push && pkt->tel.nhop < HPCC_MAX_HOPS) {
+		/* HPCC's INT record of this egress port, as HPCC's switch
+		 * writes it when the packet leaves the queue: the time, the
+		 * bytes sent before it, the bytes still queued, the rate. */
+		uint64_t queued = 0;
+		for (int prio = 0; prio < SIM_PRIOS; prio++)
+			queued += p->q[prio].bytes;
+		pkt->tel.hop[pkt->tel.nhop++] = (struct hpcc_int_hop){
+			.ts_ns = now, .tx_bytes = p->tx_bytes, .qlen_bytes = queued, .rate_bps = p->rate_bps };
+	}
+	if (pkt->kind == PKT_DATA)
+		p->tx_bytes += pkt->wire;
 	if (!p->node->is_host && pkt->kind == PKT_DATA)
 		release(n, p->node, pkt);
 	p->busy = true;
@@ -687,6 +708,22 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 	pkt->ib_len = (uint32_t)tx->ib_len;
 	memcpy(pkt->ib, tx->ib, tx->ib_len);
 	n->stats.packets_sent++;
+	if (n->ho.cc_algo == RNIC_CC_HPCC && pkt->prio == SIM_PRIO_ROCE && tx->ib_len >= 8) {
+		uint8_t op = tx->ib[0] & 0x1f;
+		if (op < 0x11) {
+			pkt->tel_push = true;   /* a request: switches add INT */
+		} else if (op == 0x11) {
+			/* An ACK: echo the INT its flow's latest request
+			 * brought (the flow by its QP at the ACK's target). */
+			struct host *to = n->hosts[dst];
+			uint32_t qpn = (uint32_t)tx->ib[5] << 16 | (uint32_t)tx->ib[6] << 8 | tx->ib[7];
+			uint32_t slot = qpn % to->slots;
+			if (to->slot_qpn[slot] == qpn && to->slot_flow[slot]) {
+				pkt->tel = n->flows[to->slot_flow[slot] - 1].last_int;
+				pkt->tel_echo = pkt->tel.nhop > 0;
+			}
+		}
+	}
 	struct port *p = h->node->ports[0];
 	if (!p) {
 		free(pkt);
@@ -730,10 +767,19 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	if (pkt->prio == SIM_PRIO_ROCE && pkt->ib_len >= 12 && (pkt->ib[0] & 0x1f) < 0x11) {
 		uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
 		uint32_t slot = qpn % h->slots;
-		if (h->slot_qpn[slot] == qpn && h->slot_flow[slot])
+		if (h->slot_qpn[slot] == qpn && h->slot_flow[slot]) {
 			n->flows[h->slot_flow[slot] - 1].arrived += pkt->wire;
+			/* Before the rnic answers it: its ACK echoes these. */
+			if (pkt->tel_push)
+				n->flows[h->slot_flow[slot] - 1].last_int = pkt->tel;
+		}
 	}
 	rnic_receive(h->rnic, &rx, now);
+	if (pkt->tel_echo) {
+		/* HPCC's feedback, once the ACK itself is processed. */
+		uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
+		rnic_cc_telemetry(h->rnic, qpn, &pkt->tel, now);
+	}
 	free(pkt);
 	host_after(h);
 }
@@ -956,6 +1002,8 @@ int sim_route(struct sim_net *n)
 			cfg.dctcp = *n->ho.dctcp;
 		if (n->ho.timely)
 			cfg.timely = *n->ho.timely;
+		if (n->ho.hpcc)
+			cfg.hpcc = *n->ho.hpcc;
 		cfg.cc_window = n->ho.cc_window;
 		cfg.send_window = n->ho.send_window;
 		/* A timeout resends the whole window, as RoCE NICs do: the
@@ -1069,6 +1117,10 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 		uint32_t qpn = rnic_qp_num(f->qp_dst);
 		dst->slot_qpn[qpn % dst->slots] = qpn;
 		dst->slot_flow[qpn % dst->slots] = (uint32_t)arg + 1;
+		/* The sender's QP too: HPCC's ACKs find their flow by it. */
+		qpn = rnic_qp_num(f->qp_src);
+		src->slot_qpn[qpn % src->slots] = qpn;
+		src->slot_flow[qpn % src->slots] = (uint32_t)arg + 1;
 	}
 	while (left) {
 		uint32_t len = left > HOST_BUF ? HOST_BUF : (uint32_t)left;

@@ -107,11 +107,14 @@ struct sim_host_opts {
 	bool selective_repeat;  /* IRN-style loss recovery (rnic_int.h), else Go-Back-N */
 	unsigned send_window;   /* packets in flight per QP at most (0: the rnic's 512) */
 	/* The reaction point's algorithm (rnic_config.cc_algo: DCQCN unless
-	 * set), DCTCP's and TIMELY's parameters (NULL: their defaults) and
-	 * their rate-scaled window in bytes (rnic_config.cc_window). */
+	 * set), DCTCP's, TIMELY's and HPCC's parameters (NULL: their
+	 * defaults) and their rate-scaled window in bytes
+	 * (rnic_config.cc_window).  With HPCC the switches write INT records
+	 * (net.c, struct sim_pkt). */
 	enum rnic_cc_algo cc_algo;
 	const struct dctcp_params *dctcp;
 	const struct timely_params *timely;
+	const struct hpcc_params *hpcc;
 	uint64_t cc_window;
 };
 

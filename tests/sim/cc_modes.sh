@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # cc_modes.sh — `softrnic sim run` with the HPCC simulator's config for
 # each congestion control softrnic models beside DCQCN (tests/sim/hpcc:
-# config_timely.txt CC_MODE 7, config_dctcp.txt CC_MODE 8, with the values
-# HPCC's run.py writes for them at 100 Gb/s): each run finishes every flow
-# with one FCT line per flow in HPCC's format and sane slowdowns, names
-# its algorithm, and replays byte for byte; DCTCP's receivers echo every
-# ECN mark (one CNP per CE packet); an unknown CC_MODE is refused.
+# config_hpcc.txt CC_MODE 3, config_timely.txt CC_MODE 7, config_dctcp.txt
+# CC_MODE 8, with the values HPCC's run.py writes for them at 100 Gb/s):
+#   - on tests/sim/hpcc's leaf-spine (a 4:1 incast and six other flows)
+#     each run finishes every flow with one FCT line per flow in HPCC's
+#     format and sane slowdowns, names its algorithm, and replays byte
+#     for byte; DCTCP's receivers echo every ECN mark (one CNP per CE
+#     packet); HPCC keeps the incast's queue below PFC's threshold;
+#   - convergence: 2 and 4 flows through a dumbbell's 25 Gb/s bottleneck
+#     (sim topo dumbbell) share it fairly (Jain's index >= 0.95 over the
+#     middle of the run, from throughput.csv) and fill it, with no drop;
+#   - a mode not modelled (10, HPCC-PINT) is refused.
 # usage: cc_modes.sh SOFTRNIC
 set -euo pipefail
-SOFTRNIC=$1
+SOFTRNIC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # absolute: runs cd below
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sim cc modes: $*" >&2; exit 1; }
 
-for mode in timely:7:TIMELY dctcp:8:DCTCP; do
+for mode in hpcc:3:HPCC timely:7:TIMELY dctcp:8:DCTCP; do
 	IFS=: read -r name num algo <<<"$mode"
 	cfg=$here/hpcc/config_$name.txt
 	grep -q "^CC_MODE $num\$" "$cfg" || fail "$cfg: not CC_MODE $num"
@@ -42,14 +48,42 @@ grep -q "; TIMELY, window 0 bytes;" "$tmp/timely-a/summary.txt" || fail "timely:
 sed -n 's/^  [0-9]* drops, [0-9]* pauses, \([0-9]*\) ECN marks, \([0-9]*\) CNPs.*/\1 \2/p' "$tmp/dctcp-a/summary.txt" |
 	awk '{ if (!($1 > 0 && $1 == $2)) { print "ECN marks " $1 ", CNPs " $2; exit 1 } }' ||
 	fail "dctcp: not one echo per mark"
+grep -q "; HPCC, window 104550 bytes;" "$tmp/hpcc-a/summary.txt" || fail "hpcc: window not the topology's BDP"
+grep -q "^  0 drops, 0 pauses, " "$tmp/hpcc-a/summary.txt" || fail "hpcc: the incast reached PFC"
 # The same flows with DCQCN (tests/sim/hpcc/config.txt) do not give the
 # same FCT file: the algorithm really changed.
 "$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/dcqcn" >/dev/null || fail "dcqcn: sim run failed"
 ! cmp -s "$tmp/dcqcn/fct.txt" "$tmp/dctcp-a/fct.txt" || fail "DCTCP's FCTs are DCQCN's"
 ! cmp -s "$tmp/dcqcn/fct.txt" "$tmp/timely-a/fct.txt" || fail "TIMELY's FCTs are DCQCN's"
+! cmp -s "$tmp/dcqcn/fct.txt" "$tmp/hpcc-a/fct.txt" || fail "HPCC's FCTs are DCQCN's"
+
+# Convergence on a dumbbell: N flows of 4 MB from 1 ms, 25 Gb/s core.
+mkdir -p "$tmp/db"
+for nf in 2 4; do
+	"$SOFTRNIC" sim topo dumbbell $nf --core-rate 25Gbps >"$tmp/db/topology$nf.txt" || fail "sim topo dumbbell $nf"
+	{ echo $nf; for ((i = 0; i < nf; i++)); do echo "$i $nf 3 100 4000000 0.001"; done; } >"$tmp/db/flow$nf.txt"
+	for name in hpcc timely dctcp; do
+		sed -e "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE topology$nf.txt|; s|^FLOW_FILE .*|FLOW_FILE flow$nf.txt|" \
+			-e 's/^SIMULATOR_STOP_TIME .*/SIMULATOR_STOP_TIME 0.05/' "$here/hpcc/config_$name.txt" >"$tmp/db/$name$nf.txt"
+		(cd "$tmp/db" && "$SOFTRNIC" sim run $name$nf.txt --out $name$nf --sample-us 100 >/dev/null) ||
+			fail "$name, $nf flows on the dumbbell: sim run failed"
+		grep -q "^  $nf flows done, 0 failed, 0 unfinished" "$tmp/db/$name$nf/summary.txt" &&
+			grep -q "^  0 drops, " "$tmp/db/$name$nf/summary.txt" ||
+			{ cat "$tmp/db/$name$nf/summary.txt" >&2; fail "$name, $nf flows on the dumbbell: flows or drops"; }
+		# Every flow's mean Gb/s from 1.5 ms to 4 ms (all still running).
+		awk -F, -v n=$nf -v name=$name 'NR > 1 && $1 >= 1500 && $1 < 4000 { b[$2] += $3; k[$1] = 1 } END {
+			t = 0; for (x in k) t++
+			s = 0; q = 0; m = 0
+			for (f in b) { g = b[f] / t; s += g; q += g * g; m++; printf " %.2f", g }
+			j = m ? s * s / (m * q) : 0
+			printf " Gb/s: %s, %d flows, Jain %.3f, total %.1f Gb/s\n", name, n, j, s
+			if (m != n || j < 0.95 || s < 20) exit 1
+		}' "$tmp/db/$name$nf/throughput.csv" || fail "$name, $nf flows on the dumbbell: not fair or not full"
+	done
+done
 # A mode not modelled is refused with exit 2 and a message.
-sed 's/^CC_MODE 8/CC_MODE 10/' "$here/hpcc/config_dctcp.txt" >"$tmp/pint.txt"
+sed 's/^CC_MODE 3/CC_MODE 10/' "$here/hpcc/config_hpcc.txt" >"$tmp/pint.txt"
 cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/pint.txt" --out "$tmp/pint" 2>"$tmp/err" || rc=$?
-[ "$rc" = 2 ] && grep -q "CC_MODE 10: .* not" "$tmp/err" || fail "CC_MODE 10 not refused (exit $rc)"
+[ "$rc" = 2 ] && grep -q "CC_MODE 10: .*10 (HPCC-PINT) is not" "$tmp/err" || fail "CC_MODE 10 not refused (exit $rc)"
 echo "sim cc modes: ok"
