@@ -57,6 +57,7 @@
 #define PCAP_FILE_HEADER 24u
 #define PCAP_RECORD_HEADER 16u
 #define FRAME_HEADER (WIRE_ETH_LEN + WIRE_IPV4_LEN + WIRE_UDP_LEN)
+#define FRAME_HEADER_V6 (WIRE_ETH_LEN + WIRE_IPV6_LEN + WIRE_UDP_LEN)
 
 struct srt_capture {
 	pthread_mutex_t lock;
@@ -368,7 +369,10 @@ static uint16_t udp_checksum(const uint8_t *ip, const uint8_t *udp, const struct
 	uint32_t s = 0;
 	size_t off = 0;
 
-	s = add16(s, sum16(ip + 12, 8));                /* source, destination */
+	if ((ip[0] >> 4) == 6)
+		s = add16(s, sum16(ip + 8, 32));        /* IPv6 source, destination */
+	else
+		s = add16(s, sum16(ip + 12, 8));        /* source, destination */
 	s = add16(s, 17);                               /* zero, protocol UDP */
 	s = add16(s, (uint16_t)(udp[4] << 8 | udp[5])); /* UDP length */
 	s = add16(s, sum16(udp, WIRE_UDP_LEN));
@@ -391,11 +395,23 @@ static void put16be(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* A fabricated MAC for an IPv4 address (capture.h, top). */
-static void mac_for(uint8_t mac[6], struct in_addr a)
+/* A fabricated MAC for an address given as a GID (capture.h, top): from
+ * its last four bytes. */
+static void mac_for(uint8_t mac[6], const uint8_t gid[16])
 {
-	const uint8_t *b = (const uint8_t *)&a.s_addr;
+	const uint8_t *b = gid + 12;
+	static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
+	if (memcmp(gid, v4_prefix, 12)) {
+		if (gid[0] == 0xff) {   /* IPv6 multicast: RFC 2464 7 */
+			const uint8_t group[6] = { 0x33, 0x33, b[0], b[1], b[2], b[3] };
+			memcpy(mac, group, 6);
+		} else {
+			const uint8_t local[6] = { 0x02, 0x00, b[0], b[1], b[2], b[3] };
+			memcpy(mac, local, 6);
+		}
+		return;
+	}
 	if ((b[0] & 0xf0) == 0xe0) {    /* 224/4: RFC 1112 6.4 */
 		const uint8_t group[6] = { 0x01, 0x00, 0x5e, (uint8_t)(b[1] & 0x7f), b[2], b[3] };
 		memcpy(mac, group, 6);
@@ -408,8 +424,11 @@ static void mac_for(uint8_t mac[6], struct in_addr a)
 void srt_capture_packet(struct srt_capture *c, const struct srt_capture_hdr *hdr, const struct wire_piece *pc,
 			unsigned n)
 {
-	uint8_t frame[FRAME_HEADER];
+	uint8_t frame[FRAME_HEADER_V6];
 	size_t udp_payload = 0;
+	static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	bool v6 = memcmp(hdr->src, v4_prefix, 12) != 0;
+	size_t header = v6 ? FRAME_HEADER_V6 : FRAME_HEADER;
 
 	/* Stopped: only counted, without building the frame (read without
 	 * the lock: it only ever turns true). */
@@ -423,9 +442,29 @@ void srt_capture_packet(struct srt_capture *c, const struct srt_capture_hdr *hdr
 	/* Ethernet II */
 	mac_for(frame, hdr->dst);
 	mac_for(frame + 6, hdr->src);
-	put16be(frame + 12, 0x0800);
-	/* IPv4 as the kernel builds it for our sockets (udp_port.c, top). */
+	put16be(frame + 12, v6 ? 0x86dd : 0x0800);
 	uint8_t *ip = frame + WIRE_ETH_LEN;
+	if (v6) {
+		/* IPv6 as the kernel builds it (flow label left 0: the kernel's
+		 * own is not visible to us; the ICRC masks it), UDP with its
+		 * checksum, which IPv6 sockets always send (RFC 8200 8.1). */
+		ip[0] = (uint8_t)(0x60 | hdr->tos >> 4);
+		ip[1] = (uint8_t)(hdr->tos << 4);
+		ip[2] = ip[3] = 0;
+		put16be(ip + 4, (uint16_t)(WIRE_UDP_LEN + udp_payload));
+		ip[6] = 17;
+		ip[7] = hdr->ttl;
+		memcpy(ip + 8, hdr->src, 16);
+		memcpy(ip + 24, hdr->dst, 16);
+		uint8_t *udp6 = ip + WIRE_IPV6_LEN;
+		put16be(udp6, hdr->sport);
+		put16be(udp6 + 2, WIRE_ROCEV2_UDP_PORT);
+		put16be(udp6 + 4, (uint16_t)(WIRE_UDP_LEN + udp_payload));
+		put16be(udp6 + 6, 0);
+		put16be(udp6 + 6, udp_checksum(ip, udp6, pc, n));
+		goto write;
+	}
+	/* IPv4 as the kernel builds it for our sockets (udp_port.c, top). */
 	ip[0] = 0x45;
 	ip[1] = hdr->tos;
 	put16be(ip + 2, (uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN + udp_payload));
@@ -434,8 +473,8 @@ void srt_capture_packet(struct srt_capture *c, const struct srt_capture_hdr *hdr
 	ip[8] = hdr->ttl;
 	ip[9] = 17;
 	put16be(ip + 10, 0);
-	memcpy(ip + 12, &hdr->src.s_addr, 4);
-	memcpy(ip + 16, &hdr->dst.s_addr, 4);
+	memcpy(ip + 12, hdr->src + 12, 4);
+	memcpy(ip + 16, hdr->dst + 12, 4);
 	put16be(ip + 10, (uint16_t)~sum16(ip, WIRE_IPV4_LEN));
 	/* UDP */
 	uint8_t *udp = ip + WIRE_IPV4_LEN;
@@ -446,7 +485,8 @@ void srt_capture_packet(struct srt_capture *c, const struct srt_capture_hdr *hdr
 	if (c->udp_csum)
 		put16be(udp + 6, udp_checksum(ip, udp, pc, n));
 
-	size_t len = FRAME_HEADER + udp_payload;
+write:;
+	size_t len = header + udp_payload;
 
 	pthread_mutex_lock(&c->lock);
 	/* Read under the lock: the file's timestamps never go back. */
@@ -463,7 +503,7 @@ void srt_capture_packet(struct srt_capture *c, const struct srt_capture_hdr *hdr
 		__atomic_fetch_add(&c->dropped, 1, __ATOMIC_RELAXED);
 	} else {
 		put(c, rec, sizeof(rec));
-		put(c, frame, sizeof(frame));
+		put(c, frame, header);
 		for (unsigned i = 0; i < n; i++)
 			put(c, pc[i].p, pc[i].len);
 		c->file_bytes += PCAP_RECORD_HEADER + len;

@@ -43,7 +43,7 @@ struct srt_capture;
 
 /* The IP and UDP fields of one packet as they were on the wire. */
 struct srt_capture_hdr {
-	struct in_addr src, dst;
+	uint8_t src[16], dst[16];       /* as GIDs: IPv4-mapped for IPv4 */
 	uint16_t sport;                 /* destination port: always 4791 */
 	uint16_t ip_id;
 	uint8_t tos, ttl;

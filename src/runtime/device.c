@@ -237,7 +237,9 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 	struct srt_device *dev = ctx;
 	int e = 0;
 
-	if (join)
+	if (join && dev->udp.v6)
+		e = EOPNOTSUPP;         /* IPv6 multicast groups: not yet */
+	else if (join)
 		e = srt_mcast_join(&dev->mcast, dev->udp.addr, mgid);
 	else
 		srt_mcast_leave(&dev->mcast, mgid);
@@ -510,7 +512,15 @@ static struct srt_device *create_device(void)
 		goto fail;
 	}
 	srt_udp_gid(&dev->udp, &dev->gid);
-	srt_link_open(&dev->link, dev->udp.addr, &dev->port);
+	if (dev->udp.v6) {
+		/* Trade-off: the link monitor follows IPv4 addresses only;
+		 * an IPv6 port stays ACTIVE whatever its link does. */
+		dev->link.fd = -1;
+		dev->link.ifname[0] = 0;
+		dev->port.active = dev->port.admin_up = true;
+	} else {
+		srt_link_open(&dev->link, dev->udp.addr, &dev->port);
+	}
 	/* SOFTRNIC_PCAP, SOFTRNIC_FAULTS: asked for and not to be had
 	 * (a file that cannot be created, a malformed setting) fails the
 	 * open, as a bad SOFTRNIC_ADDR does, rather than run without. */
@@ -524,7 +534,7 @@ static struct srt_device *create_device(void)
 		goto fail;
 	/* The host-local path (local_path.h), unless a capture wants every
 	 * packet on the socket or SOFTRNIC_LOCAL=0. */
-	if (!dev->udp.capture) {
+	if (!dev->udp.capture && !dev->udp.v6) {
 		unsigned slot = 0;
 		bool shared = srt_share_slot(dev, &slot);
 

@@ -590,8 +590,8 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->len = len;
 		pkt->truncated = false;
 		pkt->no_icrc = (e->flags & ENTRY_NO_ICRC) != 0;
-		pkt->src.s_addr = e->src;
-		pkt->dst = l->addr;
+		srt_ipv4_to_gid((struct in_addr){ .s_addr = e->src }, &pkt->src);
+		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = e->sport;
 		pkt->tos = e->tos;
 		pkt->ttl = e->ttl;

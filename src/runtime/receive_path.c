@@ -21,10 +21,11 @@
  * ID it carried. */
 static void capture_received(struct srt_device *dev, const struct srt_rx_pkt *p, uint16_t ip_id)
 {
-	struct srt_capture_hdr h = { .src = p->src, .dst = p->dst, .sport = p->sport, .ip_id = ip_id,
-				     .tos = p->tos, .ttl = p->ttl };
+	struct srt_capture_hdr h = { .sport = p->sport, .ip_id = ip_id, .tos = p->tos, .ttl = p->ttl };
 	struct wire_piece pc = { p->data, p->len };
 
+	memcpy(h.src, p->src.raw, 16);
+	memcpy(h.dst, p->dst.raw, 16);
 	srt_capture_packet(dev->udp.capture, &h, &pc, 1);
 }
 
@@ -43,20 +44,29 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	struct wire_ip ip;
 	uint16_t id = 0;
 	memset(&ip, 0, sizeof(ip));
-	ip.version = 4;
-	srt_ipv4_to_gid(p->src, &rx->src);
+	ip.version = dev->udp.v6 ? 6 : 4;
+	rx->src = p->src;
 	/* The destination the packet carried: our address, or a multicast
 	 * group (IP_PKTINFO); the ICRC covers it. */
-	srt_ipv4_to_gid(p->dst, &rx->dst);
+	rx->dst = p->dst;
 	memcpy(ip.src, rx->src.raw, 16);
 	memcpy(ip.dst, rx->dst.raw, 16);
 
 	/* Segment k of a GSO run was sent with IPv4 ID k (udp_send.c).  A
 	 * local ring's packet may come without one (local_path.h): only when
-	 * no SOFTRNIC_FAULTS of ours could have damaged it. */
-	int verdict = p->no_icrc && !dev->faults
-			      ? SRT_ICRC_OK
-			      : srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
+	 * no SOFTRNIC_FAULTS of ours could have damaged it.  IPv6 has no ID
+	 * and the ICRC masks what else the kernel chose (udp_port.c): one
+	 * exact check. */
+	int verdict;
+	if (p->no_icrc && !dev->faults)
+		verdict = SRT_ICRC_OK;
+	else if (dev->udp.v6)
+		verdict = wire_icrc_udp_payload(&ip, p->sport, p->data, p->len - WIRE_ICRC_LEN) ==
+					  wire_icrc_load(p->data + p->len - WIRE_ICRC_LEN)
+				  ? SRT_ICRC_OK
+				  : SRT_ICRC_BAD;
+	else
+		verdict = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
 	/* The IPv4 ID the ICRC check found is the one the packet carried
 	 * (with a bad ICRC: the one a GSO sender gave it, our best guess). */
 	if (dev->udp.capture)

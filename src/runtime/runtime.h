@@ -9,8 +9,12 @@
  * Addressing: with no configuration the device binds the first free
  * loopback address 127.0.0.N (N = 1..254) on UDP 4791, so unmodified
  * programs on one machine find each other through the GIDs they exchange.
- * SOFTRNIC_ADDR=<ipv4> binds that address instead; SOFTRNIC_IFACE=<name>
- * binds the first IPv4 address of that interface.
+ * SOFTRNIC_ADDR=<ipv4 or ipv6> binds that address instead (fe80::x%ifname
+ * for a link-local one); SOFTRNIC_IFACE=<name> binds the first IPv4
+ * address of that interface, or with none its first global IPv6 address.
+ * Over IPv6 the GID is the address and packets carry an IPv6 header
+ * (udp_port.c); the host-local path, address sharing between processes
+ * and multicast are IPv4-only for now.
  *
  * UDP source port: as kernel rxe, RC/UC use rdma_get_udp_sport(0, lqpn,
  * rqpn) and UD 0xC000 + hash_32(qpn, 14) (flow entropy for ECMP); the
@@ -145,7 +149,7 @@ int srt_post_send(struct srt_device *dev, struct rnic_qp *qp, struct ibv_send_wr
  * ibv_get_cq_event): hand the socket back to the progress thread. */
 void srt_will_sleep(struct srt_device *dev);
 
-/* Our address as an IPv4-mapped GID, and the name ("softrnic0"). */
+/* Our address as a GID (IPv4-mapped for IPv4), and the name ("softrnic0"). */
 const struct rnic_gid *srt_gid(const struct srt_device *dev);
 /* Sharing the host address with other processes (host_share.h): true and
  * our slot when shared. */

@@ -4,8 +4,16 @@
  * plus send-only sockets bound to <addr>:<source port>, one per port.
  *
  * Address choice (runtime.h): SOFTRNIC_ADDR, else SOFTRNIC_IFACE, else the
- * first 127.0.0.N (N = 1..254) whose port 4791 is free.  IPv4 only for now;
- * IPv6 GIDs are not supported yet.
+ * first 127.0.0.N (N = 1..254) whose port 4791 is free.  SOFTRNIC_ADDR may
+ * be an IPv6 address (fe80::1%eth0 for a link-local one), and
+ * SOFTRNIC_IFACE an interface with only IPv6 addresses (its first global
+ * one, else its link-local one): the socket is then AF_INET6 (IPV6_V6ONLY)
+ * and the GID is the address itself (RoCEv2 over IPv6, IBTA A17.4.1).
+ *
+ * IPv6 and the ICRC: IBTA A17.8 masks the traffic class, flow label and
+ * hop limit of an IPv6 header, and IPv6 has no Identification field, so
+ * the ICRC depends only on the addresses, the payload length and the UDP
+ * header; nothing the kernel chooses needs guessing.
  *
  * What the kernel puts in the IP header, and why we care: the ICRC covers
  * the IPv4 header including the Identification field (IBTA A17.3.3), so we
@@ -74,8 +82,10 @@
 #include "runtime/host_share.h"
 
 /* Headers around the IB payload: IPv4 20 + UDP 8 + BTH 12 + largest
- * extended headers with payload (RETH 16 + ImmDt 4) + ICRC 4, rounded up. */
+ * extended headers with payload (RETH 16 + ImmDt 4) + ICRC 4, rounded up;
+ * IPv6's header is 20 bytes longer. */
 #define SRT_ROCE_OVERHEAD 64u
+#define SRT_ROCE_OVERHEAD_V6 (SRT_ROCE_OVERHEAD + WIRE_IPV6_LEN - WIRE_IPV4_LEN)
 
 static const char *source_name(enum srt_addr_source s)
 {
@@ -106,11 +116,55 @@ bool srt_gid_to_ipv4(const struct rnic_gid *gid, struct in_addr *addr)
 
 void srt_udp_gid(const struct srt_udp *u, struct rnic_gid *gid)
 {
-	srt_ipv4_to_gid(u->addr, gid);
+	*gid = u->gid;
+}
+
+socklen_t srt_udp_sockaddr(const struct srt_udp *u, const struct rnic_gid *gid, uint16_t port,
+			   union srt_sockaddr *ss)
+{
+	struct in_addr a;
+	bool mapped = srt_gid_to_ipv4(gid, &a);
+
+	if (!u->v6) {
+		struct sockaddr_in *sin = &ss->in;
+
+		memset(sin, 0, sizeof(*sin));
+		if (!mapped)
+			return 0;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr = a;
+		return sizeof(*sin);
+	}
+	if (mapped)
+		return 0;
+	struct sockaddr_in6 *sin6 = &ss->in6;
+	memset(sin6, 0, sizeof(*sin6));
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	memcpy(&sin6->sin6_addr, gid->raw, 16);
+	/* A link-local peer is reached through our interface. */
+	if (gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80)
+		sin6->sin6_scope_id = u->scope_id;
+	return sizeof(*sin6);
+}
+
+void srt_udp_ip_header(const struct srt_udp *u, const struct rnic_gid *dst, uint8_t tos, uint8_t ttl,
+		       uint16_t ip_id, struct wire_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->version = u->v6 ? 6 : 4;
+	ip->df = !u->v6;
+	ip->id = u->v6 ? 0 : ip_id;
+	ip->ttl = ttl;
+	ip->dscp = tos >> 2;
+	ip->ecn = tos & 3;
+	memcpy(ip->src, u->gid.raw, 16);
+	memcpy(ip->dst, dst->raw, 16);
 }
 
 /* Largest IB MTU whose packets fit the interface MTU (loopback: 4096). */
-static enum ibv_mtu ib_mtu_for(unsigned if_mtu)
+static enum ibv_mtu ib_mtu_for(unsigned if_mtu, unsigned overhead)
 {
 	static const struct { unsigned bytes; enum ibv_mtu mtu; } sizes[] = {
 		{ 4096, IBV_MTU_4096 }, { 2048, IBV_MTU_2048 }, { 1024, IBV_MTU_1024 },
@@ -118,7 +172,7 @@ static enum ibv_mtu ib_mtu_for(unsigned if_mtu)
 	};
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		if (sizes[i].bytes + SRT_ROCE_OVERHEAD <= if_mtu)
+		if (sizes[i].bytes + overhead <= if_mtu)
 			return sizes[i].mtu;
 	return IBV_MTU_256;
 }
@@ -132,7 +186,12 @@ static void lookup_interface(struct srt_udp *u)
 	u->if_mtu = 0;
 	if (getifaddrs(&list) == 0) {
 		for (ifa = list; ifa; ifa = ifa->ifa_next) {
-			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET)
+			if (u->v6 && ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET6 &&
+			    !memcmp(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, u->gid.raw, 16)) {
+				snprintf(u->ifname, sizeof(u->ifname), "%s", ifa->ifa_name);
+				break;
+			}
+			if (u->v6 || !ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET)
 				continue;
 			const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
 			const struct sockaddr_in *mask = (const struct sockaddr_in *)ifa->ifa_netmask;
@@ -154,14 +213,22 @@ static void lookup_interface(struct srt_udp *u)
 			u->if_mtu = (unsigned)ifr.ifr_mtu;
 	}
 	/* Unknown interface: assume a standard 1500-byte Ethernet. */
-	u->active_mtu = ib_mtu_for(u->if_mtu ? u->if_mtu : 1500);
+	u->active_mtu = ib_mtu_for(u->if_mtu ? u->if_mtu : 1500, u->v6 ? SRT_ROCE_OVERHEAD_V6 : SRT_ROCE_OVERHEAD);
 }
 
-/* First IPv4 address of interface `name`.  0 or an errno. */
-static int interface_address(const char *name, struct in_addr *addr, char *err, size_t errlen)
+static bool is_link_local6(const struct in6_addr *a)
+{
+	return a->s6_addr[0] == 0xfe && (a->s6_addr[1] & 0xc0) == 0x80;
+}
+
+/* First IPv4 address of interface `name`; with none, its first global
+ * IPv6 address, else its link-local one (*v6 true, *scope its index).
+ * 0 or an errno. */
+static int interface_address(const char *name, struct in_addr *addr, struct in6_addr *addr6, bool *v6,
+			     uint32_t *scope, char *err, size_t errlen)
 {
 	struct ifaddrs *list, *ifa;
-	bool exists = false;
+	bool exists = false, have6 = false;
 
 	if (getifaddrs(&list) != 0) {
 		int e = errno;
@@ -174,13 +241,27 @@ static int interface_address(const char *name, struct in_addr *addr, char *err, 
 		exists = true;
 		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET) {
 			*addr = ((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+			*v6 = false;
 			freeifaddrs(list);
 			return 0;
 		}
+		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ifa->ifa_addr;
+			/* A global address wins over a link-local one. */
+			if (!have6 || (is_link_local6(addr6) && !is_link_local6(&s6->sin6_addr))) {
+				*addr6 = s6->sin6_addr;
+				*scope = s6->sin6_scope_id;
+				have6 = true;
+			}
+		}
 	}
 	freeifaddrs(list);
+	if (have6) {
+		*v6 = true;
+		return 0;
+	}
 	if (exists)
-		snprintf(err, errlen, "SOFTRNIC_IFACE=%s has no IPv4 address (IPv6 is not supported yet)", name);
+		snprintf(err, errlen, "SOFTRNIC_IFACE=%s has no IPv4 or IPv6 address", name);
 	else
 		snprintf(err, errlen, "SOFTRNIC_IFACE=%s: no such interface", name);
 	return exists ? EADDRNOTAVAIL : ENODEV;
@@ -191,25 +272,56 @@ static int set_int_option(int fd, int level, int name, int value)
 	return setsockopt(fd, level, name, &value, sizeof(value));
 }
 
-/* Create the socket and try to bind addr:4791.  0 or an errno. */
-static int try_bind(struct srt_udp *u, struct in_addr addr)
+/* A socket of our family bound to <our address>:port (IPv6: IPV6_V6ONLY,
+ * so it never takes IPv4 traffic), or -1 with errno set. */
+static int bound_socket(const struct srt_udp *u, uint16_t port)
 {
-	struct sockaddr_in sin;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	union srt_sockaddr ss;
+	socklen_t len = srt_udp_sockaddr(u, &u->gid, port, &ss);
+	int fd = socket(u->v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int e;
 
 	if (fd < 0)
-		return errno;
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons(WIRE_ROCEV2_UDP_PORT);
-	sin.sin_addr = addr;
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-		int e = errno;
+		return -1;
+	if (u->v6)
+		ss.in6.sin6_scope_id = u->scope_id;
+	if ((u->v6 && set_int_option(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1)) || bind(fd, &ss.sa, len)) {
+		e = errno;
 		close(fd);
-		return e;
+		errno = e;
+		return -1;
 	}
-	u->fd = fd;
+	return fd;
+}
+
+/* Create the socket and try to bind addr:4791 (IPv4).  0 or an errno. */
+static int try_bind(struct srt_udp *u, struct in_addr addr)
+{
+	int fd;
+
+	u->v6 = false;
 	u->addr = addr;
+	srt_ipv4_to_gid(addr, &u->gid);
+	fd = bound_socket(u, WIRE_ROCEV2_UDP_PORT);
+	if (fd < 0)
+		return errno;
+	u->fd = fd;
+	return 0;
+}
+
+/* The same for an IPv6 address (scope: its interface if link-local). */
+static int try_bind6(struct srt_udp *u, const struct in6_addr *addr, uint32_t scope)
+{
+	int fd;
+
+	u->v6 = true;
+	u->addr.s_addr = 0;
+	memcpy(u->gid.raw, addr->s6_addr, 16);
+	u->scope_id = scope;
+	fd = bound_socket(u, WIRE_ROCEV2_UDP_PORT);
+	if (fd < 0)
+		return errno;
+	u->fd = fd;
 	return 0;
 }
 
@@ -222,6 +334,27 @@ int srt_udp_rx_options(int fd)
 	    set_int_option(fd, IPPROTO_IP, IP_PKTINFO, 1))
 		return errno;
 	return 0;
+}
+
+/* The same for an IPv6 socket: traffic class, hop limit, destination. */
+static int rx_options6(int fd)
+{
+	if (set_int_option(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1) ||
+	    set_int_option(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1) ||
+	    set_int_option(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1))
+		return errno;
+	return 0;
+}
+
+/* Never fragment, hop limit / TTL 64: the options every sending socket
+ * of ours has (the ICRC depends on them, top of this file). */
+static int send_options(const struct srt_udp *u, int fd)
+{
+	if (u->v6)
+		return set_int_option(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO) ||
+		       set_int_option(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, SRT_DEFAULT_TTL) ? errno : 0;
+	return set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
+	       set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ? errno : 0;
 }
 
 /* Generous send buffer: a full send window of every QP fits.  As root
@@ -240,10 +373,14 @@ static int configure_socket(struct srt_udp *u)
 	int fd = u->fd;
 	const char *env_gso = getenv("SOFTRNIC_GSO");
 
-	if (set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
-	    set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ||
-	    srt_udp_rx_options(fd))
+	if (send_options(u, fd) || (u->v6 ? rx_options6(fd) : srt_udp_rx_options(fd)))
 		return errno;
+	/* IPv6 UDP carries a checksum (RFC 8200 8.1), but the kernel's rxe
+	 * sends RoCEv2 over IPv6 with checksum 0, as its tunnel socket is
+	 * set up to; take such datagrams (best effort: an old kernel lacks
+	 * the option and then drops them). */
+	if (u->v6)
+		(void)set_int_option(fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
 	/* Batching: UDP GSO (one send for a run of packets, cut by the kernel
 	 * or the NIC) and GRO (such runs received whole).  Trade-off: Linux
 	 * refuses GSO on a socket without UDP checksums, so with GSO our
@@ -342,22 +479,21 @@ static int open_sport_socket(const struct srt_udp *u, uint16_t sport)
 	 * kernel before they are queued (nobody reads this socket). */
 	static struct sock_filter drop_all[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
 	static const struct sock_fprog drop_prog = { .len = 1, .filter = drop_all };
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(sport), .sin_addr = u->addr };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = bound_socket(u, sport);
 	int e;
 
 	if (fd < 0)
 		return -1;
+	/* Bound first, filtered right after: a datagram arriving in between
+	 * is one stray packet in a queue nobody reads. */
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop_prog, sizeof(drop_prog)) ||
-	    set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 0) ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
-	    set_int_option(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO) ||
-	    set_int_option(fd, IPPROTO_IP, IP_TTL, SRT_DEFAULT_TTL) ||
+	    set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 0) || send_options(u, fd) ||
 	    (u->gso && set_int_option(fd, SOL_UDP, UDP_SEGMENT, 0)) ||
 	    (!u->gso && set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1)))
 		goto fail;
 	set_send_buffer(fd);
-	(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
+	if (!u->v6)
+		(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	return fd;
 fail:
 	e = errno;
@@ -465,6 +601,7 @@ static int share_or_bind(struct srt_udp *u, struct in_addr addr, const char *tex
 		if (e == 0) {
 			u->fd = fd;
 			u->addr = addr;
+			srt_ipv4_to_gid(addr, &u->gid);
 			return 0;
 		}
 		if (e != ENOENT)
@@ -481,22 +618,44 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 {
 	const char *env_addr = getenv("SOFTRNIC_ADDR");
 	const char *env_iface = getenv("SOFTRNIC_IFACE");
-	struct in_addr addr;
+	struct in_addr addr = { 0 };
+	struct in6_addr addr6;
+	uint32_t scope = 0;
+	bool v6 = false;
 	int e;
 
 	memset(u, 0, sizeof(*u));
+	memset(&addr6, 0, sizeof(addr6));
 	u->fd = -1;
 	u->share.conn = -1;
 	if (env_addr && *env_addr) {
 		u->source = SRT_ADDR_ENV_ADDR;
 		if (inet_pton(AF_INET, env_addr, &addr) != 1) {
-			snprintf(err, errlen, "SOFTRNIC_ADDR=%s is not an IPv4 address (IPv6 is not supported yet)",
-				 env_addr);
-			return EINVAL;
+			/* IPv6, with "%interface" for a link-local address. */
+			char text[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+			char *pct;
+
+			snprintf(text, sizeof(text), "%s", env_addr);
+			pct = strchr(text, '%');
+			if (pct) {
+				*pct = 0;
+				scope = if_nametoindex(pct + 1);
+			}
+			if (inet_pton(AF_INET6, text, &addr6) != 1 || (pct && !scope)) {
+				snprintf(err, errlen, "SOFTRNIC_ADDR=%s is not an IPv4 or IPv6 address%s", env_addr,
+					 pct && !scope ? " (no such interface after %)" : "");
+				return EINVAL;
+			}
+			if (is_link_local6(&addr6) && !scope) {
+				snprintf(err, errlen, "SOFTRNIC_ADDR=%s is link-local: say which interface, as in "
+					 "fe80::1%%eth0", env_addr);
+				return EINVAL;
+			}
+			v6 = true;
 		}
 	} else if (env_iface && *env_iface) {
 		u->source = SRT_ADDR_ENV_IFACE;
-		e = interface_address(env_iface, &addr, err, errlen);
+		e = interface_address(env_iface, &addr, &addr6, &v6, &scope, err, errlen);
 		if (e)
 			return e;
 	} else {
@@ -505,6 +664,25 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 
 	if (u->source == SRT_ADDR_LOOPBACK) {
 		e = bind_first_free_loopback(u, err, errlen);
+	} else if (v6) {
+		char text[INET6_ADDRSTRLEN];
+		struct in_addr mapped;
+		struct rnic_gid g;
+
+		inet_ntop(AF_INET6, &addr6, text, sizeof(text));
+		memcpy(g.raw, addr6.s6_addr, 16);
+		if (IN6_IS_ADDR_UNSPECIFIED(&addr6) || IN6_IS_ADDR_MULTICAST(&addr6) || srt_gid_to_ipv4(&g, &mapped)) {
+			snprintf(err, errlen, "%s: %s is not a unicast IPv6 address%s", source_name(u->source), text,
+				 srt_gid_to_ipv4(&g, &mapped) ? " (write an IPv4 address as a.b.c.d)" : "");
+			return EINVAL;
+		}
+		/* Trade-off: an IPv6 address is bound by one process (no
+		 * softrnic-hostd sharing, which speaks IPv4 only yet). */
+		e = try_bind6(u, &addr6, scope);
+		if (e)
+			snprintf(err, errlen, "cannot bind [%s]:%u (%s): %s%s", text, WIRE_ROCEV2_UDP_PORT,
+				 source_name(u->source), strerror(e),
+				 e == EADDRINUSE ? " (an IPv6 address is not shared between processes)" : "");
 	} else {
 		uint32_t h = ntohl(addr.s_addr);
 		char text[INET_ADDRSTRLEN];
@@ -531,7 +709,8 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 	}
 	/* Multicast sends (UD to a group, mcast.c) leave through the
 	 * interface of our address; best effort, unicast does not need it. */
-	(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
+	if (!u->v6)
+		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	lookup_interface(u);
 	return 0;
 }

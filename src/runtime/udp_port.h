@@ -14,6 +14,7 @@
 
 #include <netinet/in.h>
 #include <net/if.h>
+#include <sys/socket.h>
 
 #include "rnic/rnic.h"
 #include "runtime/host_share.h"
@@ -32,13 +33,20 @@ enum srt_addr_source {
 
 struct srt_udp {
 	int fd;
-	struct in_addr addr;            /* bound address                  */
+	/* The bound address.  IPv4: addr, and gid is ::ffff:addr.  IPv6
+	 * (v6): gid is the address, addr is 0, and what only IPv4 has here
+	 * is off: the host-local path, the shared host address, multicast
+	 * and the link monitor (IPv6 packets go by this socket). */
+	struct in_addr addr;
+	bool v6;
+	struct rnic_gid gid;
+	uint32_t scope_id;              /* IPv6 link-local: the interface  */
 	enum srt_addr_source source;
 	char ifname[IF_NAMESIZE];       /* interface owning addr, or ""   */
 	unsigned if_mtu;                /* its MTU, 0 if unknown          */
 	enum ibv_mtu active_mtu;        /* largest IB MTU that fits       */
 	uint64_t tx_errors;             /* sendmsg failures (packet lost) */
-	uint64_t tx_unroutable;         /* destination GID not IPv4       */
+	uint64_t tx_unroutable;         /* destination GID not of our family */
 	/* Batching (srt_udp_queue / srt_udp_flush).  gso: runs of equal-sized
 	 * packets to one destination leave as one UDP GSO send; gro: the
 	 * socket takes such runs whole (UDP_GRO).  Both on unless the kernel
@@ -85,8 +93,23 @@ struct srt_udp {
 int srt_udp_open(struct srt_udp *u, char *err, size_t errlen);
 void srt_udp_close(struct srt_udp *u);
 
-/* Our address as an IPv4-mapped GID. */
+/* Our address as a GID: IPv4-mapped for IPv4, the address for IPv6. */
 void srt_udp_gid(const struct srt_udp *u, struct rnic_gid *gid);
+/* The socket address of `gid`, port `port`, in our family: its length,
+ * or 0 when the GID is of the other family (IPv4-mapped on an IPv6 port
+ * or the reverse: not routable from here). */
+union srt_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+socklen_t srt_udp_sockaddr(const struct srt_udp *u, const struct rnic_gid *gid, uint16_t port,
+			   union srt_sockaddr *ss);
+/* The IP header the kernel builds for a packet of ours to `dst` (for its
+ * ICRC): IPv4 with DF, ID ip_id; IPv6 (where the ICRC masks traffic
+ * class, flow label and hop limit, and there is no ID). */
+void srt_udp_ip_header(const struct srt_udp *u, const struct rnic_gid *dst, uint8_t tos, uint8_t ttl,
+		       uint16_t ip_id, struct wire_ip *ip);
 /* ::ffff:a.b.c.d -> true and the address; anything else -> false. */
 bool srt_gid_to_ipv4(const struct rnic_gid *gid, struct in_addr *addr);
 void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid);
@@ -123,7 +146,7 @@ int srt_udp_sport_socket(struct srt_udp *u, uint16_t sport, uint16_t *wire_sport
 #define SRT_TX_MAX_PKTS 192
 #define SRT_TX_BUF_BYTES (SRT_TX_MAX_PKTS * (WIRE_MAX_IB_PACKET + 8))
 struct srt_tx_slot {
-	struct in_addr dst;
+	struct rnic_gid dst;
 	int fd;                         /* srt_udp_sport_socket            */
 	uint16_t sport;                 /* the source port it will carry   */
 	uint8_t tos, ttl;
@@ -170,12 +193,13 @@ static inline bool srt_udp_only_acks(const struct srt_udp *u)
 struct srt_rx_pkt {
 	size_t len;
 	bool truncated;                 /* larger than SRT_RX_BUFSZ        */
-	struct in_addr src;
-	struct in_addr dst;             /* IP destination (IP_PKTINFO): our
+	struct rnic_gid src;            /* IPv4-mapped for IPv4            */
+	struct rnic_gid dst;            /* IP destination (IP_PKTINFO): our
 	                                   address or a multicast group    */
 	uint16_t sport;
-	uint8_t tos;                    /* DSCP | ECN as received          */
-	uint8_t ttl;                    /* IP TTL as received (IP_RECVTTL) */
+	uint8_t tos;                    /* DSCP | ECN as received (IPv6: the
+	                                   traffic class)                  */
+	uint8_t ttl;                    /* IP TTL (IPv6: hop limit)        */
 	uint16_t seg_index;             /* position in a GRO'd datagram: the
 	                                   IPv4 ID a GSO sender gave it    */
 	bool no_icrc;                   /* from a local ring, ICRC not computed

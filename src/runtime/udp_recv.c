@@ -47,9 +47,9 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 {
 	struct mmsghdr msgs[SRT_RX_BATCH];
 	struct iovec iov[SRT_RX_BATCH];
-	struct sockaddr_in from[SRT_RX_BATCH];
+	union srt_sockaddr from[SRT_RX_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(int)) * 3 + CMSG_SPACE(sizeof(struct in_pktinfo))];
+		char buf[CMSG_SPACE(sizeof(int)) * 3 + CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;
 	} control[SRT_RX_BATCH];
 	/* With GRO a datagram may be a 64 KiB run of packets. */
@@ -82,14 +82,36 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 
 		memset(&p, 0, sizeof(p));
 		p.truncated = (h->msg_flags & MSG_TRUNC) != 0;
-		p.src = from[i].sin_addr;
-		p.sport = ntohs(from[i].sin_port);
-		p.dst = u->addr;
+		if (u->v6) {
+			memcpy(p.src.raw, &from[i].in6.sin6_addr, 16);
+			p.sport = ntohs(from[i].in6.sin6_port);
+			p.dst = u->gid;
+		} else {
+			srt_ipv4_to_gid(from[i].in.sin_addr, &p.src);
+			p.sport = ntohs(from[i].in.sin_port);
+			/* A multicast socket (mcast.c) has its group as addr. */
+			srt_ipv4_to_gid(u->addr, &p.dst);
+		}
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
 			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
 				int gso_size;
 				memcpy(&gso_size, CMSG_DATA(c), sizeof(gso_size));
 				seg = gso_size > 0 ? (size_t)gso_size : 0;
+			}
+			if (c->cmsg_level == IPPROTO_IPV6) {
+				int v;
+				if (c->cmsg_type == IPV6_TCLASS) {
+					memcpy(&v, CMSG_DATA(c), sizeof(v));
+					p.tos = (uint8_t)v;
+				} else if (c->cmsg_type == IPV6_HOPLIMIT) {
+					memcpy(&v, CMSG_DATA(c), sizeof(v));
+					p.ttl = (uint8_t)v;
+				} else if (c->cmsg_type == IPV6_PKTINFO) {
+					struct in6_pktinfo pi;
+					memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+					memcpy(p.dst.raw, &pi.ipi6_addr, 16);
+				}
+				continue;
 			}
 			if (c->cmsg_level != IPPROTO_IP)
 				continue;
@@ -102,7 +124,7 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 			} else if (c->cmsg_type == IP_PKTINFO) {
 				struct in_pktinfo pi;
 				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-				p.dst = pi.ipi_addr;
+				srt_ipv4_to_gid(pi.ipi_addr, &p.dst);
 			}
 		}
 		np = split_datagram(b, np, &p, iov[i].iov_base, msgs[i].msg_len, p.truncated ? 0 : seg);

@@ -87,13 +87,14 @@ static bool tx_shape_ok(const struct rnic_tx *tx)
 
 /* SOFTRNIC_PCAP: a packet the kernel accepted, as it left (capture.h):
  * the pieces up to the ICRC, then the ICRC. */
-static void capture_sent(struct srt_udp *u, struct in_addr dst, uint16_t sport, uint16_t ip_id, uint8_t tos,
-			 uint8_t ttl, const struct wire_piece *pc, unsigned npc, const uint8_t *icrc)
+static void capture_sent(struct srt_udp *u, const struct rnic_gid *dst, uint16_t sport, uint16_t ip_id,
+			 uint8_t tos, uint8_t ttl, const struct wire_piece *pc, unsigned npc, const uint8_t *icrc)
 {
 	struct wire_piece all[4];
-	struct srt_capture_hdr h = { .src = u->addr, .dst = dst, .sport = sport, .ip_id = ip_id, .tos = tos,
-				     .ttl = ttl };
+	struct srt_capture_hdr h = { .sport = sport, .ip_id = ip_id, .tos = tos, .ttl = ttl };
 
+	memcpy(h.src, u->gid.raw, 16);
+	memcpy(h.dst, dst->raw, 16);
 	memcpy(all, pc, npc * sizeof(*pc));
 	all[npc] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };
 	srt_capture_packet(u->capture, &h, all, npc + 1);
@@ -101,24 +102,18 @@ static void capture_sent(struct srt_udp *u, struct in_addr dst, uint16_t sport, 
 
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 {
-	struct in_addr dst;
+	union srt_sockaddr to;
+	socklen_t to_len;
 
-	if (!tx_shape_ok(tx) || !srt_gid_to_ipv4(&tx->dst, &dst)) {
+	if (!tx_shape_ok(tx) || !(to_len = srt_udp_sockaddr(u, &tx->dst, WIRE_ROCEV2_UDP_PORT, &to))) {
 		u->tx_unroutable++;
 		return EINVAL;
 	}
 
 	/* The IP header the kernel will build (udp_port.c header comment). */
 	struct wire_ip ip;
-	memset(&ip, 0, sizeof(ip));
-	ip.version = 4;
-	ip.id = 0;
-	ip.df = true;
-	ip.ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
-	ip.dscp = tx->dscp;
-	ip.ecn = tx->ecn;
-	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
-	memcpy(ip.dst, tx->dst.raw, 16);
+	int tos = (tx->dscp << 2) | (tx->ecn & 3);
+	srt_udp_ip_header(u, &tx->dst, (uint8_t)tos, tx->ttl ? tx->ttl : SRT_DEFAULT_TTL, 0, &ip);
 
 	uint16_t sport;
 	int fd = srt_udp_sport_socket(u, tx->sport, &sport);
@@ -133,22 +128,20 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	for (unsigned i = 0; i < npc; i++)
 		iov[i] = (struct iovec){ .iov_base = (void *)pc[i].p, .iov_len = pc[i].len };
 	iov[npc] = (struct iovec){ .iov_base = icrc, .iov_len = WIRE_ICRC_LEN };
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = dst };
 	union {
 		char buf[CMSG_SPACE(sizeof(int)) * 2];
 		struct cmsghdr align;
 	} control;
-	struct msghdr msg = { .msg_name = &sin, .msg_namelen = sizeof(sin), .msg_iov = iov, .msg_iovlen = npc + 1 };
+	struct msghdr msg = { .msg_name = &to, .msg_namelen = to_len, .msg_iov = iov, .msg_iovlen = npc + 1 };
 	size_t control_len = 0;
-	int tos = (tx->dscp << 2) | (tx->ecn & 3);
 
 	memset(&control, 0, sizeof(control));
 	msg.msg_control = control.buf;
 	msg.msg_controllen = sizeof(control.buf);
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	if (tos) {
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_TOS;
+		c->cmsg_level = u->v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+		c->cmsg_type = u->v6 ? IPV6_TCLASS : IP_TOS;
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &tos, sizeof(int));
 		control_len += CMSG_SPACE(sizeof(int));
@@ -156,8 +149,8 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	}
 	if (tx->ttl && tx->ttl != SRT_DEFAULT_TTL) {
 		int ttl = tx->ttl;
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_TTL;
+		c->cmsg_level = u->v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+		c->cmsg_type = u->v6 ? IPV6_HOPLIMIT : IP_TTL;
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &ttl, sizeof(int));
 		control_len += CMSG_SPACE(sizeof(int));
@@ -171,7 +164,7 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 		return errno;
 	}
 	if (u->capture)
-		capture_sent(u, dst, sport, 0, (uint8_t)tos, ip.ttl, pc, npc, icrc);
+		capture_sent(u, &tx->dst, sport, 0, (uint8_t)tos, ip.ttl, pc, npc, icrc);
 	return 0;
 }
 
@@ -191,11 +184,12 @@ static bool plain_ack(const struct rnic_tx *tx)
 int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 {
 	struct srt_tx_queue *q = u->txq;
-	struct in_addr dst;
+	union srt_sockaddr to;
+	struct in_addr dst4;
 
 	if (!q)
 		return srt_udp_send(u, tx);
-	if (!tx_shape_ok(tx) || !srt_gid_to_ipv4(&tx->dst, &dst)) {
+	if (!tx_shape_ok(tx) || !srt_udp_sockaddr(u, &tx->dst, WIRE_ROCEV2_UDP_PORT, &to)) {
 		u->tx_unroutable++;
 		return EINVAL;
 	}
@@ -205,7 +199,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	 * them when there is one) that leaves by the socket is copied in
 	 * after all, as the socket's default is (top of this file). */
 	bool copy_in = tx->payload_len && !u->tx_payload_ref &&
-		       !(u->local && srt_local_route(u->local, dst, tx->ib));
+		       !(u->local && srt_gid_to_ipv4(&tx->dst, &dst4) && srt_local_route(u->local, dst4, tx->ib));
 	size_t need = tx->ib_len + (copy_in ? tx->payload_len : 0);
 	if (!in_place && (q->n == SRT_TX_MAX_PKTS || q->used + need > SRT_TX_BUF_BYTES))
 		srt_udp_flush(u);
@@ -215,7 +209,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	if (!slot->plain_ack)
 		q->not_acks++;
 	slot->fd = srt_udp_sport_socket(u, tx->sport, &slot->sport);
-	slot->dst = dst;
+	slot->dst = tx->dst;
 	slot->tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3));
 	slot->ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL;
 	slot->off = (uint32_t)q->used;
@@ -261,7 +255,7 @@ uint8_t *srt_udp_tx_buffer(struct srt_udp *u)
 
 static bool same_flow(const struct srt_tx_slot *a, const struct srt_tx_slot *b)
 {
-	return a->fd == b->fd && a->dst.s_addr == b->dst.s_addr && a->tos == b->tos && a->ttl == b->ttl;
+	return a->fd == b->fd && !memcmp(a->dst.raw, b->dst.raw, 16) && a->tos == b->tos && a->ttl == b->ttl;
 }
 
 /* How many packets from position `first` of `order` (up to `end`) form
@@ -321,15 +315,7 @@ static void store_icrc(const struct srt_udp *u, const struct srt_tx_slot *s, con
 {
 	struct wire_ip ip;
 
-	memset(&ip, 0, sizeof(ip));
-	ip.version = 4;
-	ip.df = true;
-	ip.id = ip_id;
-	ip.ttl = s->ttl;
-	ip.dscp = s->tos >> 2;
-	ip.ecn = s->tos & 3;
-	srt_ipv4_to_gid(u->addr, (struct rnic_gid *)ip.src);
-	srt_ipv4_to_gid(s->dst, (struct rnic_gid *)ip.dst);
+	srt_udp_ip_header(u, &s->dst, s->tos, s->ttl, ip_id, &ip);
 	/* By reference, the CRC reads the payload where it lies
 	 * (libdeflate's CRC continues piece by piece). */
 	wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
@@ -353,7 +339,8 @@ union srt_tx_control {
 	struct cmsghdr align;
 };
 
-static void build_control(struct msghdr *m, union srt_tx_control *c, const struct srt_tx_slot *s, unsigned nseg)
+static void build_control(const struct srt_udp *u, struct msghdr *m, union srt_tx_control *c,
+			  const struct srt_tx_slot *s, unsigned nseg)
 {
 	struct cmsghdr *h;
 	size_t len = 0;
@@ -372,8 +359,8 @@ static void build_control(struct msghdr *m, union srt_tx_control *c, const struc
 	}
 	if (s->tos) {
 		int tos = s->tos;
-		h->cmsg_level = IPPROTO_IP;
-		h->cmsg_type = IP_TOS;
+		h->cmsg_level = u->v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+		h->cmsg_type = u->v6 ? IPV6_TCLASS : IP_TOS;
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &tos, sizeof(int));
 		len += CMSG_SPACE(sizeof(int));
@@ -381,8 +368,8 @@ static void build_control(struct msghdr *m, union srt_tx_control *c, const struc
 	}
 	if (s->ttl != SRT_DEFAULT_TTL) {
 		int ttl = s->ttl;
-		h->cmsg_level = IPPROTO_IP;
-		h->cmsg_type = IP_TTL;
+		h->cmsg_level = u->v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+		h->cmsg_type = u->v6 ? IPV6_HOPLIMIT : IP_TTL;
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &ttl, sizeof(int));
 		len += CMSG_SPACE(sizeof(int));
@@ -472,7 +459,7 @@ static void capture_group(struct srt_udp *u, struct srt_tx_queue *q, const uint1
 			struct wire_piece pc[3];
 			uint8_t *icrc;
 			unsigned npc = slot_pieces(q, s, pc, &icrc);
-			capture_sent(u, s->dst, s->sport, npkts[m] > 1 ? (uint16_t)k : 0, s->tos, s->ttl, pc, npc,
+			capture_sent(u, &s->dst, s->sport, npkts[m] > 1 ? (uint16_t)k : 0, s->tos, s->ttl, pc, npc,
 				     icrc);
 		}
 	}
@@ -523,7 +510,9 @@ static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 		struct wire_piece pc[4];
 		uint8_t *icrc;
 		unsigned npc = slot_pieces(q, s, pc, &icrc);
-		struct srt_local_peer *peer = srt_local_route(u->local, s->dst, pc[0].p);
+		struct in_addr dst4;
+		struct srt_local_peer *peer = srt_gid_to_ipv4(&s->dst, &dst4) ?
+					      srt_local_route(u->local, dst4, pc[0].p) : NULL;
 
 		if (!peer) {
 			q->slot[kept++] = *s;
@@ -545,7 +534,7 @@ unsigned srt_udp_flush(struct srt_udp *u)
 	/* Per packet, in order[] order: the packet, or headers + payload by
 	 * reference + pad and ICRC. */
 	struct iovec iov[SRT_TX_MAX_PKTS * 3];
-	struct sockaddr_in sin[SRT_TX_MAX_PKTS];
+	union srt_sockaddr to[SRT_TX_MAX_PKTS];
 	union srt_tx_control control[SRT_TX_MAX_PKTS];
 	unsigned npkts[SRT_TX_MAX_PKTS];
 	uint16_t order[SRT_TX_MAX_PKTS];
@@ -570,14 +559,12 @@ unsigned srt_udp_flush(struct srt_udp *u)
 			for (unsigned k = 0; k < n; k++)
 				niov = push_slot(q, &q->slot[order[i + k]], iov, niov, first_iov);
 			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));
-			sin[nmsg] = (struct sockaddr_in){ .sin_family = AF_INET,
-							  .sin_port = htons(WIRE_ROCEV2_UDP_PORT),
-							  .sin_addr = s->dst };
-			msgs[nmsg].msg_hdr.msg_name = &sin[nmsg];
-			msgs[nmsg].msg_hdr.msg_namelen = sizeof(sin[nmsg]);
+			/* Routable: srt_udp_queue checked the family. */
+			msgs[nmsg].msg_hdr.msg_name = &to[nmsg];
+			msgs[nmsg].msg_hdr.msg_namelen = srt_udp_sockaddr(u, &s->dst, WIRE_ROCEV2_UDP_PORT, &to[nmsg]);
 			msgs[nmsg].msg_hdr.msg_iov = &iov[first_iov];
 			msgs[nmsg].msg_hdr.msg_iovlen = niov - first_iov;
-			build_control(&msgs[nmsg].msg_hdr, &control[nmsg], s, n);
+			build_control(u, &msgs[nmsg].msg_hdr, &control[nmsg], s, n);
 			npkts[nmsg] = n;
 			if (n > 1)
 				u->tx_gso_sends++;

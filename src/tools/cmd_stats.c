@@ -59,7 +59,7 @@ static void print_device_row(void *arg, const struct srt_stats_file *s)
 static void print_next_binding(void)
 {
 	struct srt_udp u;
-	char err[256], addr[INET_ADDRSTRLEN];
+	char err[256], addr[INET6_ADDRSTRLEN + 2];
 	static const int mtu_bytes[] = { 0, 256, 512, 1024, 2048, 4096 };
 
 	int e = srt_udp_open(&u, err, sizeof(err));
@@ -67,7 +67,13 @@ static void print_next_binding(void)
 		printf("a new process could not bind: %s\n", err);
 		return;
 	}
-	inet_ntop(AF_INET, &u.addr, addr, sizeof(addr));
+	if (u.v6) {
+		addr[0] = '[';
+		inet_ntop(AF_INET6, u.gid.raw, addr + 1, sizeof(addr) - 2);
+		strcat(addr, "]");
+	} else {
+		inet_ntop(AF_INET, &u.addr, addr, sizeof(addr));
+	}
 	printf("a new process would bind %s:%u (%s%s%s, active MTU %d)\n", addr, WIRE_ROCEV2_UDP_PORT,
 	       u.source == SRT_ADDR_LOOPBACK ? "first free loopback address"
 	       : u.source == SRT_ADDR_ENV_ADDR ? "SOFTRNIC_ADDR" : "SOFTRNIC_IFACE",

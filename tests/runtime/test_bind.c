@@ -57,7 +57,28 @@ static void test_address_choice(void)
 	/* Bad configurations. */
 	CHECK(open_with("not-an-ip", NULL, &u3) == EINVAL, "garbage address accepted");
 	CHECK(strstr(last_err, "SOFTRNIC_ADDR=not-an-ip"), "message: %s", last_err);
-	CHECK(open_with("::1", NULL, &u3) == EINVAL, "IPv6 should be refused for now");
+	/* IPv6: the loopback address binds (where the host has IPv6), and
+	 * the GID is the address itself. */
+	int e6 = open_with("::1", NULL, &u3);
+	CHECK(e6 == 0 || e6 == EADDRNOTAVAIL || e6 == EAFNOSUPPORT || e6 == EADDRINUSE, "SOFTRNIC_ADDR=::1: %s",
+	      last_err);
+	if (e6 == 0) {
+		struct rnic_gid g;
+		static const uint8_t loop6[16] = { [15] = 1 };
+		srt_udp_gid(&u3, &g);
+		CHECK(u3.v6 && !memcmp(g.raw, loop6, 16), "::1 did not become GID ::1");
+		CHECK(u3.active_mtu == IBV_MTU_4096, "IPv6 loopback active MTU %d", u3.active_mtu);
+		srt_udp_close(&u3);
+	}
+	CHECK(open_with("ff02::1", NULL, &u3) == EINVAL && strstr(last_err, "not a unicast IPv6 address"),
+	      "IPv6 multicast accepted: %s", last_err);
+	CHECK(open_with("::", NULL, &u3) == EINVAL, "IPv6 wildcard accepted");
+	CHECK(open_with("::ffff:127.0.0.1", NULL, &u3) == EINVAL && strstr(last_err, "a.b.c.d"),
+	      "IPv4-mapped IPv6 accepted: %s", last_err);
+	CHECK(open_with("fe80::1", NULL, &u3) == EINVAL && strstr(last_err, "link-local"),
+	      "link-local without an interface: %s", last_err);
+	CHECK(open_with("fe80::1%nosuchif0", NULL, &u3) == EINVAL && strstr(last_err, "no such interface"),
+	      "link-local with a missing interface: %s", last_err);
 	CHECK(open_with("224.0.0.1", NULL, &u3) == EINVAL, "multicast accepted");
 	CHECK(open_with("0.0.0.0", NULL, &u3) == EINVAL, "wildcard accepted");
 	CHECK(open_with("192.0.2.1", NULL, &u3) == EADDRNOTAVAIL, "non-local address: %s", last_err);

@@ -87,8 +87,11 @@ static void write_packets(struct srt_capture *c, unsigned count)
 		struct in_addr dst = i % 2 ? g : b;
 		uint16_t id = (uint16_t)(i % 5);
 		size_t n = make_packet(pkt, len, i, a, dst, (uint16_t)(0xc000 + i), id);
-		struct srt_capture_hdr h = { .src = a, .dst = dst, .sport = (uint16_t)(0xc000 + i), .ip_id = id,
+		struct srt_capture_hdr h = { .sport = (uint16_t)(0xc000 + i), .ip_id = id,
 					     .tos = (uint8_t)(i % 4 == 0 ? 0x02 : 0x03), .ttl = (uint8_t)(64 - i % 3) };
+		h.src[10] = h.src[11] = h.dst[10] = h.dst[11] = 0xff;   /* IPv4-mapped */
+		memcpy(h.src + 12, &a.s_addr, 4);
+		memcpy(h.dst + 12, &dst.s_addr, 4);
 		struct wire_piece pc[3];
 		unsigned np = 1 + i % 3;
 		size_t cut1 = 13, cut2 = n - 7;
