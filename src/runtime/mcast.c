@@ -45,7 +45,7 @@ static int open_group_socket(struct in_addr group, struct in_addr local, int *fd
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = group };
 	struct ip_mreq mreq = { .imr_multiaddr = group, .imr_interface = local };
 	int one = 1, e;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = srt_udp_socket(AF_INET);
 
 	if (fd < 0)
 		return errno;

@@ -76,6 +76,7 @@
 #include <netinet/udp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/capture.h"
@@ -267,6 +268,11 @@ static int interface_address(const char *name, struct in_addr *addr, struct in6_
 	return exists ? EADDRNOTAVAIL : ENODEV;
 }
 
+int srt_udp_socket(int family)
+{
+	return (int)syscall(SYS_socket, family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+}
+
 static int set_int_option(int fd, int level, int name, int value)
 {
 	return setsockopt(fd, level, name, &value, sizeof(value));
@@ -278,7 +284,7 @@ static int bound_socket(const struct srt_udp *u, uint16_t port)
 {
 	union srt_sockaddr ss;
 	socklen_t len = srt_udp_sockaddr(u, &u->gid, port, &ss);
-	int fd = socket(u->v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = srt_udp_socket(u->v6 ? AF_INET6 : AF_INET);
 	int e;
 
 	if (fd < 0)

@@ -219,4 +219,11 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b);
  * address); also used for the multicast sockets (mcast.c).  0 or errno. */
 int srt_udp_rx_options(int fd);
 
+/* socket(2) by the system call itself: the device's sockets are its own,
+ * and a socket library preloaded into the program (rdma-core's
+ * librspreload.so, which makes every AF_INET socket an rsocket) must not
+ * take them — an rsocket made of softrnic's own port would need the
+ * device that is being made, under the device lock. */
+int srt_udp_socket(int family);
+
 #endif

@@ -52,8 +52,10 @@ print("local %s:%s -> %s:%s" % tuple(d["start"]["connected"][0][k] for k in
       ("local_host", "local_port", "remote_host", "remote_port")))
 print("sent %d bytes, received %d bytes in %.2f s: %.2f Gbit/s; per interval %s"
       % (sent["bytes"], recv["bytes"], recv["seconds"], recv["bits_per_second"] / 1e9, ivals))
-ok = recv["bytes"] > 0 and recv["bytes"] == sent["bytes"] and recv["seconds"] >= secs * 0.9 \
-     and len(ivals) >= int(secs) and all(b > 0 for b in ivals)
+# The server stops counting when the time is up: what was still in the
+# buffers then (at most a few MiB) is sent but not received, as over TCP.
+ok = 0 < recv["bytes"] <= sent["bytes"] and sent["bytes"] - recv["bytes"] < 4 << 20 \
+     and recv["seconds"] >= secs * 0.9 and len(ivals) >= int(secs) and all(b > 0 for b in ivals)
 if not ok:
     print("FAIL: no data, data lost, or an interval without data")
 sys.exit(0 if ok else 1)

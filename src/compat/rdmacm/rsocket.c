@@ -9,9 +9,10 @@
  * rsocket_data.c, rpoll/rselect in rsocket_poll.c; rsocket_int.h has the
  * wire protocol, which is rdma-core's.
  *
- * Not here: datagram rsockets (SOCK_DGRAM answers ENOTSUP), riomap /
- * riowrite (ENOSYS stand-ins), keepalive messages (SO_KEEPALIVE is
- * accepted and reported, nothing is sent).
+ * Datagram sockets (SOCK_DGRAM) are in rsocket_dgram.c; the calls here
+ * hand them over.  Not here: riomap / riowrite (ENOSYS stand-ins),
+ * keepalive messages (SO_KEEPALIVE is accepted and reported, nothing is
+ * sent).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,8 @@ static struct rsock *rs_alloc(const struct rsock *parent)
 		return NULL;
 	pthread_mutex_init(&rs->lock, NULL);
 	rs->index = -1;
+	rs->udp_sock = -1;
+	rs->type = SOCK_STREAM;
 	if (parent) {
 		rs->sbuf_size = parent->sbuf_size;
 		rs->rbuf_size = parent->rbuf_size;
@@ -132,6 +135,8 @@ static void rs_free(struct rsock *rs)
 {
 	if (rs->index >= 0 && rs_get(rs->index) == rs)
 		table_put(rs->index, NULL);
+	if (rs->type == SOCK_DGRAM)
+		ds_free(rs);
 	rs_free_ep(rs);
 	if (rs->cm)
 		rdma_destroy_id(rs->cm);
@@ -147,15 +152,22 @@ int rsocket(int domain, int type, int protocol)
 
 	if (domain != AF_INET && domain != AF_INET6)
 		return rs_err(EAFNOSUPPORT);
-	if (socket_type != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
-		return rs_err(ENOTSUP);   /* as rdma-core; datagrams: not yet */
+	if ((socket_type != SOCK_STREAM && socket_type != SOCK_DGRAM) ||
+	    (socket_type == SOCK_STREAM && protocol && protocol != IPPROTO_TCP) ||
+	    (socket_type == SOCK_DGRAM && protocol && protocol != IPPROTO_UDP))
+		return rs_err(ENOTSUP);   /* as rdma-core */
 	struct rsock *rs = rs_alloc(NULL);
 	if (!rs)
 		return rs_err(ENOMEM);
 	rs->fs_flags = (type & SOCK_NONBLOCK) ? O_NONBLOCK : 0;
 	rs->fd_flags = (type & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
-	if (rs_new_channel(rs) || rdma_create_id(rs->chan, &rs->cm, rs, RDMA_PS_TCP))
+	rs->type = socket_type;
+	if (socket_type == SOCK_DGRAM) {
+		if (ds_socket(rs, domain))
+			goto fail;
+	} else if (rs_new_channel(rs) || rdma_create_id(rs->chan, &rs->cm, rs, RDMA_PS_TCP)) {
 		goto fail;
+	}
 	int e = table_put(rs->index, rs);
 	if (e) {
 		errno = e;
@@ -275,7 +287,7 @@ int rs_process_cm(struct rsock *rs)
 {
 	struct rdma_cm_event *ev;
 
-	if (rs->state & RS_LISTENING)
+	if ((rs->state & RS_LISTENING) || rs->type == SOCK_DGRAM)
 		return 0;       /* raccept reads a listener's events */
 	while (rdma_get_cm_event(rs->chan, &ev) == 0) {
 		struct rdma_cm_event copy = *ev;
@@ -340,6 +352,8 @@ int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	int e = check_addr(addr, addrlen);
 	if (e)
 		return rs_unlock_ret(rs, rs_err(e));
+	if (rs->type == SOCK_DGRAM)
+		return rs_unlock_ret(rs, ds_bind(rs, addr, addrlen));
 	if (rs->state != RS_INIT)
 		return rs_unlock_ret(rs, rs_err(EINVAL));
 	if (rdma_bind_addr(rs->cm, (struct sockaddr *)addr))
@@ -354,6 +368,8 @@ int rlisten(int socket, int backlog)
 
 	if (!rs)
 		return -1;
+	if (rs->type == SOCK_DGRAM)
+		return rs_unlock_ret(rs, rs_err(EOPNOTSUPP));
 	if (rs->state == RS_LISTENING)
 		return rs_unlock_ret(rs, 0);
 	if (rs->state != RS_INIT && rs->state != RS_BOUND)
@@ -419,6 +435,8 @@ int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 
 	if (!l)
 		return -1;
+	if (l->type == SOCK_DGRAM)
+		return rs_unlock_ret(l, rs_err(EOPNOTSUPP));
 	if (l->state != RS_LISTENING)
 		return rs_unlock_ret(l, rs_err(EINVAL));
 	for (;;) {
@@ -456,6 +474,12 @@ int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	if (!rs)
 		return -1;
 	bool nonblock = rs->fs_flags & O_NONBLOCK;
+	if (rs->type == SOCK_DGRAM) {
+		int e = check_addr(addr, addrlen);
+		if (e)
+			return rs_unlock_ret(rs, rs_err(e));
+		return rs_unlock_ret(rs, ds_connect(rs, addr, addrlen));
+	}
 	if (rs->state & RS_CONNECTED)
 		return rs_unlock_ret(rs, rs_err(EISCONN));
 	if (rs->state & RS_OPENING) {
@@ -522,6 +546,13 @@ int rshutdown(int socket, int how)
 		return -1;
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rs->type == SOCK_DGRAM) {
+		if (how != SHUT_WR)
+			rs->state &= ~RS_READABLE;
+		if (how != SHUT_RD)
+			rs->state &= ~RS_WRITABLE;
+		return rs_unlock_ret(rs, 0);
+	}
 	return rs_unlock_ret(rs, do_shutdown(rs, how));
 }
 
@@ -533,6 +564,11 @@ int rclose(int socket)
 		return rs_err(EBADF);
 	table_put(socket, NULL);
 	pthread_mutex_lock(&rs->lock);
+	if (rs->type == SOCK_DGRAM) {
+		pthread_mutex_unlock(&rs->lock);
+		rs_free(rs);
+		return 0;
+	}
 	bool had_connection = rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR);
 	if (rs->state & RS_CONNECTED)
 		(void)do_shutdown(rs, SHUT_RDWR);
@@ -562,7 +598,8 @@ static int ready_for_data(struct rsock *rs, int flags)
 	return 0;
 }
 
-static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+static ssize_t sendv_to(int socket, const struct iovec *iov, int iovcnt, int flags,
+			const struct sockaddr *to, socklen_t tolen)
 {
 	struct rsock *rs = rs_lock(socket);
 
@@ -570,6 +607,12 @@ static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
 		return -1;
 	if (iovcnt < 0 || (iovcnt && !iov))
 		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rs->type == SOCK_DGRAM) {
+		ssize_t n = ds_sendv(rs, iov, iovcnt, flags, to, tolen);
+		return rs_unlock_ret(rs, (int)n);
+	}
+	if (to || tolen)
+		return rs_unlock_ret(rs, rs_err(EISCONN));  /* a stream socket has its peer */
 	if (ready_for_data(rs, flags))
 		return rs_unlock_ret(rs, -1);
 	ssize_t n = rs_sendv(rs, iov, iovcnt, flags);
@@ -579,7 +622,13 @@ static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
 	return n;
 }
 
-static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
+static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	return sendv_to(socket, iov, iovcnt, flags, NULL, 0);
+}
+
+static ssize_t recvv_from(int socket, const struct iovec *iov, int iovcnt, int flags,
+			  struct sockaddr *from, socklen_t *fromlen)
 {
 	struct rsock *rs = rs_lock(socket);
 
@@ -587,13 +636,24 @@ static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 		return -1;
 	if (iovcnt < 0 || (iovcnt && !iov))
 		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if (rs->type == SOCK_DGRAM) {
+		ssize_t n = ds_recvv(rs, iov, iovcnt, flags, from, fromlen);
+		return rs_unlock_ret(rs, (int)n);
+	}
 	if (ready_for_data(rs, flags))
 		return rs_unlock_ret(rs, -1);
 	ssize_t n = rs_recvv(rs, iov, iovcnt, flags);
+	if (n >= 0 && from && fromlen)
+		copy_addr(from, fromlen, rdma_get_peer_addr(rs->cm));
 	int saved = errno;
 	pthread_mutex_unlock(&rs->lock);
 	errno = saved;
 	return n;
+}
+
+static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	return recvv_from(socket, iov, iovcnt, flags, NULL, NULL);
 }
 
 ssize_t rsend(int socket, const void *buf, size_t len, int flags)
@@ -616,24 +676,17 @@ ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 		const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	if (dest_addr || addrlen) {
-		if (!rs_get(socket))
-			return rs_err(EBADF);
-		return rs_err(EISCONN);  /* a stream socket has its peer */
-	}
-	return rsend(socket, buf, len, flags);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return sendv_to(socket, &v, 1, flags, dest_addr, addrlen);
 }
 
 ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 {
 	if (!msg)
 		return rs_err(EFAULT);
-	if (msg->msg_name || msg->msg_namelen) {
-		if (!rs_get(socket))
-			return rs_err(EBADF);
-		return rs_err(EISCONN);
-	}
-	return sendv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return sendv_to(socket, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+			msg->msg_namelen);
 }
 
 ssize_t rrecv(int socket, void *buf, size_t len, int flags)
@@ -656,25 +709,22 @@ ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 		  struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t n = rrecv(socket, buf, len, flags);
+	struct iovec v = { .iov_base = buf, .iov_len = len };
 
-	if (n >= 0 && src_addr && addrlen) {
-		struct rsock *rs = rs_get(socket);
-		if (rs && rs->cm)
-			copy_addr(src_addr, addrlen, rdma_get_peer_addr(rs->cm));
-	}
-	return n;
+	return recvv_from(socket, &v, 1, flags, src_addr, addrlen);
 }
 
 ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
 	if (!msg)
 		return rs_err(EFAULT);
-	ssize_t n = recvv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	socklen_t nl = msg->msg_name ? msg->msg_namelen : 0;
+	ssize_t n = recvv_from(socket, msg->msg_iov, (int)msg->msg_iovlen, flags,
+			       msg->msg_name, msg->msg_name ? &nl : NULL);
 	if (n >= 0) {
 		msg->msg_controllen = 0;
 		msg->msg_flags = 0;
-		msg->msg_namelen = 0;
+		msg->msg_namelen = msg->msg_name ? nl : 0;
 	}
 	return n;
 }
@@ -689,6 +739,8 @@ int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
 		return -1;
 	if (!addr || !addrlen)
 		return rs_unlock_ret(rs, rs_err(EFAULT));
+	if (rs->type == SOCK_DGRAM)
+		return rs_unlock_ret(rs, getpeername(rs->udp_sock, addr, addrlen));
 	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
 		return rs_unlock_ret(rs, rs_err(ENOTCONN));
 	copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
@@ -703,6 +755,8 @@ int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
 		return -1;
 	if (!addr || !addrlen)
 		return rs_unlock_ret(rs, rs_err(EFAULT));
+	if (rs->type == SOCK_DGRAM)
+		return rs_unlock_ret(rs, getsockname(rs->udp_sock, addr, addrlen));
 	struct sockaddr *local = rdma_get_local_addr(rs->cm);
 	if (local->sa_family == AF_UNSPEC) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
@@ -731,6 +785,12 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 	if (!rs)
 		return -1;
 	bool no_buffers = !rs->sbuf;
+	/* A datagram socket's options also go to its UDP socket (rdma-core). */
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
+	    setsockopt(rs->udp_sock, level, optname, optval, optlen))
+		return rs_unlock_ret(rs, -1);
+	if (rs->type == SOCK_DGRAM && level != SOL_SOCKET && level != SOL_RDMA)
+		return rs_unlock_ret(rs, 0);
 	if (level == SOL_SOCKET && optname == SO_LINGER) {
 		if (!optval)
 			return rs_unlock_ret(rs, rs_err(EFAULT));
@@ -818,6 +878,8 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 		}
 		break;
 	}
+	if (rs->type == SOCK_DGRAM)
+		return rs_unlock_ret(rs, 0);    /* the UDP socket took it */
 	return rs_unlock_ret(rs, rs_err(ENOTSUP));
 }
 
@@ -858,7 +920,7 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 				rs->err = 0;
 			break;
 		case SO_TYPE:
-			ret = put_int(optval, optlen, SOCK_STREAM);
+			ret = put_int(optval, optlen, rs->type);
 			break;
 		case SO_LINGER:
 			if (!optval || !optlen) {

@@ -91,6 +91,8 @@ _Static_assert(sizeof(struct rs_conn_data) == 40, "rs_conn_data is 40 bytes on t
 #define RS_WR_RECV (UINT64_C(1) << 63)
 
 /* ---- one socket --------------------------------------------------------------- */
+struct ds_dest;
+struct ds_rmsg;
 enum rs_state {
 	RS_INIT = 0,
 	RS_BOUND = 0x0001,
@@ -164,8 +166,62 @@ struct rsock {
 	uint32_t rbuf_free_offset;      /* the next half to grant */
 	uint16_t rseq_no, rseq_comp;    /* messages read / when to grant credits */
 
-	/* A listener's pending accepts are on its channel; an accepted socket
-	 * inherits its sizes. */
+	/* Datagram sockets (rsocket_dgram.c). */
+	int type;                       /* SOCK_STREAM or SOCK_DGRAM */
+	int udp_sock;                   /* DGRAM: the kernel UDP socket (the index) */
+	int domain;                     /* DGRAM: AF_INET, or AF_INET6 (IPv4-mapped peers) */
+	struct ibv_qp *ud_qp;
+	struct ibv_mr *ud_smr, *ud_rmr;
+	struct ds_dest *dests;          /* peers met, by socket address */
+	struct ds_dest *conn_dest;      /* rconnect's peer */
+	uint32_t *smsg_free;            /* free send slots (a stack of indexes) */
+	int n_smsg_free;
+	struct ds_rmsg *dmsg;           /* received, not yet read (rq_size + 1) */
+	uint32_t local_ipv4;            /* the device's address (its GID) */
+	struct ibv_ah *self_ah;         /* to our own QP (datagrams that came over UDP) */
+};
+
+/* ---- datagrams (rdma-core's formats) ------------------------------------------ */
+/* Before a sender knows the peer's QP, a datagram goes over the kernel UDP
+ * socket with this header; the receiver answers with an RS_OP_CTRL one
+ * carrying its own QPN.  `addr` is where the sender's QP is: softrnic
+ * writes its device's address (an rdma-core receiver resolves the UDP
+ * source address instead and does not read it). */
+#define DS_UDP_TAG 0x55555555
+struct ds_udp_header {
+	uint32_t tag;                   /* be32 DS_UDP_TAG */
+	uint8_t version;                /* 4 */
+	uint8_t op;                     /* RS_OP_DATA or RS_OP_CTRL */
+	uint8_t length;                 /* DS_UDP_IPV4_HDR_LEN */
+	uint8_t reserved;
+	uint32_t qpn;                   /* be32, low 24 bits */
+	uint32_t addr;                  /* IPv4 */
+};
+#define DS_UDP_IPV4_HDR_LEN 16
+
+/* Every UD SEND starts with the sender's socket address. */
+struct ds_header {
+	uint8_t version;                /* 4 */
+	uint8_t length;                 /* DS_IPV4_HDR_LEN */
+	uint16_t port;                  /* be16 */
+	uint32_t addr;                  /* IPv4 */
+};
+#define DS_IPV4_HDR_LEN 8
+#define DS_IPV6_HDR_LEN 24
+#define DS_SLOT RS_SNDLOWAT             /* header + payload of one datagram */
+#define DS_GRH 40
+
+struct ds_dest {
+	struct ds_dest *next;
+	struct sockaddr_in addr;        /* the peer's socket */
+	struct ibv_ah *ah;              /* NULL until its QPN is known */
+	uint32_t qpn;
+	struct ds_header hdr;           /* our address as this peer sees it */
+};
+
+struct ds_rmsg {
+	uint32_t slot;
+	uint32_t length;                /* header + payload */
 };
 
 /* rsocket.c */
@@ -199,5 +255,16 @@ bool rs_arm(struct rsock *rs);
 void rs_take_cq_event(struct rsock *rs);
 ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
 ssize_t rs_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
+
+/* rsocket_dgram.c */
+int ds_socket(struct rsock *rs, int domain);
+int ds_bind(struct rsock *rs, const struct sockaddr *addr, socklen_t len);
+int ds_connect(struct rsock *rs, const struct sockaddr *addr, socklen_t len);
+ssize_t ds_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags,
+		 const struct sockaddr *to, socklen_t tolen);
+ssize_t ds_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags,
+		 struct sockaddr *from, socklen_t *fromlen);
+short ds_revents(struct rsock *rs, short events);
+void ds_free(struct rsock *rs);
 
 #endif

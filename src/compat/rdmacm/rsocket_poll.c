@@ -16,19 +16,31 @@
 
 #include "compat/rdmacm/rsocket_int.h"
 
-static int64_t now_ms(void)
+static int64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+static int64_t now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+/* How long rpoll looks without sleeping before it arms the CQs and sleeps
+ * (rdma-core's polling_time, 10 us by default): a reply that comes within
+ * it costs no wake-up of a sleeping thread. */
+#define RPOLL_SPIN_US 10
 
 /* What the socket is ready for, without sleeping (lock held). */
 static short rs_revents(struct rsock *rs, short events)
 {
 	short r = 0;
 
+	if (rs->type == SOCK_DGRAM)
+		return ds_revents(rs, events);
 	if (rs->state == RS_LISTENING) {
 		struct pollfd p = { .fd = rs->chan->fd, .events = POLLIN };
 		if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
@@ -89,10 +101,13 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 
 	if (nfds && !fds)
 		return rs_err(EFAULT);
+	int64_t spin_end = now_us() + RPOLL_SPIN_US;
 	for (;;) {
 		cnt = check_all(fds, nfds);
 		if (cnt || timeout == 0)
 			break;
+		if (now_us() < spin_end)
+			continue;
 		/* Arm every CQ; what completed before the arming raises no
 		 * event, so look once more if any was armed now. */
 		bool armed = false;
@@ -120,7 +135,8 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			w[2 * i + 1] = (struct pollfd){ .fd = -1 };
 			if (rs) {
 				pthread_mutex_lock(&rs->lock);
-				w[2 * i].fd = rs->chan->fd;
+				/* Datagram sockets: their UDP socket (the index). */
+				w[2 * i].fd = rs->type == SOCK_DGRAM ? rs->udp_sock : rs->chan->fd;
 				w[2 * i].events = POLLIN;
 				if (rs->cq_chan) {
 					w[2 * i + 1].fd = rs->cq_chan->fd;
