@@ -7,8 +7,9 @@
  *   config.txt    "KEY value ..." lines.  Read: TOPOLOGY_FILE, FLOW_FILE,
  *                 ROUTE_FILE (softrnic's own: static routes, load_routes),
  *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1
- *                 DCQCN, 7 TIMELY, 8 DCTCP: softrnic's own dcqcn.c,
- *                 timely.c, dctcp.c in every host), ENABLE_QCN,
+ *                 DCQCN, 3 HPCC, 7 TIMELY, 8 DCTCP: softrnic's own
+ *                 dcqcn.c, hpcc_cc.c, timely.c, dctcp.c in every host;
+ *                 10, HPCC-PINT, is refused), ENABLE_QCN,
  *                 ENABLE_PFC, BUFFER_SIZE (MB), KMIN_MAP / KMAX_MAP
  *                 (KB) / PMAX_MAP per link rate, ERROR_RATE_PER_LINK,
  *                 PACKET_PAYLOAD_SIZE, and the DCQCN keys RATE_AI,
@@ -18,7 +19,11 @@
  *                 for TIMELY RATE_AI (δ), RATE_HAI and MIN_RATE (its
  *                 T_low, T_high, min RTT, α and β are not config keys in
  *                 HPCC either: their defaults, timely.h); for DCTCP
- *                 EWMA_GAIN (g), DCTCP_RATE_AI and MIN_RATE; HAS_WIN (1:
+ *                 EWMA_GAIN (g), DCTCP_RATE_AI and MIN_RATE; for HPCC
+ *                 RATE_AI (W_AI), MIN_RATE, U_TARGET (η), MI_THRESH
+ *                 (maxStage), FAST_REACT, INT_MULTI (nothing to scale:
+ *                 net.c's INT records are full width), MULTI_RATE and
+ *                 SAMPLE_FEEDBACK (only 0 is modelled); HAS_WIN (1:
  *                 a window of the largest path's BDP, max_bdp, scaled by
  *                 the rate as VAR_WIN 1 does).  Other keys are listed in
  *                 the summary as not used.
