@@ -5,8 +5,9 @@
  * through every send and receive call (rsend/rwrite/rwritev/rsendmsg,
  * rrecv/rread/rreadv/rrecvmsg/rrecvfrom, MSG_PEEK, MSG_WAITALL), with
  * rpoll and rselect reporting readiness, non-blocking and blocking, and
- * the end of the stream after the peer closes.  One process; its own
- * listener is the peer.
+ * the end of the stream after the peer closes; datagram sockets exchange
+ * datagrams (first over UDP, then UD SENDs) and refuse what a UDP socket
+ * refuses.  One process; its own listener is the peer.
  * usage: test_rsocket <port>
  */
 #include <arpa/inet.h>
@@ -173,21 +174,21 @@ int main(int argc, char **argv)
 
 	/* 4 MiB through a 128 KiB receive buffer: many grants and credits. */
 	size_t big = 4u << 20;
-	uint8_t *src = malloc(big), *dst = calloc(1, big);
+	uint8_t *sbig = malloc(big), *dst = calloc(1, big);
 	for (size_t i = 0; i < big; i++)
-		src[i] = (uint8_t)(i * 7 + (i >> 13));
-	CHECK(pump(c, s, src, dst, big) == 0);
-	CHECK(memcmp(src, dst, big) == 0);
+		sbig[i] = (uint8_t)(i * 7 + (i >> 13));
+	CHECK(pump(c, s, sbig, dst, big) == 0);
+	CHECK(memcmp(sbig, dst, big) == 0);
 	/* And the other way (s is blocking: 64 KiB fits its send buffer). */
 	memset(dst, 0, big);
-	CHECK(rsend(s, src, 65536, 0) == 65536);
+	CHECK(rsend(s, sbig, 65536, 0) == 65536);
 	CHECK(rpoll(&cp, 1, 0) >= 0);
 	struct pollfd cin = { .fd = c, .events = POLLIN };
 	CHECK(rpoll(&cin, 1, 5000) == 1 && (cin.revents & POLLIN));
 	/* MSG_PEEK leaves the bytes; MSG_WAITALL (blocking) takes all. */
 	CHECK(rfcntl(c, F_SETFL, 0) == 0);
-	CHECK(rrecv(c, dst, 100, MSG_PEEK) == 100 && memcmp(dst, src, 100) == 0);
-	CHECK(rrecv(c, dst, 65536, MSG_WAITALL) == 65536 && memcmp(dst, src, 65536) == 0);
+	CHECK(rrecv(c, dst, 100, MSG_PEEK) == 100 && memcmp(dst, sbig, 100) == 0);
+	CHECK(rrecv(c, dst, 65536, MSG_WAITALL) == 65536 && memcmp(dst, sbig, 65536) == 0);
 
 	/* Vectors and messages, blocking both ways. */
 	char h1[5] = "hello", h2[7] = " world!";
@@ -239,7 +240,58 @@ int main(int argc, char **argv)
 	CHECK(rclose(c) == 0);
 	EXPECT_ERR(rsend(c, "x", 1, 0), EBADF);
 	CHECK(rclose(l) == 0);
-	free(src);
+
+	/* Datagrams: the first goes over UDP and teaches the receiver our QP,
+	 * the rest are UD SENDs; replies go to the address rrecvfrom gave. */
+	int d1 = rsocket(AF_INET, SOCK_DGRAM, 0), d2 = rsocket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(d1 >= 0 && d2 >= 0);
+	struct sockaddr_in da = addr_of(port + 2);
+	EXPECT_ERR(rsend(d2, "x", 1, 0), EDESTADDRREQ);
+	EXPECT_ERR(rrecv(d1, b, sizeof(b), MSG_DONTWAIT), EINVAL);     /* not bound */
+	EXPECT_ERR(rlisten(d1, 1), EOPNOTSUPP);
+	CHECK(rbind(d1, (struct sockaddr *)&da, sizeof(da)) == 0);
+	EXPECT_ERR(rrecv(d1, b, sizeof(b), MSG_DONTWAIT), EAGAIN);
+	static char huge[3000];
+	EXPECT_ERR(rsendto(d2, huge, sizeof(huge), 0, (struct sockaddr *)&da, sizeof(da)), EMSGSIZE);
+	vl = sizeof(v);
+	CHECK(rgetsockopt(d1, SOL_SOCKET, SO_TYPE, &v, &vl) == 0 && v == SOCK_DGRAM);
+	int rounds_ok = 0;
+	for (int i = 0; i < 20; i++) {
+		char m[1500], r[1500];
+		size_t ml = 100 + (size_t)i * 70;
+		memset(m, 'a' + i, ml);
+		CHECK(rsendto(d2, m, ml, 0, (struct sockaddr *)&da, sizeof(da)) == (ssize_t)ml);
+		struct pollfd dp = { .fd = d1, .events = POLLIN };
+		CHECK(rpoll(&dp, 1, 5000) == 1);
+		struct sockaddr_in src;
+		socklen_t sl = sizeof(src);
+		ssize_t n = rrecvfrom(d1, r, sizeof(r), 0, (struct sockaddr *)&src, &sl);
+		CHECK(n == (ssize_t)ml && memcmp(r, m, ml) == 0 && src.sin_family == AF_INET);
+		m[0] = 'R';
+		CHECK(rsendto(d1, m, ml, 0, (struct sockaddr *)&src, sl) == (ssize_t)ml);
+		dp.fd = d2;
+		CHECK(rpoll(&dp, 1, 5000) == 1);
+		/* A short buffer takes the datagram's start, the rest is gone;
+		 * MSG_PEEK leaves it for the next read. */
+		CHECK(rrecv(d2, r, 10, MSG_PEEK) == 10 && r[0] == 'R');
+		n = rrecv(d2, r, 10, 0);
+		CHECK(n == 10 && r[0] == 'R' && r[9] == 'a' + i);
+		rounds_ok += n == 10;
+		EXPECT_ERR(rrecv(d2, r, sizeof(r), MSG_DONTWAIT), EAGAIN);
+	}
+	CHECK(rounds_ok == 20);
+	/* rconnect fixes the peer: rsend and rrecv without addresses. */
+	CHECK(rconnect(d2, (struct sockaddr *)&da, sizeof(da)) == 0);
+	CHECK(rsend(d2, "ping", 4, 0) == 4);
+	struct sockaddr_in src;
+	socklen_t sl = sizeof(src);
+	CHECK(rrecvfrom(d1, b, sizeof(b), 0, (struct sockaddr *)&src, &sl) == 4 && !memcmp(b, "ping", 4));
+	CHECK(rsendto(d1, "pong", 4, 0, (struct sockaddr *)&src, sl) == 4);
+	CHECK(rrecv(d2, b, sizeof(b), 0) == 4 && !memcmp(b, "pong", 4));
+	plen = sizeof(pa);
+	CHECK(rgetpeername(d2, (struct sockaddr *)&pa, &plen) == 0 && pa.sin_port == da.sin_port);
+	CHECK(rclose(d1) == 0 && rclose(d2) == 0);
+	free(sbig);
 	free(dst);
 	return check_exit("test_rsocket");
 }
