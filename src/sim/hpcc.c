@@ -84,8 +84,56 @@ struct hpcc_config {
 	struct timely_params timely;
 	struct hpcc_params hpcc;
 	bool has_win, multi_rate, sample_feedback;
+	char keys[2048];        /* every key in the file's order, the unknown
+	                           ones marked with a leading '!' */
 	char ignored[2048];
 };
+
+/* Keys that only some CC_MODEs read (bit m: CC_MODE m); under the others
+ * the summary names them as not used.  Keys not listed here are read by
+ * every mode or by none. */
+static const struct {
+	const char *key;
+	unsigned modes;
+} mode_keys[] = {
+	{ "RP_TIMER", 1u << 1 },
+	{ "FAST_RECOVERY_TIMES", 1u << 1 },
+	{ "RATE_DECREASE_INTERVAL", 1u << 1 },
+	{ "ALPHA_RESUME_INTERVAL", 1u << 1 },
+	{ "CLAMP_TARGET_RATE", 1u << 1 },
+	{ "RATE_AI", 1u << 1 | 1u << 3 | 1u << 7 },
+	{ "RATE_HAI", 1u << 1 | 1u << 7 },
+	{ "EWMA_GAIN", 1u << 1 | 1u << 8 },
+	{ "DCTCP_RATE_AI", 1u << 8 },
+	{ "HAS_WIN", 1u << 3 | 1u << 7 | 1u << 8 },
+	{ "U_TARGET", 1u << 3 },
+	{ "MI_THRESH", 1u << 3 },
+	{ "FAST_REACT", 1u << 3 },
+	{ "INT_MULTI", 1u << 3 },
+	{ "MULTI_RATE", 1u << 3 },
+	{ "SAMPLE_FEEDBACK", 1u << 3 },
+};
+
+/* The keys of c->keys that the run does not use, into c->ignored. */
+static void list_ignored(struct hpcc_config *c)
+{
+	char copy[sizeof(c->keys)], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", c->keys);
+	c->ignored[0] = 0;
+	for (char *k = strtok_r(copy, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
+		bool unused = k[0] == '!';
+		if (unused)
+			k++;
+		for (size_t i = 0; !unused && i < sizeof(mode_keys) / sizeof(mode_keys[0]); i++)
+			if (!strcmp(k, mode_keys[i].key))
+				unused = !(mode_keys[i].modes & (1u << (c->cc_mode & 31)));
+		if (!unused)
+			continue;
+		size_t at = strlen(c->ignored);
+		snprintf(c->ignored + at, sizeof(c->ignored) - at, "%s%s", at ? " " : "", k);
+	}
+}
 
 /* "100Gbps", "40Gb/s", "25000000000" -> bits/s; 0 when unreadable. */
 static uint64_t parse_rate(const char *s)
@@ -296,14 +344,16 @@ static int read_config(const char *path, struct hpcc_config *c)
 			c->dctcp.g = g * 1024 < 1 ? 1 : (uint32_t)(1024 * g + 0.5);
 		} else {
 			/* Not a key the model shares: skip its values. */
-			size_t at = strlen(c->ignored);
-			snprintf(c->ignored + at, sizeof(c->ignored) - at, "%s%s", at ? " " : "", key);
+			size_t at = strlen(c->keys);
+			snprintf(c->keys + at, sizeof(c->keys) - at, "%s!%s", at ? " " : "", key);
 			int ch;
 			while ((ch = fgetc(f)) != EOF && ch != '\n')
 				;
 			continue;
 		}
 #undef WORD
+		size_t at = strlen(c->keys);
+		snprintf(c->keys + at, sizeof(c->keys) - at, "%s%s", at ? " " : "", key);
 		if (!ok) {
 			fprintf(stderr, "softrnic sim run: %s: bad value for %s\n", path, key);
 			fclose(f);
@@ -326,6 +376,7 @@ static int read_config(const char *path, struct hpcc_config *c)
 			c->multi_rate ? "MULTI_RATE" : "SAMPLE_FEEDBACK");
 		return 2;
 	}
+	list_ignored(c);
 	return 0;
 }
 
