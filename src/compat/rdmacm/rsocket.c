@@ -20,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,12 +28,55 @@
 
 #include <rdma/rsocket.h>
 
+#include "compat/rdmacm/rdmacm_int.h"
 #include "compat/rdmacm/rsocket_int.h"
 
-/* The defaults of rdma-core's rsockets (no /etc/rdma/rsocket files). */
-#define RS_DEF_MEM (1u << 17)
-#define RS_DEF_INLINE 64
-#define RS_DEF_QSIZE 384
+/* The defaults of rdma-core's rsockets, which an administrator changes as
+ * for rdma-core: one number per file in /etc/rdma/rsocket (mem_default,
+ * wmem_default: buffer bytes; sqsize_default, rqsize_default: queue depths;
+ * inline_default: inline bytes).  SOFTRNIC_RSOCKET_CONF names another
+ * directory (tests). */
+#define RS_CONF_DIR "/etc/rdma/rsocket"
+static struct {
+	pthread_once_t once;
+	uint32_t mem, wmem;
+	uint16_t sqsize, rqsize, inline_size;
+} defaults = { PTHREAD_ONCE_INIT, 1u << 17, 1u << 17, 384, 384, 64 };
+
+static bool read_conf(const char *dir, const char *name, unsigned long max, unsigned long *out)
+{
+	char path[512];
+	unsigned long v;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool ok = fscanf(f, "%lu", &v) == 1 && v <= max;
+	fclose(f);
+	if (ok)
+		*out = v;
+	return ok;
+}
+
+static void load_defaults(void)
+{
+	const char *dir = getenv("SOFTRNIC_RSOCKET_CONF");
+	unsigned long v;
+
+	if (!dir || !*dir)
+		dir = RS_CONF_DIR;
+	if (read_conf(dir, "mem_default", UINT32_MAX / 2, &v) && v >= 1)
+		defaults.mem = (uint32_t)v;
+	if (read_conf(dir, "wmem_default", UINT32_MAX / 2, &v))
+		defaults.wmem = v < RS_SNDLOWAT ? RS_SNDLOWAT << 1 : (uint32_t)v;
+	if (read_conf(dir, "sqsize_default", RS_QP_MAX_SIZE, &v))
+		defaults.sqsize = (uint16_t)v;
+	if (read_conf(dir, "rqsize_default", RS_QP_MAX_SIZE, &v))
+		defaults.rqsize = (uint16_t)v;
+	if (read_conf(dir, "inline_default", 0xFFFF, &v))
+		defaults.inline_size = (uint16_t)v;
+}
 
 int rs_err(int e)
 {
@@ -105,11 +149,12 @@ static struct rsock *rs_alloc(const struct rsock *parent)
 		rs->fd_flags = parent->fd_flags;
 		rs->keepalive_time = parent->keepalive_time;
 	} else {
-		rs->sbuf_size = RS_DEF_MEM;
-		rs->rbuf_size = RS_DEF_MEM;
-		rs->sq_size = RS_DEF_QSIZE;
-		rs->rq_size = RS_DEF_QSIZE;
-		rs->sq_inline = RS_DEF_INLINE;
+		pthread_once(&defaults.once, load_defaults);
+		rs->sbuf_size = defaults.wmem;
+		rs->rbuf_size = defaults.mem;
+		rs->sq_size = defaults.sqsize;
+		rs->rq_size = defaults.rqsize;
+		rs->sq_inline = defaults.inline_size;
 		rs->keepalive_time = 7200;
 	}
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
@@ -283,12 +328,27 @@ static void cm_event(struct rsock *rs, struct rdma_cm_event *ev)
 	}
 }
 
+/* Whether the socket's channel holds an event, without a system call (the
+ * channel is this library's own, cma.c): the data path asks on every
+ * round. */
+static bool cm_event_pending(struct rsock *rs)
+{
+	struct rcm_channel *c = (struct rcm_channel *)rs->chan;
+
+	pthread_mutex_lock(&c->lock);
+	bool pending = c->head != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return pending;
+}
+
 int rs_process_cm(struct rsock *rs)
 {
 	struct rdma_cm_event *ev;
 
 	if ((rs->state & RS_LISTENING) || rs->type == SOCK_DGRAM)
 		return 0;       /* raccept reads a listener's events */
+	if (!cm_event_pending(rs))
+		return 0;
 	while (rdma_get_cm_event(rs->chan, &ev) == 0) {
 		struct rdma_cm_event copy = *ev;
 		uint8_t pdata[256];

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "compat/rdmacm/rsocket_int.h"
 
@@ -387,8 +388,22 @@ bool rs_all_sends_done(const struct rsock *rs)
 	       (int)(rs->ctrl_max_seqno - rs->ctrl_seqno) + rs->sqe_avail == rs->sq_size;
 }
 
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* How long a blocking call polls before it sleeps (rdma-core's
+ * polling_time): a ping-pong's answer within it costs no wake-up. */
+#define RS_SPIN_US 10
+
 int rs_wait(struct rsock *rs, bool nonblock, bool (*test)(const struct rsock *rs))
 {
+	int64_t spin_end = 0;
+
 	for (;;) {
 		if (rs_process_cm(rs) && errno != EAGAIN)
 			return -1;
@@ -400,6 +415,10 @@ int rs_wait(struct rsock *rs, bool nonblock, bool (*test)(const struct rsock *rs
 			return 0;
 		if (nonblock)
 			return rs_err(EAGAIN);
+		if (!spin_end)
+			spin_end = now_us() + RS_SPIN_US;
+		if (now_us() < spin_end)
+			continue;
 		if (rs->cq && !rs->cq_armed) {
 			ibv_req_notify_cq(rs->cq, 0);
 			rs->cq_armed = true;
