@@ -3,9 +3,13 @@
  * resolve_route, ports, rdma_getaddrinfo, rdma_get_devices, and the
  * loopback listener registry.
  *
- * On RoCE an IP address names a GID (::ffff:a.b.c.d) and the route is
- * local: there is no subnet administrator to ask, so resolve_route only
- * fills the path record from what the device knows (its GID, MTU, P_Key).
+ * On RoCE an IP address names a GID (::ffff:a.b.c.d; an IPv6 address is
+ * its own GID) and the route is local: there is no subnet administrator to
+ * ask, so resolve_route only fills the path record from what the device
+ * knows (its GID, MTU, P_Key).  A device bound to an IPv6 address
+ * (SOFTRNIC_ADDR, runtime.h) takes IPv6 binds and destinations and keeps
+ * sockaddr_in6 in the id; one bound to IPv4 takes IPv4, IPv4-mapped,
+ * loopback and unspecified IPv6 as today.
  *
  * One machine, no configuration: each softrnic process binds its own
  * loopback address 127.0.0.N, so `rping -s -a 127.0.0.1` in one process
@@ -39,11 +43,32 @@
 
 #define REGISTRY_FMT "/dev/shm/softrnic-cm-%u-%u"
 
+/* The device's address is IPv6 (its GID is not IPv4-mapped). */
+static bool device_v6(void)
+{
+	return !IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)srt_gid(rcm.dev)->raw);
+}
+
+/* The device's IPv4 address, network order; 0 on an IPv6 device. */
 static uint32_t device_ip(void)
 {
 	uint32_t a;
+
+	if (device_v6())
+		return 0;
 	memcpy(&a, srt_gid(rcm.dev)->raw + 12, 4);
-	return a;   /* network order */
+	return a;
+}
+
+/* Store an IPv6 address and port as the id's source or destination. */
+static void set_addr6(struct sockaddr_storage *ss, const uint8_t addr[16], uint16_t port_be)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = port_be;
+	memcpy(&s6->sin6_addr, addr, 16);
 }
 
 static bool is_loopback(uint32_t a_net)
@@ -167,12 +192,55 @@ static uint16_t ephemeral_port(uint16_t ps)
 	return (uint16_t)(32768 + next % 28232);
 }
 
+/* Bind on an IPv6 device: our own address, the unspecified one, or a
+ * loopback one (device-less until a resolve, as for IPv4 below). */
+static int bind6(struct rcm_id *id, const struct sockaddr *addr)
+{
+	uint8_t any[16] = { 0 };
+	const uint8_t *want = any;
+	uint16_t port = 0;
+	bool loop = false;
+
+	if (addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)addr;
+
+		port = s6->sin6_port;
+		loop = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+		if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) && !loop) {
+			if (memcmp(&s6->sin6_addr, srt_gid(rcm.dev)->raw, 16))
+				return rcm_fail(EADDRNOTAVAIL);
+			want = s6->sin6_addr.s6_addr;
+		}
+	} else if (addr->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)addr;
+
+		port = s4->sin_port;
+		loop = is_loopback(s4->sin_addr.s_addr);
+		if (s4->sin_addr.s_addr != INADDR_ANY && !loop)
+			return rcm_fail(EADDRNOTAVAIL);
+	} else {
+		return rcm_fail(addr->sa_family == AF_IB ? EAFNOSUPPORT : EINVAL);
+	}
+	if (loop)
+		want = in6addr_loopback.s6_addr;
+	if (!port)
+		port = htobe16(ephemeral_port(rcm_ps(id)));
+	set_addr6(&id->id.route.addr.src_storage, want, port);
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, srt_gid(rcm.dev)->raw, 16);
+	id->id.verbs = loop ? NULL : rcm.verbs;
+	id->id.port_num = loop ? 0 : 1;
+	id->state = RCM_ADDR_BOUND;
+	return 0;
+}
+
 int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 {
 	struct sockaddr_in sin;
 
 	if (!addr)
 		return rcm_fail(EINVAL);
+	if (device_v6())
+		return bind6(id, addr);
 	if (addr->sa_family == AF_INET6) {
 		/* Only the unspecified and the IPv4-mapped forms: softrnic binds
 		 * IPv4. */
@@ -184,7 +252,7 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 		if (!memcmp(s6->sin6_addr.s6_addr, mapped, 12))
 			memcpy(&sin.sin_addr, s6->sin6_addr.s6_addr + 12, 4);
 		else if (!IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) && !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return rcm_fail(EAFNOSUPPORT);
+			return rcm_fail(EADDRNOTAVAIL);    /* an IPv6 address, and our device is IPv4 */
 		else if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
 			sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
 	} else if (addr->sa_family == AF_INET) {
@@ -236,6 +304,18 @@ int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[
 	struct sockaddr_in sin;
 	struct entry e;
 
+	/* An IPv6 device reaches IPv6 addresses: the address is the GID.  A
+	 * loopback or unspecified destination is this device. */
+	if (device_v6()) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)dst;
+
+		if (dst->sa_family != AF_INET6 || IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+			return EAFNOSUPPORT;
+		id->local_peer = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr);
+		memcpy(dgid, id->local_peer ? srt_gid(rcm.dev)->raw : s6->sin6_addr.s6_addr, 16);
+		set_addr6(&id->id.route.addr.dst_storage, s6->sin6_addr.s6_addr, s6->sin6_port);
+		return 0;
+	}
 	if (dst->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)dst;
 		memset(&sin, 0, sizeof(sin));
@@ -323,8 +403,10 @@ int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct
 	}
 	/* A connecting id speaks from our device's own address (a
 	 * device-less loopback bind, above, takes the device now). */
-	if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()) ||
-	    !id->id.verbs)
+	if (device_v6())
+		set_addr6(&id->id.route.addr.src_storage, srt_gid(rcm.dev)->raw, id->id.route.addr.src_sin6.sin6_port);
+	else if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()) ||
+		 !id->id.verbs)
 		id->id.route.addr.src_sin.sin_addr.s_addr = device_ip();
 	id->id.verbs = rcm.verbs;
 	id->id.port_num = 1;
@@ -413,7 +495,10 @@ void rdma_free_devices(struct ibv_context **list)
 int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
 		     struct rdma_addrinfo **res)
 {
-	struct addrinfo h = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	/* A name with an IPv4 address resolves to it (softrnic binds IPv4
+	 * unless told otherwise); an IPv6-only name, such as a numeric IPv6
+	 * address, to IPv6.  A hint's family wins when it gives one. */
+	struct addrinfo h = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL, *pick;
 	struct rdma_addrinfo *r;
 	int passive = hints && (hints->ai_flags & RAI_PASSIVE);
 	int e;
@@ -453,6 +538,8 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		*res = r;
 		return 0;
 	}
+	if (hints && (hints->ai_family == AF_INET || hints->ai_family == AF_INET6))
+		h.ai_family = hints->ai_family;
 	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
 		h.ai_flags |= AI_NUMERICHOST;
 	if (passive)
@@ -467,25 +554,32 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		freeaddrinfo(ai);
 		return rcm_fail(ENOMEM);
 	}
+	pick = ai;
+	for (struct addrinfo *x = ai; x; x = x->ai_next)
+		if (x->ai_family == AF_INET) {
+			pick = x;
+			break;
+		}
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = AF_INET;
+	r->ai_family = pick->ai_family;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
 			r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	struct sockaddr *a = malloc(sizeof(struct sockaddr_in));
+	socklen_t alen = pick->ai_addrlen;
+	struct sockaddr *a = malloc(alen);
 	if (!a) {
 		free(r);
 		freeaddrinfo(ai);
 		return rcm_fail(ENOMEM);
 	}
-	memcpy(a, ai->ai_addr, sizeof(struct sockaddr_in));
+	memcpy(a, pick->ai_addr, alen);
 	freeaddrinfo(ai);
 	if (passive) {
 		r->ai_src_addr = a;
-		r->ai_src_len = sizeof(struct sockaddr_in);
+		r->ai_src_len = alen;
 	} else {
 		r->ai_dst_addr = a;
-		r->ai_dst_len = sizeof(struct sockaddr_in);
+		r->ai_dst_len = alen;
 		if (hints && hints->ai_src_addr && hints->ai_src_len) {
 			r->ai_src_addr = malloc(hints->ai_src_len);
 			if (r->ai_src_addr) {

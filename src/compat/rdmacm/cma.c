@@ -148,7 +148,7 @@ static void early_retry(uint64_t now)
 		}
 		/* On one host the listener may have appeared since: resolve
 		 * again. */
-		struct sockaddr_in dst = i->id.route.addr.dst_sin;
+		struct sockaddr_storage dst = i->id.route.addr.dst_storage;
 		if (i->local_peer && rcm_resolve_dst(i, (struct sockaddr *)&dst, i->remote_gid) == 0) {
 			memcpy(i->req.dgid, i->remote_gid, 16);
 			rcm_fill_route(i);
@@ -684,7 +684,7 @@ static void request_received(const struct cm_event *ev)
 	bool sidr = ev->type == CM_EV_SIDR_REQ_RECEIVED;
 
 	if (!l || l->state != RCM_LISTEN || !ev->private_data ||
-	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &hdr) != 0 || hdr.ip_version != 4) {
+	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &hdr) != 0) {
 		/* Not an RDMA-CM IP request (or nobody to give it to). */
 		if (sidr)
 			cm_sidr_reply(ev->id, CM_SIDR_REJECT, 0, 0, NULL, 0, srt_now());
@@ -712,16 +712,30 @@ static void request_received(const struct cm_event *ev)
 	id->state = RCM_REQ_RCVD;
 	cm_id_set_user(ev->id, id);
 	memcpy(id->remote_gid, ev->remote_gid, 16);
-	/* Addresses from the RDMA-CM header: the peer's is the source. */
-	struct sockaddr_in *src = &id->id.route.addr.src_sin, *dst = &id->id.route.addr.dst_sin;
-	src->sin_family = AF_INET;
-	memcpy(&src->sin_addr, hdr.dst_addr + 12, 4);
-	uint16_t ps, port;
-	if (wire_rdma_cm_service_id_parse(cm_id_service_id(ev->id), &ps, &port))
-		src->sin_port = htobe16(port);
-	dst->sin_family = AF_INET;
-	memcpy(&dst->sin_addr, hdr.src_addr + 12, 4);
-	dst->sin_port = htobe16(hdr.src_port);
+	/* Addresses from the RDMA-CM header: the peer's is the source.
+	 * IPv6 (ip_version 6) keeps all 16 bytes. */
+	uint16_t ps, port = 0;
+	bool have_port = wire_rdma_cm_service_id_parse(cm_id_service_id(ev->id), &ps, &port);
+	if (hdr.ip_version == 6) {
+		struct sockaddr_in6 *src6 = &id->id.route.addr.src_sin6, *dst6 = &id->id.route.addr.dst_sin6;
+		memset(src6, 0, sizeof(*src6));
+		memset(dst6, 0, sizeof(*dst6));
+		src6->sin6_family = dst6->sin6_family = AF_INET6;
+		memcpy(&src6->sin6_addr, hdr.dst_addr, 16);
+		memcpy(&dst6->sin6_addr, hdr.src_addr, 16);
+		if (have_port)
+			src6->sin6_port = htobe16(port);
+		dst6->sin6_port = htobe16(hdr.src_port);
+	} else {
+		struct sockaddr_in *src = &id->id.route.addr.src_sin, *dst = &id->id.route.addr.dst_sin;
+		src->sin_family = AF_INET;
+		memcpy(&src->sin_addr, hdr.dst_addr + 12, 4);
+		if (have_port)
+			src->sin_port = htobe16(port);
+		dst->sin_family = AF_INET;
+		memcpy(&dst->sin_addr, hdr.src_addr + 12, 4);
+		dst->sin_port = htobe16(hdr.src_port);
+	}
 	id->tos = l->tos;
 	id->tos_set = l->tos_set;
 	id->ack_timeout = l->ack_timeout;
@@ -1105,10 +1119,18 @@ int rdma_connect(struct rdma_cm_id *cmid, struct rdma_conn_param *conn_param)
 		return rcm_fail(EINVAL);
 	if (conn_param && conn_param->private_data_len > max_user)
 		return rcm_fail(EINVAL);
-	struct wire_cma_hdr hdr = { .cma_version = WIRE_CMA_VERSION, .ip_version = 4,
+	/* The RDMA-CM header (the kernel's cma_hdr): IPv4 addresses in the
+	 * last 4 bytes, IPv6 ones whole, with ip_version saying which. */
+	bool v6 = id->id.route.addr.src_sin6.sin6_family == AF_INET6;
+	struct wire_cma_hdr hdr = { .cma_version = WIRE_CMA_VERSION, .ip_version = v6 ? 6 : 4,
 				    .src_port = rcm_src_port(id) };
-	memcpy(hdr.src_addr + 12, &id->id.route.addr.src_sin.sin_addr, 4);
-	memcpy(hdr.dst_addr + 12, &id->id.route.addr.dst_sin.sin_addr, 4);
+	if (v6) {
+		memcpy(hdr.src_addr, &id->id.route.addr.src_sin6.sin6_addr, 16);
+		memcpy(hdr.dst_addr, &id->id.route.addr.dst_sin6.sin6_addr, 16);
+	} else {
+		memcpy(hdr.src_addr + 12, &id->id.route.addr.src_sin.sin_addr, 4);
+		memcpy(hdr.dst_addr + 12, &id->id.route.addr.dst_sin.sin_addr, 4);
+	}
 	memset(buf, 0, sizeof(buf));
 	wire_cma_hdr_encode(&hdr, buf, WIRE_CMA_HDR_LEN);
 	size_t len = WIRE_CMA_HDR_LEN;
