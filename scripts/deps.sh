@@ -25,6 +25,7 @@ PACKAGES=(
   bc                                   # tests/kv/kv_fsync.sh's arithmetic
   libns3-dev libgsl-dev g++            # bench/sim_speed.sh: ns-3 beside the simulator
   ucx-utils openmpi-bin libopenmpi-dev python3-mpi4py # middleware on softrnic (tests/ecosystem)
+  fio mpich libmpich-dev librpma-dev    # RDMA clients on softrnic (tests/ecosystem: fio, mpich, rpma)
   qemu-system-x86 debootstrap cpio kmod # the kernel Soft-RoCE peer in a guest (tests/interop)
 )
 
