@@ -58,7 +58,7 @@ runs=(
 )
 for r in "${runs[@]}"; do
 	# shellcheck disable=SC2086
-	line=$(timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" $r --time 0.5 --verify 2>"$tmp/perf.err") ||
+	line=$(timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" $r --time 0.5 --span 8M --verify 2>"$tmp/perf.err") ||
 		{ cat "$tmp/perf.err" >&2; fail "perf $r failed"; }
 	echo "$line"
 	echo "$line" | grep -Eq "ios=[1-9][0-9]* .*errors=0 verified=[1-9][0-9]* verify_errors=0" ||
