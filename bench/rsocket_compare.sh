@@ -93,7 +93,7 @@ done
 
 med() { tr ' ' '\n' | grep -v '^$' | grep -v n/a | bench_median; }
 {
-	echo "rsockets (softrnic, $(basename "$lib"/..)) vs kernel TCP, loopback, $runs run(s), medians; $(date -u +%F)"
+	echo "rsockets (softrnic, $(basename "$(dirname "$lib")")) vs kernel TCP, loopback, $runs run(s), medians; $(date -u +%F)"
 	printf '%-34s %12s %12s\n' measurement rsockets tcp
 	label() {
 		case $1 in

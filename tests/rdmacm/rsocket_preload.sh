@@ -42,11 +42,15 @@ echo "---- server exit $src"; cat "$work/server.log"
 echo "---- client exit $crc"; cat "$work/client.err"
 [ $crc -eq 0 ] || { echo "FAIL: client exit $crc"; cat "$work/client.json"; exit 1; }
 [ $src -eq 0 ] || { echo "FAIL: server exit $src"; exit 1; }
-python3 - "$work/client.json" "$secs" <<'PY'
+python3 - "$work/client.json" "$secs" <<'PY' || { echo "---- client JSON"; cat "$work/client.json"; exit 1; }
 import json, sys
 d = json.load(open(sys.argv[1]))
 secs = float(sys.argv[2])
-sent, recv = d["end"]["sum_sent"], d["end"]["sum_received"]
+end = d["end"]
+if "sum_sent" not in end:
+    print("FAIL: iperf3 reported no totals (keys: %s)" % sorted(end))
+    sys.exit(1)
+sent, recv = end["sum_sent"], end["sum_received"]
 ivals = [i["sum"]["bytes"] for i in d["intervals"]]
 print("local %s:%s -> %s:%s" % tuple(d["start"]["connected"][0][k] for k in
       ("local_host", "local_port", "remote_host", "remote_port")))
