@@ -88,6 +88,7 @@ int main(int argc, char **argv)
 	int port = argc > 1 ? atoi(argv[1]) : 18830;
 	struct sockaddr_in la = addr_of(port), refused = addr_of(port + 1);
 	char b[64];
+	struct iovec wv_bad[1] = { { NULL, 0 } };
 
 	/* No such socket. */
 	EXPECT_ERR(rsend(-1, b, 1, 0), EBADF);
@@ -164,6 +165,10 @@ int main(int argc, char **argv)
 	plen = sizeof(pa);
 	CHECK(rgetsockname(s, (struct sockaddr *)&pa, &plen) == 0 && pa.sin_port == htons(port));
 	EXPECT_ERR(rconnect(c, (struct sockaddr *)&la, sizeof(la)), EISCONN);
+	EXPECT_ERR(rsend(c, NULL, 10, 0), EFAULT);
+	EXPECT_ERR(rrecv(c, NULL, 10, 0), EFAULT);
+	EXPECT_ERR(rwritev(c, NULL, 1), EFAULT);
+	EXPECT_ERR(rreadv(c, wv_bad, -1), EINVAL);
 	EXPECT_ERR(rsendto(c, b, 1, 0, (struct sockaddr *)&la, sizeof(la)), EISCONN);
 
 	/* Nothing sent yet: a non-blocking receive would block. */

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -658,6 +659,15 @@ static int ready_for_data(struct rsock *rs, int flags)
 	return 0;
 }
 
+/* A socket's EFAULT for a buffer that is not there. */
+static bool iov_bad(const struct iovec *iov, int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return true;
+	return false;
+}
+
 static ssize_t sendv_to(int socket, const struct iovec *iov, int iovcnt, int flags,
 			const struct sockaddr *to, socklen_t tolen)
 {
@@ -665,8 +675,10 @@ static ssize_t sendv_to(int socket, const struct iovec *iov, int iovcnt, int fla
 
 	if (!rs)
 		return -1;
-	if (iovcnt < 0 || (iovcnt && !iov))
+	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if ((iovcnt && !iov) || iov_bad(iov, iovcnt))
+		return rs_unlock_ret(rs, rs_err(EFAULT));
 	if (rs->type == SOCK_DGRAM) {
 		ssize_t n = ds_sendv(rs, iov, iovcnt, flags, to, tolen);
 		return rs_unlock_ret(rs, (int)n);
@@ -694,8 +706,10 @@ static ssize_t recvv_from(int socket, const struct iovec *iov, int iovcnt, int f
 
 	if (!rs)
 		return -1;
-	if (iovcnt < 0 || (iovcnt && !iov))
+	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return rs_unlock_ret(rs, rs_err(EINVAL));
+	if ((iovcnt && !iov) || iov_bad(iov, iovcnt))
+		return rs_unlock_ret(rs, rs_err(EFAULT));
 	if (rs->type == SOCK_DGRAM) {
 		ssize_t n = ds_recvv(rs, iov, iovcnt, flags, from, fromlen);
 		return rs_unlock_ret(rs, (int)n);
