@@ -2,8 +2,8 @@
  * cc.c — congestion control and rate limiting in the transport: the glue
  * between the QP and its reaction point (DCQCN, dcqcn.c, by default;
  * DCTCP, dctcp.c, TIMELY, timely.c, or HPCC, hpcc_cc.c, by
- * rnic_config.cc_algo), the pacer
- * (pacer.h), the congestion window and the CNP.
+ * rnic_config.cc_algo), the pacer (pacer.h), the congestion window and
+ * the CNP.
  *
  * The loop (RoCEv2, IBTA Annex A17.9; DCQCN, SIGCOMM 2015):
  *
@@ -72,8 +72,8 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp)
 	return qp->r->cfg.ecn && connected(qp) ? WIRE_ECN_ECT0 : WIRE_ECN_NOT_ECT;
 }
 
-/* The algorithm in charge of this QP's rate: DCTCP and TIMELY only for
- * the connected QPs they can hear from (a UD QP keeps DCQCN's idle
+/* The algorithm in charge of this QP's rate: DCTCP, TIMELY and HPCC only
+ * for the connected QPs they can hear from (a UD QP keeps DCQCN's idle
  * state, as before). */
 static enum rnic_cc_algo algo(const struct rnic_qp *qp)
 {
@@ -81,7 +81,7 @@ static enum rnic_cc_algo algo(const struct rnic_qp *qp)
 }
 
 /* The algorithm's rate, 0 while it does not hold the QP back (DCQCN
- * uncongested; DCTCP or TIMELY at the line rate). */
+ * uncongested; the others at the line rate). */
 static uint64_t algo_rate(const struct rnic_qp *qp)
 {
 	uint64_t line = qp->r->cfg.line_rate, rate;
@@ -340,7 +340,7 @@ static void repace(struct rnic_qp *qp, uint64_t now)
 	rnic_timer_armed(qp->r, qp->cc.pace_until);
 }
 
-/* DCTCP or TIMELY moved the rate: count the cuts, and a requester
+/* DCTCP, TIMELY or HPCC moved the rate: count the cuts, and a requester
  * waiting for the pacer waits for the new rate's time. */
 static void rate_changed(struct rnic_qp *qp, uint64_t cuts_before, uint64_t cuts_after, uint64_t now)
 {
