@@ -38,6 +38,9 @@ TAP=srnio-tap
 SUB=10.78.$(($$ % 250 + 1))
 HOST=$SUB.1
 GUEST=$SUB.2
+# IPv6 (the ipv6_* cases): the bridge and the guest's eth0 get these too.
+HOST6=fd00:78:$(($$ % 250 + 1))::1
+GUEST6=fd00:78:$(($$ % 250 + 1))::2
 LOGS=$DIR/logs
 JOB=$DIR/job-$$
 QEMU_PID=
@@ -75,6 +78,13 @@ ALL_CASES=(
 	loss_rping:softrnic-server loss_rping:kernel-server
 	loss_rc_pingpong:softrnic-server loss_rc_pingpong:kernel-server
 	ecn:to-kernel ecn:to-softrnic
+	ipv6_rc_pingpong:softrnic-server ipv6_rc_pingpong:kernel-server
+	ipv6_ud_pingpong:softrnic-server ipv6_ud_pingpong:kernel-server
+	ipv6_write_bw:softrnic-server ipv6_write_bw:kernel-server
+	ipv6_read_lat:softrnic-server ipv6_read_lat:kernel-server
+	ipv6_rping:softrnic-server ipv6_rping:kernel-server
+	ipv6_udaddy:softrnic-server ipv6_udaddy:kernel-server
+	nvme_rdma:kernel-host
 	guest_poweroff:during-rping
 )
 
@@ -266,14 +276,16 @@ guest_alive() { [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; }
 PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
 HENV=(env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0
 	SOFTRNIC_ADDR="$HOST" SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_PCAP_LIMIT=20M)
+# HEXTRA: more settings for a case (the ipv6_* cases bind softrnic to HOST6).
+HEXTRA=()
 hrun() {     # hrun SECONDS CMD...: in the namespace, through softrnic
 	local t=$1; shift
-	ip netns exec "$NS" "${HENV[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
+	ip netns exec "$NS" "${HENV[@]}" "${HEXTRA[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
 		timeout -k 3 "$t" "$@"
 }
 hstart() {   # hstart LOG SECONDS CMD...: the same in the background, its pid in HPID
 	local log=$1 t=$2; shift 2
-	ip netns exec "$NS" "${HENV[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
+	ip netns exec "$NS" "${HENV[@]}" "${HEXTRA[@]}" SOFTRNIC_PCAP="$LOGS/$CASE_FILE.softrnic-%p.pcap" \
 		timeout -k 3 "$t" "$@" >> "$log" 2>&1 &
 	HPID=$!; HOST_PIDS+=("$HPID")
 }
@@ -314,16 +326,20 @@ srn_counter() {
 # Retried while the other end is not listening yet.
 RETRY='[Cc]ouldn.t connect\|REJECTED\|[Cc]onnection refused\|[Ff]ailed to connect\|connect error\|Unable to connect\|UNREACHABLE\|unreachable\|rdma_connect\|ADDR_ERROR\|ROUTE_ERROR'
 
-# Command templates: {A} the server's address, {P} the port, {G} the
-# pingpong device flags, {X} perftest's, {D} the device for -R perftest.
+# Command templates: {A} the server's address, {A6} its IPv6 address, {P}
+# the port, {G} the pingpong device flags, {X} perftest's, {D} the device
+# for -R perftest.  GUEST_GID: the rxe GID index the guest uses (1: its
+# IPv4-mapped GID; the ipv6_* cases set the index of its IPv6 GID).
+GUEST_GID=1
 expand() {   # expand SIDE(host|guest) ADDR TEMPLATE
-	local s=$3
+	local s=$3 a6=$HOST6
+	[ "$2" = "$GUEST" ] && a6=$GUEST6
 	if [ "$1" = host ]; then
 		s=${s//\{G\}/-g 0}; s=${s//\{X\}/-x 0}; s=${s//\{D\}/}
 	else
-		s=${s//\{G\}/-d rxe0 -g 1}; s=${s//\{X\}/-d rxe0 -x 1}; s=${s//\{D\}/-d rxe0}
+		s=${s//\{G\}/-d rxe0 -g $GUEST_GID}; s=${s//\{X\}/-d rxe0 -x $GUEST_GID}; s=${s//\{D\}/-d rxe0}
 	fi
-	s=${s//\{A\}/$2}; s=${s//\{P\}/$PORT}
+	s=${s//\{A6\}/$a6}; s=${s//\{A\}/$2}; s=${s//\{P\}/$PORT}
 	echo "$s"
 }
 
@@ -703,6 +719,107 @@ done; cat /tmp/p.out"
 		fail "softrnic's rping exit 0 after its peer vanished"
 	elif [ $rst = 124 ] && [ "${outst:-x}" != 0 ]; then
 		fail "softrnic's rping still running 60 s after the power-off with ${outst:-?} requests outstanding"
+	else
+		pass
+	fi
+}
+
+# RoCEv2 over IPv6: the bridge gets HOST6 and the guest's eth0 GUEST6 (no
+# duplicate-address wait), once; rxe adds a RoCE v2 GID for GUEST6, whose
+# index the guest's programs are given.  softrnic binds HOST6, so its GID 0
+# is that address; the pingpongs' and perftest's TCP exchange stays on IPv4
+# (the RDMA traffic follows the GIDs), rping and udaddy resolve the IPv6
+# addresses through the CMs.
+IPV6_READY=
+ipv6_setup() {
+	if [ -z "$IPV6_READY" ]; then
+		IPV6_READY=no
+		ip -n "$NS" addr add "$HOST6/64" dev "$BR" nodad || return 1
+		local out want
+		want=$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$GUEST6")
+		# Builtins only in the loop: a fork per GID is slow under TCG.
+		out=$(grun 90 "ip addr add $GUEST6/64 dev eth0 nodad || exit 1
+want=${want//:/}
+for _ in \$(seq 50); do
+	for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+		i=\${g##*/}; v=; t=
+		read -r v < \$g 2>/dev/null
+		[ \"\${v//:/}\" = \"\$want\" ] || continue
+		read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/\$i 2>/dev/null
+		[ \"\$t\" = 'RoCE v2' ] || continue
+		echo gid_index=\$i; exit 0
+	done
+	read -rt 0.2 <> /run/tick
+done
+ip -6 addr show dev eth0
+for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do read -r v < \$g; [ \"\$v\" = 0000:0000:0000:0000:0000:0000:0000:0000 ] || echo \"\${g##*/} \$v\"; done
+exit 1")
+		GIDX6=$(sed -n 's/^gid_index=//p' <<<"$out")
+		[ -n "$GIDX6" ] || { echo "$out" > "$LOGS/ipv6-setup.log"; return 1; }
+		IPV6_READY=yes
+	fi
+	[ "$IPV6_READY" = yes ] || return 1
+	GUEST_GID=$GIDX6
+	HEXTRA=(SOFTRNIC_ADDR="$HOST6")
+}
+ipv6_case() {    # ipv6_case CASE-FUNCTION: that case over IPv6
+	if ! ipv6_setup; then fail "no IPv6 GID on the guest's rxe0 (see $LOGS/ipv6-setup.log)"; return; fi
+	"$1"
+	GUEST_GID=1
+	HEXTRA=()
+}
+case_ipv6_rc_pingpong() { ipv6_case case_rc_pingpong; }
+case_ipv6_ud_pingpong() { ipv6_case case_ud_pingpong; }
+case_ipv6_write_bw() { ipv6_case case_write_bw; }
+case_ipv6_read_lat() { ipv6_case case_read_lat; }
+case_ipv6_rping() { ipv6_case ipv6_rping; }
+ipv6_rping() { pair_case "$(side)" 60 "rping -s -a {A6} -p {P} -v -V -C 20" "rping -c -a {A6} -p {P} -v -V -C 20" 'rdma-ping-19'; }
+case_ipv6_udaddy() { ipv6_case ipv6_udaddy; }
+ipv6_udaddy() { pair_case "$(side)" 60 "udaddy -b {A6} -c 2 -C 20" "udaddy -s {A6} -c 2 -C 20" 'test complete'; }
+
+# NVMe over Fabrics: softrnic's target (`softrnic-nvmf serve`, a 64 MiB
+# memory namespace, on the bridge address) and the kernel's nvme-rdma host
+# in the guest: nvme discover, nvme connect, 4 MiB written with dd
+# (O_DIRECT) and read back with the same checksum, nvme disconnect.  The
+# target's counters go to the notes.
+case_nvme_rdma() {
+	local nqn=nqn.2026-12.io.softrnic:interop hpid rc
+	SRV_LOG=$LOGS/$CASE_FILE.softrnic-target.log
+	CLI_LOG=$LOGS/$CASE_FILE.guest-host.log
+	echo "+ softrnic-nvmf serve --nqn $nqn --mem 64M --addr $HOST --port $PORT -v" > "$SRV_LOG"
+	hstart "$SRV_LOG" 600 "$BUILD/bin/softrnic-nvmf" serve --nqn "$nqn" --mem 64M --addr "$HOST" --port "$PORT" -v
+	hpid=$HPID
+	for _ in $(seq 100); do grep -q "serving" "$SRV_LOG" && break; sleep 0.1; done
+	jobn=$((jobn + 1))
+	gstart n$jobn "set -x
+modprobe nvme-rdma || exit 10
+hn=nqn.2014-08.org.nvmexpress:uuid:\$(cat /proc/sys/kernel/random/uuid)
+nvme discover -t rdma -a $HOST -s $PORT --hostnqn \$hn || exit 11
+nvme connect -t rdma -a $HOST -s $PORT -n $nqn --hostnqn \$hn || exit 12
+dev=
+for i in \$(seq 150); do
+	for d in /sys/block/nvme*n1; do [ -e \"\$d\" ] && dev=/dev/\${d##*/}; done
+	[ -n \"\$dev\" ] && [ -b \"\$dev\" ] && break
+	read -rt 0.2 <> /run/tick
+done
+[ -b \"\$dev\" ] || { ls /sys/block /dev; exit 13; }
+cat /sys/block/\${dev#/dev/}/size /sys/block/\${dev#/dev/}/device/model
+dd if=/dev/urandom of=/tmp/pat bs=64k count=64 status=none
+dd if=/tmp/pat of=\$dev bs=64k oflag=direct status=none || exit 14
+dd if=\$dev of=/tmp/back bs=64k count=64 iflag=direct status=none || exit 15
+a=\$(sha256sum < /tmp/pat); b=\$(sha256sum < /tmp/back)
+echo \"written \$a read \$b\"
+[ \"\$a\" = \"\$b\" ] || exit 16
+nvme disconnect -n $nqn || exit 17
+echo nvme-rdma-ok"
+	gwait n$jobn 400; rc=$?
+	gout n$jobn > "$CLI_LOG"
+	kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+	note "target: $(grep -E '^(commands|errors|reads|writes|rdma_reads|rdma_writes|in_capsule_writes|sends_with_invalidate|keep_alives|queues_accepted) ' "$SRV_LOG" | tr '\n' ' ')"
+	if [ "$rc" != 0 ] || ! grep -q "^nvme-rdma-ok" "$CLI_LOG"; then
+		fail "guest exit $rc: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+	elif ! grep -q "^writes [1-9]" "$SRV_LOG" || ! grep -q "^reads [1-9]" "$SRV_LOG"; then
+		fail "the target counted no reads or writes"
 	else
 		pass
 	fi
