@@ -10,7 +10,7 @@
  * wire protocol, which is rdma-core's.
  *
  * Datagram sockets (SOCK_DGRAM) are in rsocket_dgram.c; the calls here
- * hand them over.  Not here: riomap / riowrite (ENOSYS stand-ins),
+ * hand them over; riomap/riowrite are in rsocket_iomap.c.  Not here:
  * keepalive messages (SO_KEEPALIVE is accepted and reported, nothing is
  * sent).
  */
@@ -149,6 +149,7 @@ static struct rsock *rs_alloc(const struct rsock *parent)
 		rs->fs_flags = parent->fs_flags;
 		rs->fd_flags = parent->fd_flags;
 		rs->keepalive_time = parent->keepalive_time;
+		rs->target_iomap_size = parent->target_iomap_size;
 	} else {
 		pthread_once(&defaults.once, load_defaults);
 		rs->sbuf_size = defaults.wmem;
@@ -948,7 +949,11 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 			rs->sq_inline = (uint16_t)(v < 0 ? 0 : v > 0xFFFF ? 0xFFFF : v);
 			return rs_unlock_ret(rs, 0);
 		case RDMA_IOMAPSIZE:
-			return rs_unlock_ret(rs, 0);    /* riomap: not supported, size 0 */
+			/* Rounded to what rs_conn_data's 8-bit scale carries. */
+			if (v < 0 || v > 0xFFFF)
+				return rs_unlock_ret(rs, rs_err(EINVAL));
+			rs->target_iomap_size = (uint16_t)rs_scale_to_value(rs_value_to_scale(v, 8), 8);
+			return rs_unlock_ret(rs, 0);
 		}
 		break;
 	}
@@ -1068,7 +1073,7 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 			ret = put_int(optval, optlen, rs->sq_inline);
 			break;
 		case RDMA_IOMAPSIZE:
-			ret = put_int(optval, optlen, 0);
+			ret = put_int(optval, optlen, rs->target_iomap_size);
 			break;
 		default:
 			ret = rs_err(ENOTSUP);

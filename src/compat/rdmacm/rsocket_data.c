@@ -88,19 +88,23 @@ int rs_create_ep(struct rsock *rs)
 	pd = rs->cm->qp->pd;
 
 	size_t slen = rs->sbuf_size + RS_QP_CTRL_SIZE * sizeof(struct rs_sge);
+	/* The target list: the two buffer grants, then the iomap table. */
+	size_t tlen = RS_SGL_SIZE * sizeof(struct rs_sge) +
+		      (size_t)rs->target_iomap_size * sizeof(struct rs_iomap);
 	rs->sbuf = alloc_zero(slen);
 	rs->rbuf = alloc_zero(rs->rbuf_size);
-	rs->target_sgl = alloc_zero(RS_SGL_SIZE * sizeof(struct rs_sge));
+	rs->target_sgl = alloc_zero(tlen);
 	rs->rmsg = calloc((size_t)rs->rq_size + 1, sizeof(*rs->rmsg));
 	if (!rs->sbuf || !rs->rbuf || !rs->target_sgl || !rs->rmsg)
 		return rs_err(ENOMEM);
 	rs->smr = ibv_reg_mr(pd, rs->sbuf, slen, IBV_ACCESS_LOCAL_WRITE);
 	rs->rmr = ibv_reg_mr(pd, rs->rbuf, rs->rbuf_size,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	rs->target_mr = ibv_reg_mr(pd, rs->target_sgl, RS_SGL_SIZE * sizeof(struct rs_sge),
+	rs->target_mr = ibv_reg_mr(pd, rs->target_sgl, tlen,
 				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!rs->smr || !rs->rmr || !rs->target_mr)
 		return -1;
+	rs->target_iomap = (struct rs_iomap *)(rs->target_sgl + RS_SGL_SIZE);
 
 	rs->sbuf_avail = rs->sbuf_size;
 	rs->sbuf_head = 0;
@@ -117,6 +121,7 @@ int rs_create_ep(struct rsock *rs)
 
 void rs_free_ep(struct rsock *rs)
 {
+	rs_free_iomaps(rs);
 	if (rs->cm && rs->cm->qp)
 		rdma_destroy_qp(rs->cm);
 	if (rs->smr)
@@ -147,7 +152,7 @@ void rs_format_conn_data(const struct rsock *rs, struct rs_conn_data *c)
 	c->version = 1;
 	c->flags = RS_CONN_FLAG_IOMAP | (__BYTE_ORDER == __BIG_ENDIAN ? RS_CONN_FLAG_NET : 0);
 	c->credits = htobe16(rs->rq_size);
-	c->target_iomap_size = 0;
+	c->target_iomap_size = (uint8_t)rs_value_to_scale(rs->target_iomap_size, 8);
 	c->target_sgl.addr = htobe64((uintptr_t)rs->target_sgl);
 	c->target_sgl.length = htobe32(RS_SGL_SIZE);
 	c->target_sgl.key = htobe32(rs->target_mr->rkey);
@@ -175,6 +180,12 @@ int rs_save_conn_data(struct rsock *rs, const void *pdata, uint8_t len)
 	if (!rs->remote_sgl.length)
 		return rs_err(EPROTO);
 	rs->remote_sge = 1 % rs->remote_sgl.length;
+	if (c.flags & RS_CONN_FLAG_IOMAP) {
+		/* The peer's iomap table follows its target SGL. */
+		rs->remote_iomap.addr = rs->remote_sgl.addr + sizeof(struct rs_sge) * rs->remote_sgl.length;
+		rs->remote_iomap.length = (uint32_t)rs_scale_to_value(c.target_iomap_size, 8);
+		rs->remote_iomap.key = rs->remote_sgl.key;
+	}
 	rs->target_sgl[0].addr = be64toh(c.data_buf.addr);
 	rs->target_sgl[0].length = be32toh(c.data_buf.length);
 	rs->target_sgl[0].key = be32toh(c.data_buf.key);
@@ -323,6 +334,10 @@ int rs_poll_cq(struct rsock *rs)
 					if (RS_MSG_OP(msg) == RS_OP_CTRL &&
 					    RS_MSG_DATA(msg) == RS_CTRL_DISCONNECT)
 						rs->state = RS_DISCONNECTED;
+					break;
+				case RS_OP_IOMAP_SGL:   /* its data is the table index */
+					rs->sqe_avail++;
+					rs->sbuf_avail += sizeof(struct rs_iomap);
 					break;
 				default:
 					rs->sqe_avail++;
@@ -507,6 +522,47 @@ static int write_data(struct rsock *rs, const struct iovec **iov, size_t *off, u
 	return post_write_imm(rs, sge, nsge, rs_msg(RS_OP_DATA, len), flags, addr, rkey);
 }
 
+int rs_write_from(struct rsock *rs, const void *buf, uint32_t len, uint32_t msg, uint64_t addr,
+		  uint32_t rkey)
+{
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr, *bad;
+	int nsge = 1;
+
+	memset(&wr, 0, sizeof(wr));
+	if (len <= rs->sq_inline) {
+		sge[0].addr = (uintptr_t)buf;
+		sge[0].length = len;
+		sge[0].lkey = 0;
+		wr.send_flags = IBV_SEND_INLINE;
+	} else {
+		uint32_t first = rs_min(len, rs->sbuf_size - rs->sbuf_head);
+		memcpy(rs->sbuf + rs->sbuf_head, buf, first);
+		sge[0].addr = (uintptr_t)(rs->sbuf + rs->sbuf_head);
+		sge[0].length = first;
+		sge[0].lkey = rs->smr->lkey;
+		if (first < len) {
+			memcpy(rs->sbuf, (const uint8_t *)buf + first, len - first);
+			sge[1].addr = (uintptr_t)rs->sbuf;
+			sge[1].length = len - first;
+			sge[1].lkey = rs->smr->lkey;
+			nsge = 2;
+		}
+		rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+	}
+	rs->sqe_avail--;
+	rs->sbuf_avail -= len;
+	wr.wr_id = msg;
+	wr.sg_list = sge;
+	wr.num_sge = nsge;
+	wr.opcode = RS_MSG_OP(msg) == RS_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(msg);
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	int e = ibv_post_send(rs->cm->qp, &wr, &bad);
+	return e ? rs_err(e) : 0;
+}
+
 ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t total = 0, left, off = 0;
@@ -524,6 +580,8 @@ ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 		return rs_err(ENOTCONN);
 	if (!(rs->state & RS_WRITABLE))
 		return rs_err(rs->state & RS_ERROR ? (rs->err ? rs->err : EIO) : EPIPE);
+	if (rs->iomap_pending && (ret = rs_send_iomaps(rs, flags)))
+		return ret;
 	for (left = total; left;) {
 		if (!rs_can_send(rs)) {
 			ret = rs_wait(rs, nonblock, can_send_or_closed);

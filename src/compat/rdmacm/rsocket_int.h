@@ -87,12 +87,36 @@ struct rs_conn_data {
 };
 _Static_assert(sizeof(struct rs_conn_data) == 40, "rs_conn_data is 40 bytes on the wire");
 
+/* An entry of a side's iomap table (riomap): where `offset` of the
+ * mapping lives in the peer's memory. */
+struct rs_iomap {
+	uint64_t offset;
+	struct rs_sge sge;
+};
+_Static_assert(sizeof(struct rs_iomap) == 24, "rs_iomap is 24 bytes on the wire");
+
+/* rdma-core's 8-bit scale for iomap table sizes in rs_conn_data. */
+static inline int rs_value_to_scale(int value, int bits)
+{
+	return value <= (1 << (bits - 1)) ? value : (1 << (bits - 1)) | (value >> bits);
+}
+static inline int rs_scale_to_value(int value, int bits)
+{
+	return value <= (1 << (bits - 1)) ? value : (value & ~(1 << (bits - 1))) << bits;
+}
+
 /* Work request ids: receives have bit 63, sends carry their message. */
 #define RS_WR_RECV (UINT64_C(1) << 63)
 
 /* ---- one socket --------------------------------------------------------------- */
 struct ds_dest;
 struct ds_rmsg;
+struct rs_iomap_mr {                    /* one riomap */
+	struct rs_iomap_mr *next;       /* local_maps only */
+	struct ibv_mr *mr;              /* NULL: a free slot */
+	uint64_t offset;
+	bool pending;                   /* not sent to the peer yet */
+};
 enum rs_state {
 	RS_INIT = 0,
 	RS_BOUND = 0x0001,
@@ -165,6 +189,14 @@ struct rsock {
 	uint32_t rbuf_avail;            /* bytes read and not yet granted */
 	uint32_t rbuf_free_offset;      /* the next half to grant */
 	uint16_t rseq_no, rseq_comp;    /* messages read / when to grant credits */
+
+	/* riomap / riowrite (rsocket_iomap.c). */
+	uint16_t target_iomap_size;     /* entries we offer the peer (RDMA_IOMAPSIZE) */
+	struct rs_iomap *target_iomap;  /* after target_sgl, written by the peer */
+	struct rs_sge remote_iomap;     /* the peer's table: address, rkey, entries */
+	struct rs_iomap_mr *iomaps;     /* our mappings, remote_iomap.length of them */
+	struct rs_iomap_mr *local_maps; /* read-only mappings (not offered) */
+	bool iomap_pending;             /* a mapping waits to be sent */
 
 	/* Datagram sockets (rsocket_dgram.c). */
 	int type;                       /* SOCK_STREAM or SOCK_DGRAM */
@@ -255,6 +287,16 @@ bool rs_arm(struct rsock *rs);
 void rs_take_cq_event(struct rsock *rs);
 ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
 ssize_t rs_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
+
+/* Posts an RDMA WRITE (msg op RS_OP_WRITE) or WRITE WITH IMMEDIATE of len
+ * bytes from buf, inline or copied into the send buffer; takes a work
+ * request and len bytes of send buffer, given back at its completion. */
+int rs_write_from(struct rsock *rs, const void *buf, uint32_t len, uint32_t msg, uint64_t addr,
+		  uint32_t rkey);
+
+/* rsocket_iomap.c */
+int rs_send_iomaps(struct rsock *rs, int flags);
+void rs_free_iomaps(struct rsock *rs);
 
 /* rsocket_dgram.c */
 int ds_socket(struct rsock *rs, int domain);
