@@ -16,7 +16,8 @@
 #     the captured IPv6 header) and by tshark's independent dissector;
 #   - softrnic's own capture (SOFTRNIC_PCAP) of an IPv6 run decodes too;
 #   - rping, ucmatose (RC) and udaddy (UD, SIDR) through librdmacm.so.1
-#     with IPv6 addresses on both ends (the CM's REQ carries them);
+#     with IPv6 addresses on both ends (the CM's REQ carries them), and
+#     mckey's UD multicast to an IPv6 group (ff0e::78:N);
 #   - bad settings get a clear error: a link-local address without its
 #     interface, a multicast address.
 #
@@ -183,6 +184,20 @@ if [ -e "$LIB/librdmacm.so.1" ] && command -v rping >/dev/null; then
 	# (perftest's -R resolves its server as IPv4 only, --ipv6 or not.)
 	pair "ucmatose" "$cm_retry\|failed" ucmatose -b "$ADDR6_A" -C 10 -c 2 -- ucmatose -s "$ADDR6_A" -C 10 -c 2
 	pair "udaddy" "$cm_retry\|failed\|error" udaddy -b "$ADDR6_A" -C 10 -c 2 -- udaddy -s "$ADDR6_A" -C 10 -c 2
+	# UD multicast to an IPv6 group (rdma_join_multicast; the MGID is the
+	# group): the receiver joins, then the sender sends 10 messages.
+	group=ff0e::78:$N
+	ghex=$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]).exploded.replace(":", ""))' "$group")
+	run_in "$NS_A" env SOFTRNIC_IFACE="$V6_A" timeout 60 mckey -m "$group" -b "$ADDR6_A" -C 10 >"$LOG_S" 2>&1 &
+	SERVER_PID=$!
+	for _ in $(seq 100); do ip netns exec "$NS_A" grep -q "$ghex" /proc/net/igmp6 && break; sleep 0.1; done
+	ip netns exec "$NS_A" grep -q "$ghex" /proc/net/igmp6 || fail "mckey's receiver never joined $group"
+	run_in "$NS_B" env SOFTRNIC_ADDR="$ADDR6_B" timeout 60 mckey -m "$group" -b "$ADDR6_B" -s -C 10 >"$LOG_C" 2>&1 ||
+		{ cat "$LOG_C"; fail "mckey sender"; }
+	status=0; wait "$SERVER_PID" || status=$?; SERVER_PID=
+	grep -q "test complete" "$LOG_S" && [ $status = 0 ] ||
+		{ sed 's/^/  [receiver] /' "$LOG_S"; sed 's/^/  [sender] /' "$LOG_C"; fail "mckey over IPv6 multicast (receiver exit $status)"; }
+	echo "netns_ipv6_test: mckey to IPv6 group $group ok"
 fi
 
 # Settings that cannot work are refused with a message that says why.

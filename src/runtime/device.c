@@ -237,10 +237,8 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 	struct srt_device *dev = ctx;
 	int e = 0;
 
-	if (join && dev->udp.v6)
-		e = EOPNOTSUPP;         /* IPv6 multicast groups: not yet */
-	else if (join)
-		e = srt_mcast_join(&dev->mcast, dev->udp.addr, mgid);
+	if (join)
+		e = srt_mcast_join(&dev->mcast, &dev->udp, mgid);
 	else
 		srt_mcast_leave(&dev->mcast, mgid);
 	srt_kick(dev);

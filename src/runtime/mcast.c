@@ -10,6 +10,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,15 +30,50 @@ bool srt_mcast_group_of(const struct rnic_gid *mgid, struct in_addr *group)
 	return IN_MULTICAST(ntohl(group->s_addr));
 }
 
-static struct srt_mcast_sock *find(struct srt_mcast *m, struct in_addr group)
+static struct srt_mcast_sock *find(struct srt_mcast *m, const struct rnic_gid *mgid)
 {
 	for (int i = 0; i < SRT_MCAST_MAX; i++) {
 		struct srt_mcast_sock *s = &m->sock[i];
 
-		if (s->udp.fd >= 0 && !s->closing && s->udp.addr.s_addr == group.s_addr)
+		if (s->udp.fd >= 0 && !s->closing && !memcmp(s->udp.gid.raw, mgid->raw, 16))
 			return s;
 	}
 	return NULL;
+}
+
+/* The same for an IPv6 group: bound to [group]:4791, joined on the
+ * interface of our address (its scope for a link-local one, else by name;
+ * 0 lets the kernel choose by route). */
+static int open_group_socket6(const struct rnic_gid *mgid, const struct srt_udp *port, int *fd_out)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(WIRE_ROCEV2_UDP_PORT) };
+	struct ipv6_mreq mreq;
+	unsigned ifindex = port->scope_id ? port->scope_id : port->ifname[0] ? if_nametoindex(port->ifname) : 0;
+	int one = 1, e;
+	int fd = srt_udp_socket(AF_INET6);
+
+	if (fd < 0)
+		return errno;
+	memcpy(&sin6.sin6_addr, mgid->raw, 16);
+	sin6.sin6_scope_id = ifindex;
+	memcpy(&mreq.ipv6mr_multiaddr, mgid->raw, 16);
+	mreq.ipv6mr_interface = ifindex;
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sin6, sizeof(sin6)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mreq, sizeof(mreq)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))) {
+		e = errno;
+		close(fd);
+		return e;
+	}
+	(void)setsockopt(fd, SOL_UDP, UDP_NO_CHECK6_RX, &one, sizeof(one));
+	int rcvbuf = 4 << 20;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	*fd_out = fd;
+	return 0;
 }
 
 /* A socket bound to group:4791, member of the group on local's interface. */
@@ -64,26 +101,28 @@ static int open_group_socket(struct in_addr group, struct in_addr local, int *fd
 	return 0;
 }
 
-int srt_mcast_join(struct srt_mcast *m, struct in_addr local, const struct rnic_gid *mgid)
+int srt_mcast_join(struct srt_mcast *m, const struct srt_udp *port, const struct rnic_gid *mgid)
 {
 	struct srt_mcast_sock *slot = NULL;
-	struct in_addr group;
+	struct in_addr group = { 0 };
 	int fd = -1, e;
 
-	if (!srt_mcast_group_of(mgid, &group))
+	if (port->v6 ? mgid->raw[0] != 0xff : !srt_mcast_group_of(mgid, &group))
 		return EAFNOSUPPORT;
-	if (find(m, group))
+	if (find(m, mgid))
 		return 0;
 	for (int i = 0; i < SRT_MCAST_MAX && !slot; i++)
 		if (m->sock[i].udp.fd < 0)
 			slot = &m->sock[i];
 	if (!slot)
 		return ENOMEM;
-	e = open_group_socket(group, local, &fd);
+	e = port->v6 ? open_group_socket6(mgid, port, &fd) : open_group_socket(group, port->addr, &fd);
 	if (e)
 		return e;
 	memset(slot, 0, sizeof(*slot));
 	slot->udp.fd = fd;
+	slot->udp.v6 = port->v6;
+	slot->udp.gid = *mgid;
 	slot->udp.addr = group;
 	slot->closing = false;
 	return 0;
@@ -91,12 +130,8 @@ int srt_mcast_join(struct srt_mcast *m, struct in_addr local, const struct rnic_
 
 void srt_mcast_leave(struct srt_mcast *m, const struct rnic_gid *mgid)
 {
-	struct in_addr group;
-	struct srt_mcast_sock *s;
+	struct srt_mcast_sock *s = find(m, mgid);
 
-	if (!srt_mcast_group_of(mgid, &group))
-		return;
-	s = find(m, group);
 	if (s)
 		s->closing = true;      /* closed by the progress thread */
 }

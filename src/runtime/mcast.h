@@ -7,7 +7,9 @@
  * address (or to the wildcard, which we cannot take: other processes own
  * 127.0.0.N:4791).  So each group gets a socket bound to <group>:4791
  * with SO_REUSEADDR, so that every process on the host can join the same
- * group, and IP_ADD_MEMBERSHIP on the interface of our address.
+ * group, and IP_ADD_MEMBERSHIP on the interface of our address.  A device
+ * bound to IPv6 joins IPv6 groups (the MGID is the group address, ff..)
+ * with IPV6_JOIN_GROUP on its interface.
  *
  * Locking: join/leave run under the device lock (they are called by the
  * rnic).  The progress thread takes its poll set under the same lock
@@ -25,7 +27,8 @@
 #define SRT_MCAST_MAX 64
 
 struct srt_mcast_sock {
-	struct srt_udp udp;             /* fd < 0: slot free; addr = group */
+	struct srt_udp udp;             /* fd < 0: slot free; gid (and, for
+	                                   IPv4, addr) = the group         */
 	bool closing;                   /* left; closed at the next poll set */
 };
 
@@ -35,12 +38,13 @@ struct srt_mcast {
 
 void srt_mcast_init(struct srt_mcast *m);
 /* Map a multicast GID to its IPv4 group (RoCEv2 convention: the MGID of
- * an IPv4 group is ::ffff:a.b.c.d).  false for anything else (IPv6 groups
- * are not supported, like IPv6 in general). */
+ * an IPv4 group is ::ffff:a.b.c.d).  false for anything else. */
 bool srt_mcast_group_of(const struct rnic_gid *mgid, struct in_addr *group);
-/* Open a socket for `mgid` and join it on the interface of `local`.
- * 0 or an errno (EAFNOSUPPORT: not an IPv4 group, ENOMEM: table full). */
-int srt_mcast_join(struct srt_mcast *m, struct in_addr local, const struct rnic_gid *mgid);
+/* Open a socket for `mgid` and join it on the interface of `port` (the
+ * device's main port: its family decides the group's).  0 or an errno
+ * (EAFNOSUPPORT: not a multicast group of that family, ENOMEM: table
+ * full). */
+int srt_mcast_join(struct srt_mcast *m, const struct srt_udp *port, const struct rnic_gid *mgid);
 void srt_mcast_leave(struct srt_mcast *m, const struct rnic_gid *mgid);
 /* Progress thread, device lock held: close left sockets, then write a
  * pollfd (POLLIN) and the socket for every open group.  Returns the count

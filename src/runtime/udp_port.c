@@ -498,8 +498,12 @@ static int open_sport_socket(const struct srt_udp *u, uint16_t sport)
 	    (!u->gso && set_int_option(fd, SOL_SOCKET, SO_NO_CHECK, 1)))
 		goto fail;
 	set_send_buffer(fd);
-	if (!u->v6)
+	if (!u->v6) {
 		(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
+	} else {
+		int ifindex = (int)(u->scope_id ? u->scope_id : u->ifname[0] ? if_nametoindex(u->ifname) : 0);
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
+	}
 	return fd;
 fail:
 	e = errno;
@@ -718,6 +722,10 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 	if (!u->v6)
 		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	lookup_interface(u);
+	if (u->v6) {
+		int ifindex = (int)(u->scope_id ? u->scope_id : u->ifname[0] ? if_nametoindex(u->ifname) : 0);
+		(void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
+	}
 	return 0;
 }
 

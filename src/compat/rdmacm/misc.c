@@ -101,8 +101,18 @@ static int mgid_of(const struct sockaddr *addr, union ibv_gid *mgid)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
 
+	/* An IPv6 group is its own MGID (the runtime joins it on a device
+	 * bound to IPv6, and refuses it on one bound to IPv4). */
+	if (addr && addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)addr;
+
+		if (!IN6_IS_ADDR_MULTICAST(&s6->sin6_addr))
+			return EINVAL;
+		memcpy(mgid->raw, &s6->sin6_addr, 16);
+		return 0;
+	}
 	if (!addr || addr->sa_family != AF_INET || !IN_MULTICAST(be32toh(sin->sin_addr.s_addr)))
-		return EINVAL;  /* rdma-core: a family it does not know; softrnic: IPv4 groups only */
+		return EINVAL;  /* rdma-core: a family it does not know */
 	memset(mgid, 0, sizeof(*mgid));
 	mgid->raw[10] = mgid->raw[11] = 0xff;
 	memcpy(mgid->raw + 12, &sin->sin_addr, 4);
