@@ -14,7 +14,7 @@
  * address of that interface, or with none its first global IPv6 address.
  * Over IPv6 the GID is the address and packets carry an IPv6 header
  * (udp_port.c); the host-local path, address sharing between processes
- * and multicast are IPv4-only for now.
+ * and the link monitor are IPv4-only for now.
  *
  * UDP source port: as kernel rxe, RC/UC use rdma_get_udp_sport(0, lqpn,
  * rqpn) and UD 0xC000 + hash_32(qpn, 14) (flow entropy for ECMP); the
