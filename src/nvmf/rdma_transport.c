@@ -168,6 +168,10 @@ static int respond(struct server *s, struct tqueue *tq, unsigned slot)
 	if (r->held)
 		return 0;
 	nvmf_req_response(s->t, &tq->q, r, c->rsp);
+	if (r->status && s->verbose)
+		fprintf(stderr, "nvmf: qid %u cid %u opcode 0x%02x%s cdw10 0x%x nsid %u: status 0x%03x (%s)\n", tq->q.qid,
+			r->cmd.cid, r->cmd.opcode, r->cmd.opcode == NVME_FABRICS_COMMAND ? " (fabrics)" : "", r->cmd.cdw10,
+			r->cmd.nsid, NVME_SC_CODE(r->status), nvme_status_str(r->status));
 	rsp_sge = (struct ibv_sge){ .addr = (uintptr_t)c->rsp, .length = NVME_CQE_BYTES, .lkey = tq->rsp_mr->lkey };
 	memset(&send_wr, 0, sizeof(send_wr));
 	send_wr.wr_id = WR_ID(tq, WR_SEND, slot);

@@ -23,7 +23,7 @@
 
 enum { FEAT_VOLATILE_WC = 0x06, FEAT_NUM_QUEUES = 0x07, FEAT_ASYNC_EVENT = 0x0b, FEAT_KATO = 0x0f };
 enum { LOG_ERROR = 0x01, LOG_SMART = 0x02, LOG_FW_SLOT = 0x03, LOG_DISCOVERY = 0x70 };
-enum { CNS_NS = 0x00, CNS_CTRL = 0x01, CNS_NS_ACTIVE_LIST = 0x02, CNS_NS_DESC_LIST = 0x03 };
+enum { CNS_NS = 0x00, CNS_CTRL = 0x01, CNS_NS_ACTIVE_LIST = 0x02, CNS_NS_DESC_LIST = 0x03, CNS_CS_CTRL = 0x06 };
 
 static void copy_padded(uint8_t *dst, const char *src, size_t width)
 {
@@ -202,8 +202,13 @@ bool nvmf_req_prepare(struct nvmf_target *t, struct nvmf_queue *q, const uint8_t
 	if (!st && !fabrics && !(CC_EN(q->ctrl->cc) && (q->ctrl->csts & CSTS_RDY)))
 		st = NVME_SC_CMD_SEQ_ERROR | NVME_SC_DNR;
 	/* The SGL must describe exactly the data (NVMe Base 1.4 §4.4:
-	 * Data SGL Length Invalid); in-capsule data only goes to the
-	 * controller and must fit in the capsule. */
+	 * Data SGL Length Invalid) — but a Dataset Management's ranges may
+	 * lie in a longer buffer, as the kernel's target also allows; in-
+	 * capsule data only goes to the controller and must fit in the
+	 * capsule. */
+	if (!st && !fabrics && q->qid != 0 && r->cmd.opcode == NVME_IO_DSM && r->sgl.len > len &&
+	    r->sgl.len <= NVMF_MAX_DATA)
+		len = r->sgl.len;       /* ranges may come in a longer buffer (the Linux host's) */
 	if (!st && r->sgl.len != len)
 		st = NVME_SC_SGL_INVALID_DATA | NVME_SC_DNR;
 	if (!st && r->sgl.kind == NVMF_SGL_IN_CAPSULE) {
@@ -476,6 +481,13 @@ static void exec_identify(struct nvmf_target *t, struct nvmf_queue *q, struct nv
 		d[41] = 1;
 		d[44] = 0;              /* NVM */
 		return;
+	case CNS_CS_CTRL:
+		/* The NVM command set's controller data (NVMe 2.0, CSI 0 in
+		 * CDW11 bits 31:24): all zero, no Verify/Write Zeroes/DSM limits
+		 * beyond MDTS.  The Linux host asks for it. */
+		if (((r->cmd.cdw11 >> 24) & 0xff) != 0 || !nvm)
+			fail(r, NVME_SC_INVALID_FIELD | NVME_SC_DNR);
+		return;
 	default:
 		fail(r, NVME_SC_INVALID_FIELD | NVME_SC_DNR);
 		return;
@@ -519,7 +531,7 @@ static void exec_get_log(struct nvmf_target *t, struct nvmf_queue *q, struct nvm
 		snprintf((char *)e + 512, 256, "%s", q->traddr[0] ? q->traddr : t->traddr); /* TRADDR */
 		e[768] = 1;                             /* RDMA QPTYPE: reliable connected */
 		e[769] = 1;                             /* RDMA PRTYPE: no provider specified */
-		e[770] = 2;                             /* RDMA CMS: RDMA_CM */
+		e[770] = 1;                             /* RDMA CMS: RDMA_CM (sockets-based addressing) */
 		size = 2048;
 		break;
 	}

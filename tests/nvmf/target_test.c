@@ -297,6 +297,11 @@ static void test_admin(void)
 	r = run(&a, &c, 4096, false, 0);
 	CHECK(r.status == 0 && data[0] == 2 && data[1] == 16 && data[20] == 3 && data[40] == 4 &&
 	      !memcmp(data + 24, ns.uuid, 16));
+	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_IDENTIFY, .cdw10 = 6 };     /* NVM command set controller */
+	memset(data, 0xff, 4096);
+	CHECK(run(&a, &c, 4096, false, 0).status == 0 && data[0] == 0 && data[4095] == 0);
+	c.cdw11 = 2u << 24;                                                    /* another command set */
+	CHECK(run(&a, &c, 4096, false, 0).status == (NVME_SC_INVALID_FIELD | NVME_SC_DNR));
 	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_IDENTIFY, .cdw10 = 0x1f };
 	CHECK(run(&a, &c, 4096, false, 0).status == (NVME_SC_INVALID_FIELD | NVME_SC_DNR));
 
@@ -355,7 +360,7 @@ static void test_admin(void)
 	r = run(&dq, &c, 2048, false, 0);
 	CHECK(r.status == 0 && get_le64(data + 8) == 1 && data[1024] == 1 && data[1026] == 2 &&
 	      !strcmp((char *)data + 1024 + 256, NQN) && !strcmp((char *)data + 1024 + 512, "10.1.2.3") &&
-	      !strcmp((char *)data + 1024 + 32, "4420") && data[1024 + 770] == 2);
+	      !strcmp((char *)data + 1024 + 32, "4420") && data[1024 + 770] == 1);
 	c.cdw10 = 0x70 | (1024 / 4 - 1) << 16;
 	c.cdw12 = 1024;                 /* the entry alone, at offset 1024 */
 	r = run(&dq, &c, 1024, false, 0);
@@ -432,6 +437,15 @@ static void test_io(void)
 	r = io_cmd(&io, NVME_IO_READ, 10, 8, 4096, false);
 	CHECK(r.status == 0 && data[1024] == 0 && data[2047] == 0 && data[3584] == 0 && data[4095] == 0 &&
 	      !memcmp(data + 2048, pat + 2048, 1536));
+	/* The ranges in a longer buffer (as the Linux host sends them): taken;
+	 * in a shorter one: Data SGL Length Invalid. */
+	memset(data, 0, 4096);
+	put_le32(data + 4, 1);
+	put_le64(data + 8, 17);
+	c.cdw10 = 0;
+	CHECK(run(&io, &c, 4096, false, 0).status == 0);
+	c.cdw10 = 1;
+	CHECK(run(&io, &c, 16, false, 0).status == (NVME_SC_SGL_INVALID_DATA | NVME_SC_DNR));
 	/* A DSM range out of the namespace: refused, nothing deallocated. */
 	memset(data, 0, 32);
 	put_le32(data + 4, 1);
