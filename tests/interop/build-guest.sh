@@ -15,10 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 DIR=${SOFTRNIC_INTEROP_DIR:-/var/tmp/softrnic-interop}
 MIRROR=${SOFTRNIC_INTEROP_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-PKGS="rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,kmod,procps,tcpdump"
+PKGS="rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,kmod,procps,tcpdump,nvme-cli"
 # crc32_generic: rxe's ICRC uses the kernel crypto "crc32" (without it
 # `rdma link add` fails with ENOENT).  Dependencies are added below.
-MODULES="crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm ib_umad sch_netem"
+# nvme_rdma: the kernel's NVMe/RDMA host, for the nvme_rdma case (softrnic's target).
+MODULES="crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm ib_umad sch_netem nvme_rdma"
 
 say() { echo "build-guest: $*" >&2; }
 [ "$(id -u)" = 0 ] || { say "needs root"; exit 1; }
@@ -97,7 +98,7 @@ install -m 0755 "$here/guest-init.sh" "$DIR/rootfs/init"
 mkdir -p "$DIR/rootfs/mnt/job"
 {
 	echo "kernel $kpkg $kdebver"
-	grep -E '^(rdma-core|ibverbs-providers|ibverbs-utils|perftest|rdmacm-utils|iproute2) ' "$DIR/rootfs-packages.txt"
+	grep -E '^(rdma-core|ibverbs-providers|ibverbs-utils|perftest|rdmacm-utils|iproute2|nvme-cli) ' "$DIR/rootfs-packages.txt"
 } > "$DIR/versions.txt"
 cp "$DIR/kernel/boot/vmlinuz-$kver" "$DIR/vmlinuz"
 (cd "$DIR/rootfs" && find . -xdev -print0 | cpio --null -o -H newc --quiet) > "$DIR/initramfs.cpio.tmp"
