@@ -40,8 +40,9 @@ counter() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/server.log"; }
 
 start_server --mem 64M
 
-# Discovery: one entry, our subsystem, RDMA over IPv4 at the address we reached.
-out=$(timeout 30 "$NVMF" discover --port "$PORT") || fail "discover failed"
+# Discovery (through `softrnic nvmf`, which runs softrnic-nvmf): one entry,
+# our subsystem, RDMA over IPv4 at the address we reached.
+out=$(timeout 30 "$(dirname "$NVMF")/softrnic" nvmf discover --port "$PORT") || fail "discover failed"
 echo "$out"
 echo "$out" | grep -q "records 1" || fail "discovery: not one record"
 echo "$out" | grep -q "trtype rdma adrfam ipv4 subtype nvm traddr 127.0.0.1 trsvcid $PORT subnqn $NQN" ||
@@ -89,10 +90,18 @@ grep -E "^(commands|errors|lba_range|invalid_opcode|sgl_invalid|connect_rejected
 [ "$(counter rdma_reads)" -ge 1 ] || fail "no RDMA READ of write data"
 [ "$(counter ctrls_created)" = "$(counter ctrls_freed)" ] || fail "controllers leaked"
 
-# A file-backed namespace: perf's writes land in the file.
-start_server --file "$tmp/ns.img" --size 8M
-timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" --rw write --bs 64k --qd 4 --time 0.3 --verify >/dev/null ||
-	fail "perf on a file failed"
+# A file-backed namespace of 4 KiB blocks: perf's writes land in the file;
+# a block size below the namespace's is refused.
+start_server --file "$tmp/ns.img" --size 8M --block-size 4096
+line=$(timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" --rw randwrite --bs 8k --qd 4 --time 0.3 --verify 2>"$tmp/perf.err") ||
+	{ cat "$tmp/perf.err" >&2; fail "perf on a file failed"; }
+echo "$line"
+grep -q "2048 blocks of 4096 bytes" "$tmp/perf.err" || { cat "$tmp/perf.err"; fail "not 4 KiB blocks"; }
+set +e
+timeout 30 "$NVMF" perf --nqn "$NQN" --port "$PORT" --bs 512 --time 0.1 2>"$tmp/perf.err" >/dev/null
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "not a multiple of 4096" "$tmp/perf.err" || { cat "$tmp/perf.err"; fail "512 B on 4 KiB blocks: exit $rc"; }
 stop_server
 [ "$(wc -c <"$tmp/ns.img")" = 8388608 ] || fail "file size"
 [ "$(od -An -tx1 -N4096 "$tmp/ns.img" | tr -d ' \n' | tr -d 0 | wc -c)" -gt 0 ] || fail "nothing written to the file"
