@@ -38,7 +38,8 @@ trap cleanup EXIT
 fail() { echo "fio: FAIL: $*" >&2; exit 1; }
 cd "$dir" || exit 1     # fio writes its verify state and postrun output here
 
-fio --enghelp=rdma 2>&1 | grep -q "^verb" || fail "this fio has no rdma ioengine"
+enghelp=$(fio --enghelp=rdma 2>&1)
+grep -q "^verb" <<<"$enghelp" || fail "this fio has no rdma ioengine: $enghelp"
 BS=65536
 # The listener's registry entry (src/compat/rdmacm/addr.c), RDMA_PS_TCP.
 reg=/dev/shm/softrnic-cm-262-$PORT

@@ -29,7 +29,10 @@ trap cleanup EXIT
 fail() { echo "mpich: FAIL: $*" >&2; exit 1; }
 
 mpicc.mpich -O2 -Wall -Wextra -Werror -o "$dir/mpi_check" "$SRC/mpi_check.c" || fail "mpicc.mpich mpi_check.c"
-ldd "$dir/mpi_check" | grep -q libmpich || fail "mpi_check does not link libmpich: $(ldd "$dir/mpi_check")"
+# ldd's output into a variable first: grep -q leaves a pipe at its first
+# match, and with pipefail the writer's SIGPIPE would fail the check.
+libs=$(ldd "$dir/mpi_check") || fail "ldd mpi_check"
+grep -q "libmpich" <<<"$libs" || fail "mpi_check does not link libmpich: $libs"
 
 # sample FILE: every 0.1 s, "pid rx_bytes tx_bytes" of each softrnic
 # device held by an mpi_check process, appended to FILE.
