@@ -43,6 +43,14 @@ grep -q "^verb" <<<"$enghelp" || fail "this fio has no rdma ioengine: $enghelp"
 BS=65536
 # The listener's registry entry (src/compat/rdmacm/addr.c), RDMA_PS_TCP.
 reg=/dev/shm/softrnic-cm-262-$PORT
+# listening PID: the registry entry names PID as an open listener
+# ("<device address> <pid> <listen address> open|closed").
+listening() {
+	local entry pid state
+	entry=$(cat "$reg" 2>/dev/null) || return 1
+	read -r _ pid _ state <<<"$entry"
+	[ "$pid" = "$1" ] && [ "$state" = open ]
+}
 
 # server_bytes STATS COUNTER PID: COUNTER of the device of process PID in
 # a `softrnic stats` listing.
@@ -59,17 +67,17 @@ pair() {
 	while [ "$1" != "--" ]; do server+=("$1"); shift; done
 	shift
 	client=("$@")
-	rm -f "$reg" server.postrun.txt
+	rm -f server.postrun.txt
 	"$SOFTRNIC" run fio --thread --name=server --ioengine=rdma --port="$PORT" --rw=read --bs=$BS \
 		--exec_postrun="sleep 0.3; $SOFTRNIC stats" "${server[@]}" > "$name.server" 2>&1 &
 	server_pid=$!
 	local i
 	for i in $(seq 200); do
-		[ -f "$reg" ] && break
+		listening "$server_pid" && break
 		kill -0 "$server_pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	[ -f "$reg" ] || { cat "$name.server" >&2; fail "$name: the server never listened"; }
+	listening "$server_pid" || { cat "$name.server" >&2; fail "$name: the server never listened"; }
 	timeout -k 5 30 "$SOFTRNIC" run fio --thread --name=client --ioengine=rdma --hostname=127.0.0.1 \
 		--port="$PORT" --rw=write --bs=$BS "${client[@]}" > "$name.client" 2>&1
 	local rc=$?

@@ -30,15 +30,22 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/rpma_check" "$SRC/rpma_check.c" -
 
 start=$SECONDS
 reg=/dev/shm/softrnic-cm-262-$PORT
-rm -f "$reg"
+# listening PID: the registry entry names PID as an open listener
+# ("<device address> <pid> <listen address> open|closed").
+listening() {
+	local entry pid state
+	entry=$(cat "$reg" 2>/dev/null) || return 1
+	read -r _ pid _ state <<<"$entry"
+	[ "$pid" = "$1" ] && [ "$state" = open ]
+}
 "$SOFTRNIC" run "$dir/rpma_check" server 127.0.0.1 "$PORT" > "$dir/server.log" 2>&1 &
 server_pid=$!
 for i in $(seq 200); do
-	[ -f "$reg" ] && break
+	listening "$server_pid" && break
 	kill -0 "$server_pid" 2>/dev/null || break
 	sleep 0.05
 done
-[ -f "$reg" ] || { cat "$dir/server.log" >&2; fail "the server never listened"; }
+listening "$server_pid" || { cat "$dir/server.log" >&2; fail "the server never listened"; }
 SOFTRNIC_PCAP=$dir/client.pcap timeout -k 5 60 "$SOFTRNIC" run "$dir/rpma_check" client 127.0.0.1 "$PORT" $ROUNDS \
 	> "$dir/client.log" 2>&1
 rc=$?
