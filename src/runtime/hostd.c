@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <linux/close_range.h>
@@ -69,7 +70,10 @@ struct hostd {
 static int new_group_socket(struct hostd *h)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(WIRE_ROCEV2_UDP_PORT), .sin_addr = h->addr };
-	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* The system call, not libc's socket(): hostd inherits the program's
+	 * environment, and a preloaded socket library (librspreload.so) would
+	 * make this an rsocket (runtime/udp_port.h, srt_udp_socket). */
+	int one = 1, fd = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
