@@ -84,6 +84,9 @@ ALL_CASES=(
 	ipv6_read_lat:softrnic-server ipv6_read_lat:kernel-server
 	ipv6_rping:softrnic-server ipv6_rping:kernel-server
 	ipv6_udaddy:softrnic-server ipv6_udaddy:kernel-server
+	rstream:softrnic-server rstream:kernel-server
+	rstream_small:softrnic-server rstream_small:kernel-server
+	riostream:softrnic-server riostream:kernel-server
 	nvme_rdma:kernel-host
 	guest_poweroff:during-rping
 )
@@ -443,6 +446,11 @@ case_rping() { pair_case "$(side)" 60 "rping -s -a {A} -p {P} -v -V -C 20" "rpin
 case_ucmatose() { pair_case "$(side)" 60 "ucmatose -b {A} -p {P} -c 4 -C 20" "ucmatose -s {A} -p {P} -c 4 -C 20" 'test complete'; }
 # udaddy has no port option: it always uses 7174.
 case_udaddy() { pair_case "$(side)" 60 "udaddy -b {A} -c 2 -C 20" "udaddy -s {A} -c 2 -C 20" 'test complete'; }
+# rsockets: softrnic's (src/compat/rdmacm/rsocket*.c) against rdma-core's
+# own over the kernel's rxe, data verified (-T v): the same wire protocol.
+case_rstream() { pair_case "$(side)" 120 "rstream -b {A} -p {P} -S 65536 -C 100 -T v" "rstream -s {A} -p {P} -S 65536 -C 100 -T v" '^custom +64k +100 '; }
+case_rstream_small() { pair_case "$(side)" 120 "rstream -b {A} -p {P} -S 64 -C 2000 -T v" "rstream -s {A} -p {P} -S 64 -C 2000 -T v" '^custom +64 +2k '; }
+case_riostream() { pair_case "$(side)" 120 "riostream -b {A} -p {P} -S 65536 -C 50 -T v" "riostream -s {A} -p {P} -S 65536 -C 50 -T v" '^custom +64k +50 '; }
 case_rdma_server() { pair_case "$(side)" 60 "rdma_server -s {A} -p {P}" "rdma_client -s {A} -p {P}" 'rdma_client: end 0'; }
 case_send_bw_cm() { pair_case "$(side)" 60 "ib_send_bw {D} -R $BW -p {P}" "ib_send_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
 case_write_bw_cm() { pair_case "$(side)" 60 "ib_write_bw {D} -R $BW -p {P}" "ib_write_bw {D} -R $BW -p {P} {A}" "$OK_BW"; }
