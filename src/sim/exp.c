@@ -46,6 +46,7 @@
 #include "sim/gen.h"
 #include "sim/hpcc.h"
 #include "sim/net.h"
+#include "sim/progress.h"
 
 #define GBPS 1000000000ull
 
@@ -63,11 +64,17 @@ static const struct sim_switch_opts SWITCH = {
 	.kmin_bytes = 100 * 1024, .kmax_bytes = 400 * 1024, .pmax = 0.2,
 };
 
-/* Run until every flow is done or `limit_ns` of simulated time passed. */
+/* Run until every flow is done or `limit_ns` of simulated time passed,
+ * with a progress line for a long run (progress.h). */
 static void run_flows(struct sim_engine *e, struct sim_net *n, uint64_t limit_ns)
 {
+	struct sim_progress p;
+
+	sim_progress_start(&p, "softrnic sim exp", limit_ns, sim_flows(n));
 	while (sim_flows_running(n) && sim_next_time(e) <= limit_ns && sim_step(e))
-		;
+		if (sim_progress_due(&p))
+			sim_progress_update(&p, e->now, e->events_run, sim_flows_running(n));
+	sim_progress_end(&p, e->now, e->events_run, sim_flows_running(n));
 }
 
 static FILE *open_out(const struct exp_opts *o, const char *name)

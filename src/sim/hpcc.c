@@ -62,6 +62,7 @@
 #include "sim/engine.h"
 #include "sim/fct.h"
 #include "sim/net.h"
+#include "sim/progress.h"
 
 #define MAX_MAP 16
 
@@ -662,8 +663,12 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			sim_at(&e, sample_ns, sample_queues, &smp, 0);
 		}
 	}
+	struct sim_progress prog;
+	sim_progress_start(&prog, "softrnic sim run", stop, sim_flows(n));
 	while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
-		;
+		if (sim_progress_due(&prog))
+			sim_progress_update(&prog, e.now, e.events_run, sim_flows_running(n));
+	sim_progress_end(&prog, e.now, e.events_run, sim_flows_running(n));
 	if (smp.f)
 		fclose(smp.f);
 	if (smp.tput)
