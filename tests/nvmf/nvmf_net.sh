@@ -90,15 +90,23 @@ grep -E "^(commands|errors|lba_range|invalid_opcode|sgl_invalid|connect_rejected
 [ "$(counter rdma_reads)" -ge 1 ] || fail "no RDMA READ of write data"
 [ "$(counter ctrls_created)" = "$(counter ctrls_freed)" ] || fail "controllers leaked"
 
-# A file-backed namespace of 4 KiB blocks: perf's writes land in the file;
-# a block size below the namespace's is refused.
-start_server --file "$tmp/ns.img" --size 8M --block-size 4096
-line=$(timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" --rw randwrite --bs 8k --qd 4 --time 0.3 --verify 2>"$tmp/perf.err") ||
+# A file-backed namespace of 4 KiB blocks, one host allowed: perf's writes
+# land in the file; another host is refused (Connect Invalid Host); a block
+# size below the namespace's is refused.
+HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:0f0e0d0c-0b0a-4908-8706-050403020100
+start_server --file "$tmp/ns.img" --size 8M --block-size 4096 --allow-host "$HOSTNQN"
+set +e
+timeout 30 "$NVMF" perf --nqn "$NQN" --port "$PORT" --time 0.1 2>"$tmp/perf.err" >/dev/null
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "status 0x184 (connect: invalid host)" "$tmp/perf.err" ||
+	{ cat "$tmp/perf.err"; fail "a host not allowed: exit $rc"; }
+line=$(timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" --hostnqn "$HOSTNQN" --rw randwrite --bs 8k --qd 4 --time 0.3 --verify 2>"$tmp/perf.err") ||
 	{ cat "$tmp/perf.err" >&2; fail "perf on a file failed"; }
 echo "$line"
 grep -q "2048 blocks of 4096 bytes" "$tmp/perf.err" || { cat "$tmp/perf.err"; fail "not 4 KiB blocks"; }
 set +e
-timeout 30 "$NVMF" perf --nqn "$NQN" --port "$PORT" --bs 512 --time 0.1 2>"$tmp/perf.err" >/dev/null
+timeout 30 "$NVMF" perf --nqn "$NQN" --port "$PORT" --hostnqn "$HOSTNQN" --bs 512 --time 0.1 2>"$tmp/perf.err" >/dev/null
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "not a multiple of 4096" "$tmp/perf.err" || { cat "$tmp/perf.err"; fail "512 B on 4 KiB blocks: exit $rc"; }
