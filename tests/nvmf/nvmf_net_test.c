@@ -4,7 +4,8 @@
  * command's status checked as NVMe names it, and the target serving on
  * after every one.
  *
- *   connect    an unknown subsystem NQN: Connect Invalid Parameters (DNR)
+ *   connect    an unknown subsystem NQN: Connect Invalid Parameters (DNR);
+ *              a queue deeper than 128: the CM reject's status 4 (HSQSIZE)
  *   status     LBA past the end, unknown I/O and admin opcodes, a wrong
  *              namespace, an SGL shorter than the data, in-capsule data
  *              past the capsule
@@ -87,6 +88,14 @@ static void test_connect(void)
 	CHECK(status == (NVME_SC_CONNECT_INVALID_PARAM | NVME_SC_DNR));
 	printf("connect to an unknown NQN: %s\n", h.err);
 	nvmf_host_close(&h);
+
+	/* The RDMA CM level: a queue deeper than the binding's 128 is
+	 * rejected with the reject private data's status (Invalid HSQSIZE). */
+	struct nvmf_host_queue q;
+	char err[256] = "";
+	CHECK(nvmf_host_queue_connect(&q, NULL, addr, port, 1, 200, 0, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "rejected: status 4") != NULL);
+	printf("queue of 200 entries: %s\n", err);
 }
 
 static void test_commands(void)
