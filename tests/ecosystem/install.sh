@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# install.sh — `cmake --install` into a temporary prefix: softrnic and
-# softrnic-kv in P/bin, the libraries in P/lib/softrnic (never in P/lib,
+# install.sh — `cmake --install` into a temporary prefix: softrnic,
+# softrnic-kv and softrnic-nvmf in P/bin, the libraries in P/lib/softrnic (never in P/lib,
 # where they would shadow the system's rdma-core), and the installed
 # `softrnic run` finds them with no setting.  Then the same for the
 # Debian package of scripts/package_deb.sh, unpacked with dpkg -x.
@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$P" "$work"' EXIT
 cmake --install "$BUILD" --prefix "$P" > "$P.log" 2>&1 || { cat "$P.log"; rm -f "$P.log"; fail "cmake --install"; }
 rm -f "$P.log"
-for f in bin/softrnic bin/softrnic-kv lib/softrnic/libibverbs.so.1 lib/softrnic/librdmacm.so.1 \
+for f in bin/softrnic bin/softrnic-kv bin/softrnic-nvmf lib/softrnic/libibverbs.so.1 lib/softrnic/librdmacm.so.1 \
 	 lib/softrnic/libsoftrnic_shim.so; do
 	[ -e "$P/$f" ] || fail "no $f"
 done
@@ -31,6 +31,9 @@ env -u LD_LIBRARY_PATH ldd "$(command -v ibv_devinfo)" | grep -q "$P" && fail "i
 rdma=$(env -u LD_LIBRARY_PATH ldd "$P/bin/softrnic-kv" | grep -E "lib(ibverbs|rdmacm)")
 [ "$(grep -c "=> $P/bin/../lib/softrnic/" <<<"$rdma")" -eq 2 ] ||
 	fail "softrnic-kv resolves its rdma libraries elsewhere: $rdma"
+rdma=$(env -u LD_LIBRARY_PATH ldd "$P/bin/softrnic-nvmf" | grep -E "lib(ibverbs|rdmacm)")
+[ "$(grep -c "=> $P/bin/../lib/softrnic/" <<<"$rdma")" -eq 2 ] ||
+	fail "softrnic-nvmf resolves its rdma libraries elsewhere: $rdma"
 
 # The Debian package: its control fields and its unpacked programs.
 deb=$(bash "$SOURCE/scripts/package_deb.sh" "$BUILD" "$P") || fail "package_deb.sh"
