@@ -566,7 +566,11 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	}
 
 	struct sim_engine e;
-	struct sim_host_opts ho = { .dcqcn = c.qcn, .cc = &c.cc, .qp_timeout = 10,
+	/* ENABLE_QCN turns the switches' ECN marking on or off; the hosts'
+	 * reaction point follows it for the algorithms that hear marks
+	 * (DCQCN, DCTCP), while HPCC and TIMELY, as in HPCC's simulator,
+	 * react whatever it says. */
+	struct sim_host_opts ho = { .dcqcn = c.qcn || c.cc_mode == 3 || c.cc_mode == 7, .cc = &c.cc, .qp_timeout = 10,
 				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
 					   : c.payload <= 2100 ? 2048 : 4096,
 				    .dctcp = &c.dctcp, .timely = &c.timely, .hpcc = &c.hpcc };

@@ -50,6 +50,12 @@ sed -n 's/^  [0-9]* drops, [0-9]* pauses, \([0-9]*\) ECN marks, \([0-9]*\) CNPs.
 	fail "dctcp: not one echo per mark"
 grep -q "; HPCC, window 104550 bytes;" "$tmp/hpcc-a/summary.txt" || fail "hpcc: window not the topology's BDP"
 grep -q "^  0 drops, 0 pauses, " "$tmp/hpcc-a/summary.txt" || fail "hpcc: the incast reached PFC"
+# HPCC reacts to INT, not to marks: with ENABLE_QCN 0 (no ECN marking)
+# the incast still finishes without a pause.
+sed 's/^ENABLE_QCN 1/ENABLE_QCN 0/' "$here/hpcc/config_hpcc.txt" >"$tmp/hpcc-noecn.txt"
+cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
+"$SOFTRNIC" sim run "$tmp/hpcc-noecn.txt" --out "$tmp/hpcc-noecn" >/dev/null || fail "hpcc without ECN: sim run failed"
+grep -q "^  0 drops, 0 pauses, 0 ECN marks" "$tmp/hpcc-noecn/summary.txt" || fail "hpcc without ECN: the incast reached PFC"
 # The same flows with DCQCN (tests/sim/hpcc/config.txt) do not give the
 # same FCT file: the algorithm really changed.
 "$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/dcqcn" >/dev/null || fail "dcqcn: sim run failed"
@@ -83,7 +89,6 @@ for nf in 2 4; do
 done
 # A mode not modelled is refused with exit 2 and a message.
 sed 's/^CC_MODE 3/CC_MODE 10/' "$here/hpcc/config_hpcc.txt" >"$tmp/pint.txt"
-cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/pint.txt" --out "$tmp/pint" 2>"$tmp/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "CC_MODE 10: .*10 (HPCC-PINT) is not" "$tmp/err" || fail "CC_MODE 10 not refused (exit $rc)"
 echo "sim cc modes: ok"
