@@ -3,7 +3,7 @@
 # `softrnic-nvmf serve --mem 64M` target; `discover` finds its subsystem;
 # `perf` runs against it at several sizes, depths and patterns with
 # verify on (writes in the capsule and by RDMA READ, reads by RDMA
-# WRITE, SEND with invalidate); nvmf_net_test sends it bad input and
+# WRITE, SEND with invalidate), then three at once; nvmf_net_test sends it bad input and
 # checks each status; the target's counters at exit agree.  Then a
 # file-backed target: what perf wrote is in the file.
 #
@@ -64,6 +64,21 @@ for r in "${runs[@]}"; do
 	echo "$line"
 	echo "$line" | grep -Eq "ios=[1-9][0-9]* .*errors=0 verified=[1-9][0-9]* verify_errors=0" ||
 		fail "perf $r: no verified I/O"
+done
+
+# Three hosts at once (three controllers): random reads verified against the
+# same pattern, which each one's prefill writes identically.
+pids=()
+for c in 1 2 3; do
+	timeout 60 "$NVMF" perf --nqn "$NQN" --port "$PORT" --rw randread --bs 4k --qd 8 --time 1 --span 4M --verify \
+		>"$tmp/multi$c.out" 2>"$tmp/multi$c.err" &
+	pids+=($!)
+done
+for c in 1 2 3; do
+	wait "${pids[$((c - 1))]}" || { cat "$tmp/multi$c.err" >&2; fail "concurrent perf $c failed"; }
+	cat "$tmp/multi$c.out"
+	grep -Eq "ios=[1-9][0-9]* .*errors=0 verified=[1-9][0-9]* verify_errors=0" "$tmp/multi$c.out" ||
+		fail "concurrent perf $c: no verified I/O"
 done
 
 # Bad input, statuses checked, the target serving throughout.
