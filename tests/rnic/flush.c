@@ -34,6 +34,27 @@
 
 static uint8_t target[BUF];
 
+/* Regions a case registered, deregistered before its teardown (a PD with
+ * regions cannot be freed). */
+static struct rnic_mr *regs[8];
+static int nregs;
+
+static struct rnic_mr *reg(struct ht_side *side, void *buf, size_t len, int access)
+{
+	struct rnic_mr *mr = ht_reg(side, buf, len, access);
+
+	if (mr && nregs < 8)
+		regs[nregs++] = mr;
+	return mr;
+}
+
+static void teardown(struct ht *h)
+{
+	while (nregs > 0)
+		CHECK(rnic_mr_dereg(regs[--nregs]) == 0, "dereg");
+	ht_teardown(h);
+}
+
 struct flush_tap {
 	unsigned flush_packets, responses, zero_len_responses;
 	unsigned drop_responses;        /* drop this many responses first */
@@ -92,6 +113,7 @@ static bool setup(struct ht *h, uint64_t seed, int qp_access)
 {
 	struct ht_opts o;
 
+	nregs = 0;      /* a case that stopped early left its regions behind */
 	ht_default_opts(&o, seed);
 	o.access = qp_access;
 	return ht_setup(h, &o) == 0;
@@ -110,7 +132,7 @@ static void test_success(uint64_t seed)
 	memset(&t, 0, sizeof(t));
 	if (!setup(&h, seed, FLUSH_ACCESS))
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	REQUIRE(mr, , "target MR");
 	struct pair_persisted *log = pair_persist_log(h.pair, 1);
 	pair_set_tap(h.pair, tap, &t);
@@ -157,7 +179,7 @@ static void test_success(uint64_t seed)
 	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "zero-length status");
 	CHECK_EQ_U(ht_drops(rnic_counters(h.side[0].r)) + ht_drops(rnic_counters(h.side[1].r)), 0, "nothing dropped");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -171,7 +193,7 @@ static void rule_case(const char *what, int qp_access, int mr_access, uint64_t v
 	ht_begin_case("rule: %s", what);
 	if (!setup(&h, 7, qp_access))
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, mr_access);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, mr_access);
 	REQUIRE(mr, , "target MR");
 	struct ibv_send_wr wr = flush_wr(9, mr, (uintptr_t)target + va_off, len, placement, level);
 	CHECK_EQ_U(post(&h, &wr), 0, "post");
@@ -180,7 +202,7 @@ static void rule_case(const char *what, int qp_access, int mr_access, uint64_t v
 		HT_FAIL("status %s, expected %s", ht_wc_status_str(wc.status), ht_wc_status_str(want));
 	CHECK_EQ_U(pair_persist_log(h.pair, 1)->calls, 0, "nothing persisted on a refused FLUSH");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -215,7 +237,7 @@ static void test_post_errors(void)
 	ht_begin_case("post: bad FLUSH work requests get EINVAL");
 	if (!setup(&h, 3, FLUSH_ACCESS))
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	REQUIRE(mr, , "MR");
 	uint32_t free_before = rnic_qp_sq_free(h.side[0].qp);
 	struct ibv_send_wr wr = flush_wr(1, mr, (uintptr_t)target, 8, 0, RNIC_FLUSH_RANGE);
@@ -233,7 +255,7 @@ static void test_post_errors(void)
 	CHECK_EQ_U(rnic_qp_sq_free(h.side[0].qp), free_before, "nothing queued");
 	CHECK_EQ_U(rnic_counters(h.side[0].r)->tx_packets, 0, "nothing sent");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -249,7 +271,7 @@ static void test_lost_response(uint64_t seed)
 	t.drop_responses = 2;
 	if (!setup(&h, seed, FLUSH_ACCESS))
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	REQUIRE(mr, , "MR");
 	pair_set_tap(h.pair, tap, &t);
 	struct ibv_send_wr wr = flush_wr(5, mr, (uintptr_t)target, 4096, RNIC_FLUSH_PERSISTENT, RNIC_FLUSH_RANGE);
@@ -262,7 +284,7 @@ static void test_lost_response(uint64_t seed)
 	CHECK_EQ_U(pair_persist_log(h.pair, 1)->calls, 1, "flushed once: duplicates are answered, not run");
 	CHECK_EQ_U(rnic_counters(h.side[1].r)->duplicate_requests, 2, "two duplicates seen");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -278,13 +300,14 @@ static void test_rd_atomic_limit(void)
 
 	ht_begin_case("max_rd_atomic 1: FLUSH and READ take turns");
 	memset(&t, 0, sizeof(t));
+	nregs = 0;
 	ht_default_opts(&o, 11);
 	o.access = FLUSH_ACCESS;
 	o.max_rd_atomic = 1;
 	if (ht_setup(&h, &o) != 0)
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
-	struct rnic_mr *lmr = ht_reg(&h.side[0], local, sizeof(local), HT_ALL_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *lmr = reg(&h.side[0], local, sizeof(local), HT_ALL_ACCESS);
 	REQUIRE(mr && lmr, , "MRs");
 	struct ibv_sge sge = { (uintptr_t)local, sizeof(local), rnic_mr_lkey(lmr) };
 	struct ibv_send_wr rd;
@@ -311,7 +334,7 @@ static void test_rd_atomic_limit(void)
 	}
 	CHECK_EQ_U(wc[1].opcode, RNIC_WC_FLUSH, "the middle one is the FLUSH");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -325,7 +348,7 @@ static void test_persist_fails(void)
 	ht_begin_case("persist fails: remote operation error");
 	if (!setup(&h, 5, FLUSH_ACCESS))
 		goto out;
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	REQUIRE(mr, , "MR");
 	pair_persist_log(h.pair, 1)->fail_with = EIO;
 	struct ibv_send_wr wr = flush_wr(6, mr, (uintptr_t)target, 64, RNIC_FLUSH_PERSISTENT, RNIC_FLUSH_RANGE);
@@ -335,7 +358,7 @@ static void test_persist_fails(void)
 		HT_FAIL("status %s, expected REM_OP_ERR", ht_wc_status_str(wc.status));
 	CHECK_EQ_U(rnic_counters(h.side[1].r)->flush_failed, 1, "counted");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
@@ -356,7 +379,7 @@ static void test_uc_refused(void)
 	init.cap.max_recv_sge = 1;
 	struct rnic_qp *uc = rnic_qp_create(h.side[0].pd, h.side[0].scq, h.side[0].rcq, &init, NULL);
 	REQUIRE(uc, , "UC QP");
-	struct rnic_mr *mr = ht_reg(&h.side[1], target, BUF, FLUSH_ACCESS);
+	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	struct ibv_send_wr wr = flush_wr(1, mr, (uintptr_t)target, 8, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE), *bad;
 	/* Only the attributes UC takes (IBTA 11.2.5 / rdma-core's table). */
 	struct ibv_qp_attr a;
@@ -381,7 +404,7 @@ static void test_uc_refused(void)
 	CHECK_EQ_U(rnic_post_send(uc, &wr, &bad, 0), EINVAL, "UC FLUSH");
 	CHECK(rnic_qp_destroy(uc) == 0, "destroy UC");
 out:
-	ht_teardown(&h);
+	teardown(&h);
 	ht_end_case();
 }
 
