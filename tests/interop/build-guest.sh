@@ -18,8 +18,9 @@ SUITE=bookworm
 PKGS="rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,kmod,procps,tcpdump,nvme-cli"
 # crc32_generic: rxe's ICRC uses the kernel crypto "crc32" (without it
 # `rdma link add` fails with ENOENT).  Dependencies are added below.
-# nvme_rdma: the kernel's NVMe/RDMA host, for the nvme_rdma case (softrnic's target).
-MODULES="crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm ib_umad sch_netem nvme_rdma"
+# nvme_rdma, nvmet_rdma: the kernel's NVMe/RDMA host and target, for the
+# nvme_rdma cases (softrnic's target and host against them).
+MODULES="crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm ib_umad sch_netem nvme_rdma nvmet_rdma"
 
 say() { echo "build-guest: $*" >&2; }
 [ "$(id -u)" = 0 ] || { say "needs root"; exit 1; }

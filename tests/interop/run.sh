@@ -87,7 +87,7 @@ ALL_CASES=(
 	rstream:softrnic-server rstream:kernel-server
 	rstream_small:softrnic-server rstream_small:kernel-server
 	riostream:softrnic-server riostream:kernel-server
-	nvme_rdma:kernel-host
+	nvme_rdma:kernel-host nvme_rdma:kernel-target
 	guest_poweroff:during-rping
 )
 
@@ -794,6 +794,7 @@ ipv6_udaddy() { pair_case "$(side)" 60 "udaddy -b {A6} -c 2 -C 20" "udaddy -s {A
 # disconnect; then the file on the host holds what the guest wrote.  The
 # target's counters go to the notes.
 case_nvme_rdma() {
+	[ "$CASE" = nvme_rdma:kernel-target ] && { nvme_rdma_kernel_target; return; }
 	local nqn=nqn.2026-12.io.softrnic:interop hpid rc
 	SRV_LOG=$LOGS/$CASE_FILE.softrnic-target.log
 	CLI_LOG=$LOGS/$CASE_FILE.guest-host.log
@@ -852,6 +853,56 @@ echo nvme-rdma-ok"
 	else
 		pass
 	fi
+}
+
+# The other way: the kernel's NVMe/RDMA target (nvmet-rdma, configured
+# through configfs, a 64 MiB file namespace) and softrnic's host:
+# `softrnic-nvmf discover` finds the subsystem, `softrnic-nvmf perf` writes
+# (4 KiB in the capsule, 64 KiB by the target's RDMA READ) and reads with
+# --verify.
+nvme_rdma_kernel_target() {
+	local nqn=nqn.2026-12.io.softrnic:kernel-target out rc r
+	CLI_LOG=$LOGS/$CASE_FILE.softrnic-host.log
+	SRV_LOG=$LOGS/$CASE_FILE.guest-target.log
+	: > "$CLI_LOG"
+	grun 120 "set -x
+modprobe nvmet-rdma || exit 10
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || exit 11
+cd /sys/kernel/config/nvmet || exit 12
+truncate -s 64M /tmp/nvmet.img
+mkdir subsystems/$nqn && echo 1 > subsystems/$nqn/attr_allow_any_host || exit 13
+mkdir subsystems/$nqn/namespaces/1 || exit 14
+echo -n /tmp/nvmet.img > subsystems/$nqn/namespaces/1/device_path
+echo 1 > subsystems/$nqn/namespaces/1/buffered_io   # tmpfs: no O_DIRECT
+echo 1 > subsystems/$nqn/namespaces/1/enable || exit 15
+mkdir ports/1
+echo rdma > ports/1/addr_trtype; echo ipv4 > ports/1/addr_adrfam
+echo $GUEST > ports/1/addr_traddr; echo $PORT > ports/1/addr_trsvcid
+ln -s /sys/kernel/config/nvmet/subsystems/$nqn ports/1/subsystems/$nqn || exit 16
+echo nvmet-ready" > "$SRV_LOG" 2>&1; rc=$?
+	if [ "$rc" != 0 ] || ! grep -q "^nvmet-ready" "$SRV_LOG"; then
+		fail "the guest's nvmet setup failed ($rc): $(grep -v '^+' "$SRV_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-160)"
+		return
+	fi
+	echo "+ softrnic-nvmf discover --addr $GUEST --port $PORT" >> "$CLI_LOG"
+	hrun 60 "$BUILD/bin/softrnic-nvmf" discover --addr "$GUEST" --port "$PORT" >> "$CLI_LOG" 2>&1; rc=$?
+	if [ "$rc" != 0 ] || ! grep -q "subtype nvm traddr $GUEST trsvcid $PORT subnqn $nqn" "$CLI_LOG"; then
+		fail "discover exit $rc: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-160)"
+		return
+	fi
+	for r in "--rw randwrite --bs 4k --qd 8" "--rw write --bs 64k --qd 4" "--rw randread --bs 4k --qd 8"; do
+		echo "+ softrnic-nvmf perf $r --time 2 --span 4M --verify" >> "$CLI_LOG"
+		# shellcheck disable=SC2086
+		out=$(hrun 120 "$BUILD/bin/softrnic-nvmf" perf --addr "$GUEST" --port "$PORT" --nqn "$nqn" $r \
+			--time 2 --span 4M --verify 2>>"$CLI_LOG"); rc=$?
+		echo "$out" >> "$CLI_LOG"
+		if [ "$rc" != 0 ] || ! grep -Eq "ios=[1-9][0-9]* .*errors=0 verified=[1-9][0-9]* verify_errors=0" <<<"$out"; then
+			fail "perf $r exit $rc: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-160)"
+			return
+		fi
+		note "$out"
+	done
+	pass
 }
 
 # ------------------------------------------------------------------ run them
