@@ -794,6 +794,7 @@ ipv6_udaddy() { pair_case "$(side)" 60 "udaddy -b {A6} -c 2 -C 20" "udaddy -s {A
 # disconnect; then the file on the host holds what the guest wrote.  The
 # target's counters go to the notes.
 case_nvme_rdma() {
+	[ -x "$BUILD/bin/softrnic-nvmf" ] || { skip "no softrnic-nvmf in $BUILD"; return; }
 	[ "$CASE" = nvme_rdma:kernel-target ] && { nvme_rdma_kernel_target; return; }
 	local nqn=nqn.2026-12.io.softrnic:interop hpid rc
 	SRV_LOG=$LOGS/$CASE_FILE.softrnic-target.log
