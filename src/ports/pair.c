@@ -32,6 +32,10 @@ struct pair_event {
 	uint8_t ecn;
 	size_t len;
 	uint8_t *data;
+	/* HPCC's INT beside the packet (pair_queue.telemetry), in the same
+	 * allocation as data, or NULL; tel_echo: an ACK carrying it back. */
+	struct hpcc_int *tel;
+	bool tel_echo;
 };
 
 struct pair_node {
@@ -64,6 +68,8 @@ struct pair {
 	uint64_t next_seq;
 	struct pair_event *heap;
 	size_t heap_len, heap_cap;
+	/* HPCC: the INT of the latest request from node i to node j. */
+	struct hpcc_int last_int[PAIR_MAX_NODES][PAIR_MAX_NODES];
 	pair_tap_fn tap;
 	void *tap_arg;
 	uint64_t trace;
@@ -231,7 +237,8 @@ static uint64_t backlog_at(const struct pair_bottleneck *q, uint64_t t)
 /* Pass the bottleneck in front of `to`, if there is one: false if the
  * packet is dropped; else *leave is when it has left the queue and *ecn
  * may have become CE. */
-static bool pass_queue(struct pair *p, unsigned from, unsigned to, size_t len, uint8_t *ecn, uint64_t *leave)
+static bool pass_queue(struct pair *p, unsigned from, unsigned to, size_t len, uint8_t *ecn, uint64_t *leave,
+		       struct hpcc_int *tel)
 {
 	struct pair_bottleneck *q = &p->queue[to];
 	uint64_t t = p->now, backlog;
@@ -262,6 +269,9 @@ static bool pass_queue(struct pair *p, unsigned from, unsigned to, size_t len, u
 		}
 	}
 	q->busy_until = (q->busy_until > t ? q->busy_until : t) + wire_time(bytes, q->cfg.rate_bps);
+	if (tel && q->cfg.telemetry && tel->nhop < HPCC_MAX_HOPS)
+		tel->hop[tel->nhop++] = (struct hpcc_int_hop){ .ts_ns = q->busy_until, .tx_bytes = q->stats.bytes,
+							      .qlen_bytes = backlog, .rate_bps = q->cfg.rate_bps };
 	q->stats.packets++;
 	q->stats.bytes += bytes;
 	if (backlog + bytes > q->stats.max_backlog)
@@ -297,7 +307,13 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 {
 	const struct pair_faults *f = &p->faults[from][to];
 	uint64_t leave;
-	if (!pass_queue(p, from, to, len, &ecn, &leave))
+	/* HPCC: a request (RC opcodes below ACK's 0x11) collects INT; an
+	 * ACK carries back what the latest request the other way brought. */
+	struct hpcc_int tel = { .nhop = 0 };
+	bool echo = len && ib[0] == WIRE_OP_ACK && p->last_int[to][from].nhop;
+	if (echo)
+		tel = p->last_int[to][from];
+	if (!pass_queue(p, from, to, len, &ecn, &leave, len && ib[0] < WIRE_OP_ACK ? &tel : NULL))
 		return;
 	if (chance(p, f->loss)) {
 		p->stats.lost++;
@@ -325,13 +341,20 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 		.sport = sport,
 		.ecn = ecn,
 		.len = len,
-		.data = malloc(len),
 	};
+	/* The INT, when there is any, after the bytes (8-byte aligned). */
+	size_t tel_at = (len + 7) & ~(size_t)7;
+	ev.data = malloc(tel.nhop ? tel_at + sizeof(tel) : len);
 	if (!ev.data) {
 		p->stats.alloc_failures++;
 		return;
 	}
 	memcpy(ev.data, ib, len);
+	if (tel.nhop) {
+		ev.tel = (struct hpcc_int *)(void *)(ev.data + tel_at);
+		*ev.tel = tel;
+		ev.tel_echo = echo;
+	}
 	if (chance(p, f->corrupt)) {
 		corrupt_packet(p, ev.data, len);
 		p->stats.corrupted++;
@@ -474,7 +497,14 @@ static void deliver(struct pair *p, struct pair_event *ev)
 		.ib = ev->data,
 		.ib_len = ev->len,
 	};
+	if (ev->tel && !ev->tel_echo)
+		p->last_int[ev->from][ev->to] = *ev->tel;       /* before its ACK leaves */
 	rnic_receive(p->node[ev->to].rnic, &rx, p->now);
+	if (ev->tel && ev->tel_echo) {
+		/* BTH bytes 5..7: the ACK's DestQP, the sender's QP. */
+		uint32_t qpn = (uint32_t)ev->data[5] << 16 | (uint32_t)ev->data[6] << 8 | ev->data[7];
+		rnic_cc_telemetry(p->node[ev->to].rnic, qpn, ev->tel, p->now);
+	}
 }
 
 static uint64_t earliest_timer(const struct pair *p)

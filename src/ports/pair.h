@@ -128,6 +128,13 @@ struct pair_queue {
 	uint64_t limit_bytes;           /* 0: no limit */
 	uint64_t kmin_bytes, kmax_bytes;
 	double pmax;
+	/* HPCC's INT (rnic/hpcc_cc.h): each request leaving the queue gets
+	 * a record (its departure, the bytes that left before it, the bytes
+	 * queued when it came, the rate) beside its bytes; the node it goes
+	 * to echoes the latest on its ACKs to the sender's node, and the
+	 * sender's rnic gets them after each such ACK (rnic_cc_telemetry).
+	 * One flow per pair of nodes: the echo is kept per node pair. */
+	bool telemetry;
 };
 struct pair_queue_stats {
 	uint64_t packets, bytes;        /* accepted into the queue */

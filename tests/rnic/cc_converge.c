@@ -22,13 +22,15 @@
  * And the run replays: the same seed gives the same trace hash.
  *
  * The same bottleneck with DCTCP (rnic/dctcp.c: the CNPs are the ECN
- * echo) and TIMELY (rnic/timely.c: RTT samples from the ACKs), each with
+ * echo), TIMELY (rnic/timely.c: RTT samples from the ACKs) and HPCC
+ * (rnic/hpcc_cc.c: the queue writes INT, pair_queue.telemetry), each with
  * its rate-scaled window (rnic_config.cc_window): 2 and 4 flows share
- * fairly (Jain >= 0.95), no drop, no retransmission, same trace twice.
+ * fairly (Jain >= 0.95), no drop, no retransmission, same trace twice;
+ * HPCC's queue stays near empty.
  *
  * Usage: rnic_cc_converge [--seed N] [--others]; SOFTRNIC_SEED=N.  -v
  * prints the per-flow rates per bin.  Without --others the DCQCN cases
- * run, with it the DCTCP and TIMELY ones (two CTest entries, so that
+ * run, with it the DCTCP, TIMELY and HPCC ones (two CTest entries, so that
  * each stays well inside its time under ASan).
  */
 #include <errno.h>
@@ -150,6 +152,9 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 		.kmin_bytes = 20000,
 		.kmax_bytes = 200000,
 		.pmax = 0.1,
+		/* HPCC's INT at the bottleneck, for HPCC only (else the
+		 * packets carry nothing beside their bytes, as before). */
+		.telemetry = cc->algo == RNIC_CC_HPCC,
 	};
 
 	memset(w, 0, sizeof(*w));
@@ -168,6 +173,17 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 	 * with 60, 4 flows share within Jain 0.995. */
 	cfg.timely.min_rate = 100;
 	cfg.timely.min_rtt = 60000;
+	/* HPCC: η 0.95 and maxStage 5 (the paper's and HPCC's defaults), T
+	 * the pair's base RTT rounded up (6.7 us measured: 10 us), the floor
+	 * 100 Mb/s, and W_AI by the paper's rule W_init·(1 − η)/N: 100 Mb/s
+	 * at 25 Gb/s for N = 12.5.  With run.py's 10 Mb/s (10·bw/25) two
+	 * flows had not converged in the 30 ms measured (Jain 0.76); with
+	 * its MI_THRESH 0 every update is multiplicative and the flows keep
+	 * their ratio (one took 93% of the link). */
+	cfg.hpcc.rate_ai = 100;
+	cfg.hpcc.max_stage = 5;
+	cfg.hpcc.base_rtt = 10000;
+	cfg.hpcc.min_rate = 100;
 	q.host_rate_bps = cfg.line_rate;
 	w->nflows = nflows;
 	w->receiver = nflows;
@@ -383,8 +399,8 @@ static void case_dcqcn(uint64_t seed, unsigned nflows, enum dcqcn_profile prof)
 	ht_end_case();
 }
 
-/* DCTCP (ECN echoes as CNPs, α per window) and TIMELY (RTT gradient)
- * on the same bottleneck, each with its window (WINDOW bytes at the line
+/* DCTCP (ECN echoes as CNPs, α per window), TIMELY (RTT gradient) and
+ * HPCC (INT from the bottleneck) on the same bottleneck, each with its window (WINDOW bytes at the line
  * rate, scaled by the rate): fair, no drop, no retransmission, the link
  * busy, and the same seed replays. */
 #define WINDOW (256u * 1024)
@@ -394,7 +410,7 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 	struct result r, again;
 	uint64_t end = (uint64_t)(nflows - 1) * 5 * HT_MS + 40 * HT_MS;
 	const struct cc_setup cc = { algo, DCQCN_PROFILE_PAPER, WINDOW };
-	const char *name = algo == RNIC_CC_DCTCP ? "dctcp      " : "timely     ";
+	const char *name = algo == RNIC_CC_DCTCP ? "dctcp      " : algo == RNIC_CC_HPCC ? "hpcc       " : "timely     ";
 
 	ht_begin_case("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
 	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)ht_end_case(), "%s", "run");
@@ -412,6 +428,11 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 		      (unsigned long long)r.cnp_sent, (unsigned long long)r.cnp_received);
 	CHECK(r.jain >= 0.95, "jain %.3f", r.jain);
 	CHECK(r.utilisation >= 0.85, "utilisation %.3f", r.utilisation);
+	if (algo == RNIC_CC_HPCC)
+		/* HPCC's point: the queue stays near empty (below RED's Kmin,
+		 * where DCTCP and TIMELY keep 60-190 KB). */
+		CHECK(r.tail_samples && r.tail_backlog_sum / r.tail_samples < 20000, "mean tail backlog %llu",
+		      (unsigned long long)(r.tail_samples ? r.tail_backlog_sum / r.tail_samples : 0));
 	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
 	CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
 	      (unsigned long long)r.trace);
@@ -460,6 +481,8 @@ int main(int argc, char **argv)
 			case_other(seeds[i], 4, RNIC_CC_DCTCP);
 			case_other(seeds[i], 2, RNIC_CC_TIMELY);
 			case_other(seeds[i], 4, RNIC_CC_TIMELY);
+			case_other(seeds[i], 2, RNIC_CC_HPCC);
+			case_other(seeds[i], 4, RNIC_CC_HPCC);
 			continue;
 		}
 		case_dcqcn(seeds[i], 2, DCQCN_PROFILE_MLX5);
