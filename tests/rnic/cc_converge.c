@@ -433,9 +433,13 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 		 * where DCTCP and TIMELY keep 60-190 KB). */
 		CHECK(r.tail_samples && r.tail_backlog_sum / r.tail_samples < 20000, "mean tail backlog %llu",
 		      (unsigned long long)(r.tail_samples ? r.tail_backlog_sum / r.tail_samples : 0));
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
-	CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
-	      (unsigned long long)r.trace);
+	/* Replay, in the 2-flow case (the 4-flow one would double the
+	 * time under ASan for the same code path). */
+	if (nflows == 2) {
+		REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
+		CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
+		      (unsigned long long)r.trace);
+	}
 	ht_end_case();
 }
 
