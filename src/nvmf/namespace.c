@@ -4,6 +4,13 @@
  * deallocation punches a hole, so the blocks read as zeroes after it, as
  * the Identify Namespace's DLFEAT says.  Memory is one anonymous mapping
  * (zeroed pages until written).
+ *
+ * The namespace's identity (its NGUID and UUID, the same 16 bytes): for a
+ * file, a hash of the file's device and inode, so a target restarted on
+ * the same file presents the same namespace and a host that reconnects
+ * keeps it (the kernel's nvme host drops a namespace whose identifiers
+ * changed); for memory, whose contents a restart loses anyway, a new
+ * random one each time.
  */
 #include "nvmf/namespace.h"
 
@@ -17,21 +24,42 @@
 #include <time.h>
 #include <unistd.h>
 
-static void make_uuid(uint8_t uuid[16])
+/* 16 bytes from the 64-bit seed x (xorshift), as an RFC 4122 UUID of
+ * `version` (4: random, 8: derived by softrnic's own rule). */
+static void fill_uuid(uint8_t uuid[16], uint64_t x, unsigned version)
 {
-	struct timespec ts;
-	uint64_t x;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 48;
+	if (!x)
+		x = 0x9e3779b97f4a7c15ull;
 	for (int i = 0; i < 16; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		uuid[i] = (uint8_t)x;
 	}
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);   /* version 4 (random) */
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | version << 4);
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);   /* RFC 4122 variant */
+}
+
+static void make_uuid(uint8_t uuid[16])
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fill_uuid(uuid, (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 48, 4);
+}
+
+/* The same file (device and inode) gives the same identity. */
+static void file_uuid(uint8_t uuid[16], const struct stat *st)
+{
+	uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a over dev, ino */
+	uint64_t v[2] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino };
+
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 8; i++) {
+			h ^= (uint8_t)(v[k] >> (8 * i));
+			h *= 0x100000001b3ull;
+		}
+	fill_uuid(uuid, h, 8);
 }
 
 int nvmf_ns_open_file(struct nvmf_ns *ns, const char *path, uint64_t size_bytes, unsigned lba_shift)
@@ -64,7 +92,7 @@ int nvmf_ns_open_file(struct nvmf_ns *ns, const char *path, uint64_t size_bytes,
 		close(ns->fd);
 		return EINVAL;          /* smaller than one block */
 	}
-	make_uuid(ns->uuid);
+	file_uuid(ns->uuid, &st);
 	return 0;
 }
 

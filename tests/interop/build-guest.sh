@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 DIR=${SOFTRNIC_INTEROP_DIR:-/var/tmp/softrnic-interop}
 MIRROR=${SOFTRNIC_INTEROP_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-PKGS="rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,kmod,procps,tcpdump,nvme-cli"
+PKGS="rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,kmod,procps,tcpdump,nvme-cli,fio"
 # crc32_generic: rxe's ICRC uses the kernel crypto "crc32" (without it
 # `rdma link add` fails with ENOENT).  Dependencies are added below.
 # nvme_rdma, nvmet_rdma: the kernel's NVMe/RDMA host and target, for the
@@ -99,7 +99,7 @@ install -m 0755 "$here/guest-init.sh" "$DIR/rootfs/init"
 mkdir -p "$DIR/rootfs/mnt/job"
 {
 	echo "kernel $kpkg $kdebver"
-	grep -E '^(rdma-core|ibverbs-providers|ibverbs-utils|perftest|rdmacm-utils|iproute2|nvme-cli) ' "$DIR/rootfs-packages.txt"
+	grep -E '^(rdma-core|ibverbs-providers|ibverbs-utils|perftest|rdmacm-utils|iproute2|nvme-cli|fio) ' "$DIR/rootfs-packages.txt"
 } > "$DIR/versions.txt"
 cp "$DIR/kernel/boot/vmlinuz-$kver" "$DIR/vmlinuz"
 (cd "$DIR/rootfs" && find . -xdev -print0 | cpio --null -o -H newc --quiet) > "$DIR/initramfs.cpio.tmp"

@@ -787,23 +787,32 @@ ipv6_udaddy() { pair_case "$(side)" 60 "udaddy -b {A6} -c 2 -C 20" "udaddy -s {A
 
 # NVMe over Fabrics: softrnic's target (`softrnic-nvmf serve`, a 64 MiB
 # file of 4 KiB blocks, on the bridge address) and the kernel's nvme-rdma
-# host in the guest: nvme discover, nvme connect, 4 MiB written with dd
-# (O_DIRECT, 64 KiB: the target RDMA READs it; fsync: a Flush) and read
-# back with the same checksum, 64 KiB in 4 KiB writes (in the capsule) the
-# same, blkdiscard (Dataset Management) reads back as zeroes, nvme
-# disconnect; then the file on the host holds what the guest wrote.  The
-# target's counters go to the notes.
+# host in the guest.  Part one: nvme discover, nvme connect (reconnect
+# every second if the target goes), 4 MiB written with dd (O_DIRECT, 64
+# KiB: the target RDMA READs it; fsync: a Flush) and read back with the
+# same checksum, 64 KiB in 4 KiB writes (in the capsule) the same,
+# blkdiscard (Dataset Management) reads back as zeroes, then fio with
+# libaio and direct I/O, sequential 1 MiB writes and random writes of 4 KiB
+# to 1 MiB, each verified by fio (crc32c) as it reads them back.  Then the
+# target is stopped and started again on the same file while the kernel
+# stays connected.  Part two: the kernel must reconnect by itself
+# ("Successfully reconnected" in its log, the controller live again), the
+# data fio wrote before the restart must read back unchanged, and fio
+# writes and verifies once more; nvme disconnect.  Last, the file on the
+# host holds what the guest wrote with dd.  The target's counters go to
+# the notes.
 case_nvme_rdma() {
 	[ -x "$BUILD/bin/softrnic-nvmf" ] || { skip "no softrnic-nvmf in $BUILD"; return; }
 	[ "$CASE" = nvme_rdma:kernel-target ] && { nvme_rdma_kernel_target; return; }
-	local nqn=nqn.2026-12.io.softrnic:interop hpid rc
+	local nqn=nqn.2026-12.io.softrnic:interop hpid rc rc2=-1 srv
 	SRV_LOG=$LOGS/$CASE_FILE.softrnic-target.log
 	CLI_LOG=$LOGS/$CASE_FILE.guest-host.log
 	local img=$LOGS/$CASE_FILE.img want got
 	rm -f "$img"
-	echo "+ softrnic-nvmf serve --nqn $nqn --file $img --size 64M --block-size 4096 --addr $HOST --port $PORT -v" > "$SRV_LOG"
-	hstart "$SRV_LOG" 600 "$BUILD/bin/softrnic-nvmf" serve --nqn "$nqn" --file "$img" --size 64M --block-size 4096 \
-		--addr "$HOST" --port "$PORT" -v
+	srv=("$BUILD/bin/softrnic-nvmf" serve --nqn "$nqn" --file "$img" --size 64M --block-size 4096
+		--addr "$HOST" --port "$PORT" -v)
+	echo "+ ${srv[*]}" > "$SRV_LOG"
+	hstart "$SRV_LOG" 900 "${srv[@]}"
 	hpid=$HPID
 	for _ in $(seq 100); do grep -q "serving" "$SRV_LOG" && break; sleep 0.1; done
 	jobn=$((jobn + 1))
@@ -811,7 +820,7 @@ case_nvme_rdma() {
 modprobe nvme-rdma || exit 10
 hn=nqn.2014-08.org.nvmexpress:uuid:\$(cat /proc/sys/kernel/random/uuid)
 nvme discover -t rdma -a $HOST -s $PORT --hostnqn \$hn || exit 11
-nvme connect -t rdma -a $HOST -s $PORT -n $nqn --hostnqn \$hn || exit 12
+nvme connect -t rdma -a $HOST -s $PORT -n $nqn --hostnqn \$hn --reconnect-delay=1 --ctrl-loss-tmo=120 || exit 12
 dev=
 for i in \$(seq 150); do
 	for d in /sys/block/nvme*n1; do [ -e \"\$d\" ] && dev=/dev/\${d##*/}; done
@@ -819,6 +828,7 @@ for i in \$(seq 150); do
 	read -rt 0.2 <> /run/tick
 done
 [ -b \"\$dev\" ] || { ls /sys/block /dev; exit 13; }
+echo \$dev > /tmp/nvme.dev
 cat /sys/block/\${dev#/dev/}/size /sys/block/\${dev#/dev/}/device/model
 dd if=/dev/urandom of=/tmp/pat bs=64k count=64 status=none
 dd if=/tmp/pat of=\$dev bs=64k oflag=direct conv=fsync status=none || exit 14
@@ -836,17 +846,56 @@ blkdiscard -o 0 -l 65536 \$dev || exit 20
 nz=\$(dd if=\$dev bs=64k count=1 iflag=direct status=none | tr -d '\\000' | wc -c)
 echo \"non-zero bytes after discard: \$nz\"
 [ \"\$nz\" = 0 ] || exit 21
-nvme disconnect -n $nqn || exit 17
-echo nvme-rdma-ok"
+fio --name=seq --filename=\$dev --ioengine=libaio --direct=1 --rw=write --bs=1M --offset=16M --size=8M \\
+	--iodepth=4 --verify=crc32c --verify_fatal=1 || exit 22
+fio --name=rand --filename=\$dev --ioengine=libaio --direct=1 --rw=randwrite --bsrange=4k-1M --offset=24M \\
+	--size=16M --iodepth=8 --verify=crc32c --verify_fatal=1 --randseed=7 || exit 23
+echo \"before-restart \$(dd if=\$dev bs=1M skip=16 count=24 iflag=direct status=none | sha256sum)\"
+echo nvme-part1-ok"
 	gwait n$jobn 400; rc=$?
 	gout n$jobn > "$CLI_LOG"
+	if [ "$rc" = 0 ] && grep -q "^nvme-part1-ok" "$CLI_LOG"; then
+		# The target goes away with the kernel connected, and comes back.
+		kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+		echo "+ restart: ${srv[*]}" >> "$SRV_LOG"
+		sleep 2
+		hstart "$SRV_LOG" 600 "${srv[@]}"
+		hpid=$HPID
+		jobn=$((jobn + 1))
+		gstart n$jobn "set -x
+dev=\$(cat /tmp/nvme.dev)
+st=
+for c in /sys/class/nvme/nvme*; do [ \"\$(cat \$c/subsysnqn 2>/dev/null)\" = $nqn ] && st=\$c/state; done
+[ -n \"\$st\" ] || { ls /sys/class/nvme; exit 33; }
+for i in \$(seq 300); do
+	s=; read -r s < \$st
+	[ \"\$s\" = live ] && dmesg | grep -q 'Successfully reconnected' && break
+	read -rt 0.2 <> /run/tick
+done
+cat \$st; dmesg | grep -E 'nvme nvme[0-9]+: (Reconnecting|Successfully reconnected|starting error recovery)' | tail -n 4
+[ \"\$(cat \$st)\" = live ] || exit 30
+dmesg | grep -q 'Successfully reconnected' || exit 31
+echo \"after-restart \$(dd if=\$dev bs=1M skip=16 count=24 iflag=direct status=none | sha256sum)\"
+fio --name=again --filename=\$dev --ioengine=libaio --direct=1 --rw=randwrite --bsrange=4k-256k --offset=40M \\
+	--size=8M --iodepth=8 --verify=crc32c --verify_fatal=1 --randseed=9 || exit 32
+nvme disconnect -n $nqn || exit 17
+echo nvme-rdma-ok"
+		gwait n$jobn 300; rc2=$?
+		gout n$jobn >> "$CLI_LOG"
+	fi
 	kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 	note "target: $(grep -E '^(commands|errors|reads|writes|flushes|deallocates|rdma_reads|rdma_writes|in_capsule_writes|sends_with_invalidate|keep_alives|queues_accepted) ' "$SRV_LOG" | tr '\n' ' ')"
 	# What the guest wrote past the discarded 64 KiB is in the file.
 	want=$(sed -n 's/^tail //p' "$CLI_LOG")
 	got=$(head -c 4194304 "$img" 2>/dev/null | tail -c +65537 | sha256sum)
-	if [ "$rc" != 0 ] || ! grep -q "^nvme-rdma-ok" "$CLI_LOG"; then
-		fail "guest exit $rc: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+	local before after
+	before=$(sed -n 's/^before-restart //p' "$CLI_LOG") after=$(sed -n 's/^after-restart //p' "$CLI_LOG")
+	if [ "$rc" != 0 ] || ! grep -q "^nvme-part1-ok" "$CLI_LOG"; then
+		fail "guest exit $rc before the restart: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+	elif [ "$rc2" != 0 ] || ! grep -q "^nvme-rdma-ok" "$CLI_LOG"; then
+		fail "guest exit $rc2 after the target restarted: $(grep -v '^+' "$CLI_LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+	elif [ -z "$before" ] || [ "$before" != "$after" ]; then
+		fail "data changed across the restart ($before, then $after)"
 	elif ! grep -q "^writes [1-9]" "$SRV_LOG" || ! grep -q "^reads [1-9]" "$SRV_LOG" || ! grep -q "^flushes [1-9]" "$SRV_LOG"; then
 		fail "the target counted no reads, writes or flushes"
 	elif [ -z "$want" ] || [ "$want" != "$got" ]; then

@@ -20,6 +20,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "nvmf/capsule.h"
@@ -461,6 +462,35 @@ static void test_io(void)
 	CHECK(t.stats.lba_range >= 5 && t.stats.invalid_opcode >= 1 && t.stats.sgl_invalid >= 2);
 }
 
+/* A file-backed namespace keeps its identity across a restart of the
+ * target (the same file gives the same NGUID/UUID), another file gets
+ * another one, and two memory namespaces differ. */
+static void test_ns_identity(void)
+{
+	char a[] = "/tmp/softrnic-nvmf-ns-XXXXXX", b[] = "/tmp/softrnic-nvmf-ns-XXXXXX";
+	int fa = mkstemp(a), fb = mkstemp(b);
+	struct nvmf_ns n1, n2, n3, m1, m2;
+
+	CHECK(fa >= 0 && fb >= 0);
+	CHECK(nvmf_ns_open_file(&n1, a, 1 << 20, 12) == 0);
+	CHECK(nvmf_ns_open_file(&n2, a, 1 << 20, 12) == 0);
+	CHECK(nvmf_ns_open_file(&n3, b, 1 << 20, 12) == 0);
+	CHECK(!memcmp(n1.uuid, n2.uuid, 16));           /* same file, same namespace */
+	CHECK(memcmp(n1.uuid, n3.uuid, 16));
+	CHECK((n1.uuid[6] >> 4) == 8 && (n1.uuid[8] & 0xc0) == 0x80);
+	CHECK(nvmf_ns_open_mem(&m1, 1 << 20, 12) == 0 && nvmf_ns_open_mem(&m2, 1 << 20, 12) == 0);
+	CHECK(memcmp(m1.uuid, m2.uuid, 16));        /* memory: a new one each time */
+	nvmf_ns_close(&n1);
+	nvmf_ns_close(&n2);
+	nvmf_ns_close(&n3);
+	nvmf_ns_close(&m1);
+	nvmf_ns_close(&m2);
+	close(fa);
+	close(fb);
+	unlink(a);
+	unlink(b);
+}
+
 int main(void)
 {
 	struct nvmf_target_config cfg = { .nqn = NQN, .port = 4420 };
@@ -475,6 +505,7 @@ int main(void)
 	test_props();
 	test_admin();
 	test_io();
+	test_ns_identity();
 	nvmf_ns_close(&ns);
 	return check_exit("nvmf_target");
 }
