@@ -34,8 +34,15 @@ static inline void fuzz_mask_ib(uint8_t *ib, size_t len, const struct wire_ib *d
 		ib[off] = 0;                    /* RDETH reserved byte */
 		off += 4;
 	}
-	if (info->headers & WIRE_HDR_DETH)
+	if (info->headers & WIRE_HDR_DETH) {
 		ib[off + 4] = 0;                /* DETH reserved byte */
+		off += WIRE_DETH_LEN;
+	}
+	if (info->headers & WIRE_HDR_FETH) {
+		/* FETH: bits 31..6 reserved; placement 3..0, selectivity 5..4 */
+		ib[off] = ib[off + 1] = ib[off + 2] = 0;
+		ib[off + 3] &= 0x3f;
+	}
 	memset(ib + info->hdr_len + d->payload_len, 0, d->bth.pad);
 	memset(ib + len - WIRE_ICRC_LEN, 0, WIRE_ICRC_LEN);
 }
