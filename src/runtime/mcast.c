@@ -10,8 +10,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <net/if.h>
-#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -48,7 +46,7 @@ static int open_group_socket6(const struct rnic_gid *mgid, const struct srt_udp 
 {
 	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(WIRE_ROCEV2_UDP_PORT) };
 	struct ipv6_mreq mreq;
-	unsigned ifindex = port->scope_id ? port->scope_id : port->ifname[0] ? if_nametoindex(port->ifname) : 0;
+	unsigned ifindex = srt_udp_ifindex(port);
 	int one = 1, e;
 	int fd = srt_udp_socket(AF_INET6);
 
@@ -61,15 +59,11 @@ static int open_group_socket6(const struct rnic_gid *mgid, const struct srt_udp 
 	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&sin6, sizeof(sin6)) ||
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mreq, sizeof(mreq)) ||
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one)) ||
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof(one)) ||
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))) {
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mreq, sizeof(mreq)) || srt_udp_rx_options6(fd)) {
 		e = errno;
 		close(fd);
 		return e;
 	}
-	(void)setsockopt(fd, SOL_UDP, UDP_NO_CHECK6_RX, &one, sizeof(one));
 	int rcvbuf = 4 << 20;
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	*fd_out = fd;

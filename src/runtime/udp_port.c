@@ -342,14 +342,23 @@ int srt_udp_rx_options(int fd)
 	return 0;
 }
 
-/* The same for an IPv6 socket: traffic class, hop limit, destination. */
-static int rx_options6(int fd)
+int srt_udp_rx_options6(int fd)
 {
 	if (set_int_option(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1) ||
 	    set_int_option(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1) ||
 	    set_int_option(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1))
 		return errno;
+	/* IPv6 UDP carries a checksum (RFC 8200 8.1), but the kernel's rxe
+	 * sends RoCEv2 over IPv6 with checksum 0, as its tunnel socket is
+	 * set up to; take such datagrams (best effort: an old kernel lacks
+	 * the option and then drops them). */
+	(void)set_int_option(fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
 	return 0;
+}
+
+unsigned srt_udp_ifindex(const struct srt_udp *u)
+{
+	return u->scope_id ? u->scope_id : u->ifname[0] ? if_nametoindex(u->ifname) : 0;
 }
 
 /* Never fragment, hop limit / TTL 64: the options every sending socket
@@ -379,14 +388,8 @@ static int configure_socket(struct srt_udp *u)
 	int fd = u->fd;
 	const char *env_gso = getenv("SOFTRNIC_GSO");
 
-	if (send_options(u, fd) || (u->v6 ? rx_options6(fd) : srt_udp_rx_options(fd)))
+	if (send_options(u, fd) || (u->v6 ? srt_udp_rx_options6(fd) : srt_udp_rx_options(fd)))
 		return errno;
-	/* IPv6 UDP carries a checksum (RFC 8200 8.1), but the kernel's rxe
-	 * sends RoCEv2 over IPv6 with checksum 0, as its tunnel socket is
-	 * set up to; take such datagrams (best effort: an old kernel lacks
-	 * the option and then drops them). */
-	if (u->v6)
-		(void)set_int_option(fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
 	/* Batching: UDP GSO (one send for a run of packets, cut by the kernel
 	 * or the NIC) and GRO (such runs received whole).  Trade-off: Linux
 	 * refuses GSO on a socket without UDP checksums, so with GSO our
@@ -501,7 +504,7 @@ static int open_sport_socket(const struct srt_udp *u, uint16_t sport)
 	if (!u->v6) {
 		(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	} else {
-		int ifindex = (int)(u->scope_id ? u->scope_id : u->ifname[0] ? if_nametoindex(u->ifname) : 0);
+		int ifindex = (int)srt_udp_ifindex(u);
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
 	}
 	return fd;
@@ -723,7 +726,7 @@ int srt_udp_open(struct srt_udp *u, char *err, size_t errlen)
 		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &u->addr, sizeof(u->addr));
 	lookup_interface(u);
 	if (u->v6) {
-		int ifindex = (int)(u->scope_id ? u->scope_id : u->ifname[0] ? if_nametoindex(u->ifname) : 0);
+		int ifindex = (int)srt_udp_ifindex(u);
 		(void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex));
 	}
 	return 0;

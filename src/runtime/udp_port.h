@@ -218,6 +218,13 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b);
 /* The receive options srt_udp_recv relies on (TOS, TTL, destination
  * address); also used for the multicast sockets (mcast.c).  0 or errno. */
 int srt_udp_rx_options(int fd);
+/* The same for an IPv6 socket (traffic class, hop limit, destination),
+ * which also takes datagrams with UDP checksum 0, as rxe sends them. */
+int srt_udp_rx_options6(int fd);
+/* The interface of an IPv6 port's address: its scope for a link-local
+ * one, else the interface that holds it; 0 if unknown (the kernel then
+ * chooses by route). */
+unsigned srt_udp_ifindex(const struct srt_udp *u);
 
 /* socket(2) by the system call itself: the device's sockets are its own,
  * and a socket library preloaded into the program (rdma-core's
