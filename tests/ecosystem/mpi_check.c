@@ -5,12 +5,14 @@
  * tenth as many untimed warm-up rounds, which also take the wire-up), then
  * MPI_Allreduce of a vector over all ranks (every element checked against
  * the sum computed by hand), then a barrier.  Prints one line per size and
- * "mpi_check: ok" from rank 0; any mismatch aborts the job.
+ * "mpi_check: ok" from rank 0; any mismatch aborts the job.  Usage:
+ * mpi_check [ROUNDS [LINGER_MS]].
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void die(const char *what, long at)
 {
@@ -85,6 +87,7 @@ static void allreduce(int rank, int nranks)
 int main(int argc, char **argv)
 {
 	int rank, nranks, iters = argc > 1 ? atoi(argv[1]) : 100;
+	int linger_ms = argc > 2 ? atoi(argv[2]) : 0;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -96,6 +99,12 @@ int main(int argc, char **argv)
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 0)
 		printf("mpi_check: ok\n");
+	/* With a second argument, stay a while with the NIC still open, so an
+	 * observer sampling its counters (softrnic stats) sees their final
+	 * values: UCX never closes the device, the counters end with the
+	 * process. */
+	if (linger_ms > 0)
+		usleep((useconds_t)linger_ms * 1000);
 	MPI_Finalize();
 	return 0;
 }

@@ -58,7 +58,7 @@ job() {
 	sample "$dir/$name.samples" &
 	sampler_pid=$!
 	timeout -k 5 120 "$SOFTRNIC" run mpirun.mpich -launcher fork -np 2 -genv UCX_TLS "$tls" \
-		-genv UCX_LOG_LEVEL info "$dir/mpi_check" 200 > "$dir/$name.log" 2>&1
+		-genv UCX_LOG_LEVEL info "$dir/mpi_check" 200 300 > "$dir/$name.log" 2>&1
 	local rc=$?
 	kill "$sampler_pid" 2>/dev/null
 	wait "$sampler_pid" 2>/dev/null
@@ -71,7 +71,7 @@ job() {
 		{ grep ep_cfg "$dir/$name.log" >&2; fail "$name: no $tl/softrnic0:1 endpoints"; }
 	# The largest sample of each rank, summed: at least the 256 KiB rounds'
 	# 200 x 256 KiB each way that one rank received (a sample lags the
-	# counters by up to 100 ms, the 256 KiB rounds last longer).
+	# counters by up to 100 ms; the ranks stay 300 ms after the last round).
 	local ranks rx
 	read -r ranks rx < <(awk '{ if ($2 > m[$1]) m[$1] = $2 } END { n = 0; s = 0; for (p in m) { n++; s += m[p] }; print n, s }' \
 		"$dir/$name.samples")
