@@ -10,9 +10,9 @@
  * wire protocol, which is rdma-core's.
  *
  * Datagram sockets (SOCK_DGRAM) are in rsocket_dgram.c; the calls here
- * hand them over; riomap/riowrite are in rsocket_iomap.c.  Not here:
- * keepalive messages (SO_KEEPALIVE is accepted and reported, nothing is
- * sent).
+ * hand them over; riomap/riowrite are in rsocket_iomap.c; keepalive
+ * messages (SO_KEEPALIVE, TCP_KEEPIDLE) are sent from the data path
+ * (rs_keepalive in rsocket_data.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -891,6 +891,7 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 		case SO_REUSEADDR:
 		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
+			rs->keepalive_due = 0;  /* timed afresh from now */
 			if (v)
 				rs->so_opts |= UINT64_C(1) << optname;
 			else
@@ -928,6 +929,7 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 			if (v <= 0)
 				return rs_unlock_ret(rs, rs_err(EINVAL));
 			rs->keepalive_time = (unsigned)v;
+			rs->keepalive_due = 0;
 			return rs_unlock_ret(rs, 0);
 		case TCP_KEEPCNT:
 		case TCP_KEEPINTVL:

@@ -282,6 +282,66 @@ void rs_update_credits(struct rsock *rs)
 		send_credits(rs);
 }
 
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* SO_KEEPALIVE (rdma-core's RS_CTRL_KEEPALIVE): a zero-length RDMA WRITE
+ * every keepalive_time seconds (TCP_KEEPIDLE) while the socket is
+ * connected.  The peer's receive queue never sees it, but the RC transport
+ * must acknowledge it, so a peer that died shows as retries exhausted and
+ * the socket in error (ETIMEDOUT) — the only way a socket that just
+ * receives, or whose sends are all acknowledged and whose credits are
+ * spent, can learn it.  rdma-core sends it from a service thread; there is
+ * none here: it goes out when the program next calls the socket, and a
+ * blocking wait wakes for it (rs_keepalive_wait_ms). */
+static bool keepalive_on(const struct rsock *rs)
+{
+	return rs->type == SOCK_STREAM && (rs->so_opts & (UINT64_C(1) << SO_KEEPALIVE)) &&
+	       (rs->state & RS_CONNECTED) && rs->cm && rs->cm->qp;
+}
+
+void rs_keepalive(struct rsock *rs)
+{
+	int64_t now, period = (int64_t)rs->keepalive_time * 1000000;
+
+	if (!keepalive_on(rs))
+		return;
+	now = now_us();
+	if (!rs->keepalive_due) {
+		rs->keepalive_due = now + period;
+		return;
+	}
+	if (now < rs->keepalive_due || !rs_ctrl_avail(rs))
+		return;
+	rs->keepalive_due = now + period;
+	rs->ctrl_seqno++;
+
+	struct ibv_send_wr wr, *bad;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = rs_msg(RS_OP_CTRL, RS_CTRL_KEEPALIVE);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	int e = ibv_post_send(rs->cm->qp, &wr, &bad);
+	if (e) {
+		rs->state = RS_ERROR;
+		rs->err = e;
+	}
+}
+
+int rs_keepalive_wait_ms(const struct rsock *rs, int cap_ms)
+{
+	if (!keepalive_on(rs) || !rs->keepalive_due)
+		return cap_ms;
+	int64_t left_ms = (rs->keepalive_due - now_us() + 999) / 1000;
+	if (left_ms < 0)
+		left_ms = 0;
+	return left_ms < cap_ms ? (int)left_ms : cap_ms;
+}
+
 /* ---- completions ------------------------------------------------------------------ */
 
 int rs_poll_cq(struct rsock *rs)
@@ -344,9 +404,11 @@ int rs_poll_cq(struct rsock *rs)
 					rs->sbuf_avail += RS_MSG_DATA(msg);
 					break;
 				}
+				/* A peer that stopped answering (retries exhausted)
+				 * is a timed-out connection, as TCP reports it. */
 				if (w->status != IBV_WC_SUCCESS && (rs->state & RS_CONNECTED)) {
 					rs->state = RS_ERROR;
-					rs->err = EIO;
+					rs->err = w->status == IBV_WC_RETRY_EXC_ERR ? ETIMEDOUT : EIO;
 				}
 			}
 		}
@@ -403,14 +465,6 @@ bool rs_all_sends_done(const struct rsock *rs)
 	       (int)(rs->ctrl_max_seqno - rs->ctrl_seqno) + rs->sqe_avail == rs->sq_size;
 }
 
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* How long a blocking call polls before it sleeps (rdma-core's
  * polling_time): a ping-pong's answer within it costs no wake-up. */
 #define RS_SPIN_US 10
@@ -426,6 +480,7 @@ int rs_wait(struct rsock *rs, bool nonblock, bool (*test)(const struct rsock *rs
 		if (rs_poll_cq(rs))
 			return -1;
 		rs_update_credits(rs);
+		rs_keepalive(rs);
 		if (test(rs))
 			return 0;
 		if (nonblock)
@@ -444,7 +499,7 @@ int rs_wait(struct rsock *rs, bool nonblock, bool (*test)(const struct rsock *rs
 			{ .fd = rs->cq_chan ? rs->cq_chan->fd : -1, .events = POLLIN },
 		};
 		pthread_mutex_unlock(&rs->lock);
-		int r = poll(p, 2, 1000);
+		int r = poll(p, 2, rs_keepalive_wait_ms(rs, 1000));
 		pthread_mutex_lock(&rs->lock);
 		if (r < 0 && errno != EINTR)
 			return -1;
@@ -588,7 +643,7 @@ ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 			if (ret)
 				break;
 			if (!(rs->state & RS_WRITABLE)) {
-				ret = rs_err(EPIPE);
+				ret = rs_err(rs->state & RS_ERROR ? (rs->err ? rs->err : EIO) : EPIPE);
 				break;
 			}
 		}
@@ -657,8 +712,13 @@ ssize_t rs_recvv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 			ret = rs_wait(rs, nonblock, have_rdata_or_closed);
 			if (ret)
 				break;
-			if (!rs_have_rdata(rs))
-				break;          /* end of stream */
+			if (!rs_have_rdata(rs)) {
+				/* End of stream; one that ended in error (a dead
+				 * peer) says so, as TCP's recv does. */
+				if ((rs->state & RS_ERROR) && left == total)
+					ret = rs_err(rs->err ? rs->err : EIO);
+				break;
+			}
 		}
 		if (flags & MSG_PEEK) {
 			int head = rs->rmsg_head;

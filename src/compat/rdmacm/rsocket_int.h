@@ -155,7 +155,8 @@ struct rsock {
 	int fd_flags;                   /* FD_CLOEXEC */
 	uint64_t so_opts, tcp_opts;     /* 1 << optname for boolean options set */
 	int ip_tos;
-	unsigned keepalive_time;
+	unsigned keepalive_time;        /* TCP_KEEPIDLE, seconds */
+	int64_t keepalive_due;          /* CLOCK_MONOTONIC µs of the next keepalive; 0: not timed yet */
 	bool dst_is_set;
 
 	/* Sizes (settable until the buffers exist). */
@@ -277,6 +278,8 @@ bool rs_can_send(const struct rsock *rs);
 bool rs_have_rdata(const struct rsock *rs);
 bool rs_all_sends_done(const struct rsock *rs);
 bool rs_ctrl_avail(const struct rsock *rs);
+void rs_keepalive(struct rsock *rs);
+int rs_keepalive_wait_ms(const struct rsock *rs, int cap_ms);
 int rs_post_ctrl(struct rsock *rs, uint32_t ctrl);
 /* Waits (lock held; dropped while sleeping) until test(rs), or the
  * socket's state says there is nothing to wait for.  nonblock: EAGAIN

@@ -57,6 +57,7 @@ static short rs_revents(struct rsock *rs, short events)
 	rs_update_credits(rs);
 	(void)rs_poll_cq(rs);
 	rs_update_credits(rs);
+	rs_keepalive(rs);
 	if ((events & POLLIN) && (rs_have_rdata(rs) || !(rs->state & RS_READABLE)))
 		r |= POLLIN;
 	if ((events & POLLOUT) && (rs->state & RS_WRITABLE) && rs_can_send(rs))
@@ -124,6 +125,7 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			if (cnt)
 				break;
 		}
+		int wait = 500;         /* look again now and then regardless */
 		if (!w) {
 			w = calloc(2 * nfds + 1, sizeof(*w));
 			if (!w)
@@ -142,10 +144,10 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 					w[2 * i + 1].fd = rs->cq_chan->fd;
 					w[2 * i + 1].events = POLLIN;
 				}
+				wait = rs_keepalive_wait_ms(rs, wait);
 				pthread_mutex_unlock(&rs->lock);
 			}
 		}
-		int wait = 500;         /* look again now and then regardless */
 		if (timeout > 0) {
 			int64_t left = deadline - now_ms();
 			if (left <= 0)
