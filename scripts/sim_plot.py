@@ -5,6 +5,7 @@ usage: sim_plot.py dcqcn-fairness DIR OUT.png   (DIR: that experiment's --out)
        sim_plot.py gbn-loss DIR OUT.png
        sim_plot.py run DIR OUT.png        (softrnic sim run --sample-us N --out DIR)
        sim_plot.py hpcc-workload DIR OUT.png   (FCT slowdown by size, as HPCC's Figure 11)
+       sim_plot.py cc-compare DIR OUT.png      (the four congestion controls, as HPCC's Figure 11)
 """
 import csv
 import sys
@@ -113,6 +114,48 @@ def hpcc(d, out):
     fig.savefig(out, dpi=80)
 
 
+def cc_compare(d, out):
+    """cc-compare.csv: per load (a row of panels) the p50, p95 and p99 FCT
+    slowdown of each 5% of the flows by size under each congestion control,
+    as the HPCC paper's Figure 11 draws them; runs.csv: the switch queues'
+    p99 and maximum."""
+    data = rows(d + "/cc-compare.csv")
+    runs = rows(d + "/runs.csv")
+    loads = sorted({r["load"] for r in data}, key=int)
+    ccs = []
+    for r in data:
+        if r["cc"] not in ccs:
+            ccs.append(r["cc"])
+    fig, axes = plt.subplots(len(loads), 4, figsize=(16, 3.4 * len(loads)), squeeze=False)
+    for i, load in enumerate(loads):
+        for j, key in enumerate(("p50", "p95", "p99")):
+            ax = axes[i][j]
+            for cc in ccs:
+                rs = [r for r in data if r["load"] == load and r["cc"] == cc]
+                ax.plot(range(len(rs)), [float(r[key]) for r in rs], "-o", ms=2.5, lw=1, label=cc)
+            rs = [r for r in data if r["load"] == load and r["cc"] == ccs[0]]
+            ax.set_xticks(list(range(len(rs)))[::2])
+            ax.set_xticklabels([human(int(r["size"])) for r in rs][::2], rotation=60, fontsize=7)
+            ax.set_yscale("log")
+            ax.set_title("%s%% load: %s FCT slowdown" % (load, key), fontsize=9)
+            ax.grid(alpha=0.3)
+            if j == 0:
+                ax.legend(fontsize=7)
+        ax = axes[i][3]
+        rs = [r for r in runs if r["load"] == load]
+        x = range(len(rs))
+        ax.bar([k - 0.2 for k in x], [int(r["queue_p99"]) / 1024 for r in rs], 0.4, label="p99")
+        ax.bar([k + 0.2 for k in x], [int(r["queue_max"]) / 1024 for r in rs], 0.4, label="max")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([r["cc"] for r in rs], fontsize=8)
+        ax.set_ylabel("switch queue (KiB)")
+        ax.set_title("%s%% load: queues holding packets" % load, fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+
+
 def human(b):
     for unit, k in (("M", 1000000), ("K", 1000)):
         if b >= k:
@@ -121,5 +164,6 @@ def human(b):
 
 
 if __name__ == "__main__":
-    {"dcqcn-fairness": fairness, "gbn-loss": gbn, "run": run, "hpcc-workload": hpcc}[sys.argv[1]](
+    {"dcqcn-fairness": fairness, "gbn-loss": gbn, "run": run, "hpcc-workload": hpcc,
+     "cc-compare": cc_compare}[sys.argv[1]](
         sys.argv[2], sys.argv[3])

@@ -237,8 +237,7 @@ int sim_gen_main(int argc, char **argv)
 	const char *cdf_path = NULL;
 	unsigned hosts = 0;
 	double load = 0, bandwidth = 100e9, duration = 0.1;
-	uint64_t seed = 1, rng[4];
-	struct cdf c;
+	uint64_t seed = 1;
 
 	/* Every option takes a value: they come in pairs. */
 	if (argc % 2 == 0)
@@ -262,6 +261,14 @@ int sim_gen_main(int argc, char **argv)
 	}
 	if (!cdf_path || hosts < 2 || load <= 0 || load > 1 || bandwidth <= 0 || duration <= 0)
 		return gen_usage();
+	return sim_gen_write(stdout, cdf_path, hosts, load, bandwidth, duration, seed);
+}
+
+int sim_gen_write(FILE *out, const char *cdf_path, unsigned hosts, double load, double bandwidth,
+		  double duration, uint64_t seed)
+{
+	uint64_t rng[4];
+	struct cdf c;
 	int e = read_cdf(cdf_path, &c);
 	if (e) {
 		fprintf(stderr, "softrnic sim gen: %s: %s\n", cdf_path,
@@ -294,9 +301,9 @@ int sim_gen_main(int argc, char **argv)
 		}
 	}
 	qsort(f, n, sizeof(*f), by_start);
-	printf("%zu\n", n);
+	fprintf(out, "%zu\n", n);
 	for (size_t i = 0; i < n; i++)
-		printf("%u %u 3 100 %" PRIu64 " %.9f\n", f[i].src, f[i].dst, f[i].size, f[i].start);
+		fprintf(out, "%u %u 3 100 %" PRIu64 " %.9f\n", f[i].src, f[i].dst, f[i].size, f[i].start);
 	fprintf(stderr, "softrnic sim gen: %zu flows, mean size %.0f bytes, %.1f flows/s per host\n", n, mean, per_host);
 	free(f);
 	return 0;

@@ -452,6 +452,51 @@ static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
 		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
 }
 
+/* Every queue_sample_ns: the length of every switch egress queue holding
+ * packets, into a histogram of 1 KiB bins (the last bin holds everything
+ * from 64 MiB up; the maximum is kept exactly). */
+#define QUEUE_BINS 65536u
+
+struct queue_sampler {
+	struct sim_net *n;
+	uint64_t period_ns, stop_ns;
+	uint64_t *bins, samples, max;
+};
+
+static void sample_switch_queues(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct queue_sampler *s = ctx;
+
+	(void)arg;
+	for (unsigned node = 0; node < sim_nodes(s->n); node++) {
+		if (sim_node_is_host(s->n, node))
+			continue;
+		for (unsigned p = 0; p < sim_node_ports(s->n, node); p++) {
+			uint64_t q = sim_port_queue_bytes(s->n, node, p);
+			if (!q)
+				continue;
+			s->bins[q / 1024 < QUEUE_BINS ? q / 1024 : QUEUE_BINS - 1]++;
+			s->samples++;
+			s->max = q > s->max ? q : s->max;
+		}
+	}
+	if (now + s->period_ns <= s->stop_ns && sim_flows_running(s->n))
+		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_switch_queues, s, 0);
+}
+
+/* The upper edge of the bin holding the p-th percentile sample. */
+static uint64_t queue_percentile(const struct queue_sampler *s, double p)
+{
+	uint64_t want = (uint64_t)((double)s->samples * p / 100), seen = 0;
+
+	for (unsigned b = 0; b < QUEUE_BINS; b++) {
+		seen += s->bins[b];
+		if (seen > want)
+			return b + 1 < QUEUE_BINS ? (uint64_t)(b + 1) * 1024 : s->max;
+	}
+	return s->max;
+}
+
 struct link_line {
 	unsigned a, b;
 	struct sim_link_opts l;
@@ -667,6 +712,12 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			sim_at(&e, sample_ns, sample_queues, &smp, 0);
 		}
 	}
+	struct queue_sampler qs = { .n = n, .period_ns = o->queue_sample_ns, .stop_ns = stop };
+	if (qs.period_ns) {
+		qs.bins = calloc(QUEUE_BINS, sizeof(*qs.bins));
+		if (qs.bins)
+			sim_at(&e, qs.period_ns, sample_switch_queues, &qs, 0);
+	}
 	struct sim_progress prog;
 	sim_progress_start(&prog, "softrnic sim run", stop, sim_flows(n));
 	while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
@@ -748,8 +799,24 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 		     " retransmitted packets\n",
 		st->drops + st->headroom_drops, st->pauses_sent, st->ecn_marks, sim_rnic_counter(n, "cnp_sent"),
 		sim_rnic_counter(n, "retransmits"));
+	o->result = (struct sim_run_result){
+		.flows = nflows, .done = done, .failed = failed,
+		.drops = st->drops + st->headroom_drops, .pauses = st->pauses_sent, .ecn_marks = st->ecn_marks,
+		.cnps = sim_rnic_counter(n, "cnp_sent"),
+	};
+	if (qs.bins && qs.samples) {
+		o->result.queue_samples = qs.samples;
+		o->result.queue_p50 = queue_percentile(&qs, 50);
+		o->result.queue_p95 = queue_percentile(&qs, 95);
+		o->result.queue_p99 = queue_percentile(&qs, 99);
+		o->result.queue_max = qs.max;
+		fprintf(sum, "  switch egress queues holding packets, sampled every %" PRIu64 " us: %" PRIu64
+			     " samples, p50 %" PRIu64 " KiB, p95 %" PRIu64 " KiB, p99 %" PRIu64 " KiB, max %" PRIu64
+			     " KiB\n", qs.period_ns / 1000, qs.samples, o->result.queue_p50 / 1024,
+			o->result.queue_p95 / 1024, o->result.queue_p99 / 1024, (qs.max + 1023) / 1024);
+	}
 	/* FCT slowdown by size, as HPCC's fct_analysis does by percentile. */
-	static const uint64_t edges[] = { 10000, 100000, 1000000, 10000000, UINT64_MAX };
+	static const uint64_t edges[] = SIM_RUN_SIZE_EDGES;
 	uint64_t lo = 0;
 	for (unsigned b = 0; b < sizeof(edges) / sizeof(edges[0]); lo = edges[b++]) {
 		double *v = slow + done;        /* scratch past the slowdowns */
@@ -765,6 +832,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			snprintf(hi, sizeof(hi), "%" PRIu64, edges[b]);
 		fprintf(sum, "  sizes %" PRIu64 "..%s bytes: %u flows, slowdown p50 %.2f p95 %.2f p99 %.2f\n", lo, hi, k,
 			v[k / 2], v[k * 95 / 100], v[k * 99 / 100]);
+		o->result.by_size[b] = (struct sim_size_class){ k, v[k / 2], v[k * 95 / 100], v[k * 99 / 100] };
 	}
 	if (c.ignored[0])
 		fprintf(sum, "  keys of %s not used by this model: %s\n", config, c.ignored);
@@ -777,6 +845,7 @@ out:
 		fclose(sum);
 	free(slow);
 	free(sizes);
+	free(qs.bins);
 	free(flow_src);
 	free(is_switch);
 	free(host_of);

@@ -16,8 +16,28 @@ struct sim_run_opts {
 	unsigned flow_limit;    /* 0, or read at most this many of the flow file's
 				 * flows (its first ones, as a smaller count on its
 				 * first line would) */
+	uint64_t queue_sample_ns;       /* 0, or how often `result` samples every
+					 * switch egress queue */
 	char fct_path[768];     /* out: the FCT file written in out_dir */
+	struct sim_run_result { /* out: what the summary says, as numbers */
+		unsigned flows, done, failed;
+		uint64_t drops, pauses, ecn_marks, cnps;
+		/* Switch egress queues holding packets, over every sample
+		 * (queue_sample_ns): how many, and their length in bytes at
+		 * the median, p95, p99 (to 1 KiB) and at most. */
+		uint64_t queue_samples, queue_p50, queue_p95, queue_p99, queue_max;
+		/* FCT slowdown of the flows done, by size: below 10 KB,
+		 * 10-100 KB, 100 KB-1 MB, 1-10 MB, from 10 MB
+		 * (SIM_RUN_SIZE_EDGES). */
+		struct sim_size_class {
+			unsigned flows;
+			double p50, p95, p99;
+		} by_size[5];
+	} result;
 };
+
+/* The upper edges of result.by_size's classes, in bytes (the last open). */
+#define SIM_RUN_SIZE_EDGES { 10000, 100000, 1000000, 10000000, UINT64_MAX }
 
 int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o);
 
