@@ -61,6 +61,37 @@ static bool hop_util(const struct hpcc_cc *s, const struct hpcc_int_hop *h, cons
 	return true;
 }
 
+/* The rate law on a utilisation u_q20 (1/2^20): R from R_c and the stage;
+ * R_c and the stage move only on a full update. */
+static void apply_utilisation(struct hpcc_cc *s, uint64_t u_q20, bool fast)
+{
+	const struct hpcc_params *p = s->p;
+	/* k = U/η, in 1/2^20 */
+	uint64_t eta = (uint64_t)p->eta * ONE_Q20 / 1000u;
+	uint64_t k = eta ? u_q20 * ONE_Q20 / eta : ONE_Q20;
+	uint64_t rate;
+	uint32_t stage;
+
+	if (k >= ONE_Q20 || s->inc_stage >= p->max_stage) {
+		/* R_c/k + W_AI; k = 0 (an idle path) only with maxStage 0:
+		 * the line rate. */
+		rate = k ? (uint64_t)((unsigned __int128)s->cur_rate * ONE_Q20 / k) : s->line_rate;
+		rate += (uint64_t)p->rate_ai * MBPS;
+		stage = 0;
+	} else {
+		rate = s->cur_rate + (uint64_t)p->rate_ai * MBPS;
+		stage = s->inc_stage + 1;
+	}
+	rate = clamp(s, rate);
+	if (rate < s->rate)
+		s->cuts++;
+	s->rate = rate;
+	if (!fast) {
+		s->cur_rate = rate;
+		s->inc_stage = stage;
+	}
+}
+
 static void update(struct hpcc_cc *s, const struct hpcc_int *t, bool fast)
 {
 	const struct hpcc_params *p = s->p;
@@ -83,29 +114,7 @@ static void update(struct hpcc_cc *s, const struct hpcc_int *t, bool fast)
 		if (dt > T)
 			dt = T;
 		s->u = (uint32_t)(((uint64_t)s->u * (T - dt) + U * dt) / T);
-		/* k = U/η, in 1/2^20 */
-		uint64_t eta = (uint64_t)p->eta * ONE_Q20 / 1000u;
-		uint64_t k = eta ? (uint64_t)s->u * ONE_Q20 / eta : ONE_Q20;
-		uint64_t rate;
-		uint32_t stage;
-		if (k >= ONE_Q20 || s->inc_stage >= p->max_stage) {
-			/* R_c/k + W_AI; k = 0 (an idle path) only with
-			 * maxStage 0: the line rate. */
-			rate = k ? (uint64_t)((unsigned __int128)s->cur_rate * ONE_Q20 / k) : s->line_rate;
-			rate += (uint64_t)p->rate_ai * MBPS;
-			stage = 0;
-		} else {
-			rate = s->cur_rate + (uint64_t)p->rate_ai * MBPS;
-			stage = s->inc_stage + 1;
-		}
-		rate = clamp(s, rate);
-		if (rate < s->rate)
-			s->cuts++;
-		s->rate = rate;
-		if (!fast) {
-			s->cur_rate = rate;
-			s->inc_stage = stage;
-		}
+		apply_utilisation(s, s->u, fast);
 	}
 	if (fast)
 		s->fast_reacts++;
@@ -113,9 +122,35 @@ static void update(struct hpcc_cc *s, const struct hpcc_int *t, bool fast)
 		s->updates++;
 }
 
+/* HPCC-PINT's sampled ACK (hpcc_cc.h). */
+static void on_pint_ack(struct hpcc_cc *s, const struct hpcc_int *t, uint64_t ack_seq, uint64_t snd_nxt)
+{
+	if (!t->pint_u)
+		return;
+	if (!s->started) {
+		s->started = true;
+		s->update_end = snd_nxt;
+		return;
+	}
+	bool full = ack_seq > s->update_end;
+	s->u = t->pint_u;
+	apply_utilisation(s, t->pint_u, !full);
+	if (full) {
+		s->updates++;
+		if (snd_nxt > s->update_end)
+			s->update_end = snd_nxt;
+	} else {
+		s->fast_reacts++;
+	}
+}
+
 void hpcc_on_ack(struct hpcc_cc *s, const struct hpcc_int *t, uint64_t ack_seq, uint64_t snd_nxt)
 {
 	s->acks++;
+	if (s->p->pint) {
+		on_pint_ack(s, t, ack_seq, snd_nxt);
+		return;
+	}
 	if (!t->nhop)
 		return;
 	if (!s->started) {

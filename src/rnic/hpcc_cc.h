@@ -51,6 +51,10 @@ struct hpcc_int_hop {
 struct hpcc_int {
 	uint32_t nhop;
 	struct hpcc_int_hop hop[HPCC_MAX_HOPS];
+	/* HPCC-PINT (CC_MODE 10) instead of the records: the largest
+	 * utilisation on the path in 1/2^20, as the fabric's one-field INT
+	 * carried it (sim/pint.c encodes and decodes it); 0: none. */
+	uint32_t pint_u;
 };
 
 struct hpcc_params {
@@ -62,6 +66,7 @@ struct hpcc_params {
 	bool fast_react;        /* FAST_REACT: react on every ACK          */
 	uint64_t base_rtt;      /* ns: T, the EWMA's horizon (GLOBAL_T: the
 	                           largest base RTT of the fabric)         */
+	bool pint;              /* HPCC-PINT: U from pint_u, see below     */
 };
 void hpcc_params_default(struct hpcc_params *p);
 
@@ -79,6 +84,24 @@ struct hpcc_cc {
 	/* counters */
 	uint64_t acks, updates, fast_reacts, cuts;
 };
+
+/* HPCC-PINT (Ben Basat et al., "PINT: Probabilistic In-band Network
+ * Telemetry", SIGCOMM 2020; HPCC's simulator, rdma-hw.cc, CC_MODE 10):
+ * the switches keep U per egress port themselves and a data packet
+ * carries only the largest along its path, log-encoded in one field; the
+ * receiver echoes it, and the sender samples a share of the ACKs
+ * (PINT_PROB: the simulator drops the others before they get here).  Per
+ * sampled ACK with pint_u = U:
+ *
+ *   first ACK     the window's end ← snd_nxt, nothing else
+ *   k             = U/η (no EWMA at the sender: the switch's U is one)
+ *   rate          k ≥ 1 or stage ≥ maxStage:  R = R_c/k + W_AI, stage 0
+ *                 otherwise:                  R = R_c + W_AI,  stage + 1
+ *   once per RTT  (ack_seq past the window's end) R_c ← R, stage kept,
+ *                 the window's end ← snd_nxt; between those ACKs the
+ *                 rate follows R from R_c on every sampled ACK, whatever
+ *                 FAST_REACT says (as HPCC's HandleAckHpPint).
+ */
 
 /* window: W in bytes (0: line_rate × base_rtt). */
 void hpcc_init(struct hpcc_cc *s, const struct hpcc_params *p, uint64_t line_rate, uint64_t window);

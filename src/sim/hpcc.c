@@ -7,9 +7,9 @@
  *   config.txt    "KEY value ..." lines.  Read: TOPOLOGY_FILE, FLOW_FILE,
  *                 ROUTE_FILE (softrnic's own: static routes, load_routes),
  *                 FCT_OUTPUT_FILE, SIMULATOR_STOP_TIME (s), CC_MODE (1
- *                 DCQCN, 3 HPCC, 7 TIMELY, 8 DCTCP: softrnic's own
- *                 dcqcn.c, hpcc_cc.c, timely.c, dctcp.c in every host;
- *                 10, HPCC-PINT, is refused), ENABLE_QCN,
+ *                 DCQCN, 3 HPCC, 7 TIMELY, 8 DCTCP, 10 HPCC-PINT:
+ *                 softrnic's own dcqcn.c, hpcc_cc.c, timely.c, dctcp.c
+ *                 in every host; PINT's switches in pint.c), ENABLE_QCN,
  *                 ENABLE_PFC, BUFFER_SIZE (MB), KMIN_MAP / KMAX_MAP
  *                 (KB) / PMAX_MAP per link rate, ERROR_RATE_PER_LINK,
  *                 PACKET_PAYLOAD_SIZE, and the DCQCN keys RATE_AI,
@@ -25,7 +25,9 @@
  *                 net.c's INT records are full width), MULTI_RATE and
  *                 SAMPLE_FEEDBACK (only 0 is modelled); HAS_WIN (1:
  *                 a window of the largest path's BDP, max_bdp, scaled by
- *                 the rate as VAR_WIN 1 does).  Other keys are listed in
+ *                 the rate as VAR_WIN 1 does); for HPCC-PINT the same
+ *                 but FAST_REACT (it always reacts), with PINT_LOG_BASE
+ *                 and PINT_PROB.  Other keys are listed in
  *                 the summary as not used.
  *   topology      "nodes switches links", the switch ids, then one
  *                 "a b rate delay error_rate" per link (rate 100Gbps,
@@ -85,6 +87,7 @@ struct hpcc_config {
 	struct timely_params timely;
 	struct hpcc_params hpcc;
 	bool has_win, multi_rate, sample_feedback;
+	double pint_log_base, pint_prob;
 	char keys[2048];        /* every key in the file's order, the unknown
 	                           ones marked with a leading '!' */
 	char ignored[2048];
@@ -102,17 +105,19 @@ static const struct {
 	{ "RATE_DECREASE_INTERVAL", 1u << 1 },
 	{ "ALPHA_RESUME_INTERVAL", 1u << 1 },
 	{ "CLAMP_TARGET_RATE", 1u << 1 },
-	{ "RATE_AI", 1u << 1 | 1u << 3 | 1u << 7 },
+	{ "RATE_AI", 1u << 1 | 1u << 3 | 1u << 7 | 1u << 10 },
 	{ "RATE_HAI", 1u << 1 | 1u << 7 },
 	{ "EWMA_GAIN", 1u << 1 | 1u << 8 },
 	{ "DCTCP_RATE_AI", 1u << 8 },
-	{ "HAS_WIN", 1u << 3 | 1u << 7 | 1u << 8 },
-	{ "U_TARGET", 1u << 3 },
-	{ "MI_THRESH", 1u << 3 },
-	{ "FAST_REACT", 1u << 3 },
+	{ "HAS_WIN", 1u << 3 | 1u << 7 | 1u << 8 | 1u << 10 },
+	{ "U_TARGET", 1u << 3 | 1u << 10 },
+	{ "MI_THRESH", 1u << 3 | 1u << 10 },
+	{ "FAST_REACT", 1u << 3 },     /* HPCC-PINT reacts on every sampled ACK */
 	{ "INT_MULTI", 1u << 3 },
 	{ "MULTI_RATE", 1u << 3 },
 	{ "SAMPLE_FEEDBACK", 1u << 3 },
+	{ "PINT_LOG_BASE", 1u << 10 },
+	{ "PINT_PROB", 1u << 10 },
 };
 
 /* The keys of c->keys that the run does not use, into c->ignored. */
@@ -246,6 +251,8 @@ static int read_config(const char *path, struct hpcc_config *c)
 	hpcc_params_default(&c->hpcc);
 	c->hpcc.max_stage = 5;  /* third.cc's mi_thresh */
 	c->has_win = true;
+	c->pint_log_base = 1.01;        /* run.py's defaults */
+	c->pint_prob = 1.0;
 	while (fscanf(f, "%127s", key) == 1) {
 		int ok = 1;
 		if (key[0] == '#' || key[0] == '{' || key[0] == '}') {
@@ -323,6 +330,10 @@ static int read_config(const char *path, struct hpcc_config *c)
 			 * packet, so there is nothing to scale. */
 			unsigned v;
 			ok = fscanf(f, "%u", &v) == 1 && v > 0;
+		} else if (!strcmp(key, "PINT_LOG_BASE")) {
+			ok = fscanf(f, "%lf", &c->pint_log_base) == 1 && c->pint_log_base > 1 && c->pint_log_base < 2;
+		} else if (!strcmp(key, "PINT_PROB")) {
+			ok = fscanf(f, "%lf", &c->pint_prob) == 1 && c->pint_prob > 0 && c->pint_prob <= 1;
 		} else if (!strcmp(key, "HAS_WIN")) {
 			int v;
 			ok = fscanf(f, "%d", &v) == 1;
@@ -366,11 +377,12 @@ static int read_config(const char *path, struct hpcc_config *c)
 		fprintf(stderr, "softrnic sim run: %s: TOPOLOGY_FILE and FLOW_FILE are needed\n", path);
 		return 2;
 	}
-	if (c->cc_mode != 1 && c->cc_mode != 3 && c->cc_mode != 7 && c->cc_mode != 8) {
-		fprintf(stderr, "softrnic sim run: CC_MODE %d: modelled here are 1 (DCQCN), 3 (HPCC), 7 (TIMELY) "
-				"and 8 (DCTCP); 10 (HPCC-PINT) is not\n", c->cc_mode);
+	if (c->cc_mode != 1 && c->cc_mode != 3 && c->cc_mode != 7 && c->cc_mode != 8 && c->cc_mode != 10) {
+		fprintf(stderr, "softrnic sim run: CC_MODE %d: modelled here are 1 (DCQCN), 3 (HPCC), 7 (TIMELY), "
+				"8 (DCTCP) and 10 (HPCC-PINT)\n", c->cc_mode);
 		return 2;
 	}
+	c->hpcc.pint = c->cc_mode == 10;
 	if (c->cc_mode == 3 && (c->multi_rate || c->sample_feedback)) {
 		fprintf(stderr, "softrnic sim run: %s: HPCC with %s 1 is not modelled (one rate for the path, "
 				"every record used: MULTI_RATE 0, SAMPLE_FEEDBACK 0)\n", path,
@@ -615,12 +627,14 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	 * reaction point follows it for the algorithms that hear marks
 	 * (DCQCN, DCTCP), while HPCC and TIMELY, as in HPCC's simulator,
 	 * react whatever it says. */
-	struct sim_host_opts ho = { .dcqcn = c.qcn || c.cc_mode == 3 || c.cc_mode == 7, .cc = &c.cc, .qp_timeout = 10,
+	struct sim_host_opts ho = { .dcqcn = c.qcn || c.cc_mode == 3 || c.cc_mode == 7 || c.cc_mode == 10,
+				    .cc = &c.cc, .qp_timeout = 10, .pint_log_base = c.pint_log_base,
+				    .pint_prob = c.pint_prob,
 				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
 					   : c.payload <= 2100 ? 2048 : 4096,
 				    .dctcp = &c.dctcp, .timely = &c.timely, .hpcc = &c.hpcc };
 	if (c.cc_mode != 1) {
-		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : c.cc_mode == 3 ? RNIC_CC_HPCC : RNIC_CC_DCTCP;
+		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : c.cc_mode == 8 ? RNIC_CC_DCTCP : RNIC_CC_HPCC;
 		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP.
 		 * HPCC's T is the largest base RTT (GLOBAL_T 1), and its W
 		 * the BDP whether or not a window limits the sender. */
@@ -787,7 +801,8 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	if (nflows < listed)
 		fprintf(sum, " (the first of the file's %u)", listed);
 	if (c.cc_mode != 1)
-		fprintf(sum, "; %s, window %" PRIu64 " bytes", c.cc_mode == 7 ? "TIMELY" : c.cc_mode == 3 ? "HPCC" : "DCTCP",
+		fprintf(sum, "; %s, window %" PRIu64 " bytes",
+			c.cc_mode == 7 ? "TIMELY" : c.cc_mode == 3 ? "HPCC" : c.cc_mode == 10 ? "HPCC-PINT" : "DCTCP",
 			ho.cc_window);
 	fprintf(sum, "; seed %" PRIu64 "; %s %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed,
 		c.cc_mode == 1 ? "DCQCN" : "ECN", c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,

@@ -16,6 +16,7 @@
 
 #include "base/prng.h"
 #include "rnic/rnic.h"
+#include "sim/pint.h"
 
 #define MAX_PORTS 64
 #define MAX_ECMP 8
@@ -43,6 +44,7 @@ struct sim_pkt {
 	 * sends no INT. */
 	bool tel_push, tel_echo;
 	struct hpcc_int tel;
+	uint16_t pint_field;            /* HPCC-PINT: the path's largest U, encoded */
 	uint32_t ib_len;
 	uint8_t ib[];
 };
@@ -62,6 +64,7 @@ struct port {
 	unsigned peer_port;
 	uint64_t rate_bps, delay_ns;
 	uint64_t tx_bytes;              /* wire bytes of packets sent (HPCC's INT) */
+	struct sim_pint_port pint;      /* HPCC-PINT's U of this egress port */
 	double loss;
 	struct queue q[SIM_PRIOS], ctrl;
 	bool busy, wake_pending;
@@ -84,6 +87,8 @@ struct flow {
 	struct rnic_qp *qp_src, *qp_dst;
 	uint64_t arrived;               /* wire bytes of its requests that reached dst */
 	struct hpcc_int last_int;       /* HPCC: the latest request's INT, for its ACKs */
+	uint16_t last_pint;             /* HPCC-PINT: the latest request's field */
+	bool pint_seen;
 };
 
 struct host {
@@ -135,6 +140,8 @@ struct sim_net {
 	struct flow *flows;
 	unsigned nflows, capflows, running;
 	struct sim_net_stats stats;
+	bool pint_on;                   /* HPCC-PINT (ho.hpcc->pint) */
+	struct sim_pint pint;
 };
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -318,7 +325,19 @@ static void port_kick(struct sim_net *n, struct port *p)
 		}
 		return;
 	}
-	if (!p->node->is_host && pkt->kind == PKT_DATA && pkt->tel_push && pkt->tel.nhop < HPCC_MAX_HOPS) {
+	if (n->pint_on && !p->node->is_host && pkt->kind == PKT_DATA) {
+		/* HPCC-PINT: the port's U, raised into a request's field. */
+		if (pkt->tel_push) {
+			uint64_t queued = 0;
+			for (int prio = 0; prio < SIM_PRIOS; prio++)
+				queued += p->q[prio].bytes;
+			double u = sim_pint_port_u(&n->pint, &p->pint, now, queued, p->rate_bps);
+			uint16_t f = sim_pint_encode(&n->pint, u, uniform(n));
+			if (f > pkt->pint_field)
+				pkt->pint_field = f;
+		}
+		sim_pint_port_sent(&p->pint, now, pkt->wire);
+	} else if (!p->node->is_host && pkt->kind == PKT_DATA && pkt->tel_push && pkt->tel.nhop < HPCC_MAX_HOPS) {
 		/* HPCC's INT record of this egress port, as HPCC's switch
 		 * writes it when the packet leaves the queue: the time, the
 		 * bytes sent before it, the bytes still queued, the rate. */
@@ -719,8 +738,13 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 			uint32_t qpn = (uint32_t)tx->ib[5] << 16 | (uint32_t)tx->ib[6] << 8 | tx->ib[7];
 			uint32_t slot = qpn % to->slots;
 			if (to->slot_qpn[slot] == qpn && to->slot_flow[slot]) {
-				pkt->tel = n->flows[to->slot_flow[slot] - 1].last_int;
+				const struct flow *f = &n->flows[to->slot_flow[slot] - 1];
+				pkt->tel = f->last_int;
 				pkt->tel_echo = pkt->tel.nhop > 0;
+				if (n->pint_on) {
+					pkt->pint_field = f->last_pint;
+					pkt->tel_echo = f->pint_seen;
+				}
 			}
 		}
 	}
@@ -770,12 +794,23 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 		if (h->slot_qpn[slot] == qpn && h->slot_flow[slot]) {
 			n->flows[h->slot_flow[slot] - 1].arrived += pkt->wire;
 			/* Before the rnic answers it: its ACK echoes these. */
-			if (pkt->tel_push)
-				n->flows[h->slot_flow[slot] - 1].last_int = pkt->tel;
+			if (pkt->tel_push) {
+				struct flow *f = &n->flows[h->slot_flow[slot] - 1];
+				f->last_int = pkt->tel;
+				f->last_pint = pkt->pint_field;
+				f->pint_seen = true;
+			}
 		}
 	}
 	rnic_receive(h->rnic, &rx, now);
-	if (pkt->tel_echo) {
+	if (pkt->tel_echo && n->pint_on) {
+		/* HPCC-PINT: a sampled share of the ACKs carries feedback. */
+		if (n->ho.pint_prob >= 1 || uniform(n) < n->ho.pint_prob) {
+			uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
+			struct hpcc_int t = { .pint_u = sim_pint_decode_q20(&n->pint, pkt->pint_field) };
+			rnic_cc_telemetry(h->rnic, qpn, &t, now);
+		}
+	} else if (pkt->tel_echo) {
 		/* HPCC's feedback, once the ACK itself is processed. */
 		uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
 		rnic_cc_telemetry(h->rnic, qpn, &pkt->tel, now);
@@ -814,6 +849,10 @@ struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const stru
 	n->eng = eng;
 	prng_seed(n->rng, seed);
 	n->ho = *ho;
+	if (ho->cc_algo == RNIC_CC_HPCC && ho->hpcc && ho->hpcc->pint) {
+		n->pint_on = true;
+		sim_pint_init(&n->pint, ho->pint_log_base, ho->hpcc->base_rtt);
+	}
 	n->so = *so;
 	if (!n->ho.mtu)
 		n->ho.mtu = 1024;

@@ -116,6 +116,10 @@ struct sim_host_opts {
 	const struct timely_params *timely;
 	const struct hpcc_params *hpcc;
 	uint64_t cc_window;
+	/* HPCC-PINT (hpcc->pint): the switches' one-field INT (pint.h) with
+	 * this PINT_LOG_BASE, and the share of ACKs the senders sample
+	 * (PINT_PROB, in (0, 1]). */
+	double pint_log_base, pint_prob;
 };
 
 /* What happened, all nodes together (per-node figures in the CSVs). */

@@ -179,12 +179,65 @@ static void test_clamps_and_stages(void)
 	CHECK(hpcc_rate(&s) <= LINE);
 }
 
+/* HPCC-PINT (hpcc_params.pint): U arrives decoded in pint_u, no EWMA,
+ * and every sampled ACK between full updates is a fast reaction even with
+ * FAST_REACT off.  η = 0.5 (k = 2U), W_AI 100 Mb/s, maxStage 2:
+ *
+ *  ack nxt  U      what
+ *   1  10   0.5    first: the window ends at 10, nothing else
+ *  11  20   1.0    full: k = 2 ≥ 1: R = 10^11/2 + 10^8 = 50.1 G = R_c
+ *  15  25   0.75   fast: k = 1.5: R = 50.1 G/1.5 + 10^8 = 33.5 G, R_c kept
+ *  21  30   0.25   full: k = 0.5 < 1, stage 0 < 2: R = 50.1 G + 0.1 G,
+ *                  stage 1
+ *  31  40   0.25   full: stage 1 < 2: R = 50.3 G, stage 2
+ *  41  50   0.25   full: stage 2 = maxStage: R = 50.3 G/0.5 + 0.1 G,
+ *                  capped at the line rate, stage 0
+ *  51  60   none   pint_u 0: no feedback, no change
+ */
+static void test_pint_sequence(void)
+{
+	struct hpcc_params p;
+	struct hpcc_cc s;
+	struct hpcc_int t;
+
+	test_params(&p);
+	p.pint = true;
+	p.fast_react = false;
+	hpcc_init(&s, &p, LINE, 125000);
+	memset(&t, 0, sizeof(t));
+
+	t.pint_u = 1u << 19;
+	hpcc_on_ack(&s, &t, 1, 10);
+	CHECK(s.started && s.update_end == 10 && hpcc_rate(&s) == LINE && s.updates == 0);
+	t.pint_u = 1u << 20;
+	hpcc_on_ack(&s, &t, 11, 20);
+	CHECK(hpcc_rate(&s) == 50100000000ull && s.cur_rate == 50100000000ull && s.inc_stage == 0);
+	CHECK(s.update_end == 20 && s.updates == 1);
+	t.pint_u = 3u << 18;
+	hpcc_on_ack(&s, &t, 15, 25);
+	CHECK(hpcc_rate(&s) == 33500000000ull && s.cur_rate == 50100000000ull && s.fast_reacts == 1);
+	CHECK(s.update_end == 20);
+	t.pint_u = 1u << 18;
+	hpcc_on_ack(&s, &t, 21, 30);
+	CHECK(hpcc_rate(&s) == 50200000000ull && s.cur_rate == 50200000000ull && s.inc_stage == 1);
+	CHECK(s.update_end == 30);
+	hpcc_on_ack(&s, &t, 31, 40);
+	CHECK(hpcc_rate(&s) == 50300000000ull && s.inc_stage == 2);
+	hpcc_on_ack(&s, &t, 41, 50);
+	CHECK(hpcc_rate(&s) == LINE && s.cur_rate == LINE && s.inc_stage == 0 && s.update_end == 50);
+	t.pint_u = 0;
+	hpcc_on_ack(&s, &t, 51, 60);
+	CHECK(hpcc_rate(&s) == LINE && s.update_end == 50 && s.updates == 4 && s.acks == 7);
+	CHECK(s.cuts == 2);
+}
+
 int main(void)
 {
 	test_defaults();
 	test_sequence();
 	test_no_fast_react();
 	test_clamps_and_stages();
+	test_pint_sequence();
 	if (ut_failures) {
 		fprintf(stderr, "unit_hpcc: %d failures\n", ut_failures);
 		return 1;

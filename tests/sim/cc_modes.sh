@@ -2,7 +2,8 @@
 # cc_modes.sh — `softrnic sim run` with the HPCC simulator's config for
 # each congestion control softrnic models beside DCQCN (tests/sim/hpcc:
 # config_hpcc.txt CC_MODE 3, config_timely.txt CC_MODE 7, config_dctcp.txt
-# CC_MODE 8, with the values HPCC's run.py writes for them at 100 Gb/s):
+# CC_MODE 8, config_pint.txt CC_MODE 10, with the values HPCC's run.py
+# writes for them at 100 Gb/s):
 #   - on tests/sim/hpcc's leaf-spine (a 4:1 incast and six other flows)
 #     each run finishes every flow with one FCT line per flow in HPCC's
 #     format and sane slowdowns, names its algorithm, and replays byte
@@ -11,7 +12,9 @@
 #   - convergence: 2 and 4 flows through a dumbbell's 25 Gb/s bottleneck
 #     (sim topo dumbbell) share it fairly (Jain's index >= 0.95 over the
 #     middle of the run, from throughput.csv) and fill it, with no drop;
-#   - a mode not modelled (10, HPCC-PINT) is refused.
+#   - HPCC-PINT samples a quarter of its ACKs with PINT_PROB 0.25 and
+#     still finishes every flow, on other FCTs than with every ACK;
+#   - a mode not modelled (11) is refused.
 # usage: cc_modes.sh SOFTRNIC
 set -euo pipefail
 SOFTRNIC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")   # absolute: runs cd below
@@ -20,7 +23,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sim cc modes: $*" >&2; exit 1; }
 
-for mode in hpcc:3:HPCC timely:7:TIMELY dctcp:8:DCTCP; do
+for mode in hpcc:3:HPCC timely:7:TIMELY dctcp:8:DCTCP pint:10:HPCC-PINT; do
 	IFS=: read -r name num algo <<<"$mode"
 	cfg=$here/hpcc/config_$name.txt
 	grep -q "^CC_MODE $num\$" "$cfg" || fail "$cfg: not CC_MODE $num"
@@ -50,6 +53,15 @@ sed -n 's/^  [0-9]* drops, [0-9]* pauses, \([0-9]*\) ECN marks, \([0-9]*\) CNPs.
 	fail "dctcp: not one echo per mark"
 grep -q "; HPCC, window 104550 bytes;" "$tmp/hpcc-a/summary.txt" || fail "hpcc: window not the topology's BDP"
 grep -q "^  0 drops, 0 pauses, " "$tmp/hpcc-a/summary.txt" || fail "hpcc: the incast reached PFC"
+grep -q "; HPCC-PINT, window 104550 bytes;" "$tmp/pint-a/summary.txt" || fail "pint: window not the topology's BDP"
+grep -q "^  0 drops, 0 pauses, " "$tmp/pint-a/summary.txt" || fail "pint: the incast reached PFC"
+! cmp -s "$tmp/pint-a/fct.txt" "$tmp/hpcc-a/fct.txt" || fail "HPCC-PINT's FCTs are HPCC's"
+sed 's/^PINT_PROB .*/PINT_PROB 0.25/' "$here/hpcc/config_pint.txt" >"$tmp/pint-q.txt"
+cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
+"$SOFTRNIC" sim run "$tmp/pint-q.txt" --out "$tmp/pint-q" >/dev/null || fail "pint, PINT_PROB 0.25: sim run failed"
+grep -q "^  10 flows done, 0 failed, 0 unfinished" "$tmp/pint-q/summary.txt" &&
+	grep -q "^  0 drops, " "$tmp/pint-q/summary.txt" || fail "pint, PINT_PROB 0.25: flows or drops"
+! cmp -s "$tmp/pint-q/fct.txt" "$tmp/pint-a/fct.txt" || fail "pint: PINT_PROB 0.25 changed nothing"
 # HPCC reacts to INT, not to marks: with ENABLE_QCN 0 (no ECN marking;
 # the run above marked nothing either) every flow ends exactly when it
 # did with ECN on.
@@ -69,7 +81,7 @@ mkdir -p "$tmp/db"
 for nf in 2 4; do
 	"$SOFTRNIC" sim topo dumbbell $nf --core-rate 25Gbps >"$tmp/db/topology$nf.txt" || fail "sim topo dumbbell $nf"
 	{ echo $nf; for ((i = 0; i < nf; i++)); do echo "$i $nf 3 100 4000000 0.001"; done; } >"$tmp/db/flow$nf.txt"
-	for name in hpcc timely dctcp; do
+	for name in hpcc timely dctcp pint; do
 		sed -e "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE topology$nf.txt|; s|^FLOW_FILE .*|FLOW_FILE flow$nf.txt|" \
 			-e 's/^SIMULATOR_STOP_TIME .*/SIMULATOR_STOP_TIME 0.05/' "$here/hpcc/config_$name.txt" >"$tmp/db/$name$nf.txt"
 		(cd "$tmp/db" && "$SOFTRNIC" sim run $name$nf.txt --out $name$nf --sample-us 100 >/dev/null) ||
@@ -89,7 +101,7 @@ for nf in 2 4; do
 	done
 done
 # A mode not modelled is refused with exit 2 and a message.
-sed 's/^CC_MODE 3/CC_MODE 10/' "$here/hpcc/config_hpcc.txt" >"$tmp/pint.txt"
-rc=0; "$SOFTRNIC" sim run "$tmp/pint.txt" --out "$tmp/pint" 2>"$tmp/err" || rc=$?
-[ "$rc" = 2 ] && grep -q "CC_MODE 10: .*10 (HPCC-PINT) is not" "$tmp/err" || fail "CC_MODE 10 not refused (exit $rc)"
+sed 's/^CC_MODE 3/CC_MODE 11/' "$here/hpcc/config_hpcc.txt" >"$tmp/mode11.txt"
+rc=0; "$SOFTRNIC" sim run "$tmp/mode11.txt" --out "$tmp/mode11" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "CC_MODE 11: modelled here are" "$tmp/err" || fail "CC_MODE 11 not refused (exit $rc)"
 echo "sim cc modes: ok"
