@@ -28,6 +28,10 @@
  *                config its run.py writes, a web-search flow file from its
  *                traffic_gen.py at 30% load), and the FCT slowdown by size
  *                as its analysis/fct_analysis.py computes it (fct.c)
+ *   cc-compare   the HPCC paper's comparison: that fat-tree under web
+ *                search at 30% and 50% load with DCQCN, HPCC, TIMELY and
+ *                DCTCP as HPCC's run.py configures them: FCT slowdown by
+ *                size, switch queue percentiles, pauses
  *
  * Every run is a function of the seed: the same seed gives the same
  * files, byte for byte (tests/sim checks).
