@@ -20,7 +20,7 @@
 
 #define MAX_PORTS 64
 #define MAX_ECMP 8
-#define HOST_BUF (4u << 20)             /* each host's MR: flows are written in pieces this big */
+#define HOST_BUF (4u << 20)             /* the hosts' MR: flows are written in pieces this big */
 #define PFC_FRAME_WIRE (64u + 20u)
 #define PFC_QUANTA 0xffffu
 #define OP_CNP 0x81
@@ -141,6 +141,10 @@ struct sim_net {
 	unsigned nflows, capflows, running;
 	struct sim_net_stats stats;
 	bool pint_on;                   /* HPCC-PINT (ho.hpcc->pint) */
+	/* The memory every host registers as its MR: what a flow's bytes
+	 * are does not matter here, so all hosts share one HOST_BUF (with a
+	 * buffer each, 1 024 hosts would touch 4 GiB). */
+	uint8_t *host_buf;
 	struct sim_pint pint;
 };
 
@@ -1057,7 +1061,9 @@ int sim_route(struct sim_net *n)
 		host->rnic = rnic_create(&cfg, &io);
 		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
 		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
-		host->buf = host->cq ? calloc(1, HOST_BUF) : NULL;
+		if (!n->host_buf)
+			n->host_buf = calloc(1, HOST_BUF);
+		host->buf = host->cq ? n->host_buf : NULL;
 		host->slots = cfg.max_qp;
 		host->slot_flow = host->buf ? calloc(host->slots, sizeof(uint32_t)) : NULL;
 		host->slot_qpn = host->slot_flow ? calloc(host->slots, sizeof(uint32_t)) : NULL;
@@ -1354,11 +1360,11 @@ void sim_net_destroy(struct sim_net *n)
 			rnic_destroy(host->rnic);
 		for (unsigned q = 0; q < NIC_FLOW_QUEUES; q++)
 			q_free(&host->flowq[q]);
-		free(host->buf);
 		free(host->slot_flow);
 		free(host->slot_qpn);
 		free(host);
 	}
+	free(n->host_buf);
 	for (unsigned i = 0; i < n->nnodes; i++) {
 		struct node *node = n->nodes[i];
 		for (unsigned p = 0; p < node->nports; p++) {
