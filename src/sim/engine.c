@@ -26,7 +26,17 @@ static bool before(const struct sim_event *a, const struct sim_event *b)
 	return a->at < b->at || (a->at == b->at && a->seq < b->seq);
 }
 
+uint64_t sim_reserve_seq(struct sim_engine *e)
+{
+	return e->next_seq++;
+}
+
 int sim_at(struct sim_engine *e, uint64_t at, sim_fn fn, void *ctx, uint64_t arg)
+{
+	return sim_at_seq(e, at, e->next_seq++, fn, ctx, arg);
+}
+
+int sim_at_seq(struct sim_engine *e, uint64_t at, uint64_t seq, sim_fn fn, void *ctx, uint64_t arg)
 {
 	if (e->len == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 1024;
@@ -36,8 +46,7 @@ int sim_at(struct sim_engine *e, uint64_t at, sim_fn fn, void *ctx, uint64_t arg
 		e->heap = h;
 		e->cap = cap;
 	}
-	struct sim_event ev = { .at = at < e->now ? e->now : at, .seq = e->next_seq++, .fn = fn, .ctx = ctx,
-				.arg = arg };
+	struct sim_event ev = { .at = at < e->now ? e->now : at, .seq = seq, .fn = fn, .ctx = ctx, .arg = arg };
 	size_t i = e->len++;
 	while (i > 0) {
 		size_t parent = (i - 1) / 4;

@@ -40,6 +40,12 @@ void sim_engine_init(struct sim_engine *e);
 void sim_engine_free(struct sim_engine *e);
 /* Call fn(ctx, arg, at) at time `at` (not before now).  0 or ENOMEM. */
 int sim_at(struct sim_engine *e, uint64_t at, sim_fn fn, void *ctx, uint64_t arg);
+/* A sequence number as sim_at would give an event now, for an event to
+ * be scheduled later with sim_at_seq: it then runs, among events due at
+ * the same time, where it would have run had it been scheduled now (a
+ * caller can keep far-future events out of the heap until they near). */
+uint64_t sim_reserve_seq(struct sim_engine *e);
+int sim_at_seq(struct sim_engine *e, uint64_t at, uint64_t seq, sim_fn fn, void *ctx, uint64_t arg);
 /* Run the earliest event; false when none is left. */
 bool sim_step(struct sim_engine *e);
 /* Run every event due at or before `until`, then set now = until. */

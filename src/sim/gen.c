@@ -36,7 +36,7 @@
 
 static int topo_usage(void)
 {
-	fprintf(stderr, "usage: softrnic sim topo fat-tree K [options]       K even, 2..16\n"
+	fprintf(stderr, "usage: softrnic sim topo fat-tree K [options]       K even, 2..28\n"
 			"       softrnic sim topo leaf-spine LEAVES SPINES HOSTS_PER_LEAF [options]\n"
 			"       softrnic sim topo dumbbell HOSTS_PER_SIDE [options]\n"
 			"options: --rate 100Gbps (host links) --core-rate R (switch-to-switch links;\n"
@@ -148,14 +148,14 @@ int sim_topo_main(int argc, char **argv)
 	if (!t.core_rate)
 		t.core_rate = t.rate;
 	if (!strcmp(argv[1], "fat-tree")) {
-		if (v[0] < 2 || v[0] > 16 || v[0] % 2)
+		if (v[0] < 2 || v[0] > 28 || v[0] % 2)
 			return topo_usage();
 		fat_tree(v[0], &t);
 	} else if (!strcmp(argv[1], "dumbbell")) {
 		dumbbell(v[0], &t);
 	} else {
 		/* SIM_MAX_NODES bounds what sim run can load; say so here. */
-		if ((uint64_t)v[0] * v[2] + v[0] + v[1] > 1024)
+		if ((uint64_t)v[0] * v[2] + v[0] + v[1] > 8192)
 			return topo_usage();
 		leaf_spine(v[0], v[1], v[2], &t);
 	}

@@ -62,7 +62,7 @@
 #define SIM_PRIOS 8
 #define SIM_PRIO_ROCE 3
 #define SIM_PRIO_CNP 6
-#define SIM_MAX_NODES 1024
+#define SIM_MAX_NODES 8192
 #define SIM_WIRE_OVERHEAD (46u + 20u)
 
 struct sim_net;

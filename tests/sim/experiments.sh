@@ -131,10 +131,10 @@ cmp -s "$tmp/run-a/fct.txt" "$tmp/run-q/fct.txt" || fail "sim run: sampling chan
 [ "$(head -1 "$tmp/run-q/queues.csv")" = "t_us,node,port,queue_bytes,paused" ] && [ "$(wc -l <"$tmp/run-q/queues.csv")" -gt 10 ] ||
 	fail "sim run: queues.csv"
 awk -F, 'NR > 1 { p += $4 } END { exit !(p > 0) }' "$tmp/run-q/pfc.csv" || fail "sim run: pfc.csv has no pause"
-sed 's/^CC_MODE 1/CC_MODE 10/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
+sed 's/^CC_MODE 1/CC_MODE 12/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
 cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
-[ "$rc" = 2 ] && grep -q "CC_MODE 10: .*10 (HPCC-PINT) is not" "$tmp/err" || fail "sim run: CC_MODE 10 not refused (exit $rc)"
+[ "$rc" = 2 ] && grep -q "CC_MODE 12: modelled here are" "$tmp/err" || fail "sim run: CC_MODE 12 not refused (exit $rc)"
 cat "$tmp/run-a/summary.txt"
 
 # sim topo / sim gen: a k=4 fat-tree (16 hosts, 20 switches, 48 links) and
