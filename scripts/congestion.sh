@@ -13,7 +13,11 @@
 #   senders ──veth── router: nft mark (forward) → htb RATE → bfifo QUEUE ──veth── receiver
 #
 # For each flow count and mode (dcqcn: softrnic's DCQCN on; off: the same
-# marks come and CNPs go back, SOFTRNIC_DCQCN=0 ignores them) it records,
+# marks come and CNPs go back, SOFTRNIC_DCQCN=0 ignores them; dctcp and
+# timely: SOFTRNIC_CC=dctcp or timely at both ends, DCTCP's rate cut by
+# the marked fraction, TIMELY's RTT gradient with thresholds for this
+# software path's millisecond round trips: T_low 2 ms, T_high 10 ms, min
+# RTT 1 ms, δ 20 Mb/s unless SOFTRNIC_TIMELY_* say otherwise) it records,
 # every 100 ms, each flow's goodput at the receiver (nftables input
 # counters), the marked fraction, the bottleneck's backlog and drops
 # (congestion_sample.py), and at the end softrnic's own counters (CNPs,
@@ -24,14 +28,16 @@
 #   --build DIR       softrnic build (default build)
 #   --out DIR         results (default congestion-results)
 #   --flows "1 2 4"   flow counts to run
-#   --modes "dcqcn off"
+#   --modes "dcqcn off"   (and dctcp, timely)
 #   --duration S      seconds from the first flow's start to the end (12)
 #   --stagger S       seconds between flow starts (2)
 #   --rate MBIT       bottleneck (1000)    --queue BYTES  FIFO size (262144)
 #   --mark BYTES/S    marker rate (default 90 % of the bottleneck)
 #   --profile mlx5|paper   DCQCN parameter set (default paper)
 #   --check           assert the short-form claims (CI): CNPs > 0, no
-#                     qdisc drops with DCQCN, Jain >= 0.9
+#                     qdisc drops with DCQCN, Jain >= 0.9; the same for
+#                     DCTCP (its CNPs are its ECN echo); TIMELY: rate cuts,
+#                     no drops, Jain >= 0.9 and a third of the link used
 #
 # Only namespaces, links and processes created here are touched; the trap
 # removes them however the script ends.  Exit 77: skipped (not root).
@@ -179,11 +185,17 @@ build_marker() {
 
 run_one() {
 	local n=$1 mode=$2 tag=$1flows-$2
-	local dcqcn=1
+	local dcqcn=1 algo=dcqcn
 	[ "$mode" = off ] && dcqcn=0
-	echo "== $n flow(s), DCQCN $mode (profile $PROFILE), bottleneck $RATE Mbit/s, queue $QUEUE B, marker $MARKER at $MARK B/s"
+	case "$mode" in dctcp|timely) algo=$mode ;; esac
+	echo "== $n flow(s), $mode (profile $PROFILE), bottleneck $RATE Mbit/s, queue $QUEUE B, marker $MARKER at $MARK B/s"
 	build_topology "$n"
-	local env=(env LD_LIBRARY_PATH="$LIBDIR" SOFTRNIC_GSO=0 SOFTRNIC_DCQCN=$dcqcn SOFTRNIC_CC_PROFILE=$PROFILE
+	local env=(env LD_LIBRARY_PATH="$LIBDIR" SOFTRNIC_GSO=0 SOFTRNIC_DCQCN=$dcqcn SOFTRNIC_CC=$algo
+		   SOFTRNIC_CC_PROFILE=$PROFILE
+		   SOFTRNIC_TIMELY_T_LOW_US="${SOFTRNIC_TIMELY_T_LOW_US:-2000}"
+		   SOFTRNIC_TIMELY_T_HIGH_US="${SOFTRNIC_TIMELY_T_HIGH_US:-10000}"
+		   SOFTRNIC_TIMELY_MIN_RTT_US="${SOFTRNIC_TIMELY_MIN_RTT_US:-1000}"
+		   SOFTRNIC_TIMELY_RATE_AI_MBPS="${SOFTRNIC_TIMELY_RATE_AI_MBPS:-20}"
 		   SOFTRNIC_LINE_RATE="$LINE_RATE"
 		   SOFTRNIC_STATS_AT_EXIT=1)
 	local stop=$OUT/$tag.stop

@@ -5,10 +5,11 @@ Reads OUT/<n>flows-<mode>.csv (congestion/sample.py) and the logs of the
 ib_write_bw processes (softrnic's counters, printed at exit because
 congestion.sh sets SOFTRNIC_STATS_AT_EXIT=1), and writes:
   OUT/summary.md        one row per run
-  OUT/<n>flows.png      per-flow throughput over time, DCQCN on and off one
-                        above the other, with the marked fraction and the
+  OUT/<n>flows.png      per-flow throughput over time, one mode (DCQCN on
+                        or off, DCTCP, TIMELY) above the other, with the marked fraction and the
                         bottleneck's backlog (needs python3-matplotlib)
-With --check it exits non-zero unless every DCQCN run shows CNPs > 0, no
+With --check it exits non-zero unless every DCQCN and DCTCP run shows
+CNPs > 0 (every TIMELY run: rate cuts and a third of the link used), no
 qdisc drops and Jain's index >= 0.9 over its measured tail.
 """
 import argparse
@@ -42,6 +43,11 @@ def jain(xs):
     s = sum(xs)
     q = sum(x * x for x in xs)
     return s * s / (len(xs) * q) if q > 0 else 0.0
+
+
+def label(mode):
+    """A run's mode for a plot: DCQCN on or off, DCTCP, TIMELY."""
+    return {"dcqcn": "DCQCN on", "off": "DCQCN off"}.get(mode, mode.upper())
 
 
 def analyse(out, n, mode, stagger, rate):
@@ -117,16 +123,16 @@ def plot(out, n, runs, rate):
         ax.axhline(rate, color="grey", ls=":", lw=1)
         ax.set_ylabel("Mb/s at receiver (100 ms)")
         ax.set_ylim(0, rate * 1.3)
-        ax.set_title("%d flow(s), DCQCN %s: Jain %.3f, marked %.0f%%, drops %d, retransmits %d" %
-                     (n, r["mode"], r["jain"], 100 * r["marked"], r["drops"], r["retransmits"]), fontsize=9)
+        ax.set_title("%d flow(s), %s: Jain %.3f, marked %.0f%%, drops %d, retransmits %d" %
+                     (n, label(r["mode"]), r["jain"], 100 * r["marked"], r["drops"], r["retransmits"]), fontsize=9)
         ax.legend(loc="upper right", fontsize=7)
     ax = axes[-1]
     ax2 = ax.twinx()
     for r, style in zip(runs, ("-", "--")):
         t = [row["t"] - r["t_first"] for row in r["rows"]]
-        ax.plot(t, [row["backlog_bytes"] / 1024 for row in r["rows"]], style, lw=1, label="backlog, DCQCN " + r["mode"])
+        ax.plot(t, [row["backlog_bytes"] / 1024 for row in r["rows"]], style, lw=1, label="backlog, " + label(r["mode"]))
         ax2.plot(t, [row["marked_fraction"] for row in r["rows"]], style, lw=0.8, color="tab:red",
-                 label="marked, DCQCN " + r["mode"])
+                 label="marked, " + label(r["mode"]))
     ax.set_ylabel("bottleneck backlog (KiB)")
     ax2.set_ylabel("marked fraction")
     ax2.set_ylim(0, 1.05)
@@ -148,7 +154,7 @@ def main():
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
 
-    lines = ["| flows | DCQCN | per-flow Mb/s at the receiver (tail) | Jain | link use | Jain ≥ 0.95 after | marked | "
+    lines = ["| flows | mode | per-flow Mb/s at the receiver (tail) | Jain | link use | Jain ≥ 0.95 after | marked | "
              "backlog mean / max (KiB) | qdisc drops | CNPs sent / received | rate cuts | retransmits |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     failures = []
@@ -169,9 +175,13 @@ def main():
                 n, r["mode"], " ".join("%.0f" % m for m in r["means"]), r["jain"], r["utilisation"], conv,
                 100 * r["marked"], r["mean_backlog"] / 1024, r["max_backlog"] / 1024, r["drops"],
                 r["cnp_sent"], r["cnp_received"], r["rate_decreases"], r["retransmits"]))
-            if a.check and mode == "dcqcn":
-                if r["cnp_sent"] <= 0:
+            if a.check and mode in ("dcqcn", "dctcp", "timely"):
+                if mode != "timely" and r["cnp_sent"] <= 0:
                     failures.append("%s: no CNPs" % r["tag"])
+                if mode == "timely" and r["rate_decreases"] <= 0:
+                    failures.append("%s: no rate cut" % r["tag"])
+                if mode == "timely" and r["utilisation"] < 0.33:
+                    failures.append("%s: link use %.2f < 0.33" % (r["tag"], r["utilisation"]))
                 if r["drops"] != 0:
                     failures.append("%s: %d qdisc drops" % (r["tag"], r["drops"]))
                 if n > 1 and r["jain"] < 0.9:

@@ -7,6 +7,17 @@
  *   SOFTRNIC_ECN=0          RC/UC packets leave Not-ECT (default: ECT(0))
  *   SOFTRNIC_CNP=0          CE marks are counted but not answered
  *   SOFTRNIC_DCQCN=0        CNPs are counted and ignored (no rate change)
+ *   SOFTRNIC_CC=dcqcn|dctcp|timely   the reaction point's algorithm
+ *                           (default dcqcn; rnic/dctcp.c, rnic/timely.c
+ *                           with their default parameters).  DCTCP's echo
+ *                           is the receiver's: both ends must say dctcp.
+ *                           HPCC needs switches that write INT: the
+ *                           simulator has them, a real network does not
+ *   SOFTRNIC_TIMELY_T_LOW_US, _T_HIGH_US, _MIN_RTT_US=N, _RATE_AI_MBPS=N
+ *                           TIMELY's thresholds, gradient scale and step
+ *                           (the paper's 50, 500, 20 µs and 10 Mb/s by
+ *                           default: a hardware NIC's round trips; a
+ *                           software NIC's are ten times longer)
  *   SOFTRNIC_CC_PROFILE=mlx5|paper   the parameter set to start from
  *   SOFTRNIC_CC_<NAME>=N    one parameter, named after its ConnectX
  *                           counterpart: SOFTRNIC_CC_RPG_TIME_RESET=55, ...
@@ -56,6 +67,21 @@ static void flag(const char *name, bool *value)
 		fprintf(stderr, "softrnic: warning: %s=%s is not 0 or 1; ignored\n", name, s);
 }
 
+/* A number in [lo, hi] from `name`, into *out scaled by `scale`. */
+static void number(const char *name, uint64_t lo, uint64_t hi, uint64_t scale, uint32_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s)
+		return;
+	if (parse_u64(s, &v) && v >= lo && v <= hi)
+		*out = (uint32_t)(v * scale);
+	else
+		fprintf(stderr, "softrnic: warning: %s=%s is not a number in [%llu, %llu]; ignored\n", name, s,
+			(unsigned long long)lo, (unsigned long long)hi);
+}
+
 void srt_cc_from_env(struct rnic_config *cfg)
 {
 	const char *profile = getenv("SOFTRNIC_CC_PROFILE");
@@ -77,6 +103,25 @@ void srt_cc_from_env(struct rnic_config *cfg)
 	flag("SOFTRNIC_CNP", &cfg->cnp);
 	flag("SOFTRNIC_DCQCN", &cfg->dcqcn);
 	flag("SOFTRNIC_SELECTIVE_REPEAT", &cfg->selective_repeat);
+	number("SOFTRNIC_TIMELY_T_LOW_US", 1, 1000000, 1000, &cfg->timely.t_low);
+	number("SOFTRNIC_TIMELY_T_HIGH_US", 1, 1000000, 1000, &cfg->timely.t_high);
+	number("SOFTRNIC_TIMELY_MIN_RTT_US", 1, 1000000, 1000, &cfg->timely.min_rtt);
+	number("SOFTRNIC_TIMELY_RATE_AI_MBPS", 1, 100000, 1, &cfg->timely.rate_ai);
+	if (cfg->timely.t_low >= cfg->timely.t_high)
+		fprintf(stderr, "softrnic: warning: TIMELY's T_low (%u us) is not below T_high (%u us)\n",
+			cfg->timely.t_low / 1000, cfg->timely.t_high / 1000);
+	const char *algo = getenv("SOFTRNIC_CC");
+	if (algo) {
+		if (strcmp(algo, "dcqcn") == 0)
+			cfg->cc_algo = RNIC_CC_DCQCN;
+		else if (strcmp(algo, "dctcp") == 0)
+			cfg->cc_algo = RNIC_CC_DCTCP;
+		else if (strcmp(algo, "timely") == 0)
+			cfg->cc_algo = RNIC_CC_TIMELY;
+		else
+			fprintf(stderr, "softrnic: warning: SOFTRNIC_CC=%s is not dcqcn, dctcp or timely%s; ignored\n",
+				algo, strcmp(algo, "hpcc") == 0 ? " (HPCC needs switches that write INT: softrnic sim only)" : "");
+	}
 	if (profile) {
 		if (strcmp(profile, "mlx5") == 0)
 			dcqcn_params_default(&cfg->cc, DCQCN_PROFILE_MLX5);
