@@ -39,7 +39,10 @@
  *                 --sample-us, queues.csv (every port holding packets or
  *                 paused, every sample) and throughput.csv (every flow
  *                 whose requests reached its destination in the sample:
- *                 their wire bytes, as Gb/s over the sample)
+ *                 their wire bytes, as Gb/s over the sample), together
+ *                 at most --trace-limit-mb (1024 by default): the sample
+ *                 that takes them past it is their last, and the summary
+ *                 says when that was
  *   fct output    "sip dip sport dport size start_ns fct_ns standalone_ns"
  *                 with HPCC's addresses (0x0b000001 + id/256 << 16 +
  *                 id%256 << 8) in hex; sport is 10000 + the flow's index.
@@ -439,6 +442,8 @@ struct sampler {
 	FILE *f, *tput;
 	uint64_t period_ns, stop_ns;
 	uint64_t *last;                 /* sim_flow_arrived at the last sample */
+	uint64_t written, limit;        /* bytes in both files; the bound */
+	uint64_t cut_at_ns;             /* when the bound stopped them (0: never) */
 };
 
 static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
@@ -450,15 +455,24 @@ static void sample_queues(void *ctx, uint64_t arg, uint64_t now)
 		for (unsigned p = 0; p < sim_node_ports(s->n, node); p++) {
 			uint64_t q = sim_port_queue_bytes(s->n, node, p);
 			bool paused = sim_port_is_paused(s->n, node, p);
-			if (q || paused)
-				fprintf(s->f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%d\n", now / 1000, node, p, q, paused);
+			if (q || paused) {
+				int w = fprintf(s->f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%d\n", now / 1000, node, p, q, paused);
+				s->written += w > 0 ? (uint64_t)w : 0;
+			}
 		}
 	for (unsigned i = 0; s->tput && i < sim_flows(s->n); i++) {
 		uint64_t a = sim_flow_arrived(s->n, i);
-		if (a != s->last[i])
-			fprintf(s->tput, "%" PRIu64 ",%u,%.3f\n", now / 1000, i,
-				(double)(a - s->last[i]) * 8 / (double)s->period_ns);
+		if (a != s->last[i]) {
+			int w = fprintf(s->tput, "%" PRIu64 ",%u,%.3f\n", now / 1000, i,
+					(double)(a - s->last[i]) * 8 / (double)s->period_ns);
+			s->written += w > 0 ? (uint64_t)w : 0;
+		}
 		s->last[i] = a;
+	}
+	/* The bound: a sample that took the files past it is the last. */
+	if (s->limit && s->written >= s->limit) {
+		s->cut_at_ns = now;
+		return;
 	}
 	if (now + s->period_ns <= s->stop_ns && sim_flows_running(s->n))
 		sim_at(sim_net_engine(s->n), now + s->period_ns, sample_queues, s, 0);
@@ -713,7 +727,8 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 
 	uint64_t stop = (uint64_t)(c.stop_s * 1e9);
 	char path[700];
-	struct sampler smp = { .n = n, .period_ns = sample_ns, .stop_ns = stop };
+	struct sampler smp = { .n = n, .period_ns = sample_ns, .stop_ns = stop,
+			       .limit = o->trace_limit_bytes ? o->trace_limit_bytes : SIM_TRACE_LIMIT_DEFAULT };
 	if (sample_ns) {
 		snprintf(path, sizeof(path), "%s/queues.csv", out_dir);
 		smp.f = fopen(path, "w");
@@ -849,6 +864,9 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			v[k / 2], v[k * 95 / 100], v[k * 99 / 100]);
 		o->result.by_size[b] = (struct sim_size_class){ k, v[k / 2], v[k * 95 / 100], v[k * 99 / 100] };
 	}
+	if (smp.cut_at_ns)
+		fprintf(sum, "  queues.csv and throughput.csv stop at %.3f ms: they reached %.3g MB (--trace-limit-mb)\n",
+			(double)smp.cut_at_ns / 1e6, (double)smp.limit / 1048576);
 	if (c.ignored[0])
 		fprintf(sum, "  keys of %s not used by this model: %s\n", config, c.ignored);
 out:

@@ -13,6 +13,9 @@
 struct sim_run_opts {
 	uint64_t seed;
 	uint64_t sample_ns;     /* 0, or the period of queues.csv and throughput.csv */
+	uint64_t trace_limit_bytes;     /* those two files stop growing past this
+					 * (0: SIM_TRACE_LIMIT_DEFAULT); the summary
+					 * says when they were cut */
 	unsigned flow_limit;    /* 0, or read at most this many of the flow file's
 				 * flows (its first ones, as a smaller count on its
 				 * first line would) */
@@ -35,6 +38,8 @@ struct sim_run_opts {
 		} by_size[5];
 	} result;
 };
+
+#define SIM_TRACE_LIMIT_DEFAULT (1024ull << 20)
 
 /* The upper edges of result.by_size's classes, in bytes (the last open). */
 #define SIM_RUN_SIZE_EDGES { 10000, 100000, 1000000, 10000000, UINT64_MAX }

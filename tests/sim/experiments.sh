@@ -131,6 +131,16 @@ cmp -s "$tmp/run-a/fct.txt" "$tmp/run-q/fct.txt" || fail "sim run: sampling chan
 [ "$(head -1 "$tmp/run-q/queues.csv")" = "t_us,node,port,queue_bytes,paused" ] && [ "$(wc -l <"$tmp/run-q/queues.csv")" -gt 10 ] ||
 	fail "sim run: queues.csv"
 awk -F, 'NR > 1 { p += $4 } END { exit !(p > 0) }' "$tmp/run-q/pfc.csv" || fail "sim run: pfc.csv has no pause"
+# The traces' bound: 2 KB stops them early, says so, changes nothing else.
+"$SOFTRNIC" sim run "$here/hpcc/config.txt" --out "$tmp/run-l" --sample-us 10 --trace-limit-mb 0.002 >/dev/null ||
+	fail "sim run --trace-limit-mb"
+bytes=$(cat "$tmp/run-l/queues.csv" "$tmp/run-l/throughput.csv" | wc -c)
+full=$(cat "$tmp/run-q/queues.csv" "$tmp/run-q/throughput.csv" | wc -c)
+[ "$bytes" -ge 2097 ] && [ "$bytes" -lt $((2097 + 3000)) ] && [ "$full" -gt $((bytes * 2)) ] ||
+	fail "sim run --trace-limit-mb 0.002: traces of $bytes bytes (unbounded: $full)"
+grep -q "queues.csv and throughput.csv stop at .* ms: they reached 0.002 MB" "$tmp/run-l/summary.txt" ||
+	fail "sim run --trace-limit-mb: the summary does not say the traces were cut"
+cmp -s "$tmp/run-a/fct.txt" "$tmp/run-l/fct.txt" || fail "sim run: the trace bound changed the run"
 sed 's/^CC_MODE 1/CC_MODE 12/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
 cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
