@@ -669,8 +669,24 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			.rate_bps = c.kmin.rate[i], .kmin_bytes = (uint64_t)(c.kmin.value[i] * 1000),
 			.kmax_bytes = (uint64_t)(map_at(&c.kmax, c.kmin.rate[i], 1600) * 1000),
 			.pmax = map_at(&c.pmax, c.kmin.rate[i], 0.2) };
+	/* A host here is one NIC with one port: say so of a topology whose
+	 * hosts have more (HPCC's own files never do; some of its derivatives'
+	 * multi-NIC hosts do), not just that it cannot be built. */
+	unsigned *degree = calloc(nodes ? nodes : 1, sizeof(unsigned));
+	for (unsigned i = 0; degree && i < links; i++) {
+		degree[lk[i].a]++;
+		degree[lk[i].b]++;
+	}
+	for (unsigned id = 0; degree && !rc && id < nodes; id++) {
+		if (!is_switch[id] && degree[id] > 1) {
+			fprintf(stderr, "softrnic sim run: %s: host %u has %u links; a host here has one NIC port "
+					"(hosts with several NICs are not modelled)\n", c.topology, id, degree[id]);
+			rc = 2;
+		}
+	}
+	free(degree);
 	sim_engine_init(&e);
-	struct sim_net *n = sim_net_create(&e, seed, &ho, &so);
+	struct sim_net *n = rc ? NULL : sim_net_create(&e, seed, &ho, &so);
 	/* Nodes in the files' order: our node ids are theirs. */
 	for (unsigned id = 0; n && !rc && id < nodes; id++) {
 		int x = is_switch[id] ? sim_add_switch(n) : sim_add_host(n);
@@ -683,7 +699,8 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 		if (sim_link(n, lk[i].a, lk[i].b, &lk[i].l))
 			rc = 2;
 	if (!n || rc || sim_route(n)) {
-		fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", c.topology);
+		if (n || !rc)
+			fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", c.topology);
 		rc = 2;
 	} else if (c.routes[0]) {
 		rc = load_routes(n, c.routes, is_switch, host_of, nodes);

@@ -145,6 +145,12 @@ sed 's/^CC_MODE 1/CC_MODE 12/' "$here/hpcc/config.txt" >"$tmp/hpcc.txt"
 cp "$here/hpcc/topology.txt" "$here/hpcc/flow.txt" "$tmp/"
 rc=0; "$SOFTRNIC" sim run "$tmp/hpcc.txt" --out "$tmp/run-c" 2>"$tmp/err" || rc=$?
 [ "$rc" = 2 ] && grep -q "CC_MODE 12: modelled here are" "$tmp/err" || fail "sim run: CC_MODE 12 not refused (exit $rc)"
+# A host with two links (a multi-NIC host) is refused by name.
+printf '4 2 4\n2 3\n0 2 100Gbps 0.001ms 0\n0 3 100Gbps 0.001ms 0\n1 2 100Gbps 0.001ms 0\n1 3 100Gbps 0.001ms 0\n' >"$tmp/mnic.txt"
+sed "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE $tmp/mnic.txt|" "$here/hpcc/config.txt" >"$tmp/mnic-config.txt"
+rc=0; "$SOFTRNIC" sim run "$tmp/mnic-config.txt" --out "$tmp/run-m" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "host 0 has 2 links; a host here has one NIC port" "$tmp/err" ||
+	fail "sim run: a two-NIC host not refused by name (exit $rc: $(cat "$tmp/err"))"
 cat "$tmp/run-a/summary.txt"
 
 # sim topo / sim gen: a k=4 fat-tree (16 hosts, 20 switches, 48 links) and
