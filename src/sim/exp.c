@@ -866,7 +866,7 @@ static int exp_cc_compare(const struct exp_opts *o)
 		fprintf(sum, ", the first %u flows of each flow file\n", limit);
 	for (unsigned li = 0; li < nloads; li++) {
 		fprintf(sum, "  load %u%%: FCT slowdown p95 / p99 by size; switch queues p99 / max (KiB); pauses\n"
-			     "    %-7s %13s %13s %13s %13s %13s %15s %8s\n", loads[li], "", "<10KB", "10-100KB",
+			     "    %-9s %13s %13s %13s %13s %13s %15s %8s\n", loads[li], "", "<10KB", "10-100KB",
 			"100KB-1MB", "1-10MB", ">=10MB", "queue p99/max", "pauses");
 		unsigned nccs = o->quick ? CC_QUICK_SETTINGS : sizeof(CC_SETTINGS) / sizeof(CC_SETTINGS[0]);
 		for (unsigned ci = 0; ci < nccs; ci++) {
@@ -897,7 +897,7 @@ static int exp_cc_compare(const struct exp_opts *o)
 				      ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
 				loads[li], cc->label, r->flows, r->done, r->failed, r->drops, r->pauses, r->ecn_marks, r->cnps,
 				r->queue_samples, r->queue_p50, r->queue_p95, r->queue_p99, r->queue_max);
-			fprintf(sum, "    %-7s", cc->label);
+			fprintf(sum, "    %-9s", cc->label);
 			for (unsigned c = 0; c < 5; c++) {
 				const struct sim_size_class *k = &r->by_size[c];
 				fprintf(runs, ",%u,%.3f,%.3f,%.3f", k->flows, k->p50, k->p95, k->p99);
