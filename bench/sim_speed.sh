@@ -17,7 +17,8 @@
 # second, packet-hops per second, peak memory (/usr/bin/time).
 #
 # SIM_K=16 runs a k=16 fat-tree instead (1 024 hosts, 320 switches);
-# SIM_NS3=0 leaves ns-3 out (at k=16 it would run for many hours).
+# SIM_NS3=0 leaves ns-3 out (at k=16 it would run for many hours);
+# SIM_CPU=N pins to core N instead of 0.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -66,7 +67,8 @@ measure() {   # LOG -> "wall_s rss_kb"
 		/Maximum resident/ { r = $2 } END { printf "%.2f %d\n", s, r }' "$1"
 }
 
-(cd "$out" && /usr/bin/time -v taskset -c 0 "$softrnic" sim run config.txt --out softrnic >"$out/softrnic.log" 2>"$out/softrnic.time")
+cpu=${SIM_CPU:-0}       # the core both simulators are pinned to
+(cd "$out" && /usr/bin/time -v taskset -c "$cpu" "$softrnic" sim run config.txt --out softrnic >"$out/softrnic.log" 2>"$out/softrnic.time")
 read -r s_wall s_rss < <(measure "$out/softrnic.time")
 s_events=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\1/p' "$out/softrnic/summary.txt")
 s_hops=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\2/p' "$out/softrnic/summary.txt")
@@ -78,7 +80,7 @@ if [ "${SIM_NS3:-1}" != 0 ] && pkg-config --exists ns3-core 2>/dev/null; then
 	g++ -O2 -std=c++17 -o "$out/sim_ns3" "$here/sim_ns3.cc" $libs 2>"$out/ns3-build.log"
 	# NS3_TIMEOUT (seconds, default 3600): ns-3 can take far longer than
 	# softrnic here; a run cut short is reported as such.
-	(cd "$out" && /usr/bin/time -v taskset -c 0 timeout "${NS3_TIMEOUT:-3600}" ./sim_ns3 topology.txt flow.txt "$stop" \
+	(cd "$out" && /usr/bin/time -v taskset -c "$cpu" timeout "${NS3_TIMEOUT:-3600}" ./sim_ns3 topology.txt flow.txt "$stop" \
 		>"$out/ns3.log" 2>"$out/ns3.time") || echo "sim_speed: ns-3 did not finish (stopped after NS3_TIMEOUT)" >&2
 	read -r n_wall n_rss < <(measure "$out/ns3.time")
 	n_sim=$(sed -n 's/.*wall_s=\([0-9.]*\).*/\1/p' "$out/ns3.log")
