@@ -81,6 +81,14 @@ static struct sim_event pop(struct sim_engine *e)
 	return top;
 }
 
+bool sim_pop(struct sim_engine *e, struct sim_event *out)
+{
+	if (!e->len)
+		return false;
+	*out = pop(e);
+	return true;
+}
+
 bool sim_step(struct sim_engine *e)
 {
 	if (!e->len)

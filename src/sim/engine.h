@@ -46,6 +46,9 @@ int sim_at(struct sim_engine *e, uint64_t at, sim_fn fn, void *ctx, uint64_t arg
  * caller can keep far-future events out of the heap until they near). */
 uint64_t sim_reserve_seq(struct sim_engine *e);
 int sim_at_seq(struct sim_engine *e, uint64_t at, uint64_t seq, sim_fn fn, void *ctx, uint64_t arg);
+/* Take the earliest event out without running it (a second engine can
+ * hold events back until they are due in the first); false when none. */
+bool sim_pop(struct sim_engine *e, struct sim_event *out);
 /* Run the earliest event; false when none is left. */
 bool sim_step(struct sim_engine *e);
 /* Run every event due at or before `until`, then set now = until. */

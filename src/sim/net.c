@@ -89,7 +89,6 @@ struct flow {
 	struct rnic_qp *qp_src, *qp_dst;
 	uint64_t arrived;               /* wire bytes of its requests that reached dst */
 	struct hpcc_int last_int;       /* HPCC: the latest request's INT, for its ACKs */
-	uint64_t start_at, start_seq;   /* its start event's time and sequence number */
 	uint16_t last_pint;             /* HPCC-PINT: the latest request's field */
 	bool pint_seen;
 };
@@ -148,16 +147,17 @@ struct sim_net {
 	 * are does not matter here, so all hosts share one HOST_BUF (with a
 	 * buffer each, 1 024 hosts would touch 4 GiB). */
 	uint8_t *host_buf;
-	/* Flows not started yet, by (start_at, start_seq): only the earliest
+	/* Flows not started yet, as start events held back in an engine of
+	 * their own (never run there, only popped): only the earliest
 	 * is an engine event (arm_next_start), so the engine's heap holds the
 	 * packets in flight, not a workload's hundreds of thousands of future
 	 * arrivals (a k=16 fat-tree's 373 775 made every event's heap walk
 	 * longer and colder).  The order of events is what scheduling each
 	 * flow's start when it was added gave: its sequence number is
 	 * reserved then. */
-	uint32_t *starts;               /* a binary heap of flow indexes */
-	size_t nstarts, capstarts;
+	struct sim_engine starts;
 	int64_t armed;                  /* the start in the engine now (-1: none) */
+	uint64_t armed_at, armed_seq;   /* its time and sequence number */
 	struct sim_pint pint;
 };
 
@@ -877,6 +877,7 @@ struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const stru
 		return NULL;
 	n->eng = eng;
 	n->armed = -1;
+	sim_engine_init(&n->starts);
 	prng_seed(n->rng, seed);
 	n->ho = *ho;
 	if (ho->cc_algo == RNIC_CC_HPCC && ho->hpcc && ho->hpcc->pint) {
@@ -1220,61 +1221,17 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 	host_after(src);
 }
 
-static bool starts_before(const struct sim_net *n, uint32_t a, uint32_t b)
-{
-	const struct flow *x = &n->flows[a], *y = &n->flows[b];
-
-	return x->start_at < y->start_at || (x->start_at == y->start_at && x->start_seq < y->start_seq);
-}
-
-static uint32_t starts_pop(struct sim_net *n)
-{
-	uint32_t top = n->starts[0], last = n->starts[--n->nstarts];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n->nstarts)
-			break;
-		if (c + 1 < n->nstarts && starts_before(n, n->starts[c + 1], n->starts[c]))
-			c++;
-		if (!starts_before(n, n->starts[c], last))
-			break;
-		n->starts[i] = n->starts[c];
-		i = c;
-	}
-	if (n->nstarts)
-		n->starts[i] = last;
-	return top;
-}
-
-static int starts_push(struct sim_net *n, uint32_t flow)
-{
-	if (n->nstarts == n->capstarts) {
-		size_t cap = n->capstarts ? n->capstarts * 2 : 64;
-		uint32_t *h = realloc(n->starts, cap * sizeof(*h));
-		if (!h)
-			return ENOMEM;
-		n->starts = h;
-		n->capstarts = cap;
-	}
-	size_t i = n->nstarts++;
-	while (i > 0 && starts_before(n, flow, n->starts[(i - 1) / 2])) {
-		n->starts[i] = n->starts[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	n->starts[i] = flow;
-	return 0;
-}
-
 /* Put the earliest waiting start into the engine (a flow's own event). */
 static int arm_next_start(struct sim_net *n)
 {
-	if (!n->nstarts)
+	struct sim_event ev;
+
+	if (!sim_pop(&n->starts, &ev))
 		return 0;
-	uint32_t f = starts_pop(n);
-	n->armed = f;
-	return sim_at_seq(n->eng, n->flows[f].start_at, n->flows[f].start_seq, flow_start, n, f);
+	n->armed = (int64_t)ev.arg;
+	n->armed_at = ev.at;
+	n->armed_seq = ev.seq;
+	return sim_at_seq(n->eng, ev.at, ev.seq, ev.fn, ev.ctx, ev.arg);
 }
 
 int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, uint64_t start_ns)
@@ -1292,16 +1249,16 @@ int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, 
 	struct flow *f = &n->flows[n->nflows];
 	memset(f, 0, sizeof(*f));
 	f->r = (struct sim_flow_result){ .src = src, .dst = dst, .bytes = bytes, .start_ns = start_ns };
-	f->start_at = start_ns < n->eng->now ? n->eng->now : start_ns;
-	f->start_seq = sim_reserve_seq(n->eng);
+	uint64_t at = start_ns < n->eng->now ? n->eng->now : start_ns, seq = sim_reserve_seq(n->eng);
 	uint32_t id = n->nflows++;
-	if (starts_push(n, id)) {
+	if (sim_at_seq(&n->starts, at, seq, flow_start, n, id)) {
 		n->nflows--;
 		return -1;
 	}
 	/* Every waiting start comes after the armed one; one that comes
 	 * before it goes into the engine at once, beside it. */
-	if ((n->armed < 0 || starts_before(n, id, (uint32_t)n->armed)) && arm_next_start(n)) {
+	bool first = n->armed < 0 || at < n->armed_at || (at == n->armed_at && seq < n->armed_seq);
+	if (first && arm_next_start(n)) {
 		n->nflows--;
 		return -1;
 	}
@@ -1466,7 +1423,7 @@ void sim_net_destroy(struct sim_net *n)
 		free(host);
 	}
 	free(n->host_buf);
-	free(n->starts);
+	sim_engine_free(&n->starts);
 	for (unsigned i = 0; i < n->nnodes; i++) {
 		struct node *node = n->nodes[i];
 		for (unsigned p = 0; p < node->nports; p++) {
