@@ -618,6 +618,13 @@ int rs_write_from(struct rsock *rs, const void *buf, uint32_t len, uint32_t msg,
 	return e ? rs_err(e) : 0;
 }
 
+/* The errno of a stream that can take no more: its error (a dead peer,
+ * a failed completion) or, shut for writing, EPIPE. */
+static int write_closed_err(const struct rsock *rs)
+{
+	return rs->state & RS_ERROR ? (rs->err ? rs->err : EIO) : EPIPE;
+}
+
 ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t total = 0, left, off = 0;
@@ -634,7 +641,7 @@ ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 	if (!(rs->state & RS_CONNECTED) && !(rs->state & RS_DISCONNECTED) && !(rs->state & RS_ERROR))
 		return rs_err(ENOTCONN);
 	if (!(rs->state & RS_WRITABLE))
-		return rs_err(rs->state & RS_ERROR ? (rs->err ? rs->err : EIO) : EPIPE);
+		return rs_err(write_closed_err(rs));
 	if (rs->iomap_pending && (ret = rs_send_iomaps(rs, flags)))
 		return ret;
 	for (left = total; left;) {
@@ -643,7 +650,7 @@ ssize_t rs_sendv(struct rsock *rs, const struct iovec *iov, int iovcnt, int flag
 			if (ret)
 				break;
 			if (!(rs->state & RS_WRITABLE)) {
-				ret = rs_err(rs->state & RS_ERROR ? (rs->err ? rs->err : EIO) : EPIPE);
+				ret = rs_err(write_closed_err(rs));
 				break;
 			}
 		}
