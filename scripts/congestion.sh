@@ -37,7 +37,8 @@
 #   --check           assert the short-form claims (CI): CNPs > 0, no
 #                     qdisc drops with DCQCN, Jain >= 0.9; the same for
 #                     DCTCP (its CNPs are its ECN echo); TIMELY: rate cuts,
-#                     no drops, Jain >= 0.9 and a third of the link used
+#                     no drops and a third of the link used (its Jain is
+#                     reported: TIMELY promises no fair share)
 #
 # Only namespaces, links and processes created here are touched; the trap
 # removes them however the script ends.  Exit 77: skipped (not root).

@@ -9,8 +9,9 @@ congestion.sh sets SOFTRNIC_STATS_AT_EXIT=1), and writes:
                         or off, DCTCP, TIMELY) above the other, with the marked fraction and the
                         bottleneck's backlog (needs python3-matplotlib)
 With --check it exits non-zero unless every DCQCN and DCTCP run shows
-CNPs > 0 (every TIMELY run: rate cuts and a third of the link used), no
-qdisc drops and Jain's index >= 0.9 over its measured tail.
+CNPs > 0 and Jain's index >= 0.9 over its measured tail (every TIMELY run:
+rate cuts and a third of the link used; its fairness is reported, not
+held: TIMELY has no unique fair fixed point), and no qdisc drops.
 """
 import argparse
 import csv
@@ -184,7 +185,10 @@ def main():
                     failures.append("%s: link use %.2f < 0.33" % (r["tag"], r["utilisation"]))
                 if r["drops"] != 0:
                     failures.append("%s: %d qdisc drops" % (r["tag"], r["drops"]))
-                if n > 1 and r["jain"] < 0.9:
+                # TIMELY promises no fair share: its rate has no unique
+                # fixed point (Zhu et al., "ECN or Delay", CoNEXT 2016), and
+                # here 1 run in 3 ended at Jain 0.86.  Reported, not held.
+                if n > 1 and mode != "timely" and r["jain"] < 0.9:
                     failures.append("%s: Jain %.3f < 0.9" % (r["tag"], r["jain"]))
         if runs:
             plot(a.out, n, runs, a.rate)
