@@ -36,6 +36,11 @@ struct pair_event {
 	 * allocation as data, or NULL; tel_echo: an ACK carrying it back. */
 	struct hpcc_int *tel;
 	bool tel_echo;
+	/* A message-path packet's payload: the sender's pieces (in the same
+	 * allocation), read on delivery. */
+	struct wire_piece *vec;
+	unsigned nvec;
+	size_t vec_len;
 };
 
 struct pair_node {
@@ -303,7 +308,7 @@ uint64_t pair_queue_backlog(const struct pair *p, unsigned to)
 
 /* Schedule one copy of the packet on link from->to. */
 static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t sport, uint8_t ecn,
-			  const uint8_t *ib, size_t len)
+			  const uint8_t *ib, size_t len, const struct wire_piece *vec, unsigned nvec, size_t vec_len)
 {
 	const struct pair_faults *f = &p->faults[from][to];
 	uint64_t leave;
@@ -313,7 +318,7 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 	bool echo = len && ib[0] == WIRE_OP_ACK && p->last_int[to][from].nhop;
 	if (echo)
 		tel = p->last_int[to][from];
-	if (!pass_queue(p, from, to, len, &ecn, &leave, len && ib[0] < WIRE_OP_ACK ? &tel : NULL))
+	if (!pass_queue(p, from, to, len + vec_len, &ecn, &leave, len && ib[0] < WIRE_OP_ACK ? &tel : NULL))
 		return;
 	if (chance(p, f->loss)) {
 		p->stats.lost++;
@@ -344,7 +349,8 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 	};
 	/* The INT, when there is any, after the bytes (8-byte aligned). */
 	size_t tel_at = (len + 7) & ~(size_t)7;
-	ev.data = malloc(tel.nhop ? tel_at + sizeof(tel) : len);
+	size_t vec_at = tel.nhop ? tel_at + sizeof(tel) : tel_at;
+	ev.data = malloc(nvec ? vec_at + nvec * sizeof(*vec) : tel.nhop ? tel_at + sizeof(tel) : len);
 	if (!ev.data) {
 		p->stats.alloc_failures++;
 		return;
@@ -354,6 +360,12 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 		ev.tel = (struct hpcc_int *)(void *)(ev.data + tel_at);
 		*ev.tel = tel;
 		ev.tel_echo = echo;
+	}
+	if (nvec) {
+		ev.vec = (struct wire_piece *)(void *)(ev.data + vec_at);
+		memcpy(ev.vec, vec, nvec * sizeof(*vec));
+		ev.nvec = nvec;
+		ev.vec_len = vec_len;
 	}
 	if (chance(p, f->corrupt)) {
 		corrupt_packet(p, ev.data, len);
@@ -370,9 +382,12 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 	struct pair_node *self = ctx;
 	struct pair *p = self->pair;
 	p->stats.sent++;
-	size_t ib_len = tx->ib_len + tx->payload_len;
+	/* A message-path packet: the headers travel, the payload is read
+	 * from the pieces on delivery. */
+	bool msg = tx->payload_vec != NULL;
+	size_t ib_len = msg ? tx->ib_len : tx->ib_len + tx->payload_len;
 	if (tx->ib_len < WIRE_BTH_LEN + WIRE_ICRC_LEN || ib_len > WIRE_MAX_IB_PACKET ||
-	    (tx->payload_len && (!tx->payload || tx->hdr_len + WIRE_ICRC_LEN > tx->ib_len))) {
+	    (!msg && tx->payload_len && (!tx->payload || tx->hdr_len + WIRE_ICRC_LEN > tx->ib_len))) {
 		p->stats.runt++;
 		return;
 	}
@@ -383,7 +398,10 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 	}
 	/* Work on a private copy: the tap may edit it, and we write the ICRC. */
 	uint8_t buf[WIRE_MAX_IB_PACKET];
-	if (tx->payload_len) {
+	if (msg) {
+		p->stats.messages++;
+		memcpy(buf, tx->ib, tx->ib_len);
+	} else if (tx->payload_len) {
 		/* Payload by reference (rnic_tx.payload): headers, payload,
 		 * then the pad and ICRC room. */
 		p->stats.payload_by_ref++;
@@ -409,10 +427,13 @@ static void pair_xmit(void *ctx, const struct rnic_tx *tx)
 			icrc_of(p, self->index, (unsigned)to, tx->sport, buf, ib_len));
 
 	const struct pair_faults *f = &p->faults[self->index][to];
-	schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len);
+	const struct wire_piece *vec = msg ? tx->payload_vec : NULL;
+	unsigned nvec = msg ? tx->payload_nvec : 0;
+	size_t vec_len = msg ? tx->payload_len : 0;
+	schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len, vec, nvec, vec_len);
 	if (chance(p, f->dup)) {
 		p->stats.duplicated++;
-		schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len);
+		schedule_copy(p, self->index, (unsigned)to, tx->sport, tx->ecn, buf, ib_len, vec, nvec, vec_len);
 	}
 }
 
@@ -476,6 +497,49 @@ int pair_set_agent(struct pair *p, unsigned node, const struct pair_agent *a)
 
 /* ---- delivery and the run loop ----------------------------------------- */
 
+/* A message-path packet's payload, read from the sender's pieces (which
+ * the rnic keeps valid while the message is outstanding, as a process's
+ * memory is for process_vm_readv). */
+struct pair_remote {
+	struct rnic_rx_remote base;
+	struct pair *p;
+	const struct pair_event *ev;
+};
+
+static int pair_pull(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n)
+{
+	const struct pair_remote *pr = (const struct pair_remote *)(const void *)rem;
+	const struct pair_event *ev = pr->ev;
+	struct pair *p = pr->p;
+	size_t want = 0;
+
+	p->stats.pulls++;
+	for (unsigned i = 0; i < n; i++)
+		want += dst[i].iov_len;
+	if (want != ev->vec_len || chance(p, p->faults[ev->from][ev->to].pull_fail)) {
+		p->stats.pull_failures++;
+		return -EFAULT;
+	}
+	unsigned si = 0;
+	size_t so = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *d = dst[i].iov_base;
+		size_t left = dst[i].iov_len;
+		while (left) {
+			size_t k = ev->vec[si].len - so < left ? ev->vec[si].len - so : left;
+			memcpy(d, ev->vec[si].p + so, k);
+			d += k;
+			left -= k;
+			so += k;
+			if (so == ev->vec[si].len) {
+				si++;
+				so = 0;
+			}
+		}
+	}
+	return 0;
+}
+
 static void deliver(struct pair *p, struct pair_event *ev)
 {
 	uint32_t want = icrc_of(p, ev->from, ev->to, ev->sport, ev->data, ev->len);
@@ -497,6 +561,11 @@ static void deliver(struct pair *p, struct pair_event *ev)
 		.ib = ev->data,
 		.ib_len = ev->len,
 	};
+	struct pair_remote pr = { .base = { .len = ev->vec_len, .read = pair_pull }, .p = p, .ev = ev };
+	if (ev->vec) {
+		trace_u64(p, ev->vec_len);
+		rx.remote = &pr.base;
+	}
 	if (ev->tel && !ev->tel_echo)
 		p->last_int[ev->from][ev->to] = *ev->tel;       /* before its ACK leaves */
 	rnic_receive(p->node[ev->to].rnic, &rx, p->now);

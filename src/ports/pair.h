@@ -48,6 +48,11 @@ struct pair_faults {
 	double corrupt;         /* flip one byte (the ICRC then fails)         */
 	uint64_t delay_ns;      /* base one-way delay                          */
 	uint64_t jitter_ns;     /* plus uniform [0, jitter_ns]                 */
+	/* A message-path packet (rnic_tx.payload_vec): its payload is read
+	 * from the sender's buffers when the receiver's rnic asks, as the
+	 * runtime's process_vm_readv does; with this probability the read
+	 * fails (the sender died or unmapped the buffer meanwhile). */
+	double pull_fail;
 };
 
 /* What the pair did with packets (all directions together). */
@@ -65,6 +70,8 @@ struct pair_stats {
 	uint64_t alloc_failures; /* packet lost because malloc failed         */
 	uint64_t payload_by_ref; /* xmits with the payload by reference (even
 	                            nodes take them: rnic_io.tx_payload_ref) */
+	uint64_t messages;      /* message-path packets sent (payload_vec)  */
+	uint64_t pulls, pull_failures; /* their payloads read by receivers */
 	uint64_t gsi_no_agent;  /* MADs gsi.c accepted for QP1 on a node
 	                           without an agent: dropped (the runtime's
 	                           rx_mad_no_agent)                          */

@@ -357,8 +357,14 @@ static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
 	uint32_t psn = c->pkt->bth.psn;
 	uint32_t off = (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->mtu;
 	enum ibv_wc_status st;
+	bool pulled;
 
-	st = rnic_scatter(qp, w->sge, w->num_sge, off, c->pkt->payload, c->pkt->payload_len);
+	st = rnic_rx_scatter(qp->r, qp->pd, w->sge, w->num_sge, off, c->pkt, &pulled);
+	/* A message-path response whose MR the responder let go before we
+	 * read it: as if lost; the READ is asked again and the responder's
+	 * rules answer it. */
+	if (!pulled)
+		return COMP_EXIT;
 	if (st != IBV_WC_SUCCESS) {
 		c->error = st;
 		return COMP_LOCAL_ERROR;

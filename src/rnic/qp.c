@@ -73,6 +73,55 @@ enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const str
 	return len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
+bool rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst)
+{
+	if (pkt->payload || !r->rx_remote) {
+		if (pkt->payload_len)
+			memcpy(dst, pkt->payload, pkt->payload_len);
+		return true;
+	}
+	struct iovec iov = { .iov_base = dst, .iov_len = pkt->payload_len };
+	if (r->rx_remote->read(r->rx_remote, &iov, 1) == 0)
+		return true;
+	r->ctr.rx_drop_msg_pull++;
+	return false;
+}
+
+enum ibv_wc_status rnic_rx_scatter(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge, uint32_t num_sge,
+				   uint32_t offset, const struct wire_ib *pkt, bool *pulled)
+{
+	uint32_t len = pkt->payload_len;
+	unsigned n = 0;
+
+	*pulled = true;
+	if (pkt->payload || !r->rx_remote)
+		return rnic_scatter_pd(r, pd, sge, num_sge, offset, pkt->payload, len);
+	/* Every key checked before a byte is read; then one read. */
+	for (uint32_t i = 0; i < num_sge && len && n < r->cfg.max_sge + 1; i++) {
+		struct rnic_mr *mr;
+		uint32_t k;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		k = sge[i].length - offset < len ? sge[i].length - offset : len;
+		mr = rnic_mr_check(r, pd, sge[i].lkey, IBV_ACCESS_LOCAL_WRITE, sge[i].addr + offset, k);
+		if (!mr)
+			return IBV_WC_LOC_PROT_ERR;
+		r->rx_iov[n++] = (struct iovec){ .iov_base = rnic_mr_ptr(mr, sge[i].addr + offset), .iov_len = k };
+		len -= k;
+		offset = 0;
+	}
+	if (len)
+		return IBV_WC_LOC_LEN_ERR;
+	if (r->rx_remote->read(r->rx_remote, r->rx_iov, n) != 0) {
+		r->ctr.rx_drop_msg_pull++;
+		*pulled = false;
+	}
+	return IBV_WC_SUCCESS;
+}
+
 static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
 {
 	if (op == RNIC_WR_FLUSH)
@@ -567,7 +616,7 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 		/* Clamp to what the device supports, as rxe does. */
 		enum ibv_mtu m = a->path_mtu < cfg->max_mtu ? a->path_mtu : cfg->max_mtu;
 		qp->attr.path_mtu = m;
-		qp->mtu = rnic_mtu_bytes(m);
+		qp->mtu = qp->msg_path ? RNIC_MSG_MTU : rnic_mtu_bytes(m);
 	}
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = a->timeout;
@@ -598,6 +647,10 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 
 static void reset_qp(struct rnic_qp *qp)
 {
+	if (qp->msg_path) {
+		qp->msg_path = false;
+		qp->mtu = rnic_mtu_bytes(qp->attr.path_mtu);
+	}
 	/* RESET discards everything without completions (IBTA 10.3.1).
 	 * Completions already in the CQs that the program has not polled go
 	 * too, as mlx5 does (rdma-core's tests reset a QP in error and expect
@@ -716,6 +769,23 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	if (attr_mask & IBV_QP_STATE)
 		enter_state(qp, cur, next, now);
 	return 0;
+}
+
+int rnic_qp_set_message_path(struct rnic_qp *qp, bool on)
+{
+	if (!qp || qp->type != IBV_QPT_RC ||
+	    (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS))
+		return EINVAL;
+	if (qp->sq.head != qp->sq.comp || qp->resp.seq != RESP_SEQ_NONE)
+		return EBUSY;   /* PSNs already counted by the other MTU */
+	qp->msg_path = on;
+	qp->mtu = on ? RNIC_MSG_MTU : rnic_mtu_bytes(qp->attr.path_mtu);
+	return 0;
+}
+
+bool rnic_qp_message_path(const struct rnic_qp *qp)
+{
+	return qp && qp->msg_path;
 }
 
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init)

@@ -264,6 +264,38 @@ static bool payload_piece(struct rnic_qp *qp, const struct rnic_send_wqe *w, uin
 	return true;
 }
 
+/* The message path (rnic_qp_set_message_path): the `len` payload bytes at
+ * message offset `off` as pieces where they lie, into r->tx_vec.  false:
+ * an SGE's key went away. */
+static bool payload_vec(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint32_t len)
+{
+	struct rnic *r = qp->r;
+
+	r->tx_nvec = 0;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		r->tx_vec[r->tx_nvec++] = (struct wire_piece){ inline_payload(w) + off, len };
+		return true;
+	}
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		const struct rnic_sge *s = &w->sge[i];
+		struct rnic_mr *mr;
+		uint32_t n;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		n = s->length - off < len ? s->length - off : len;
+		mr = rnic_mr_check(r, qp->pd, s->lkey, 0, s->addr + off, n);
+		if (!mr)
+			return false;
+		r->tx_vec[r->tx_nvec++] = (struct wire_piece){ rnic_mr_ptr(mr, s->addr + off), n };
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
 /* Opcode for the packet at the current position (IBTA 9.8.3 table 39). */
 static uint8_t choose_opcode(const struct rnic_send_wqe *w, bool first, bool last)
 {
@@ -375,18 +407,24 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 			 (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1 >= rnic_send_window(r) ||
 			 /* ... or congestion control needs it (cc.c) */
 			 cc_wants_ackreq(qp, (uint32_t)wire_psn_diff(qp->req.psn, qp->comp.psn) + 1));
+	/* More than a path MTU: the message path's one packet, its payload
+	 * left where it lies for the receiver to read (rnic_tx.payload_vec). */
+	bool by_vec = payload > RNIC_PKT_MAX_PAYLOAD;
 	ib.payload = NULL;
-	ib.payload_len = payload;
+	ib.payload_len = by_vec ? 0 : payload;
 	n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
 	if (n < 0)
 		return 0;
 	/* Zero copy when the port allows it: the payload goes from the MR
 	 * (or the inline copy) straight to the socket (rnic_tx.payload). */
 	*ref = NULL;
-	if (payload && r->io.tx_payload_ref && qp->type != IBV_QPT_UD &&
+	r->tx_nvec = 0;
+	if (by_vec && !payload_vec(qp, w, off, payload))
+		return 0;
+	if (!by_vec && payload && r->io.tx_payload_ref && qp->type != IBV_QPT_UD &&
 	    !payload_piece(qp, w, off, payload, ref))
 		return 0;
-	if (payload && !*ref && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
+	if (payload && !by_vec && !*ref && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
 		return 0;
 	*out = buf;
 	if (!resend)
@@ -410,7 +448,10 @@ static void uc_sent(struct rnic_qp *qp, struct rnic_send_wqe *w, bool done)
  * build_packet left it in the MR (`ref`), else the packet as built. */
 static void xmit_request(struct rnic_qp *qp, uint8_t *buf, size_t len, const uint8_t *ref, uint32_t bytes)
 {
-	if (ref)
+	if (qp->r->tx_nvec)
+		rnic_xmit_vec(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), qp->r->tx_vec, qp->r->tx_nvec,
+			      bytes);
+	else if (ref)
 		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
 	else
 		rnic_xmit_buf(qp->r, qp, buf, len);
@@ -438,7 +479,7 @@ static enum req_state req_build_send(struct rnic_qp *qp, struct req_ctx *c)
 		ud_xmit(qp, w, len);    /* each UD WQE has its own destination */
 	else
 		xmit_request(qp, buf, len, ref, bytes);
-	cc_on_sent(qp, len, c->now);
+	cc_on_sent(qp, len + (qp->r->tx_nvec ? bytes : 0), c->now);
 
 	qp->req.psn = wire_psn_add(qp->req.psn, psns);
 	if (wire_psn_diff(qp->req.psn, qp->req.psn_high) > 0)
@@ -541,7 +582,7 @@ static enum req_state req_resend(struct rnic_qp *qp, struct req_ctx *c)
 	qp->r->ctr.retransmits++;
 	qp->stats.retransmits++;
 	xmit_request(qp, buf, len, ref, bytes);
-	cc_on_sent(qp, len, c->now);
+	cc_on_sent(qp, len + (qp->r->tx_nvec ? bytes : 0), c->now);
 	scoreboard_sent(qp, psn, true);
 	completer_on_sent(qp, psn, false, false, c->now);
 	return REQ_GET_WQE;

@@ -182,12 +182,19 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		 * local writes to the range meanwhile give undefined data,
 		 * as on hardware). */
 		bool by_ref = data && qp->r->io.tx_payload_ref;
+		/* The message path: more than a path MTU goes as one piece of
+		 * the MR, which the requester reads (rnic_qp_set_message_path). */
+		bool by_vec = chunk > RNIC_PKT_MAX_PAYLOAD;
 		ib.payload = by_ref ? NULL : data;
-		ib.payload_len = chunk;
+		ib.payload_len = by_vec ? 0 : chunk;
 		/* Built in the port's buffer if it has one (rnic_tx_buffer). */
 		uint8_t *buf = rnic_tx_buffer(qp->r);
 		enc = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
-		if (enc > 0 && by_ref)
+		if (enc > 0 && by_vec) {
+			qp->r->tx_vec[0] = (struct wire_piece){ data, chunk };
+			rnic_xmit_vec(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode),
+				      qp->r->tx_vec, 1, chunk);
+		} else if (enc > 0 && by_ref)
 			rnic_xmit_ref(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode), data,
 				      chunk);
 		else if (enc > 0)
@@ -491,8 +498,14 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 
 	if (c->flags & WIRE_F_SEND) {
 		struct rnic_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
-		enum ibv_wc_status st = rnic_scatter_pd(qp->r, pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
-							qp->resp.recv_offset, p->payload, p->payload_len);
+		bool pulled;
+		enum ibv_wc_status st = rnic_rx_scatter(qp->r, pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+							qp->resp.recv_offset, p, &pulled);
+		/* A message-path payload the sender's memory no longer holds:
+		 * as if the packet were lost (the WQE stays taken for its
+		 * resend). */
+		if (!pulled)
+			return RESP_EXIT;
 		if (st != IBV_WC_SUCCESS) {
 			c->status = st;
 			return RESP_ERR_LOCAL;
@@ -503,7 +516,8 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 		qp->resp.va += 8;
 		qp->resp.resid -= 8;
 	} else if (p->payload_len) {
-		memcpy(rnic_mr_ptr(c->mr, qp->resp.va), p->payload, p->payload_len);
+		if (!rnic_rx_copy(qp->r, p, rnic_mr_ptr(c->mr, qp->resp.va)))
+			return RESP_EXIT;       /* as above */
 		qp->resp.va += p->payload_len;
 		qp->resp.resid -= p->payload_len;
 	}

@@ -97,7 +97,9 @@ struct rnic *rnic_create(const struct rnic_config *cfg, const struct rnic_io *io
 	/* MR slot 0 is never used, so no valid key is 0x000000xx. */
 	r->mrs = calloc((size_t)cfg->max_mr + 1, sizeof(*r->mrs));
 	r->mr_gen = calloc((size_t)cfg->max_mr + 1, 1);
-	if (!r->qps || !r->mrs || !r->mr_gen) {
+	r->tx_vec = calloc((size_t)cfg->max_sge + 1, sizeof(*r->tx_vec));
+	r->rx_iov = calloc((size_t)cfg->max_sge + 1, sizeof(*r->rx_iov));
+	if (!r->qps || !r->mrs || !r->mr_gen || !r->tx_vec || !r->rx_iov) {
 		rnic_destroy(r);
 		errno = ENOMEM;
 		return NULL;
@@ -139,6 +141,8 @@ void rnic_destroy(struct rnic *r)
 	free(r->qps);
 	free(r->mrs);
 	free(r->mr_gen);
+	free(r->tx_vec);
+	free(r->rx_iov);
 	free(r);
 }
 
@@ -205,6 +209,27 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 	r->io.xmit(r->io.ctx, &tx);
 }
 
+void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
+		   const struct wire_piece *vec, unsigned nvec, size_t payload_len)
+{
+	struct rnic_tx tx = {
+		.dst = qp->dgid,
+		.sport = qp->sport,
+		.ecn = cc_tx_ecn(qp),
+		.dscp = qp->dscp,
+		.ttl = qp->ttl,
+		.ib = buf,
+		.ib_len = len,
+		.payload_len = payload_len,
+		.hdr_len = hdr_len,
+		.payload_vec = vec,
+		.payload_nvec = nvec,
+	};
+	count_tx(r, qp, len + payload_len);
+	r->ctr.tx_msg_packets++;
+	r->io.xmit(r->io.ctx, &tx);
+}
+
 void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)
 {
 	rnic_xmit_buf(r, qp, r->tx, len);
@@ -242,6 +267,27 @@ static unsigned qp_type_bit(enum ibv_qp_type t)
 	}
 }
 
+/* A message-path packet (rnic_rx.remote): only an RC SEND, WRITE or
+ * READ response whose payload is larger than a path MTU can be one, and
+ * `ib` carries no payload of its own.  The payload then stands in pkt as
+ * its length with no bytes (payload NULL); the copies go through
+ * rnic_rx_copy / rnic_rx_scatter, which read it from the sender. */
+static bool accept_remote(struct rnic *r, struct wire_ib *pkt, const struct rnic_rx_remote *rem)
+{
+	const struct wire_opcode_info *info = wire_opcode_info(pkt->bth.opcode);
+
+	if (!info || (pkt->bth.opcode & 0xe0) != WIRE_TR_RC || !(info->flags & WIRE_F_PAYLOAD) ||
+	    !(info->flags & (WIRE_F_SEND | WIRE_F_WRITE | WIRE_F_RESPONSE)) || (info->flags & WIRE_F_ATOMIC) ||
+	    pkt->payload_len != 0 || rem->len <= RNIC_PKT_MAX_PAYLOAD || rem->len > RNIC_MSG_MTU || !rem->read) {
+		r->ctr.rx_drop_malformed++;
+		return false;
+	}
+	pkt->payload = NULL;
+	pkt->payload_len = (uint32_t)rem->len;
+	r->ctr.rx_msg_packets++;
+	return true;
+}
+
 void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 {
 	const struct wire_opcode_info *info;
@@ -249,11 +295,13 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 	struct rnic_qp *qp;
 
 	r->ctr.rx_packets++;
-	r->ctr.rx_bytes += rx->ib_len;
+	r->ctr.rx_bytes += rx->ib_len + (rx->remote ? rx->remote->len : 0);
 	if (!rx->ib || wire_decode_ib(rx->ib, rx->ib_len, &pkt) != WIRE_OK) {
 		r->ctr.rx_drop_malformed++;
 		return;
 	}
+	if (rx->remote && !accept_remote(r, &pkt, rx->remote))
+		return;
 	if (pkt.bth.opcode == WIRE_OPCODE_CNP) {
 		cc_receive_cnp(r, &pkt, rx, now);      /* reaction point (cc.c) */
 		return;
@@ -306,14 +354,27 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		return;
 	}
 	qp->stats.rx_packets++;
-	qp->stats.rx_bytes += rx->ib_len;
+	qp->stats.rx_bytes += rx->ib_len + pkt.payload_len;
 	cc_on_receive(qp, rx, now);                     /* notification point */
+	if (rx->remote && !qp->msg_path) {
+		/* The sender thinks we are on the message path and we are not:
+		 * larger than our MTU, the responder NAKs it as an invalid
+		 * request (resp_check_length) and a completer drops it; the
+		 * payload is never read (no rx_remote to read it with). */
+		if (info->flags & WIRE_F_REQUEST)
+			responder_receive(qp, &pkt, now);
+		else
+			r->ctr.rx_drop_malformed++;
+		return;
+	}
+	r->rx_remote = rx->remote;
 	if (qp->type == IBV_QPT_UD)
 		ud_receive(qp, &pkt, rx);
 	else if (info->flags & WIRE_F_REQUEST)
 		responder_receive(qp, &pkt, now);
 	else
 		completer_receive(qp, &pkt, now);
+	r->rx_remote = NULL;
 }
 
 /* ---- timers ------------------------------------------------------------ */

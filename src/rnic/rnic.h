@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <infiniband/verbs.h>
 
@@ -88,6 +89,28 @@ struct rnic_tx {
 	const uint8_t *payload;
 	size_t payload_len;
 	size_t hdr_len;
+	/* A message-path packet (rnic_qp_set_message_path): its payload,
+	 * larger than any path MTU, is these pieces where they lie (payload
+	 * is then NULL, payload_len their sum, `ib` the headers and the 4
+	 * ICRC bytes, no pad).  It cannot travel as a datagram: the port
+	 * hands the receiver a description of the pieces, and the receiver
+	 * copies them straight from this process's memory
+	 * (rnic_rx.remote).  They stay valid as long as a payload by
+	 * reference's do, and then as long as the message is outstanding
+	 * (a request's buffer is the adapter's until its completion; a READ
+	 * response comes from the responder's MR). */
+	const struct wire_piece *payload_vec;
+	unsigned payload_nvec;
+};
+
+/* The payload of a received message-path packet, still in the sender's
+ * memory.  read() copies all `len` bytes into dst[0..n) (whose lengths
+ * add up to len) and returns 0, or a negative errno when the sender's
+ * memory cannot be read (it died, or unmapped the buffer): the rnic then
+ * drops the packet as if it had been lost, and counts rx_drop_msg_pull. */
+struct rnic_rx_remote {
+	size_t len;
+	int (*read)(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n);
 };
 
 /* One packet received, ICRC already checked by the port. */
@@ -106,6 +129,11 @@ struct rnic_rx {
 	uint8_t ttl;            /* IPv4 TTL / IPv6 hop limit                */
 	uint16_t ip_id;         /* IPv4 identification                      */
 	uint32_t flow_label;    /* IPv6 flow label                          */
+	/* Non-NULL for a message-path packet: `ib` holds its headers and 4
+	 * ICRC bytes, and the payload is read from the sender (above).
+	 * Accepted only for RC requests and READ responses that carry more
+	 * than a path MTU's payload, to a QP on the message path. */
+	const struct rnic_rx_remote *remote;
 };
 
 struct rnic_io {
@@ -255,7 +283,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_no_recv_wqe) X(rx_drop_mcast_no_group)                       \
 	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)    \
 	X(tx_nak_selective) X(rx_nak_selective) X(reorder_stored)               \
-	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)
+	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)    \
+	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -330,6 +359,25 @@ uint32_t rnic_qp_num(const struct rnic_qp *qp);
  * 11.2.5 / rdma-core's ibv_modify_qp table): EINVAL for a wrong mask or
  * value.  Moving to ERR flushes outstanding WRs with IBV_WC_WR_FLUSH_ERR. */
 int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_mask, uint64_t now);
+
+/* The message path: between two softrnic devices that can read each
+ * other's memory (the host-local path, runtime/local_path.h), an RC QP
+ * carries each message, up to RNIC_MSG_MTU bytes, as one packet whose
+ * payload the receiver copies from the sender (rnic_tx.payload_vec,
+ * rnic_rx.remote): one PSN per message, one copy, and every rule of the
+ * transport unchanged — the target still checks rkeys, bounds and
+ * access, takes a receive WQE or answers RNR, executes atomics, and
+ * acknowledges; the requester still retransmits what is not
+ * acknowledged.  Messages of at most a path MTU's payload (4096 bytes)
+ * stay ordinary packets.  Both ends must agree (the port decides the
+ * same for both, from facts both can see): a packet larger than a path
+ * MTU reaching a QP not on the message path is an invalid request.
+ * Set by the port once the QP is in RTR, before it sends; cleared by
+ * RESET.  EINVAL for a QP that is not RC or not in RTR or RTS. */
+#define RNIC_MSG_MTU (1u << 30)
+#define RNIC_PKT_MAX_PAYLOAD 4096u    /* the largest path MTU's payload */
+int rnic_qp_set_message_path(struct rnic_qp *qp, bool on);
+bool rnic_qp_message_path(const struct rnic_qp *qp);
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
 int rnic_qp_destroy(struct rnic_qp *qp);
 

@@ -97,6 +97,13 @@ struct rnic {
 	 * rnic_timer_armed whenever one is armed, made exact again by each
 	 * rnic_advance, never later than the true earliest. */
 	uint64_t deadline_bound;
+	/* The message path (rnic_qp_set_message_path): the payload pieces
+	 * of the packet being sent (cfg.max_sge of them), and the payload of
+	 * the packet being received, NULL when it is in the packet. */
+	struct wire_piece *tx_vec;
+	unsigned tx_nvec;               /* pieces of the request built last */
+	struct iovec *rx_iov;
+	const struct rnic_rx_remote *rx_remote;
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
 
@@ -134,6 +141,20 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
  * payload bytes left unwritten at hdr_len (wire_encode_ib, payload NULL):
  * sent with the payload by reference from `payload`.  Only when
  * rnic_io.tx_payload_ref is set (rnic_tx). */
+struct rnic_sge;
+/* A message-path packet: `buf` holds its headers and ICRC room (len
+ * bytes), the payload is vec[0..nvec) (rnic_tx.payload_vec). */
+void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
+		   const struct wire_piece *vec, unsigned nvec, size_t payload_len);
+/* The received packet's payload into dst (memory the caller checked):
+ * copied from the packet, or read from the sender on the message path.
+ * false: the sender's memory could not be read; the packet must be
+ * dropped as if lost (counted). */
+bool rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst);
+/* rnic_scatter_pd of the received packet's payload.  *pulled false: as
+ * for rnic_rx_copy (the status is then meaningless). */
+enum ibv_wc_status rnic_rx_scatter(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge, uint32_t num_sge,
+				   uint32_t offset, const struct wire_ib *pkt, bool *pulled);
 void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
 		   const uint8_t *payload, size_t payload_len);
 void rnic_async(struct rnic *r, enum ibv_event_type type, void *obj);
@@ -403,7 +424,9 @@ struct rnic_qp {
 	bool sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */
-	uint32_t mtu;                   /* path MTU in bytes */
+	uint32_t mtu;                   /* path MTU in bytes, RNIC_MSG_MTU on the
+	                                   message path */
+	bool msg_path;                  /* rnic_qp_set_message_path */
 	struct rnic_gid dgid;
 	uint8_t dscp, ttl;
 	uint16_t sport;

@@ -51,7 +51,9 @@ bool reorder_store(struct rnic_qp *qp, const struct wire_ib *pkt, bool *dup)
 	size_t bytes = sizeof(*p) + pkt->payload_len;
 
 	*dup = false;
-	if (d <= 0 || (uint32_t)d >= RNIC_SR_WINDOW)
+	/* A message-path packet's payload is still in the sender's memory:
+	 * not kept (its resend comes after the hole is filled). */
+	if (d <= 0 || (uint32_t)d >= RNIC_SR_WINDOW || (!pkt->payload && pkt->payload_len))
 		return false;
 	if (!qp->reorder) {
 		qp->reorder = calloc(1, sizeof(*qp->reorder));

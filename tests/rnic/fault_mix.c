@@ -34,7 +34,7 @@
  * the exact model would not hold.
  *
  * Usage: rnic_fault_mix [--seed N | --seeds A-B] [--twice] [--clean]
- * [--no-reorder] [--heavy-reorder] [--no-self-check] [-v]; or
+ * [--no-reorder] [--heavy-reorder] [--message-path] [--no-self-check] [-v]; or
  * SOFTRNIC_SEED=N.  SOFTRNIC_LOSS / _DUP / _REORDER / _CORRUPT=p fix a
  * fault probability on both links (for exploring).  After the seeds, a self-check corrupts packets in ways
  * the ICRC cannot see and requires the model to notice each one.  A failure prints the seed and the replay command.
@@ -58,6 +58,8 @@ static const char *const op_names[OP_KINDS] = { "SEND", "SEND_IMM", "WRITE", "WR
 #define RECV_SLOT (MAX_LEN + 256u)
 #define LOCAL_CAP (2u << 20)
 #define MAX_LARGE 32768u /* RDMA WRITE/READ only: up to 128 packets */
+
+static bool opt_clean, opt_no_reorder, opt_verbose, opt_heavy_reorder, opt_message_path;
 #define EXTRA_RECVS 4u
 
 struct op {
@@ -230,8 +232,10 @@ static void gen_ops(struct run *u, struct dir *d)
 			break;
 		default:
 			o->len = random_len(u);
-			/* now and then a long RDMA message, to fill the send window */
-			if ((o->kind == OP_WRITE || o->kind == OP_READ || o->kind == OP_WRITE_IMM) && rnd(u, 33) == 0)
+			/* now and then a long RDMA message, to fill the send window
+			 * (often on the message path, where it is one packet) */
+			if ((o->kind == OP_WRITE || o->kind == OP_READ || o->kind == OP_WRITE_IMM) &&
+			    rnd(u, opt_message_path ? 4 : 33) == 0)
 				o->len = MAX_LEN + 1 + (uint32_t)rnd(u, MAX_LARGE - MAX_LEN);
 			o->remote_off = rnd(u, TGT_LEN - o->len + 1);
 			o->nsge = split_local(u, d, o->len, o->sge);
@@ -719,7 +723,10 @@ static bool sabotage_tap(void *arg, struct pair_packet *pkt)
 
 /* --clean: no faults at all (to tell transport bugs under faults from
  * plain ones); --no-reorder: faults but no reordering or jitter. */
-static bool opt_clean, opt_no_reorder, opt_verbose, opt_heavy_reorder;
+/* Over all seeds: message-path packets, and their payloads read. */
+static struct {
+	uint64_t messages, pulls, pull_failures;
+} msg_total;
 
 static void random_faults(struct run *u, struct pair_faults *f)
 {
@@ -739,6 +746,10 @@ static void random_faults(struct run *u, struct pair_faults *f)
 		f->jitter_ns = 0;
 		f->reorder = 0;
 	}
+	/* The message path: now and then the sender's buffer cannot be
+	 * read when the receiver pulls it (as if lost). */
+	if (opt_message_path && rnd(u, 2) == 0)
+		f->pull_fail = (double)rnd(u, 501) / 10000.0; /* 0 .. 5% */
 	if (opt_heavy_reorder) {
 		/* multipath-like: half the packets held back by up to 3 us */
 		f->reorder = 0.5;
@@ -840,6 +851,7 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 		pair_destroy(probe);
 		u->h.pair = NULL;
 	}
+	o.message_path = opt_message_path;
 	if (ht_setup(&u->h, &o) != 0)
 		goto out;
 	struct pair_faults f;
@@ -905,6 +917,12 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 	if (sabotage != SAB_NONE && !u->sabotaged && !u->sabotage_hits)
 		printf("  [%s] self-check %s: no packet to sabotage\n", ht_case, sabotage_names[sabotage]);
 	out->trace = pair_trace_hash(u->h.pair);
+	{
+		const struct pair_stats *ps = pair_stats(u->h.pair);
+		msg_total.messages += ps->messages;
+		msg_total.pulls += ps->pulls;
+		msg_total.pull_failures += ps->pull_failures;
+	}
 	out->now = pair_now(u->h.pair);
 	out->delivered = pair_stats(u->h.pair)->delivered;
 out:
@@ -940,6 +958,8 @@ int main(int argc, char **argv)
 			opt_heavy_reorder = true;
 		else if (!strcmp(argv[i], "--no-self-check"))
 			no_self_check = true;
+		else if (!strcmp(argv[i], "--message-path"))
+			opt_message_path = true;
 	int failed = 0;
 	uint64_t prev_trace = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -980,6 +1000,15 @@ int main(int argc, char **argv)
 				HT_FAIL("a corrupted %s went unnoticed by the model", sabotage_names[sab]);
 			if (ht_end_case())
 				failed++;
+		}
+	}
+	if (opt_message_path) {
+		printf("message path: %llu packets of whole messages, %llu payloads read, %llu reads failed\n",
+		       (unsigned long long)msg_total.messages, (unsigned long long)msg_total.pulls,
+		       (unsigned long long)msg_total.pull_failures);
+		if (!msg_total.messages || !msg_total.pull_failures) {
+			printf("FAIL: the message path was not exercised (no messages, or no failed read)\n");
+			failed++;
 		}
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
