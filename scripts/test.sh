@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — run every softrnic test, the way CI does.
-#   1. release build (gcc, -Werror) and its full CTest suite, twice: over
-#      the host-local path (the default) and over UDP only (SOFTRNIC_LOCAL=0);
+#   1. release build (gcc, -Werror) and its full CTest suite three times:
+#      over the host-local path with whole messages (the default), over
+#      its packet ring only (SOFTRNIC_LOCAL=packets) and over UDP only
+#      (SOFTRNIC_LOCAL=0);
 #      then softrnic against the kernel's Soft-RoCE in a qemu guest
 #      (tests/interop/run.sh; needs root, else its cases are skipped);
 #   2. clang build (-Werror), compiled to prove it is warning-free;
@@ -37,9 +39,14 @@ if bash scripts/build.sh release; then
   step "release tests"
   (cd build && ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release.log"
   count_ctest "$log_dir/release.log"
-  # The same suite with the host-local path off: every packet over UDP
-  # (runtime/local_path.h), as between hosts.  Not the simulator's tests
-  # (label sim): they never touch the runtime, and ran above.
+  # The same suite twice more: with the host-local path's rings carrying
+  # MTU packets, not whole messages (runtime/local_path.h), and with the
+  # path off, every packet over UDP, as between hosts.  Not the
+  # simulator's tests (label sim): they never touch the runtime, and ran
+  # above.
+  step "release tests over the host-local packet ring (SOFTRNIC_LOCAL=packets)"
+  (cd build && SOFTRNIC_LOCAL=packets ctest --output-on-failure --timeout 600 -j1 -LE '^sim$') 2>&1 | tee "$log_dir/release-packets.log"
+  count_ctest "$log_dir/release-packets.log"
   step "release tests over UDP only (SOFTRNIC_LOCAL=0)"
   (cd build && SOFTRNIC_LOCAL=0 ctest --output-on-failure --timeout 600 -j1 -LE '^sim$') 2>&1 | tee "$log_dir/release-udp.log"
   count_ctest "$log_dir/release-udp.log"

@@ -483,6 +483,8 @@ int ibv_modify_qp_1_1(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_ma
 	dev = dev_of(ibqp->context);
 	srt_lock(dev);
 	ret = rnic_qp_modify(to_sr_qp(ibqp)->qp, attr, attr_mask, srt_now());
+	if (!ret && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR)
+		srt_qp_choose_path(dev, to_sr_qp(ibqp)->qp);
 	srt_unlock(dev);
 	if (ret)
 		return ret;

@@ -658,3 +658,24 @@ void srt_close(struct srt_device *dev)
 	print_stats_at_exit(dev);
 	destroy_device(dev);
 }
+
+void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+	struct srt_local_peer *peer;
+	struct rnic_gid dgid;
+	struct in_addr dst4;
+
+	if (!dev->udp.local || rnic_qp_query(qp, &a, &init) || init.qp_type != IBV_QPT_RC ||
+	    rnic_get_config(dev->rnic)->max_sge + 1 > SRT_LOCAL_REMOTE_SEGS)
+		return;
+	memcpy(dgid.raw, a.ah_attr.grh.dgid.raw, sizeof(dgid.raw));
+	/* The BTH the route looks at: its destination QPN (bytes 5..7). */
+	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(a.dest_qp_num >> 16), (uint8_t)(a.dest_qp_num >> 8),
+				      (uint8_t)a.dest_qp_num };
+	if (!srt_gid_to_ipv4(&dgid, &dst4) || !(peer = srt_local_route(dev->udp.local, dst4, bth)))
+		return;
+	if (srt_local_message_path(dev->udp.local, peer))
+		(void)rnic_qp_set_message_path(qp, true);
+}

@@ -41,7 +41,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,7 +52,7 @@
 #include "wire/mad.h"
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
-#define RING_VERSION 3u
+#define RING_VERSION 4u
 /* Entries are packed, each 64-byte aligned, in an area of this size
  * (address space, touched as used): about 2000 full-size packets, or
  * 100 000 ACKs.  Packed, a ping-pong's ACK and answer share cache lines
@@ -74,6 +76,8 @@ struct ring_entry {
 };
 #define ENTRY_NO_ICRC 1u                /* the ICRC bytes are not computed */
 #define ENTRY_WRAP 2u                   /* no packet: the next entry is at the area's start */
+#define ENTRY_REMOTE 4u                 /* a message-path packet: headers, then its
+                                           payload's description (srt_local_remote) */
 #define ENTRY_DATA (ENTRY_MAX_BYTES - sizeof(struct ring_entry))
 
 /* The bytes an entry of len bytes of packet takes. */
@@ -87,6 +91,12 @@ struct ring {
 	uint32_t owner_pid, shared;
 	uint32_t area_bytes, entry_max;
 	uint32_t wants_icrc;                    /* the receiver checks ICRCs (faults on) */
+	/* The message path (srt_local_message_path): the owner can read
+	 * and be read by its peers' process_vm_readv, and the address of a
+	 * word holding `cookie` in its memory, which a peer reads to prove
+	 * it. */
+	uint32_t msg_ok;
+	uint64_t probe_addr, cookie;
 	pthread_mutex_t lock;                   /* producers */
 	_Alignas(64) _Atomic uint64_t head;     /* byte position of the next entry to write */
 	_Alignas(64) _Atomic uint64_t tail;     /* byte position of the next entry to read  */
@@ -125,6 +135,8 @@ struct srt_local {
 	uint64_t held_head;             /* its head as we wrote it, not yet published */
 	unsigned held_unpublished;      /* entries written since the last publish */
 	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
+	bool msg_ok;                    /* we may use the message path */
+	uint64_t cookie;                /* what a peer's probe reads (msg_ok) */
 	struct srt_local_stats stats;
 };
 
@@ -214,6 +226,28 @@ static void remove_dead_rings(void)
 	closedir(d);
 }
 
+/* May this process use the message path: can its peers (processes of
+ * the same user) read its memory with process_vm_readv, and can it read
+ * theirs?  Yama's ptrace_scope above 0 allows it only to ancestors; a
+ * process that is not dumpable (setuid, or it said so) refuses it; a
+ * seccomp filter may forbid the call itself (tried on ourselves). */
+static bool memory_reachable(uint64_t cookie)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int scope = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 1;
+		fclose(f);
+	}
+	if (scope != 0 || prctl(PR_GET_DUMPABLE) != 1)
+		return false;
+	uint64_t got = 0;
+	struct iovec dst = { &got, sizeof(got) }, src = { &cookie, sizeof(cookie) };
+	return process_vm_readv(getpid(), &dst, 1, &src, 1, 0) == (ssize_t)sizeof(got) && got == cookie;
+}
+
 struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, bool wants_icrc, int udp_fd)
 {
 	const char *env = getenv("SOFTRNIC_LOCAL");
@@ -229,6 +263,10 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 		return NULL;
 	l->addr = addr;
 	l->udp_fd = udp_fd;
+	/* The message path: not with SOFTRNIC_LOCAL=packets, nor when our
+	 * SOFTRNIC_FAULTS must see every packet (wants_icrc). */
+	l->cookie = ((uint64_t)getpid() << 32 | (uint64_t)(uintptr_t)l) ^ now_ns() ^ 0x9e3779b97f4a7c15ull;
+	l->msg_ok = !(env && !strcmp(env, "packets")) && !wants_icrc && memory_reachable(l->cookie);
 	remove_dead_rings();
 	ring_path(l->path, sizeof(l->path), addr, slot);
 	/* We hold the address (its socket is bound): a ring left by a
@@ -254,6 +292,9 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	l->own->area_bytes = RING_AREA_BYTES;
 	l->own->entry_max = ENTRY_MAX_BYTES;
 	l->own->wants_icrc = wants_icrc;
+	l->own->msg_ok = l->msg_ok;
+	l->own->probe_addr = (uint64_t)(uintptr_t)&l->cookie;
+	l->own->cookie = l->cookie;
 	atomic_store(&l->own->head, 0);
 	atomic_store(&l->own->tail, 0);
 	atomic_store(&l->own->sleeping, 0);
@@ -461,18 +502,15 @@ static void release_held(struct srt_local *l)
 	}
 }
 
-void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
-		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc)
+/* Room in p's ring for an entry of `bytes` (header and data), its mutex
+ * held (kept for the packets that follow to the same ring, until
+ * srt_local_flush); NULL when the ring is full.  commit_entry publishes
+ * it. */
+static struct ring_entry *reserve_entry(struct srt_local *l, struct srt_local_peer *p, uint32_t bytes)
 {
 	struct ring *r = p->r;
 	uint64_t head;
 
-	if (len > ENTRY_DATA) {
-		l->stats.tx_ring_full++;
-		return;
-	}
-	/* The mutex is kept for the packets that follow to the same ring
-	 * (srt_local_flush lets it go). */
 	if (l->held != p) {
 		release_held(l);
 		lock_ring(r);
@@ -483,37 +521,132 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	head = l->held_head;
 	/* An entry does not wrap: one that would pass the area's end goes
 	 * to its start, after a WRAP marker that fills the rest. */
-	uint32_t need = entry_bytes(len), at = (uint32_t)(head % RING_AREA_BYTES);
+	uint32_t need = entry_bytes(bytes), at = (uint32_t)(head % RING_AREA_BYTES);
 	uint32_t skip = at + need > RING_AREA_BYTES ? RING_AREA_BYTES - at : 0;
 	if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
 		p->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
 		if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
 			l->stats.tx_ring_full++;
-			return;
+			return NULL;
 		}
 	}
 	if (skip) {
 		((struct ring_entry *)(r->entries + at))->flags = ENTRY_WRAP;
 		head += skip;
 	}
-	struct ring_entry *e = (struct ring_entry *)(r->entries + head % RING_AREA_BYTES);
+	l->held_head = head;
+	return (struct ring_entry *)(r->entries + head % RING_AREA_BYTES);
+}
+
+static void commit_entry(struct srt_local *l, struct ring_entry *e, uint32_t bytes, uint16_t sport, uint8_t tos,
+			 uint8_t ttl, uint8_t flags)
+{
+	e->src = l->addr.s_addr;
+	e->sport = sport;
+	e->tos = tos;
+	e->ttl = ttl;
+	e->flags = flags;
+	l->held_head += entry_bytes(bytes);
+	/* A long run is published as it goes, so the consumer starts on
+	 * the first packets while we copy the next. */
+	if (++l->held_unpublished == SRT_LOCAL_PUBLISH_EVERY)
+		publish(l);
+	l->stats.tx_packets++;
+}
+
+void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
+		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc)
+{
+	struct ring_entry *e;
+
+	if (len > ENTRY_DATA || !(e = reserve_entry(l, p, len))) {
+		if (len > ENTRY_DATA)
+			l->stats.tx_ring_full++;
+		return;
+	}
 	uint32_t off = 0;
 	for (unsigned i = 0; i < npc; i++) {
 		memcpy(e->data + off, pc[i].p, pc[i].len);
 		off += (uint32_t)pc[i].len;
 	}
 	e->len = off;
-	e->src = l->addr.s_addr;
-	e->sport = sport;
-	e->tos = tos;
-	e->ttl = ttl;
-	e->flags = icrc ? 0 : ENTRY_NO_ICRC;
-	l->held_head = head + need;
-	/* A long run is published as it goes, so the consumer starts on
-	 * the first packets while we copy the next. */
-	if (++l->held_unpublished == SRT_LOCAL_PUBLISH_EVERY)
-		publish(l);
-	l->stats.tx_packets++;
+	commit_entry(l, e, off, sport, tos, ttl, icrc ? 0 : ENTRY_NO_ICRC);
+}
+
+/* Where a remote entry's description starts, after `len` bytes of
+ * headers; and the entry's data bytes with nseg pieces. */
+static uint32_t remote_at(uint32_t len)
+{
+	return (len + 7u) & ~7u;
+}
+
+static uint32_t remote_bytes(uint32_t len, uint32_t nseg)
+{
+	return remote_at(len) + (uint32_t)sizeof(struct srt_local_remote) + nseg * (uint32_t)sizeof(struct srt_local_seg);
+}
+
+void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
+			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec)
+{
+	struct ring_entry *e;
+	uint32_t bytes = remote_bytes(hdr_len, nvec);
+
+	if (nvec > SRT_LOCAL_REMOTE_SEGS || bytes > ENTRY_DATA || !(e = reserve_entry(l, p, bytes))) {
+		if (nvec > SRT_LOCAL_REMOTE_SEGS || bytes > ENTRY_DATA)
+			l->stats.tx_ring_full++;
+		return;
+	}
+	struct srt_local_remote *d = (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
+	memcpy(e->data, hdr, hdr_len);
+	e->len = hdr_len;
+	d->pid = (uint32_t)getpid();
+	d->nseg = nvec;
+	d->total = 0;
+	for (unsigned i = 0; i < nvec; i++) {
+		d->seg[i].addr = (uint64_t)(uintptr_t)vec[i].p;
+		d->seg[i].len = vec[i].len;
+		d->total += vec[i].len;
+	}
+	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE);
+	l->stats.tx_messages++;
+}
+
+int srt_local_pull(const struct srt_local_remote *d, const struct iovec *dst, unsigned n)
+{
+	struct iovec src[SRT_LOCAL_REMOTE_SEGS];
+	uint32_t nseg = d->nseg;        /* read once: the sender may scribble */
+	size_t want = 0, total = 0;
+
+	if (nseg > SRT_LOCAL_REMOTE_SEGS)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		want += dst[i].iov_len;
+	for (uint32_t i = 0; i < nseg; i++) {
+		src[i] = (struct iovec){ (void *)(uintptr_t)d->seg[i].addr, (size_t)d->seg[i].len };
+		total += src[i].iov_len;
+	}
+	if (total != want)
+		return -EINVAL;
+	/* One system call, however the two sides' pieces fall.  A transfer
+	 * that stops short (a page the sender unmapped) is a failure. */
+	ssize_t got = process_vm_readv((pid_t)d->pid, dst, n, src, nseg, 0);
+	if (got < 0)
+		return -errno;
+	return (size_t)got == want ? 0 : -EFAULT;
+}
+
+bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *p)
+{
+	struct ring *r = p->r;
+	uint64_t got = 0;
+
+	if (!l->msg_ok || !r->msg_ok)
+		return false;
+	/* Read the peer's cookie where it says it is: the same pid
+	 * namespace, and its memory open to us. */
+	uint64_t addr = r->probe_addr, want = r->cookie;
+	struct iovec dst = { &got, sizeof(got) }, src = { (void *)(uintptr_t)addr, sizeof(got) };
+	return process_vm_readv((pid_t)r->owner_pid, &dst, 1, &src, 1, 0) == (ssize_t)sizeof(got) && got == want;
 }
 
 /* Ring p's doorbell now if one is due. */
@@ -572,9 +705,17 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		/* A WRAP past head, or a length no sender writes (a peer's
 		 * bug): the entries after it cannot be found; what is left is
 		 * dropped (RC resends). */
-		bool wrap = e->flags & ENTRY_WRAP;
-		uint32_t takes = wrap ? RING_AREA_BYTES - at : entry_bytes(len);   /* meaningful only if len fits */
-		if ((!wrap && len > ENTRY_DATA) || head - tail < takes) {
+		uint8_t flags = e->flags;
+		bool wrap = flags & ENTRY_WRAP;
+		const struct srt_local_remote *remote = NULL;
+		uint32_t bytes = len;
+		if (!wrap && (flags & ENTRY_REMOTE) && len <= ENTRY_DATA - sizeof(struct srt_local_remote)) {
+			remote = (const struct srt_local_remote *)(const void *)(e->data + remote_at(len));
+			uint32_t nseg = remote->nseg;
+			bytes = nseg <= SRT_LOCAL_REMOTE_SEGS ? remote_bytes(len, nseg) : UINT32_MAX;
+		}
+		uint32_t takes = wrap ? RING_AREA_BYTES - at : entry_bytes(bytes);   /* meaningful only if bytes fit */
+		if ((!wrap && bytes > ENTRY_DATA) || head - tail < takes) {
 			l->stats.rx_ring_broken++;
 			tail = head;
 			break;
@@ -589,7 +730,8 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->data = e->data;
 		pkt->len = len;
 		pkt->truncated = false;
-		pkt->no_icrc = (e->flags & ENTRY_NO_ICRC) != 0;
+		pkt->no_icrc = (flags & ENTRY_NO_ICRC) != 0;
+		pkt->remote = remote;
 		srt_ipv4_to_gid((struct in_addr){ .s_addr = e->src }, &pkt->src);
 		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = e->sport;

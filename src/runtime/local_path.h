@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include <netinet/in.h>
+#include <sys/uio.h>
 
 #include "wire/wire.h"
 
@@ -54,6 +55,7 @@ struct srt_local_stats {
 	uint64_t doorbells_sent;
 	uint64_t rx_ring_broken;          /* an entry with an impossible length:
 	                                   the ring's rest dropped         */
+	uint64_t tx_messages;             /* message-path packets (below)   */
 };
 
 /* Publishes our ring (addr, slot); NULL when the path is off
@@ -76,6 +78,52 @@ bool srt_local_wants_icrc(const struct srt_local_peer *peer);
  * the same ring, until srt_local_flush. */
 void srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc);
+/* ---- the message path (rnic_qp_set_message_path) ----
+ *
+ * An RC QP whose peer is on this host carries each message as one packet
+ * whose payload stays in the sender's memory: the ring entry holds the
+ * headers and a description of the payload's pieces (addresses in the
+ * sender, its pid), and the receiver's rnic, once its own checks passed,
+ * copies the bytes straight into the MR or receive buffers with one
+ * process_vm_readv (srt_local_pull).  One copy, no per-MTU packet.  A
+ * READ response comes the same way, from the responder's MR.
+ *
+ * Both ends must be able to read each other's memory: the same user,
+ * Yama's ptrace_scope 0, dumpable processes, no seccomp filter against
+ * the call — each process tries it on itself when its ring opens, and on
+ * the peer (a cookie at an address its ring names) when a QP connects.
+ * SOFTRNIC_LOCAL=packets keeps the ring but not the message path, and a
+ * process with SOFTRNIC_FAULTS or SOFTRNIC_PCAP does not take it (they
+ * see RoCEv2 packets).
+ *
+ * Protection: the description is the sender's word, as a packet's bytes
+ * are; process_vm_readv can read only what a process of the same user
+ * may read anyway (ptrace rules), the rnic decides where the bytes land,
+ * and a description that does not add up is not read. */
+#define SRT_LOCAL_REMOTE_SEGS 128u
+struct srt_local_seg {
+	uint64_t addr, len;
+};
+struct srt_local_remote {
+	uint32_t pid;
+	uint32_t nseg;
+	uint64_t total;
+	struct srt_local_seg seg[];
+};
+/* At connect: may an RC QP of ours use the message path to this
+ * destination?  The same answer from both ends (both rings say msg_ok)
+ * unless one can read the other and not back, which the peer probe of
+ * the other end then finds. */
+bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *peer);
+/* Sender: a message-path packet: its headers and ICRC room `hdr`, the
+ * payload pieces described, not copied.  Dropped (counted as a full
+ * ring) when the ring is full, as any packet. */
+void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
+			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec);
+/* Receiver: the described payload into dst[0..n), whose lengths must add
+ * up to it.  0, or -errno (the sender died or unmapped the buffer). */
+int srt_local_pull(const struct srt_local_remote *d, const struct iovec *dst, unsigned n);
+
 /* After a batch: let go of the ring held, ring the doorbells of sleeping
  * receivers. */
 void srt_local_flush(struct srt_local *l);

@@ -89,15 +89,38 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	return true;
 }
 
+/* A message-path packet's payload, read from its sender when the rnic
+ * has decided where it goes (local_path.h). */
+struct remote_payload {
+	struct rnic_rx_remote base;
+	const struct srt_local_remote *desc;
+};
+
+static int read_remote(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n)
+{
+	const struct remote_payload *rp = (const struct remote_payload *)(const void *)rem;
+
+	return srt_local_pull(rp->desc, dst, n);
+}
+
 /* One received packet (or one SOFTRNIC_FAULTS let through, later
  * perhaps: srt_faults_deliver_fn) to the ICRC check and the rnic. */
 void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 {
 	struct srt_device *dev = ctx;
+	struct remote_payload rp;
 	struct rnic_rx rx;
 
-	if (accept_datagram(dev, p, &rx))
-		rnic_receive(dev->rnic, &rx, now);
+	if (!accept_datagram(dev, p, &rx))
+		return;
+	rx.remote = NULL;
+	if (p->remote) {
+		rp.base.len = p->remote->total;
+		rp.base.read = read_remote;
+		rp.desc = p->remote;
+		rx.remote = &rp.base;
+	}
+	rnic_receive(dev->rnic, &rx, now);
 }
 
 /* Read and deliver what is waiting on socket `u` (the device's own, or
@@ -114,6 +137,13 @@ static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
 		 * waking us: not a packet, not for SOFTRNIC_FAULTS to touch. */
 		if (!p->truncated && srt_local_is_doorbell(p->data, p->len))
 			continue;
+		/* A message-path packet's payload is not here to damage or
+		 * delay: a peer sends none to a device with faults (its ring
+		 * says so), and one that does is not heard. */
+		if (p->remote && dev->faults) {
+			dev->rx_drop_malformed++;
+			continue;
+		}
 		if (dev->faults)        /* which calls srt_deliver_packet, or not */
 			srt_faults_receive(dev->faults, &dev->batch.pkt[i], now);
 		else

@@ -134,6 +134,10 @@ uint64_t srt_now(void);
 /* Call after posting with the lock released: lets the progress thread
  * re-read rnic_next_deadline. */
 void srt_kick(struct srt_device *dev);
+/* Lock held, an RC QP just entered RTR: it takes the host-local message
+ * path (local_path.h, rnic_qp_set_message_path) when its peer is a
+ * softrnic device on this host that can take it too. */
+void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp);
 
 /* The data-path verbs with the progress model above (each takes and
  * releases the device lock).  srt_poll_cq: rnic_cq_poll, and if the CQ is

@@ -204,6 +204,9 @@ struct srt_rx_pkt {
 	                                   IPv4 ID a GSO sender gave it    */
 	bool no_icrc;                   /* from a local ring, ICRC not computed
 	                                   (local_path.h)                  */
+	/* A message-path packet from a local ring (local_path.h): its
+	 * payload's description; NULL for every other packet. */
+	const struct srt_local_remote *remote;
 	uint8_t *data;
 };
 struct srt_rx_batch {

@@ -100,10 +100,38 @@ static void capture_sent(struct srt_udp *u, const struct rnic_gid *dst, uint16_t
 	srt_capture_packet(u->capture, &h, all, npc + 1);
 }
 
+/* A message-path packet (rnic_tx.payload_vec; local_path.h): only a
+ * local ring can carry it, and what is queued leaves first (the QP's
+ * packets keep their order).  Its payload is described, not copied. */
+static int send_message(struct srt_udp *u, const struct rnic_tx *tx)
+{
+	struct srt_local_peer *peer = NULL;
+	struct in_addr dst4;
+	uint16_t sport;
+
+	if (u->txq && u->txq->n)
+		srt_udp_flush(u);
+	if (u->local && tx->ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN && srt_gid_to_ipv4(&tx->dst, &dst4))
+		peer = srt_local_route(u->local, dst4, tx->ib);
+	if (!peer) {
+		u->tx_unroutable++;
+		return EHOSTUNREACH;
+	}
+	(void)srt_udp_sport_socket(u, tx->sport, &sport);
+	srt_local_send_remote(u->local, peer, sport, (uint8_t)((tx->dscp << 2) | (tx->ecn & 3)),
+			      tx->ttl ? tx->ttl : SRT_DEFAULT_TTL, tx->ib, (uint32_t)tx->ib_len, tx->payload_vec,
+			      tx->payload_nvec);
+	srt_local_flush(u->local);
+	return 0;
+}
+
 int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 {
 	union srt_sockaddr to;
 	socklen_t to_len;
+
+	if (tx->payload_vec)
+		return send_message(u, tx);
 
 	if (!tx_shape_ok(tx) || !(to_len = srt_udp_sockaddr(u, &tx->dst, WIRE_ROCEV2_UDP_PORT, &to))) {
 		u->tx_unroutable++;
@@ -187,7 +215,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 	union srt_sockaddr to;
 	struct in_addr dst4;
 
-	if (!q)
+	if (!q || tx->payload_vec)
 		return srt_udp_send(u, tx);
 	if (!tx_shape_ok(tx) || !srt_udp_sockaddr(u, &tx->dst, WIRE_ROCEV2_UDP_PORT, &to)) {
 		u->tx_unroutable++;

@@ -3,12 +3,16 @@
 # unmodified programs:
 #   1. ib_write_bw and ib_send_lat between two processes: the data goes
 #      through the rings (local_tx_packets / local_rx_packets carry it;
-#      the socket only the setup), and with SOFTRNIC_LOCAL=0 through UDP
-#      (no ring traffic at all);
+#      the socket only the setup) as whole messages, one packet per 64 KiB
+#      WRITE read from the sender (the message path: tx_msg_packets /
+#      rx_msg_packets); with SOFTRNIC_LOCAL=packets as MTU packets through
+#      the rings, and with SOFTRNIC_LOCAL=0 through UDP (no ring traffic
+#      at all);
 #   2. ibv_rc_pingpong -e, which sleeps in ibv_get_cq_event: the
 #      receiver's doorbell wakes it (local_doorbells > 0), and it finishes;
 #   3. SOFTRNIC_FAULTS on the local path: loss and reordering are applied
-#      to ring packets too and RC recovers (retransmits > 0);
+#      to ring packets too (no message path: the faults see every MTU
+#      packet) and RC recovers (retransmits > 0);
 #   4. a server SIGKILLed in the middle of ib_write_bw: the client notices
 #      within 2 s (its QP's retries run out; test_peer_death checks the
 #      completions one by one) and exits with an error, and the dead
@@ -50,9 +54,17 @@ pair() {
 pair bw "X=1" ib_write_bw -n 2000
 tx=$(stats_counter "$dir/bw-c.log" local_tx_packets); rx=$(stats_counter "$dir/bw-s.log" local_rx_packets)
 all=$(stats_counter "$dir/bw-s.log" rx_packets)
-[ "$tx" -ge 32000 ] || fail "ib_write_bw: $tx packets through the client's ring sends, not >= 2000 x 16"
+msgs=$(stats_counter "$dir/bw-c.log" tx_msg_packets); rmsgs=$(stats_counter "$dir/bw-s.log" rx_msg_packets)
+[ "$msgs" -ge 2000 ] && [ "$rmsgs" -ge 2000 ] ||
+	fail "ib_write_bw: $msgs / $rmsgs whole-message packets sent / received, not >= 2000 (the message path)"
+[ "$tx" -ge 2000 ] || fail "ib_write_bw: $tx packets through the client's ring sends, not >= 2000"
 [ "$rx" -eq "$all" ] || fail "ib_write_bw: the server received $all packets, $rx of them from its ring"
-echo "local_path: ib_write_bw: $tx packets into rings, all $rx the server received came through its ring ($(awk '/^ *65536 /{print $4}' "$dir/bw-c.log") MB/s)"
+echo "local_path: ib_write_bw: $msgs whole messages into rings, all $rx the server received came through its ring ($(awk '/^ *65536 /{print $4}' "$dir/bw-c.log") MB/s)"
+pair bw-pkt "SOFTRNIC_LOCAL=packets" ib_write_bw -n 2000
+tx=$(stats_counter "$dir/bw-pkt-c.log" local_tx_packets)
+[ "$tx" -ge 32000 ] || fail "SOFTRNIC_LOCAL=packets: $tx packets through the client's ring sends, not >= 2000 x 16"
+[ "$(stats_counter "$dir/bw-pkt-c.log" tx_msg_packets)" -eq 0 ] || fail "SOFTRNIC_LOCAL=packets still sent whole messages"
+echo "local_path: SOFTRNIC_LOCAL=packets: $tx MTU packets into rings ($(awk '/^ *65536 /{print $4}' "$dir/bw-pkt-c.log") MB/s)"
 pair bw-udp "SOFTRNIC_LOCAL=0" ib_write_bw -n 2000
 [ "$(stats_counter "$dir/bw-udp-s.log" local_rx_packets)" -eq 0 ] && [ "$(stats_counter "$dir/bw-udp-c.log" local_tx_packets)" -eq 0 ] ||
 	fail "SOFTRNIC_LOCAL=0 still used the rings"
@@ -70,6 +82,7 @@ echo "local_path: ibv_rc_pingpong -e: 200 iterations, $bells doorbells"
 pair faults "SOFTRNIC_FAULTS=loss=0.01,reorder=0.01,seed=3" ib_write_bw -n 500
 [ "$(stats_counter "$dir/faults-s.log" faults_loss)" -gt 0 ] || fail "no loss injected on the local path"
 [ "$(stats_counter "$dir/faults-c.log" retransmits)" -gt 0 ] || fail "no retransmission after loss on the local path"
+[ "$(stats_counter "$dir/faults-c.log" tx_msg_packets)" -eq 0 ] || fail "SOFTRNIC_FAULTS: whole messages went past the faults"
 echo "local_path: under loss and reordering: $(stats_counter "$dir/faults-s.log" faults_loss) lost, $(stats_counter "$dir/faults-c.log" retransmits) retransmitted, completed"
 
 # 4. A peer killed mid-traffic.

@@ -12,10 +12,17 @@
  *  - a broken entry (an impossible length written into the ring, as a
  *    buggy peer might) drops the rest of the ring, is counted, and the
  *    ring carries packets again afterwards;
- *  - srt_local_pending follows head and tail.
+ *  - srt_local_pending follows head and tail;
+ *  - the message path's entries: the headers in the ring, the payload's
+ *    pieces described and read with process_vm_readv into pieces cut
+ *    elsewhere, a destination of the wrong size refused, a buffer
+ *    unmapped before the read failing it, and an impossible piece count
+ *    dropped as a broken ring.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -263,6 +270,105 @@ static void test_broken(struct srt_rx_batch *b)
 	srt_local_close(rx);
 }
 
+/* Whether this machine lets a process read another's memory (Yama). */
+static bool ptrace_open(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int scope = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 1;
+		fclose(f);
+	}
+	return scope == 0;
+}
+
+/* The message path's entries: headers in the ring, the payload described
+ * and read with process_vm_readv; a description that does not add up; a
+ * buffer unmapped before the read. */
+static void test_remote(struct srt_rx_batch *b)
+{
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static uint8_t hdr[16], src[3][20000], dst[60000];
+	struct in_addr a;
+
+	inet_pton(AF_INET, RX_ADDR, &a);
+	make_packet(hdr, sizeof(hdr), 7);
+	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
+	CHECK(p, "no local route");
+	bool open = ptrace_open();
+	CHECK(srt_local_message_path(tx, p) == open, "message path %d on a machine whose ptrace is %s",
+	      srt_local_message_path(tx, p), open ? "open" : "restricted");
+	if (!open) {
+		printf("local ring: message path not available here (Yama ptrace_scope); its entries untested\n");
+		srt_local_close(tx);
+		srt_local_close(rx);
+		return;
+	}
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = 0; k < sizeof(src[i]); k++)
+			src[i][k] = (uint8_t)(k * 13 + i * 101);
+	struct wire_piece vec[3] = { { src[0], 20000 }, { src[1] + 5, 12345 }, { src[2], 1 } };
+	size_t total = 20000 + 12345 + 1;
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3);
+	srt_local_flush(tx);
+	CHECK(srt_local_recv(rx, b) == 1, "one remote entry");
+	const struct srt_rx_pkt *pk = &b->pkt[0];
+	CHECK(pk->remote && pk->len == sizeof(hdr) && !memcmp(pk->data, hdr, sizeof(hdr)) && pk->no_icrc,
+	      "the entry: headers here, the payload described");
+	CHECK(pk->remote->total == total && pk->remote->nseg == 3, "total %llu", (unsigned long long)pk->remote->total);
+	/* Read into pieces cut elsewhere than the sender's. */
+	struct iovec d[2] = { { dst, 777 }, { dst + 1000, total - 777 } };
+	CHECK(srt_local_pull(pk->remote, d, 2) == 0, "pull");
+	CHECK(!memcmp(dst, src[0], 777) && !memcmp(dst + 1000, src[0] + 777, 20000 - 777) &&
+	      !memcmp(dst + 1000 + 20000 - 777, src[1] + 5, 12345) && dst[1000 + total - 777 - 1] == src[2][0],
+	      "the bytes read are the sender's");
+	struct iovec shortd = { dst, total - 1 };
+	CHECK(srt_local_pull(pk->remote, &shortd, 1) == -EINVAL, "a destination of another size is refused");
+	srt_local_recv_done(rx);
+
+	/* A buffer unmapped before the receiver reads it. */
+	uint8_t *gone = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED, "mmap");
+	struct wire_piece gv = { gone, 8192 };
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &gv, 1);
+	srt_local_flush(tx);
+	munmap(gone, 8192);
+	CHECK(srt_local_recv(rx, b) == 1, "the entry");
+	struct iovec gd = { dst, 8192 };
+	CHECK(srt_local_pull(b->pkt[0].remote, &gd, 1) == -EFAULT, "an unmapped source fails the read");
+	srt_local_recv_done(rx);
+
+	/* A description whose piece count no sender writes: the ring's rest
+	 * is dropped, as for any broken entry. */
+	size_t bytes;
+	uint8_t *m = map_rx_file(&bytes);
+	struct srt_local_stats s0, s1;
+	srt_local_get_stats(rx, &s0);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3);
+	srt_local_flush(tx);
+	/* The entry just written: the last description of this payload in
+	 * the area (the first one above describes the same pieces). */
+	struct srt_local_remote *r = NULL;
+	uint8_t *area = m + bytes - (8u << 20);
+	for (size_t off = 0; off + 64 <= (8u << 20); off += 64) {
+		struct srt_local_remote *c = (struct srt_local_remote *)(void *)(area + off + 32);
+		if (c->nseg == 3 && c->total == total && c->pid == (uint32_t)getpid() &&
+		    !memcmp(area + off + 16, hdr, sizeof(hdr)))
+			r = c;
+	}
+	CHECK(r, "the written description");
+	r->nseg = 100000;
+	CHECK(srt_local_recv(rx, b) == 0, "a description with an impossible piece count is not delivered");
+	srt_local_recv_done(rx);
+	srt_local_get_stats(rx, &s1);
+	CHECK(s1.rx_ring_broken == s0.rx_ring_broken + 1, "counted as a broken ring");
+	munmap(m, bytes);
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
 int main(void)
 {
 	struct srt_rx_batch *b = malloc(sizeof(*b));
@@ -273,6 +379,7 @@ int main(void)
 	test_icrc_flag(b);
 	test_full(b);
 	test_broken(b);
+	test_remote(b);
 	free(b);
 	printf("local ring: ok\n");
 	return 0;
