@@ -6,7 +6,10 @@
 #   bench/local_compare.sh [BUILD_DIR] [--runs N]        (default: build, 5)
 #
 # Interleaved rounds, medians:
-#   perftest over the local path (default) and over UDP (SOFTRNIC_LOCAL=0):
+#   perftest over the local path (default: whole messages, one copy by
+#     process_vm_readv), over its packet ring (SOFTRNIC_LOCAL=packets: MTU
+#     packets, copied in and out of the ring; the path as it was before
+#     the message path) and over UDP (SOFTRNIC_LOCAL=0):
 #     ib_send_lat, ib_write_lat, ib_read_lat at 2 B (round trip = 2 x
 #     t_typical), ib_write_bw and ib_send_bw at 64 KiB (MB/s);
 #   the kernel's UDP: bench/udp_pingpong, a busy-polling ping-pong (RTT);
@@ -66,9 +69,10 @@ ucx() {
 
 declare -A res
 for r in $(seq "$runs"); do
-	for path in local udp; do
+	for path in local packets udp; do
 		envs=X=1
 		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
+		[ $path = packets ] && envs=SOFTRNIC_LOCAL=packets
 		for t in send_lat write_lat read_lat; do
 			res[$t.$path]+="$(perftest ib_$t $envs -n 20000) "
 		done
@@ -104,9 +108,10 @@ done
 # 20000 x 64 KiB over each path, and iperf3 moving 1250 MB over TCP.
 cpu_of() { awk '{ s += $1 + $2 } END { printf "%.3f", s }' "$tmp/s.t" "$tmp/c.t"; }
 for r in $(seq "$runs"); do
-	for path in local udp; do
+	for path in local packets udp; do
 		envs=X=1
 		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
+		[ $path = packets ] && envs=SOFTRNIC_LOCAL=packets
 		env $envs /usr/bin/time -f "%U %S" -o "$tmp/s.t" ib_write_bw -n 20000 -p $port > /dev/null 2>&1 &
 		s=$!
 		bench_wait_listen $port
@@ -138,23 +143,24 @@ done
 
 m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | bench_median; }
 printf '%s\n' "host-local path vs UDP, medians of $runs interleaved rounds; $(nproc) CPUs, $(uname -r); $(date -u +%FT%RZ)"
-printf '| measurement | local path | UDP (SOFTRNIC_LOCAL=0) | local / UDP |\n|---|---|---|---|\n'
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; }
+printf '| measurement | local path | its packet ring (SOFTRNIC_LOCAL=packets) | UDP (SOFTRNIC_LOCAL=0) | local / packets | local / UDP |\n|---|---|---|---|---|---|\n'
 for t in send_lat write_lat read_lat write_bw send_bw; do
-	l=$(m $t.local) u=$(m $t.udp)
+	l=$(m $t.local) p=$(m $t.packets) u=$(m $t.udp)
 	unit="µs RTT"; [[ $t == *_bw ]] && unit="MB/s"
-	printf '| ib_%s (%s) | %s | %s | %s |\n' "$t" "$unit" "$l" "$u" "$(awk -v a="$l" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+	printf '| ib_%s (%s) | %s | %s | %s | %s | %s |\n' "$t" "$unit" "$l" "$p" "$u" "$(ratio "$l" "$p")" "$(ratio "$l" "$u")"
 done
-l=$(m send_bw_e.local) u=$(m send_bw_e.udp)
-printf '| ib_send_bw -e, event mode (MB/s) | %s | %s | %s |\n' "$l" "$u" "$(awk -v a="$l" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+l=$(m send_bw_e.local) p=$(m send_bw_e.packets) u=$(m send_bw_e.udp)
+printf '| ib_send_bw -e, event mode (MB/s) | %s | %s | %s | %s | %s |\n' "$l" "$p" "$u" "$(ratio "$l" "$p")" "$(ratio "$l" "$u")"
 printf '\n| baseline | median |\n|---|---|\n'
-printf '| CPU per GiB, ib_write_bw over the local path / over UDP (s) | %s / %s |\n' "$(m cpu.local)" "$(m cpu.udp)"
-printf '| CPU per GiB, ib_send_bw -e (event mode) over the local path / over UDP (s) | %s / %s |\n' "$(m cpu_e.local)" "$(m cpu_e.udp)"
+printf '| CPU per GiB, ib_write_bw over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu.local)" "$(m cpu.packets)" "$(m cpu.udp)"
+printf '| CPU per GiB, ib_send_bw -e (event mode) over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu_e.local)" "$(m cpu_e.packets)" "$(m cpu_e.udp)"
 printf '| CPU per GiB, iperf3 TCP (s) | %s |\n' "$(m cpu.tcp)"
 printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s |\n| shm_baseline copy, two copies (GB/s) | %s |\n| iperf3 TCP (MB/s) | %s |\n' \
 	"$(m udp_pingpong)" "$(m shm_pingpong)" "$(m shm_copy)" "$(m iperf3)"
 printf '| one copy, process_vm_writev 64 KiB (GB/s) | %s |\n' "$(m cma)"
 printf '| UCX posix tag_lat RTT (µs) / tag_bw 64 KiB (MB/s) | %s / %s |\n' "$(m ucx_lat)" "$(m ucx_bw)"
-printf '| message rate, ib_write_bw 4 KiB, local path / UDP (Mpps) | %s / %s |\n' "$(m rate4k.local)" "$(m rate4k.udp)"
+printf '| message rate, ib_write_bw 4 KiB, local path / its packet ring / UDP (Mpps) | %s / %s / %s |\n' "$(m rate4k.local)" "$(m rate4k.packets)" "$(m rate4k.udp)"
 sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local)
 ul=$(m ucx_lat) ub=$(m ucx_bw) cm=$(m cma) ce=$(m cpu_e.local) cb=$(m cpu.local) ct=$(m cpu.tcp)
 # The best UCX bandwidth of the rounds, as the goal names it.
