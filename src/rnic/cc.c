@@ -123,8 +123,8 @@ static uint64_t burst_ns(const struct rnic_qp *qp, uint64_t rate)
 {
 	/* Two path-MTU packets (on the message path too, whose one packet
 	 * per message would make the allowance a whole message). */
-	uint64_t two = pacer_cost(2u * (rnic_mtu_bytes(qp->attr.path_mtu) + WIRE_BTH_LEN + WIRE_RETH_LEN +
-					WIRE_ICRC_LEN + RNIC_PACER_OVERHEAD),
+	uint64_t two = pacer_cost(2u * (qp->mtu + WIRE_BTH_LEN + WIRE_RETH_LEN + WIRE_ICRC_LEN +
+					RNIC_PACER_OVERHEAD),
 				  rate);
 
 	if (qp->cc.limit_burst && rate == qp->cc.limit_bps)
@@ -147,7 +147,7 @@ bool cc_window_open(const struct rnic_qp *qp, uint32_t in_flight)
 	/* Trade-off: on the message path in_flight counts messages, each
 	 * counted as one path MTU here; the path is between two processes
 	 * of one host, where no queue builds for the window to bound. */
-	return in_flight == 0 || (uint64_t)in_flight * rnic_mtu_bytes(qp->attr.path_mtu) < window;
+	return in_flight == 0 || (uint64_t)in_flight * qp->mtu < window;
 }
 
 bool cc_wants_ackreq(const struct rnic_qp *qp, uint32_t in_flight)

@@ -340,6 +340,7 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 		qp->attr.path_mtu = r->cfg.max_mtu;
 		qp->mtu = rnic_mtu_bytes(r->cfg.max_mtu);
 	}
+	qp->req_mtu = qp->mtu;
 	qp->attr.port_num = 1;
 	qp->attr.cap = init->cap;
 	requester_reset(qp);
@@ -616,7 +617,8 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 		/* Clamp to what the device supports, as rxe does. */
 		enum ibv_mtu m = a->path_mtu < cfg->max_mtu ? a->path_mtu : cfg->max_mtu;
 		qp->attr.path_mtu = m;
-		qp->mtu = qp->msg_path ? RNIC_MSG_MTU : rnic_mtu_bytes(m);
+		qp->mtu = rnic_mtu_bytes(m);
+		qp->req_mtu = qp->msg_path ? RNIC_MSG_MTU : qp->mtu;
 	}
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = a->timeout;
@@ -647,10 +649,8 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 
 static void reset_qp(struct rnic_qp *qp)
 {
-	if (qp->msg_path) {
-		qp->msg_path = false;
-		qp->mtu = rnic_mtu_bytes(qp->attr.path_mtu);
-	}
+	qp->msg_path = false;
+	qp->req_mtu = qp->mtu;
 	/* RESET discards everything without completions (IBTA 10.3.1).
 	 * Completions already in the CQs that the program has not polled go
 	 * too, as mlx5 does (rdma-core's tests reset a QP in error and expect
@@ -776,10 +776,10 @@ int rnic_qp_set_message_path(struct rnic_qp *qp, bool on)
 	if (!qp || qp->type != IBV_QPT_RC ||
 	    (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS))
 		return EINVAL;
-	if (qp->sq.head != qp->sq.comp || qp->resp.seq != RESP_SEQ_NONE)
+	if (qp->sq.head != qp->sq.comp)
 		return EBUSY;   /* PSNs already counted by the other MTU */
 	qp->msg_path = on;
-	qp->mtu = on ? RNIC_MSG_MTU : rnic_mtu_bytes(qp->attr.path_mtu);
+	qp->req_mtu = on ? RNIC_MSG_MTU : qp->mtu;
 	return 0;
 }
 

@@ -149,20 +149,29 @@ static void send_selective_nak(struct rnic_qp *qp, uint32_t got)
 		     true, got);
 }
 
-static uint32_t read_packets(const struct rnic_qp *qp, uint32_t len)
+/* The MTU a request is cut by: the path MTU, or a message-path
+ * requester's RNIC_MSG_MTU, which its BTH says (wire_bth.msg): each
+ * direction of a QP chooses for itself (rnic_qp_set_message_path). */
+static uint32_t request_mtu(const struct rnic_qp *qp, const struct wire_ib *p)
 {
-	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	return p->bth.msg && is_rc(qp) ? RNIC_MSG_MTU : qp->mtu;
+}
+
+static uint32_t read_packets(uint32_t mtu, uint32_t len)
+{
+	return len ? (len + mtu - 1) / mtu : 1;
 }
 
 /* Send READ responses for [va, va+len) starting at `psn` (IBTA 9.7.4.1.5).
  * mr is NULL only for a zero-length READ.  Sent all at once: the MR's
  * bounds were checked, so the loop is bounded by the region's size. */
-static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t va, uint32_t len, uint32_t psn)
+static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t va, uint32_t len, uint32_t psn,
+				uint32_t mtu)
 {
-	uint32_t n = read_packets(qp, len);
+	uint32_t n = read_packets(mtu, len);
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t chunk = len < qp->mtu ? len : qp->mtu;
+		uint32_t chunk = len < mtu ? len : mtu;
 		struct wire_ib ib;
 		uint8_t op;
 		int enc;
@@ -366,7 +375,9 @@ static enum resp_state resp_check_length(struct rnic_qp *qp, struct resp_ctx *c)
 
 	/* Packet sizes (IBTA 9.7.4.1.2 / C9-88): FIRST and MIDDLE carry
 	 * exactly one MTU, nothing carries more. */
-	if (len > qp->mtu || ((c->flags & (WIRE_F_FIRST | WIRE_F_MIDDLE)) && len != qp->mtu))
+	uint32_t mtu = request_mtu(qp, p);
+
+	if (len > mtu || ((c->flags & (WIRE_F_FIRST | WIRE_F_MIDDLE)) && len != mtu))
 		return is_rc(qp) ? RESP_ERR_INVALID : RESP_DROP_MESSAGE;
 	if (c->flags & WIRE_F_SEND) {
 		if ((uint64_t)qp->resp.recv_offset + len > qp->resp.wqe.length)
@@ -537,14 +548,14 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 static enum resp_state resp_read_reply(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
-	uint32_t n = read_packets(qp, p->reth.dma_len);
+	uint32_t n = read_packets(request_mtu(qp, p), p->reth.dma_len);
 	uint32_t first = p->bth.psn;
 
 	/* A READ consumes one PSN per response packet (IBTA 9.7.1). */
 	save_resource(qp, false, first, wire_psn_add(first, n - 1), 0);
 	next_psn(qp, n);
 	qp->resp.msn++;
-	send_read_responses(qp, c->mr, p->reth.va, p->reth.dma_len, first);
+	send_read_responses(qp, c->mr, p->reth.va, p->reth.dma_len, first, request_mtu(qp, p));
 	return RESP_EXIT;
 }
 
@@ -593,7 +604,7 @@ static enum resp_state resp_process_flush(struct rnic_qp *qp, struct resp_ctx *c
 	save_resource(qp, false, p->bth.psn, p->bth.psn, 0);
 	next_psn(qp, 1);
 	qp->resp.msn++;
-	send_read_responses(qp, NULL, 0, 0, p->bth.psn);
+	send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu);
 	return RESP_EXIT;
 }
 
@@ -664,12 +675,12 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 			r->ctr.rx_drop_out_of_window++;
 			return RESP_EXIT;
 		}
-		send_read_responses(qp, NULL, 0, 0, p->bth.psn);
+		send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu);
 		return RESP_EXIT;
 	}
 	if (c->flags & WIRE_F_READ) {
 		struct rnic_mr *mr = NULL;
-		uint32_t n = read_packets(qp, p->reth.dma_len);
+		uint32_t n = read_packets(request_mtu(qp, p), p->reth.dma_len);
 
 		r->ctr.duplicate_reads++;
 		res = find_resource(qp, false, p->bth.psn);
@@ -686,7 +697,7 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 				return RESP_EXIT;
 			}
 		}
-		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn);
+		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn, request_mtu(qp, p));
 		return RESP_EXIT;
 	}
 	if (c->flags & WIRE_F_ATOMIC) {

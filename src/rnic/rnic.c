@@ -267,9 +267,9 @@ static unsigned qp_type_bit(enum ibv_qp_type t)
 	}
 }
 
-/* A message-path packet (rnic_rx.remote): only an RC SEND, WRITE or
- * READ response whose payload is larger than a path MTU can be one, and
- * `ib` carries no payload of its own.  The payload then stands in pkt as
+/* A message-path packet (rnic_rx.remote): only an RC SEND or WRITE that
+ * says so (wire_bth.msg), or a READ response, whose payload is larger
+ * than a path MTU can be one, and `ib` carries no payload of its own.  The payload then stands in pkt as
  * its length with no bytes (payload NULL); the copies go through
  * rnic_rx_copy / rnic_rx_scatter, which read it from the sender. */
 static bool accept_remote(struct rnic *r, struct wire_ib *pkt, const struct rnic_rx_remote *rem)
@@ -278,6 +278,7 @@ static bool accept_remote(struct rnic *r, struct wire_ib *pkt, const struct rnic
 
 	if (!info || (pkt->bth.opcode & 0xe0) != WIRE_TR_RC || !(info->flags & WIRE_F_PAYLOAD) ||
 	    !(info->flags & (WIRE_F_SEND | WIRE_F_WRITE | WIRE_F_RESPONSE)) || (info->flags & WIRE_F_ATOMIC) ||
+	    ((info->flags & WIRE_F_REQUEST) && !pkt->bth.msg) ||
 	    pkt->payload_len != 0 || rem->len <= RNIC_PKT_MAX_PAYLOAD || rem->len > RNIC_MSG_MTU || !rem->read) {
 		r->ctr.rx_drop_malformed++;
 		return false;
@@ -356,15 +357,10 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 	qp->stats.rx_packets++;
 	qp->stats.rx_bytes += rx->ib_len + pkt.payload_len;
 	cc_on_receive(qp, rx, now);                     /* notification point */
-	if (rx->remote && !qp->msg_path) {
-		/* The sender thinks we are on the message path and we are not:
-		 * larger than our MTU, the responder NAKs it as an invalid
-		 * request (resp_check_length) and a completer drops it; the
-		 * payload is never read (no rx_remote to read it with). */
-		if (info->flags & WIRE_F_REQUEST)
-			responder_receive(qp, &pkt, now);
-		else
-			r->ctr.rx_drop_malformed++;
+	/* A READ response on the message path answers only a READ our
+	 * requester sent on it. */
+	if (rx->remote && (info->flags & WIRE_F_RESPONSE) && !qp->msg_path) {
+		r->ctr.rx_drop_malformed++;
 		return;
 	}
 	r->rx_remote = rx->remote;

@@ -369,11 +369,13 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
  * access, takes a receive WQE or answers RNR, executes atomics, and
  * acknowledges; the requester still retransmits what is not
  * acknowledged.  Messages of at most a path MTU's payload (4096 bytes)
- * stay ordinary packets.  Both ends must agree (the port decides the
- * same for both, from facts both can see): a packet larger than a path
- * MTU reaching a QP not on the message path is an invalid request.
- * Set by the port once the QP is in RTR, before it sends; cleared by
- * RESET.  EINVAL for a QP that is not RC or not in RTR or RTS. */
+ * stay ordinary packets.  It is a choice of the requester: its requests
+ * say so (wire_bth.msg, a reserved BTH bit), and the responder checks
+ * their lengths and answers their READs by it, so each direction of a
+ * connection chooses for itself (the port chooses when the peer can read
+ * this process's memory).  Set by the port once the QP is in RTR, before
+ * it sends; cleared by RESET.  EINVAL for a QP that is not RC or not in
+ * RTR or RTS, EBUSY with work outstanding. */
 #define RNIC_MSG_MTU (1u << 30)
 #define RNIC_PKT_MAX_PAYLOAD 4096u    /* the largest path MTU's payload */
 int rnic_qp_set_message_path(struct rnic_qp *qp, bool on);

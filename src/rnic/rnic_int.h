@@ -424,9 +424,13 @@ struct rnic_qp {
 	bool sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */
-	uint32_t mtu;                   /* path MTU in bytes, RNIC_MSG_MTU on the
-	                                   message path */
-	bool msg_path;                  /* rnic_qp_set_message_path */
+	uint32_t mtu;                   /* path MTU in bytes */
+	/* What our requester cuts messages by (and the completer reads
+	 * responses by): the path MTU, or RNIC_MSG_MTU on the message path
+	 * (rnic_qp_set_message_path), whose requests say so in the BTH
+	 * (wire_bth.msg) for the responder. */
+	uint32_t req_mtu;
+	bool msg_path;
 	struct rnic_gid dgid;
 	uint8_t dscp, ttl;
 	uint16_t sport;

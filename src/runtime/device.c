@@ -674,7 +674,7 @@ void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp)
 	/* The BTH the route looks at: its destination QPN (bytes 5..7). */
 	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(a.dest_qp_num >> 16), (uint8_t)(a.dest_qp_num >> 8),
 				      (uint8_t)a.dest_qp_num };
-	if (!srt_gid_to_ipv4(&dgid, &dst4) || !(peer = srt_local_route(dev->udp.local, dst4, bth)))
+	if (!srt_gid_to_ipv4(&dgid, &dst4) || !(peer = srt_local_route_now(dev->udp.local, dst4, bth)))
 		return;
 	if (srt_local_message_path(dev->udp.local, peer))
 		(void)rnic_qp_set_message_path(qp, true);

@@ -466,6 +466,27 @@ struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, 
 	return p->r ? p : NULL;
 }
 
+struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+{
+	uint32_t dqpn = dest_qpn(bth);
+	struct srt_local_peer *p;
+	uint64_t now = now_ns();
+
+	if (!l || dqpn == WIRE_GSI_QPN)
+		return NULL;
+	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now);
+	/* The cache may hold a process that had the address before (its
+	 * ring, or none), for up to SRT_LOCAL_RECHECK_NS: look again. */
+	if (!p->r || !still_valid(p)) {
+		forget_peer(l, p);
+		look_up(p, dst, dqpn >> SRT_SHARE_QPN_SHIFT);
+		p->checked_ns = now;
+	}
+	if (p->r)
+		p->doorbell_qpn = dqpn;
+	return p->r ? p : NULL;
+}
+
 bool srt_local_wants_icrc(const struct srt_local_peer *p)
 {
 	return p->r->wants_icrc != 0;

@@ -69,6 +69,9 @@ void srt_local_close(struct srt_local *l);
  * the next call. */
 struct srt_local_peer;
 struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
+/* The same, looked up again now whatever the cache holds (a QP that
+ * connects: the address may have changed hands since it was cached). */
+struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
 /* Sender: does that destination check ICRCs (its faults are on)?  If
  * not, srt_local_send may carry packets whose ICRC was not computed. */
 bool srt_local_wants_icrc(const struct srt_local_peer *peer);
@@ -110,10 +113,12 @@ struct srt_local_remote {
 	uint64_t total;
 	struct srt_local_seg seg[];
 };
-/* At connect: may an RC QP of ours use the message path to this
- * destination?  The same answer from both ends (both rings say msg_ok)
- * unless one can read the other and not back, which the peer probe of
- * the other end then finds. */
+/* At connect: may an RC QP of ours send whole messages to this
+ * destination?  Both rings say msg_ok, and we can read its cookie.  Each
+ * end decides for its own requests (the BTH says which a request is,
+ * wire_bth.msg), so the two ends need not agree; the peer must be able to
+ * read our memory, which msg_ok on both sides promises on one host of one
+ * user (the probe checks the direction it can). */
 bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *peer);
 /* Sender: a message-path packet: its headers and ICRC room `hdr`, the
  * payload pieces described, not copied.  Dropped (counted as a full

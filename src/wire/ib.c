@@ -73,6 +73,7 @@ static void decode_bth(const uint8_t *p, struct wire_bth *bth)
 	bth->fecn = p[4] >> 7;
 	bth->becn = (p[4] >> 6) & 1;
 	bth->selective = (p[4] >> 5) & 1;
+	bth->msg = (p[4] >> 4) & 1;
 	bth->dqpn = get24(p + 5);
 	bth->ackreq = p[8] >> 7;
 	bth->psn = get24(p + 9);
@@ -193,7 +194,8 @@ static void encode_bth(const struct wire_bth *bth, uint8_t pad, uint8_t *p)
 	p[0] = bth->opcode;
 	p[1] = (uint8_t)((bth->se ? 0x80 : 0) | (bth->migreq ? 0x40 : 0) | pad << 4);
 	put16(p + 2, bth->pkey);
-	p[4] = (uint8_t)((bth->fecn ? 0x80 : 0) | (bth->becn ? 0x40 : 0) | (bth->selective ? 0x20 : 0));
+	p[4] = (uint8_t)((bth->fecn ? 0x80 : 0) | (bth->becn ? 0x40 : 0) | (bth->selective ? 0x20 : 0) |
+			 (bth->msg ? 0x10 : 0));
 	put24(p + 5, bth->dqpn);
 	p[8] = bth->ackreq ? 0x80 : 0;
 	put24(p + 9, bth->psn);

@@ -202,6 +202,11 @@ struct wire_bth {               /* IBTA 9.2 */
 	 * on a request, "my requester does selective repeat"; on a NAK,
 	 * "this NAK is selective" (rnic/selective.c, docs/architecture.md). */
 	bool selective;
+	/* softrnic's extension, bit 4 of the same byte: on a request, "this
+	 * message is one packet of up to 1 GiB" (the host-local message
+	 * path, rnic.h rnic_qp_set_message_path): the responder checks its
+	 * length, and answers a READ, by that rule. */
+	bool msg;
 	uint32_t dqpn;          /* 24 bits */
 	bool ackreq;
 	uint32_t psn;           /* 24 bits */

@@ -817,6 +817,7 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 	/* The pair's PRNG decides everything, so first make a pair just to
 	 * draw the link parameters, then the real one with those. */
 	struct ht_opts o;
+	unsigned msg_which = 0;
 	ht_default_opts(&o, seed);
 	{
 		struct pair *probe = pair_create(seed ^ 0x5eedull, 2, NULL);
@@ -848,10 +849,18 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 		default:
 			break;
 		}
+		if (opt_message_path)
+			msg_which = (unsigned)pair_random_below(probe, 3);
 		pair_destroy(probe);
 		u->h.pair = NULL;
 	}
-	o.message_path = opt_message_path;
+	/* Each direction chooses for itself: both QPs on the message path,
+	 * or only one (its requests are whole messages, the other's are
+	 * packets). */
+	if (opt_message_path) {
+		o.message_path[0] = msg_which != 1;
+		o.message_path[1] = msg_which != 0;
+	}
 	if (ht_setup(&u->h, &o) != 0)
 		goto out;
 	struct pair_faults f;

@@ -214,7 +214,7 @@ int ht_setup(struct ht *h, const struct ht_opts *o)
 		rc = ht_to_rtr(s->qp, pair_gid(h->pair, (unsigned)(1 - i)), peer->qpn, o->psn[1 - i], o->mtu,
 			       o->max_rd_atomic, o->min_rnr_timer[i], now);
 		REQUIRE(rc == 0, -1, "RTR: %s", strerror(rc));
-		if (o->message_path) {
+		if (o->message_path[i]) {
 			rc = rnic_qp_set_message_path(s->qp, true);
 			REQUIRE(rc == 0, -1, "message path: %s", strerror(rc));
 		}

@@ -73,7 +73,7 @@ struct ht_opts {
 	int access;                     /* qp_access_flags on both QPs         */
 	bool sq_sig_all;
 	bool go_back_n[2];              /* node i: no selective repeat         */
-	bool message_path;              /* both QPs on the message path        */
+	bool message_path[2];           /* node i's QP on the message path     */
 };
 void ht_default_opts(struct ht_opts *o, uint64_t seed);
 

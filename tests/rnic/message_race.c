@@ -117,7 +117,7 @@ static int setup(struct run *u, uint64_t seed)
 	u->seed = seed;
 	struct ht_opts o;
 	ht_default_opts(&o, seed);
-	o.message_path = true;
+	o.message_path[0] = o.message_path[1] = true;
 	o.timeout = 8;          /* 1 ms: a dead peer is found in simulated ms */
 	o.retry_cnt = 3;
 	o.rnr_retry = 3;

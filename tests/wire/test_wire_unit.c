@@ -197,6 +197,8 @@ static void random_ib(uint64_t *s, uint8_t op, struct wire_ib *ib, uint8_t *payl
 	ib->bth.pkey = (uint16_t)test_rand(s);
 	ib->bth.fecn = test_rand(s) & 1;
 	ib->bth.becn = test_rand(s) & 1;
+	ib->bth.selective = test_rand(s) & 1;
+	ib->bth.msg = test_rand(s) & 1;
 	ib->bth.dqpn = (uint32_t)test_rand(s) & WIRE_QPN_MASK;
 	ib->bth.ackreq = test_rand(s) & 1;
 	ib->bth.psn = (uint32_t)test_rand(s) & WIRE_PSN_MASK;
@@ -235,6 +237,7 @@ static void compare_ib(const struct wire_ib *a, const struct wire_ib *b)
 	CHECK(b->feth.selectivity == ((h & WIRE_HDR_FETH) ? a->feth.selectivity : 0));
 	CHECK(!memcmp(&a->bth, &b->bth, offsetof(struct wire_bth, pad)));
 	CHECK(a->bth.pkey == b->bth.pkey && a->bth.fecn == b->bth.fecn && a->bth.becn == b->bth.becn);
+	CHECK(a->bth.selective == b->bth.selective && a->bth.msg == b->bth.msg);
 	CHECK(a->bth.dqpn == b->bth.dqpn && a->bth.ackreq == b->bth.ackreq && a->bth.psn == b->bth.psn);
 	CHECK(b->bth.pad == (4 - a->payload_len % 4) % 4);
 	CHECK(b->reth.va == ((h & WIRE_HDR_RETH) ? a->reth.va : 0));
