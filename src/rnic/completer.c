@@ -282,8 +282,8 @@ static enum comp_state check_read_resp(struct rnic_qp *qp, struct comp_ctx *c)
 	if (last ? (op != WIRE_OP_READ_RESP_LAST && op != WIRE_OP_READ_RESP_ONLY) :
 		   (op != WIRE_OP_READ_RESP_FIRST && op != WIRE_OP_READ_RESP_MIDDLE))
 		return COMP_DROP;
-	off = (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->req_mtu;
-	expect = last ? w->length - off : qp->req_mtu;
+	off = (uint32_t)wire_psn_diff(psn, w->first_psn) * wqe_mtu(qp, w);
+	expect = last ? w->length - off : wqe_mtu(qp, w);
 	if (c->pkt->payload_len != expect)
 		return COMP_DROP;
 	return COMP_READ;
@@ -355,7 +355,7 @@ static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
 {
 	const struct rnic_send_wqe *w = c->wqe;
 	uint32_t psn = c->pkt->bth.psn;
-	uint32_t off = (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->req_mtu;
+	uint32_t off = (uint32_t)wire_psn_diff(psn, w->first_psn) * wqe_mtu(qp, w);
 	enum ibv_wc_status st;
 	bool pulled;
 

@@ -340,7 +340,6 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 		qp->attr.path_mtu = r->cfg.max_mtu;
 		qp->mtu = rnic_mtu_bytes(r->cfg.max_mtu);
 	}
-	qp->req_mtu = qp->mtu;
 	qp->attr.port_num = 1;
 	qp->attr.cap = init->cap;
 	requester_reset(qp);
@@ -618,7 +617,6 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 		enum ibv_mtu m = a->path_mtu < cfg->max_mtu ? a->path_mtu : cfg->max_mtu;
 		qp->attr.path_mtu = m;
 		qp->mtu = rnic_mtu_bytes(m);
-		qp->req_mtu = qp->msg_path ? RNIC_MSG_MTU : qp->mtu;
 	}
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = a->timeout;
@@ -649,8 +647,7 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 
 static void reset_qp(struct rnic_qp *qp)
 {
-	qp->msg_path = false;
-	qp->req_mtu = qp->mtu;
+	qp->msg_min = 0;
 	/* RESET discards everything without completions (IBTA 10.3.1).
 	 * Completions already in the CQs that the program has not polled go
 	 * too, as mlx5 does (rdma-core's tests reset a QP in error and expect
@@ -771,21 +768,21 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	return 0;
 }
 
-int rnic_qp_set_message_path(struct rnic_qp *qp, bool on)
+int rnic_qp_set_message_path(struct rnic_qp *qp, uint32_t min_bytes)
 {
 	if (!qp || qp->type != IBV_QPT_RC ||
-	    (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS))
+	    (qp->attr.qp_state != IBV_QPS_RTR && qp->attr.qp_state != IBV_QPS_RTS) ||
+	    (min_bytes && min_bytes < RNIC_PKT_MAX_PAYLOAD))
 		return EINVAL;
 	if (qp->sq.head != qp->sq.comp)
-		return EBUSY;   /* PSNs already counted by the other MTU */
-	qp->msg_path = on;
-	qp->req_mtu = on ? RNIC_MSG_MTU : qp->mtu;
+		return EBUSY;   /* PSNs already counted by the other rule */
+	qp->msg_min = min_bytes;
 	return 0;
 }
 
 bool rnic_qp_message_path(const struct rnic_qp *qp)
 {
-	return qp && qp->msg_path;
+	return qp && qp->msg_min;
 }
 
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init)

@@ -78,7 +78,7 @@ static uint32_t packets_for(const struct rnic_qp *qp, const struct rnic_send_wqe
 {
 	if (is_atomic(w->opcode) || w->length == 0)
 		return 1;
-	return (w->length + qp->req_mtu - 1) / qp->req_mtu;
+	return (w->length + wqe_mtu(qp, w) - 1) / wqe_mtu(qp, w);
 }
 
 /* READs and ATOMICs sent and not yet completed (IBTA 9.5 initiator
@@ -379,8 +379,8 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 		}
 		last = true;
 	} else {
-		payload = remaining < qp->req_mtu ? remaining : qp->req_mtu;
-		last = remaining <= qp->req_mtu;
+		payload = remaining < wqe_mtu(qp, w) ? remaining : wqe_mtu(qp, w);
+		last = remaining <= wqe_mtu(qp, w);
 		ib.reth.va = w->remote_addr;
 		ib.reth.rkey = w->rkey;
 		ib.reth.dma_len = w->length;
@@ -395,7 +395,7 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	ib.bth.dqpn = qp->attr.dest_qp_num;
 	ib.bth.psn = psn;
 	ib.bth.selective = requester_selective(qp);
-	ib.bth.msg = qp->msg_path;
+	ib.bth.msg = wqe_mtu(qp, w) == RNIC_MSG_MTU;
 	if (qp->type == IBV_QPT_UD)
 		ud_fill_deth(qp, w, &ib);       /* DestQP and DETH from the WR */
 	/* Ask for an ACK at the end of each message and periodically in long
@@ -543,7 +543,7 @@ static uint32_t wqe_index_of_psn(struct rnic_qp *qp, uint32_t psn)
  * READ response packets each carry one MTU; an ATOMIC is one packet. */
 static uint32_t offset_of_psn(const struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t psn)
 {
-	return is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * qp->req_mtu;
+	return is_atomic(w->opcode) ? 0 : (uint32_t)wire_psn_diff(psn, w->first_psn) * wqe_mtu(qp, w);
 }
 
 /* Selective repeat: resend the one packet `psn` the peer lacks, as it was

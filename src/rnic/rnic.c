@@ -359,7 +359,7 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 	cc_on_receive(qp, rx, now);                     /* notification point */
 	/* A READ response on the message path answers only a READ our
 	 * requester sent on it. */
-	if (rx->remote && (info->flags & WIRE_F_RESPONSE) && !qp->msg_path) {
+	if (rx->remote && (info->flags & WIRE_F_RESPONSE) && !qp->msg_min) {
 		r->ctr.rx_drop_malformed++;
 		return;
 	}

@@ -373,12 +373,15 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
  * say so (wire_bth.msg, a reserved BTH bit), and the responder checks
  * their lengths and answers their READs by it, so each direction of a
  * connection chooses for itself (the port chooses when the peer can read
- * this process's memory).  Set by the port once the QP is in RTR, before
- * it sends; cleared by RESET.  EINVAL for a QP that is not RC or not in
- * RTR or RTS, EBUSY with work outstanding. */
+ * this process's memory).  Only messages longer than min_bytes go whole
+ * (at least RNIC_PKT_MAX_PAYLOAD; where a ring copy of MTU packets is
+ * faster than the receiver's read, the port sets it higher); 0 turns the
+ * path off.  Set by the port once the QP is in RTR, before it sends;
+ * cleared by RESET.  EINVAL for a QP that is not RC or not in RTR or RTS,
+ * or a min_bytes below RNIC_PKT_MAX_PAYLOAD; EBUSY with work outstanding. */
 #define RNIC_MSG_MTU (1u << 30)
 #define RNIC_PKT_MAX_PAYLOAD 4096u    /* the largest path MTU's payload */
-int rnic_qp_set_message_path(struct rnic_qp *qp, bool on);
+int rnic_qp_set_message_path(struct rnic_qp *qp, uint32_t min_bytes);
 bool rnic_qp_message_path(const struct rnic_qp *qp);
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
 int rnic_qp_destroy(struct rnic_qp *qp);

@@ -425,12 +425,9 @@ struct rnic_qp {
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */
 	uint32_t mtu;                   /* path MTU in bytes */
-	/* What our requester cuts messages by (and the completer reads
-	 * responses by): the path MTU, or RNIC_MSG_MTU on the message path
-	 * (rnic_qp_set_message_path), whose requests say so in the BTH
-	 * (wire_bth.msg) for the responder. */
-	uint32_t req_mtu;
-	bool msg_path;
+	/* The message path (rnic_qp_set_message_path): a message longer than
+	 * this goes whole (wqe_mtu); 0: off. */
+	uint32_t msg_min;
 	struct rnic_gid dgid;
 	uint8_t dscp, ttl;
 	uint16_t sport;
@@ -451,6 +448,15 @@ struct rnic_qp {
 	struct rnic_reorder *reorder;   /* responder: packets past a hole */
 	struct rnic_scoreboard *board;  /* requester: what the peer has    */
 };
+
+/* What our requester cuts WQE w by, and the completer reads its READ
+ * responses by: the path MTU, or RNIC_MSG_MTU for a message the message
+ * path carries whole (rnic_qp_set_message_path), whose packets say so in
+ * the BTH (wire_bth.msg) for the responder. */
+static inline uint32_t wqe_mtu(const struct rnic_qp *qp, const struct rnic_send_wqe *w)
+{
+	return qp->msg_min && w->length > qp->msg_min ? RNIC_MSG_MTU : qp->mtu;
+}
 
 /* ---- SRQ (srq.c) -------------------------------------------------------- */
 

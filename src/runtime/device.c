@@ -677,5 +677,5 @@ void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp)
 	if (!srt_gid_to_ipv4(&dgid, &dst4) || !(peer = srt_local_route_now(dev->udp.local, dst4, bth)))
 		return;
 	if (srt_local_message_path(dev->udp.local, peer))
-		(void)rnic_qp_set_message_path(qp, true);
+		(void)rnic_qp_set_message_path(qp, srt_local_message_min());
 }

@@ -632,6 +632,20 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16
 	l->stats.tx_messages++;
 }
 
+uint32_t srt_local_message_min(void)
+{
+	const char *env = getenv("SOFTRNIC_LOCAL_MSG_MIN");
+	char *end;
+	unsigned long v;
+
+	if (!env || !*env)
+		return SRT_LOCAL_MSG_MIN_BYTES;
+	v = strtoul(env, &end, 0);
+	if (*end || v < 4096 || v > (1ul << 30))
+		return SRT_LOCAL_MSG_MIN_BYTES;
+	return (uint32_t)v;
+}
+
 int srt_local_pull(const struct srt_local_remote *d, const struct iovec *dst, unsigned n)
 {
 	struct iovec src[SRT_LOCAL_REMOTE_SEGS];

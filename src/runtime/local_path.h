@@ -120,6 +120,14 @@ struct srt_local_remote {
  * read our memory, which msg_ok on both sides promises on one host of one
  * user (the probe checks the direction it can). */
 bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *peer);
+/* Messages longer than this go whole (rnic_qp_set_message_path); shorter
+ * ones as MTU packets through the ring.  Measured (docs/performance.md,
+ * ib_write_bw, medians of 3 interleaved rounds): the ring is faster at
+ * 16 KiB (3.57 against 2.96 GB/s), the read from 32 KiB on (4.53 against
+ * 3.85).  Sizes between were not measured.  SOFTRNIC_LOCAL_MSG_MIN=bytes
+ * sets it (at least 4096). */
+#define SRT_LOCAL_MSG_MIN_BYTES (16u << 10)
+uint32_t srt_local_message_min(void);
 /* Sender: a message-path packet: its headers and ICRC room `hdr`, the
  * payload pieces described, not copied.  Dropped (counted as a full
  * ring) when the ring is full, as any packet. */

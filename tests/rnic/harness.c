@@ -215,7 +215,8 @@ int ht_setup(struct ht *h, const struct ht_opts *o)
 			       o->max_rd_atomic, o->min_rnr_timer[i], now);
 		REQUIRE(rc == 0, -1, "RTR: %s", strerror(rc));
 		if (o->message_path[i]) {
-			rc = rnic_qp_set_message_path(s->qp, true);
+			/* every message over 4 KiB whole, to test the most */
+			rc = rnic_qp_set_message_path(s->qp, RNIC_PKT_MAX_PAYLOAD);
 			REQUIRE(rc == 0, -1, "message path: %s", strerror(rc));
 		}
 		rc = ht_to_rts(s->qp, o->psn[i], o->timeout, o->retry_cnt, o->rnr_retry, o->max_rd_atomic, now);
