@@ -368,15 +368,14 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
  * transport unchanged — the target still checks rkeys, bounds and
  * access, takes a receive WQE or answers RNR, executes atomics, and
  * acknowledges; the requester still retransmits what is not
- * acknowledged.  Messages of at most a path MTU's payload (4096 bytes)
- * stay ordinary packets.  It is a choice of the requester: its requests
- * say so (wire_bth.msg, a reserved BTH bit), and the responder checks
- * their lengths and answers their READs by it, so each direction of a
- * connection chooses for itself (the port chooses when the peer can read
- * this process's memory).  Only messages longer than min_bytes go whole
- * (at least RNIC_PKT_MAX_PAYLOAD; where a ring copy of MTU packets is
- * faster than the receiver's read, the port sets it higher); 0 turns the
- * path off.  Set by the port once the QP is in RTR, before it sends;
+ * acknowledged.  Only messages longer than min_bytes go whole (at least
+ * RNIC_PKT_MAX_PAYLOAD; where a ring copy of MTU packets is faster than
+ * the receiver's read, the port sets it higher), the rest stay ordinary
+ * packets; 0 turns the path off.  It is a choice of the requester, per
+ * message: the packets say so (wire_bth.msg, a reserved BTH bit), and the
+ * responder checks their lengths and answers a READ by it, so each
+ * direction of a connection chooses for itself (the port chooses when
+ * the peer can read this process's memory).  Set by the port once the QP is in RTR, before it sends;
  * cleared by RESET.  EINVAL for a QP that is not RC or not in RTR or RTS,
  * or a min_bytes below RNIC_PKT_MAX_PAYLOAD; EBUSY with work outstanding. */
 #define RNIC_MSG_MTU (1u << 30)
