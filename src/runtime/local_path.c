@@ -646,10 +646,9 @@ uint32_t srt_local_message_min(void)
 	return (uint32_t)v;
 }
 
-int srt_local_pull(const struct srt_local_remote *d, const struct iovec *dst, unsigned n)
+int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct iovec *dst, unsigned n)
 {
 	struct iovec src[SRT_LOCAL_REMOTE_SEGS];
-	uint32_t nseg = d->nseg;        /* read once: the sender may scribble */
 	size_t want = 0, total = 0;
 
 	if (nseg > SRT_LOCAL_REMOTE_SEGS)
@@ -743,14 +742,19 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		uint8_t flags = e->flags;
 		bool wrap = flags & ENTRY_WRAP;
 		const struct srt_local_remote *remote = NULL;
-		uint32_t bytes = len;
-		if (!wrap && (flags & ENTRY_REMOTE) && len <= ENTRY_DATA - sizeof(struct srt_local_remote)) {
+		uint32_t bytes = len, nseg = 0;
+		/* Nothing is read past the area's end: an entry never crosses
+		 * it (senders wrap), so one that would is broken. */
+		if (!wrap && (flags & ENTRY_REMOTE) && len <= ENTRY_DATA - sizeof(struct srt_local_remote) &&
+		    at + sizeof(*e) + remote_at(len) + sizeof(struct srt_local_remote) <= RING_AREA_BYTES) {
 			remote = (const struct srt_local_remote *)(const void *)(e->data + remote_at(len));
-			uint32_t nseg = remote->nseg;
+			nseg = remote->nseg;
 			bytes = nseg <= SRT_LOCAL_REMOTE_SEGS ? remote_bytes(len, nseg) : UINT32_MAX;
+		} else if (!wrap && (flags & ENTRY_REMOTE)) {
+			bytes = UINT32_MAX;
 		}
 		uint32_t takes = wrap ? RING_AREA_BYTES - at : entry_bytes(bytes);   /* meaningful only if bytes fit */
-		if ((!wrap && bytes > ENTRY_DATA) || head - tail < takes) {
+		if ((!wrap && (bytes > ENTRY_DATA || at + takes > RING_AREA_BYTES)) || head - tail < takes) {
 			l->stats.rx_ring_broken++;
 			tail = head;
 			break;
@@ -767,6 +771,7 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->truncated = false;
 		pkt->no_icrc = (flags & ENTRY_NO_ICRC) != 0;
 		pkt->remote = remote;
+		pkt->remote_nseg = nseg;
 		srt_ipv4_to_gid((struct in_addr){ .s_addr = e->src }, &pkt->src);
 		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = e->sport;

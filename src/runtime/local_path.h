@@ -134,8 +134,10 @@ uint32_t srt_local_message_min(void);
 void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
 			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec);
 /* Receiver: the described payload into dst[0..n), whose lengths must add
- * up to it.  0, or -errno (the sender died or unmapped the buffer). */
-int srt_local_pull(const struct srt_local_remote *d, const struct iovec *dst, unsigned n);
+ * up to it; nseg: the piece count srt_local_recv checked (the
+ * description's own may have changed since: the sender can write it).
+ * 0, or -errno (the sender died or unmapped the buffer). */
+int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct iovec *dst, unsigned n);
 
 /* After a batch: let go of the ring held, ring the doorbells of sleeping
  * receivers. */

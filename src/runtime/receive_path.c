@@ -94,13 +94,14 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 struct remote_payload {
 	struct rnic_rx_remote base;
 	const struct srt_local_remote *desc;
+	uint32_t nseg;
 };
 
 static int read_remote(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n)
 {
 	const struct remote_payload *rp = (const struct remote_payload *)(const void *)rem;
 
-	return srt_local_pull(rp->desc, dst, n);
+	return srt_local_pull(rp->desc, rp->nseg, dst, n);
 }
 
 /* One received packet (or one SOFTRNIC_FAULTS let through, later
@@ -118,6 +119,7 @@ void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 		rp.base.len = p->remote->total;
 		rp.base.read = read_remote;
 		rp.desc = p->remote;
+		rp.nseg = p->remote_nseg;
 		rx.remote = &rp.base;
 	}
 	rnic_receive(dev->rnic, &rx, now);

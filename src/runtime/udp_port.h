@@ -207,6 +207,7 @@ struct srt_rx_pkt {
 	/* A message-path packet from a local ring (local_path.h): its
 	 * payload's description; NULL for every other packet. */
 	const struct srt_local_remote *remote;
+	uint32_t remote_nseg;           /* its piece count, as checked */
 	uint8_t *data;
 };
 struct srt_rx_batch {

@@ -17,7 +17,9 @@
  *    pieces described and read with process_vm_readv into pieces cut
  *    elsewhere, a destination of the wrong size refused, a buffer
  *    unmapped before the read failing it, and an impossible piece count
- *    dropped as a broken ring.
+ *    dropped as a broken ring;
+ *  - an entry, or a description, that would run past the end of the
+ *    ring's area is a broken ring, never a read past the mapping.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -320,12 +322,12 @@ static void test_remote(struct srt_rx_batch *b)
 	CHECK(pk->remote->total == total && pk->remote->nseg == 3, "total %llu", (unsigned long long)pk->remote->total);
 	/* Read into pieces cut elsewhere than the sender's. */
 	struct iovec d[2] = { { dst, 777 }, { dst + 1000, total - 777 } };
-	CHECK(srt_local_pull(pk->remote, d, 2) == 0, "pull");
+	CHECK(srt_local_pull(pk->remote, pk->remote_nseg, d, 2) == 0, "pull");
 	CHECK(!memcmp(dst, src[0], 777) && !memcmp(dst + 1000, src[0] + 777, 20000 - 777) &&
 	      !memcmp(dst + 1000 + 20000 - 777, src[1] + 5, 12345) && dst[1000 + total - 777 - 1] == src[2][0],
 	      "the bytes read are the sender's");
 	struct iovec shortd = { dst, total - 1 };
-	CHECK(srt_local_pull(pk->remote, &shortd, 1) == -EINVAL, "a destination of another size is refused");
+	CHECK(srt_local_pull(pk->remote, pk->remote_nseg, &shortd, 1) == -EINVAL, "a destination of another size is refused");
 	srt_local_recv_done(rx);
 
 	/* A buffer unmapped before the receiver reads it. */
@@ -337,7 +339,7 @@ static void test_remote(struct srt_rx_batch *b)
 	munmap(gone, 8192);
 	CHECK(srt_local_recv(rx, b) == 1, "the entry");
 	struct iovec gd = { dst, 8192 };
-	CHECK(srt_local_pull(b->pkt[0].remote, &gd, 1) == -EFAULT, "an unmapped source fails the read");
+	CHECK(srt_local_pull(b->pkt[0].remote, b->pkt[0].remote_nseg, &gd, 1) == -EFAULT, "an unmapped source fails the read");
 	srt_local_recv_done(rx);
 
 	/* A description whose piece count no sender writes: the ring's rest
@@ -369,6 +371,37 @@ static void test_remote(struct srt_rx_batch *b)
 	srt_local_close(rx);
 }
 
+/* An entry that claims to run past the end of the ring's area (no sender
+ * writes one: they wrap) is a broken ring, not a read past the mapping;
+ * the same for a message-path description that would lie past it. */
+static void test_past_the_end(struct srt_rx_batch *b)
+{
+	static const uint8_t kinds[2] = { 0, 4 };       /* plain; ENTRY_REMOTE */
+	static const uint32_t lens[2] = { 4000, 40 };
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct srt_local *rx = open_ring(RX_ADDR, false);
+		size_t bytes;
+		uint8_t *m = map_rx_file(&bytes);
+		uint8_t *area = m + bytes - (8u << 20);
+		uint64_t at = (8u << 20) - 64, head = at + 4096;
+		struct srt_local_stats s;
+
+		memcpy(area + at, &lens[k], 4);         /* ring_entry.len */
+		area[at + 12] = kinds[k];               /* ring_entry.flags */
+		/* tail and head (the header's 64-byte aligned words at 192
+		 * and 128: local_path.c's struct ring) */
+		memcpy(m + 192, &at, 8);
+		memcpy(m + 128, &head, 8);
+		CHECK(srt_local_recv(rx, b) == 0, "an entry past the area's end is not delivered (kind %u)", k);
+		srt_local_recv_done(rx);
+		srt_local_get_stats(rx, &s);
+		CHECK(s.rx_ring_broken == 1, "counted as a broken ring (kind %u)", k);
+		munmap(m, bytes);
+		srt_local_close(rx);
+	}
+}
+
 int main(void)
 {
 	struct srt_rx_batch *b = malloc(sizeof(*b));
@@ -380,6 +413,7 @@ int main(void)
 	test_full(b);
 	test_broken(b);
 	test_remote(b);
+	test_past_the_end(b);
 	free(b);
 	printf("local ring: ok\n");
 	return 0;
