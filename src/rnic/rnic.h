@@ -98,7 +98,12 @@ struct rnic_tx {
 	 * (rnic_rx.remote).  They stay valid as long as a payload by
 	 * reference's do, and then as long as the message is outstanding
 	 * (a request's buffer is the adapter's until its completion; a READ
-	 * response comes from the responder's MR). */
+	 * response comes from the responder's MR).  Trade-off: a responder
+	 * that exits, or frees that memory, before the requester has read
+	 * the response makes the read fail and the READ be asked again (a
+	 * hardware NIC would have delivered it); a program cannot know when
+	 * a READ of its memory is done, so this needs one that exits with
+	 * READs against it outstanding. */
 	const struct wire_piece *payload_vec;
 	unsigned payload_nvec;
 };
