@@ -780,11 +780,6 @@ int rnic_qp_set_message_path(struct rnic_qp *qp, uint32_t min_bytes)
 	return 0;
 }
 
-bool rnic_qp_message_path(const struct rnic_qp *qp)
-{
-	return qp && qp->msg_min;
-}
-
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init)
 {
 	if (!qp)

@@ -204,33 +204,52 @@ static const uint8_t *inline_payload(const struct rnic_send_wqe *w)
 	return w->opcode == IBV_WR_ATOMIC_WRITE ? (const uint8_t *)&w->compare_add : w->inline_data;
 }
 
-/* Copy `len` payload bytes at message offset `off` straight from the
- * source MRs (or the inline copy) into the packet. */
-static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
+/* The `len` payload bytes at message offset `off` as pieces where they
+ * lie (the inline copy, or parts of SGEs whose lkeys hold), into out[]
+ * (room for cfg.max_sge + 1), *n of them.  false: an SGE's key went
+ * away, or the SGEs end first. */
+static bool sge_pieces(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint32_t len,
+		       struct wire_piece *out, unsigned *n)
 {
+	*n = 0;
 	if (w->send_flags & IBV_SEND_INLINE) {
-		memcpy(dst, inline_payload(w) + off, len);
+		out[(*n)++] = (struct wire_piece){ inline_payload(w) + off, len };
 		return true;
 	}
 	for (uint32_t i = 0; i < w->num_sge && len; i++) {
 		const struct rnic_sge *s = &w->sge[i];
 		struct rnic_mr *mr;
-		uint32_t n;
+		uint32_t k;
 
 		if (off >= s->length) {
 			off -= s->length;
 			continue;
 		}
-		n = s->length - off < len ? s->length - off : len;
-		mr = rnic_mr_check(qp->r, qp->pd, s->lkey, 0, s->addr + off, n);
+		k = s->length - off < len ? s->length - off : len;
+		mr = rnic_mr_check(qp->r, qp->pd, s->lkey, 0, s->addr + off, k);
 		if (!mr)
 			return false;
-		memcpy(dst, rnic_mr_ptr(mr, s->addr + off), n);
-		dst += n;
-		len -= n;
+		out[(*n)++] = (struct wire_piece){ rnic_mr_ptr(mr, s->addr + off), k };
+		len -= k;
 		off = 0;
 	}
 	return len == 0;
+}
+
+/* Copy `len` payload bytes at message offset `off` straight from the
+ * source MRs (or the inline copy) into the packet.  The pieces are
+ * listed in r->tx_vec, scratch here: r->tx_nvec stays as it was. */
+static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	unsigned n;
+
+	if (!sge_pieces(qp, w, off, len, qp->r->tx_vec, &n))
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(dst, qp->r->tx_vec[i].p, qp->r->tx_vec[i].len);
+		dst += qp->r->tx_vec[i].len;
+	}
+	return true;
 }
 
 /* For a port that sends payloads by reference (rnic_tx.payload): where
@@ -262,38 +281,6 @@ static bool payload_piece(struct rnic_qp *qp, const struct rnic_send_wqe *w, uin
 		return true;
 	}
 	return true;
-}
-
-/* The message path (rnic_qp_set_message_path): the `len` payload bytes at
- * message offset `off` as pieces where they lie, into r->tx_vec.  false:
- * an SGE's key went away. */
-static bool payload_vec(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint32_t len)
-{
-	struct rnic *r = qp->r;
-
-	r->tx_nvec = 0;
-	if (w->send_flags & IBV_SEND_INLINE) {
-		r->tx_vec[r->tx_nvec++] = (struct wire_piece){ inline_payload(w) + off, len };
-		return true;
-	}
-	for (uint32_t i = 0; i < w->num_sge && len; i++) {
-		const struct rnic_sge *s = &w->sge[i];
-		struct rnic_mr *mr;
-		uint32_t n;
-
-		if (off >= s->length) {
-			off -= s->length;
-			continue;
-		}
-		n = s->length - off < len ? s->length - off : len;
-		mr = rnic_mr_check(r, qp->pd, s->lkey, 0, s->addr + off, n);
-		if (!mr)
-			return false;
-		r->tx_vec[r->tx_nvec++] = (struct wire_piece){ rnic_mr_ptr(mr, s->addr + off), n };
-		len -= n;
-		off = 0;
-	}
-	return len == 0;
 }
 
 /* Opcode for the packet at the current position (IBTA 9.8.3 table 39). */
@@ -420,7 +407,7 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 	 * (or the inline copy) straight to the socket (rnic_tx.payload). */
 	*ref = NULL;
 	r->tx_nvec = 0;
-	if (by_vec && !payload_vec(qp, w, off, payload))
+	if (by_vec && !sge_pieces(qp, w, off, payload, r->tx_vec, &r->tx_nvec))
 		return 0;
 	if (!by_vec && payload && r->io.tx_payload_ref && qp->type != IBV_QPT_UD &&
 	    !payload_piece(qp, w, off, payload, ref))

@@ -171,19 +171,24 @@ static void count_tx(struct rnic *r, struct rnic_qp *qp, size_t len)
 	qp->stats.tx_bytes += len;
 }
 
+/* A packet of `qp` to its peer: the QP's addressing, `counted` bytes in
+ * the counters (payloads by reference or by pieces included). */
+static void xmit_qp(struct rnic *r, struct rnic_qp *qp, struct rnic_tx *tx, size_t counted)
+{
+	tx->dst = qp->dgid;
+	tx->sport = qp->sport;
+	tx->ecn = cc_tx_ecn(qp);
+	tx->dscp = qp->dscp;
+	tx->ttl = qp->ttl;
+	count_tx(r, qp, counted);
+	r->io.xmit(r->io.ctx, tx);
+}
+
 void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len)
 {
-	struct rnic_tx tx = {
-		.dst = qp->dgid,
-		.sport = qp->sport,
-		.ecn = cc_tx_ecn(qp),
-		.dscp = qp->dscp,
-		.ttl = qp->ttl,
-		.ib = buf,
-		.ib_len = len,
-	};
-	count_tx(r, qp, len);
-	r->io.xmit(r->io.ctx, &tx);
+	struct rnic_tx tx = { .ib = buf, .ib_len = len };
+
+	xmit_qp(r, qp, &tx, len);
 }
 
 void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
@@ -194,30 +199,19 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 	size_t tail = len - hdr_len - payload_len;
 	memset(buf + hdr_len, 0, tail);
 	struct rnic_tx tx = {
-		.dst = qp->dgid,
-		.sport = qp->sport,
-		.ecn = cc_tx_ecn(qp),
-		.dscp = qp->dscp,
-		.ttl = qp->ttl,
 		.ib = buf,
 		.ib_len = hdr_len + tail,
 		.payload = payload,
 		.payload_len = payload_len,
 		.hdr_len = hdr_len,
 	};
-	count_tx(r, qp, len);
-	r->io.xmit(r->io.ctx, &tx);
+	xmit_qp(r, qp, &tx, len);
 }
 
 void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
 		   const struct wire_piece *vec, unsigned nvec, size_t payload_len)
 {
 	struct rnic_tx tx = {
-		.dst = qp->dgid,
-		.sport = qp->sport,
-		.ecn = cc_tx_ecn(qp),
-		.dscp = qp->dscp,
-		.ttl = qp->ttl,
 		.ib = buf,
 		.ib_len = len,
 		.payload_len = payload_len,
@@ -225,9 +219,8 @@ void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 		.payload_vec = vec,
 		.payload_nvec = nvec,
 	};
-	count_tx(r, qp, len + payload_len);
 	r->ctr.tx_msg_packets++;
-	r->io.xmit(r->io.ctx, &tx);
+	xmit_qp(r, qp, &tx, len + payload_len);
 }
 
 void rnic_xmit(struct rnic *r, struct rnic_qp *qp, size_t len)

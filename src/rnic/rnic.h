@@ -386,7 +386,6 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 #define RNIC_MSG_MTU (1u << 30)
 #define RNIC_PKT_MAX_PAYLOAD 4096u    /* the largest path MTU's payload */
 int rnic_qp_set_message_path(struct rnic_qp *qp, uint32_t min_bytes);
-bool rnic_qp_message_path(const struct rnic_qp *qp);
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
 int rnic_qp_destroy(struct rnic_qp *qp);
 
