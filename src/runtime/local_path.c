@@ -453,33 +453,22 @@ static uint32_t dest_qpn(const uint8_t *bth)
 	return (uint32_t)bth[5] << 16 | (uint32_t)bth[6] << 8 | bth[7];
 }
 
-struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
-{
-	uint32_t dqpn = dest_qpn(bth);
-	struct srt_local_peer *p;
-
-	/* QP1's MADs keep to UDP: a shared address steers them by Service
-	 * ID and comm ID (share_steer.h), which a ring name cannot. */
-	if (!l || dqpn == WIRE_GSI_QPN)
-		return NULL;
-	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now_ns());
-	if (p->r)
-		p->doorbell_qpn = dqpn;
-	return p->r ? p : NULL;
-}
-
-struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+/* srt_local_route and srt_local_route_now: `fresh` looks again whatever
+ * the cache holds. */
+static struct srt_local_peer *route(struct srt_local *l, struct in_addr dst, const uint8_t *bth, bool fresh)
 {
 	uint32_t dqpn = dest_qpn(bth);
 	struct srt_local_peer *p;
 	uint64_t now = now_ns();
 
+	/* QP1's MADs keep to UDP: a shared address steers them by Service
+	 * ID and comm ID (share_steer.h), which a ring name cannot. */
 	if (!l || dqpn == WIRE_GSI_QPN)
 		return NULL;
 	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now);
 	/* The cache may hold a process that had the address before (its
-	 * ring, or none), for up to SRT_LOCAL_RECHECK_NS: look again. */
-	if (!p->r || !still_valid(p)) {
+	 * ring, or none), for up to SRT_LOCAL_RECHECK_NS. */
+	if (fresh && (!p->r || !still_valid(p))) {
 		forget_peer(l, p);
 		look_up(p, dst, dqpn >> SRT_SHARE_QPN_SHIFT);
 		p->checked_ns = now;
@@ -487,6 +476,16 @@ struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr d
 	if (p->r)
 		p->doorbell_qpn = dqpn;
 	return p->r ? p : NULL;
+}
+
+struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+{
+	return route(l, dst, bth, false);
+}
+
+struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
+{
+	return route(l, dst, bth, true);
 }
 
 bool srt_local_wants_icrc(const struct srt_local_peer *p)
@@ -631,7 +630,6 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16
 		d->total += vec[i].len;
 	}
 	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE);
-	l->stats.tx_messages++;
 }
 
 uint32_t srt_local_message_min(void)

@@ -55,7 +55,6 @@ struct srt_local_stats {
 	uint64_t doorbells_sent;
 	uint64_t rx_ring_broken;          /* an entry with an impossible length:
 	                                   the ring's rest dropped         */
-	uint64_t tx_messages;             /* message-path packets (below)   */
 };
 
 /* Publishes our ring (addr, slot); NULL when the path is off
