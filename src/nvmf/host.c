@@ -170,11 +170,13 @@ int nvmf_host_submit(struct nvmf_host_queue *q, const struct nvme_cmd *cmd, cons
 	return 0;
 }
 
+#define HOST_SPIN_NS 50000ull
+
 int nvmf_host_poll(struct nvmf_host_queue *q, struct nvmf_host_cpl *out, int max, int timeout_ms)
 {
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 	int got = 0;
-	unsigned spins = 0;
+	uint64_t spin_end = 0;          /* 0: not spinning yet */
 	bool armed = false;
 
 	while (!q->failed) {
@@ -207,8 +209,13 @@ int nvmf_host_poll(struct nvmf_host_queue *q, struct nvmf_host_cpl *out, int max
 			continue;
 		if (clock_ns(CLOCK_MONOTONIC) >= deadline)
 			return got;
-		/* Spin a little, then sleep on the completion channel. */
-		if (++spins < 200)
+		/* Poll for HOST_SPIN_NS, then sleep on the completion channel
+		 * (a completion at queue depth 1 comes within microseconds,
+		 * sooner than a sleeping thread wakes). */
+		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+		if (!spin_end)
+			spin_end = t + HOST_SPIN_NS;
+		if (t < spin_end)
 			continue;
 		if (!armed) {
 			if (ibv_req_notify_cq(q->cq, 0)) {
@@ -228,7 +235,7 @@ int nvmf_host_poll(struct nvmf_host_queue *q, struct nvmf_host_cpl *out, int max
 				ibv_ack_cq_events(cq, 1);
 		}
 		armed = false;
-		spins = 0;
+		spin_end = 0;
 	}
 	return -1;
 }

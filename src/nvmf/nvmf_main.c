@@ -4,7 +4,7 @@
  *
  *   softrnic-nvmf serve --nqn NQN (--file PATH [--size SIZE] | --mem SIZE)
  *                       [--addr A] [--port P] [--block-size 512|4096]
- *                       [--allow-host NQN] [-v]
+ *                       [--allow-host NQN] [--spin-us N] [-v]
  *   softrnic-nvmf discover [--addr A] [--port P]
  *   softrnic-nvmf perf --nqn NQN [--addr A] [--port P] [--rw read|write|randread|randwrite]
  *                      [--bs SIZE] [--qd N] [--time SECONDS] [--span SIZE] [--verify]
@@ -41,7 +41,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: softrnic-nvmf serve --nqn NQN (--file PATH [--size SIZE] | --mem SIZE) [--addr A] [--port P]\n"
-		"                           [--block-size 512|4096] [--allow-host NQN] [-v]\n"
+		"                           [--block-size 512|4096] [--allow-host NQN] [--spin-us N] [-v]\n"
 		"       softrnic-nvmf discover [--addr A] [--port P]\n"
 		"       softrnic-nvmf perf --nqn NQN [--addr A] [--port P] [--rw read|write|randread|randwrite]\n"
 		"                          [--bs SIZE] [--qd N] [--time SECONDS] [--span SIZE] [--verify]\n"
@@ -78,6 +78,18 @@ static bool parse_port(const char *s, uint16_t *port)
 	if (*end || p <= 0 || p > 65535)
 		return false;
 	*port = (uint16_t)p;
+	return true;
+}
+
+/* A whole number 0..max, nothing after it. */
+static bool parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (end == s || *end || *s == '-' || v > max)
+		return false;
+	*out = (unsigned)v;
 	return true;
 }
 
@@ -122,7 +134,7 @@ static void print_stats(const struct nvmf_target *t)
 static int serve(int argc, char **argv)
 {
 	struct nvmf_target_config cfg = { 0 };
-	struct nvmf_serve_opts so = { .port = NVMF_RDMA_PORT };
+	struct nvmf_serve_opts so = { .port = NVMF_RDMA_PORT, .spin_us = 50 };
 	const char *file = NULL;
 	uint64_t mem = 0, size = 0, bs = 512;
 	struct nvmf_ns ns;
@@ -155,6 +167,8 @@ static int serve(int argc, char **argv)
 			;
 		else if (!strcmp(a, "--allow-host"))
 			cfg.allow_host = v;
+		else if (!strcmp(a, "--spin-us") && parse_uint(v, 1000000, &so.spin_us))
+			;
 		else
 			return usage();
 	}

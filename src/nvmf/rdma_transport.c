@@ -287,12 +287,15 @@ static int run_pending(struct server *s, struct tqueue *tq)
 	return 0;
 }
 
-static void drain_cq(struct server *s)
+/* Handles every completion there is; how many there were. */
+static unsigned drain_cq(struct server *s)
 {
 	struct ibv_wc wc[32];
+	unsigned done = 0;
 	int n;
 
 	while ((n = ibv_poll_cq(s->cq, 32, wc)) > 0) {
+		done += (unsigned)n;
 		for (int i = 0; i < n; i++) {
 			struct tqueue *tq = queue_of(s, wc[i].wr_id);
 			unsigned kind = (unsigned)(wc[i].wr_id >> 12 & 0xf), slot = (unsigned)(wc[i].wr_id & 0xfff);
@@ -326,6 +329,7 @@ static void drain_cq(struct server *s)
 				tqueue_drop(s, tq, "cannot post");
 		}
 	}
+	return done;
 }
 
 static int setup_device(struct server *s, struct ibv_context *verbs)
@@ -497,12 +501,19 @@ int nvmf_rdma_serve(struct nvmf_target *t, const struct nvmf_serve_opts *o, vola
 	fcntl(s->ch->fd, F_SETFL, fcntl(s->ch->fd, F_GETFL) | O_NONBLOCK);
 	if (o->ready)
 		o->ready(o->ready_ctx);
-	uint64_t next_tick = 0;
+	uint64_t next_tick = 0, last_work = 0;
+	/* After work the loop keeps polling the CQ, without sleeping, for
+	 * spin_us: a host at queue depth 1 sends its next command within a
+	 * few microseconds, and waking a sleeping thread costs more than
+	 * that (SPDK's target polls for ever; this one sleeps when idle, so
+	 * an idle target costs no CPU). */
+	uint64_t spin_ns = (uint64_t)o->spin_us * 1000;
 	while (!*stop) {
 		struct pollfd fds[2] = { { .fd = s->ch->fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
 		if (s->comp)
 			fds[1].fd = s->comp->fd;
-		int r = poll(fds, 2, 100);
+		bool spinning = spin_ns && now_ns() - last_work < spin_ns;
+		int r = poll(fds, 2, spinning ? 0 : 100);
 		if (r < 0 && errno != EINTR) {
 			err = errno;
 			break;
@@ -517,10 +528,10 @@ int nvmf_rdma_serve(struct nvmf_target *t, const struct nvmf_serve_opts *o, vola
 				ibv_req_notify_cq(cq, 0);
 			}
 		}
-		if (s->cq)
-			drain_cq(s);
-		reap_dead(s);
 		uint64_t now = now_ns();
+		if (s->cq && drain_cq(s))
+			last_work = now;
+		reap_dead(s);
 		if (now >= next_tick) {
 			next_tick = now + 100000000ull;
 			if (nvmf_target_tick(t, now)) {

@@ -18,6 +18,7 @@ struct nvmf_serve_opts {
 	const char *addr;               /* NULL: every address */
 	uint16_t port;                  /* default 4420 */
 	bool verbose;
+	unsigned spin_us;               /* poll the CQ this long after the last work before sleeping */
 	void (*ready)(void *ctx);       /* called once listening */
 	void *ready_ctx;
 };
