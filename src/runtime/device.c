@@ -546,8 +546,8 @@ static struct srt_device *create_device(void)
 		goto fail;
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = dev->udp.fd };
-	dev->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (dev->ep_fd < 0 || epoll_ctl(dev->ep_fd, EPOLL_CTL_ADD, dev->udp.fd, &ev) != 0) {
+	dev->ep_fd = srt_epoll_create();
+	if (dev->ep_fd < 0 || srt_epoll_ctl(dev->ep_fd, EPOLL_CTL_ADD, dev->udp.fd, &ev) != 0) {
 		e = errno;
 		fprintf(stderr, "softrnic: epoll: %s\n", strerror(e));
 		goto fail;

@@ -25,7 +25,10 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "runtime/faults.h"
 #include "runtime/link_monitor.h"
@@ -153,5 +156,19 @@ int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip
 /* ---- progress.c ------------------------------------------------------------ */
 
 void *srt_progress_main(void *arg);
+
+/* The device's epoll set by the system calls, not libc's functions: under
+ * a preload library (softrnic's or rdma-core's librspreload.so) libc's
+ * epoll_* are replaced by epoll over rsockets, which the progress thread
+ * must not sleep in. */
+static inline int srt_epoll_create(void)
+{
+	return (int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC);
+}
+
+static inline int srt_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
 
 #endif

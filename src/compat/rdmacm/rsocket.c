@@ -622,6 +622,8 @@ int rclose(int socket)
 {
 	struct rsock *rs = rs_get(socket);
 
+	if (!rs && repoll_is(socket))
+		return repoll_close(socket);
 	if (!rs)
 		return rs_err(EBADF);
 	table_put(socket, NULL);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "compat/rdmacm/rdmacm_int.h"
@@ -79,11 +80,19 @@ static socklen_t from_v4(const struct rsock *rs, const struct sockaddr_in *in,
 	return sizeof(*in6);
 }
 
+/* A kernel UDP socket by the system call, not libc's socket(): under a
+ * preload library (librspreload.so) libc's socket() makes rsockets, and a
+ * datagram rsocket would then be made of datagram rsockets. */
+static int kernel_udp_socket(int domain, int flags)
+{
+	return (int)syscall(SYS_socket, domain, SOCK_DGRAM | flags, 0);
+}
+
 int ds_socket(struct rsock *rs, int domain)
 {
 	rs->domain = domain;
-	rs->udp_sock = socket(domain, SOCK_DGRAM | SOCK_NONBLOCK |
-			      (rs->fd_flags & FD_CLOEXEC ? SOCK_CLOEXEC : 0), 0);
+	rs->udp_sock = kernel_udp_socket(domain, SOCK_NONBLOCK |
+					 (rs->fd_flags & FD_CLOEXEC ? SOCK_CLOEXEC : 0));
 	if (rs->udp_sock < 0)
 		return -1;
 	rs->index = rs->udp_sock;
@@ -245,7 +254,7 @@ static void local_hdr(struct rsock *rs, const struct sockaddr_in *to, struct ds_
 	if (!getsockname(rs->udp_sock, (struct sockaddr *)&ss, &ml))
 		(void)to_v4((struct sockaddr *)&ss, ml, &me);
 	if (me.sin_addr.s_addr == htonl(INADDR_ANY) || me.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
-		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		int s = kernel_udp_socket(AF_INET, SOCK_CLOEXEC);
 		struct sockaddr_in r;
 		socklen_t rl = sizeof(r);
 		if (s >= 0 && !connect(s, (const struct sockaddr *)to, sizeof(*to)) &&

@@ -259,6 +259,15 @@ struct ds_rmsg {
 
 /* rsocket.c */
 struct rsock *rs_get(int index);        /* NULL: not an rsocket */
+
+/* rsocket_epoll.c: epoll over rsockets (rdma-core's RDMACM_1.5 calls,
+ * which Debian 12's <rdma/rsocket.h> does not declare yet). */
+struct epoll_event;
+int repoll_create(int flags);
+int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
+int repoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
+bool repoll_is(int fd);                 /* fd is a repoll instance */
+int repoll_close(int epfd);             /* rclose of a repoll instance */
 int rs_err(int e);                      /* errno = e, -1 */
 /* Handles CM events queued on the socket's channel (never blocks);
  * connecting sockets advance.  0, or -1 with errno. */
