@@ -15,6 +15,10 @@
 #                 = 2 x rstream's usec/xfer; spinning (rstream's default,
 #                 non-blocking calls) and blocking (-T b); TCP with -T s
 #   rstream bw    1 MiB messages (-S 1048576 -C 200), Gb/s
+#   redis         redis-server and redis-benchmark (8 clients, SET and GET,
+#                 50 000 requests each; --quick: 10 000), requests/s; over
+#                 rsockets through softrnic's own librspreload.so (redis's
+#                 event loop needs epoll, which Debian 12's lacks)
 # Rounds alternate rsockets and TCP so drift of a shared machine falls on
 # both sides.
 set -u
@@ -77,8 +81,31 @@ rstream_col() {
 	awk -v c="$col" '$1 == "custom" { print $c }' "$out/rstream_cli.log" | head -1 | grep . || echo n/a
 }
 
+# redis_rps SIDE: "SET GET" requests per second of redis-benchmark.
+redis_rps() {
+	local side=$1 run=env n=50000
+	[ "$quick" = 1 ] && n=10000
+	[ "$side" = rsocket ] && run="env LD_LIBRARY_PATH=$lib LD_PRELOAD=$lib/rsocket/librspreload.so"
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || { echo "n/a n/a"; return; }
+	port=$((port + 1))
+	$run timeout 120 redis-server --port $port --bind 127.0.0.1 --protected-mode no --save '' \
+		--appendonly no --dir "$out" > "$out/redis_srv.log" 2>&1 &
+	local spid=$! i=0
+	until { [ "$side" = rsocket ] && [ -f /dev/shm/softrnic-cm-262-$port ]; } ||
+	      { [ "$side" = tcp ] && ss -ltnH "sport = :$port" | grep -q .; }; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || break
+	done
+	$run timeout 120 redis-benchmark -p $port -c 8 -n $n -t set,get --csv > "$out/redis.csv" 2>/dev/null
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	local set get
+	set=$(awk -F'"' '$2 == "SET" { print $4 }' "$out/redis.csv")
+	get=$(awk -F'"' '$2 == "GET" { print $4 }' "$out/redis.csv")
+	echo "${set:-n/a} ${get:-n/a}"
+}
+
 declare -A res
-rows=(iperf3 iperf3_w1m rtt_spin rtt_block bw_1m)
+rows=(iperf3 iperf3_w1m rtt_spin rtt_block bw_1m redis_set redis_get)
 for r in $(seq 1 $runs); do
 	for side in rsocket tcp; do
 		res[iperf3,$side]+="$(iperf3_rate $side) "
@@ -88,6 +115,9 @@ for r in $(seq 1 $runs); do
 		u=$(rstream_col $side 8 -T b -S 64 -C 1 -I 20000)
 		res[rtt_block,$side]+="$(awk -v u="$u" 'BEGIN { if (u == "n/a") print u; else printf "%.2f", 2 * u }') "
 		res[bw_1m,$side]+="$(rstream_col $side 7 -S 1048576 -C 200) "
+		read -r rs rg <<< "$(redis_rps $side)"
+		res[redis_set,$side]+="$rs "
+		res[redis_get,$side]+="$rg "
 	done
 done
 
@@ -102,6 +132,8 @@ med() { tr ' ' '\n' | grep -v '^$' | grep -v n/a | bench_median; }
 		rtt_spin) echo "rstream 64 B RTT, spinning (us)" ;;
 		rtt_block) echo "rstream 64 B RTT, blocking (us)" ;;
 		bw_1m) echo "rstream 1 MiB messages (Gbit/s)" ;;
+		redis_set) echo "redis-benchmark SET, 8 clients (req/s)" ;;
+		redis_get) echo "redis-benchmark GET, 8 clients (req/s)" ;;
 		esac
 	}
 	for k in "${rows[@]}"; do
