@@ -75,21 +75,36 @@ static short rs_revents(struct rsock *rs, short events)
 
 static int check_all(struct pollfd *fds, nfds_t nfds)
 {
+	/* The ordinary fds are looked at together, in one poll() (a
+	 * program's event loop watches a few pipes and eventfds beside its
+	 * sockets); up to 32 of them, then one call per further fd. */
+	struct pollfd plain[32];
+	nfds_t where[32], nplain = 0;
 	int cnt = 0;
 
 	for (nfds_t i = 0; i < nfds; i++) {
 		struct rsock *rs = rs_get(fds[i].fd);
+		fds[i].revents = 0;
 		if (rs) {
 			pthread_mutex_lock(&rs->lock);
 			fds[i].revents = rs_revents(rs, fds[i].events);
 			pthread_mutex_unlock(&rs->lock);
-		} else {
-			fds[i].revents = 0;
-			if (fds[i].fd >= 0)
-				(void)poll(&fds[i], 1, 0);
+		} else if (fds[i].fd >= 0 && nplain < 32) {
+			plain[nplain] = (struct pollfd){ .fd = fds[i].fd, .events = fds[i].events };
+			where[nplain++] = i;
+			continue;
+		} else if (fds[i].fd >= 0) {
+			(void)poll(&fds[i], 1, 0);
 		}
 		if (fds[i].revents)
 			cnt++;
+	}
+	if (nplain && poll(plain, nplain, 0) > 0) {
+		for (nfds_t k = 0; k < nplain; k++) {
+			fds[where[k]].revents = plain[k].revents;
+			if (plain[k].revents)
+				cnt++;
+		}
 	}
 	return cnt;
 }
