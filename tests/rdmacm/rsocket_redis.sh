@@ -8,6 +8,8 @@
 #    of 1 B to 16 KiB, pipelined 64 at a time, checks every reply (+OK),
 #    reads every key back with GET and MGET and compares the bytes, then
 #    DBSIZE.
+#  - BGSAVE forks; the child closes the listener it inherited, and the
+#    server must go on listening.
 #  - redis-benchmark (8 clients, SET/GET/LPUSH/LPOP/INCR) must report every
 #    test, and the server's own count of the commands it processed must
 #    have grown by at least what the benchmark sent.
@@ -17,7 +19,7 @@ set -u
 libdir=$(cd "$1" && pwd) port=$2 keys=${3:-3000}
 pre=$libdir/rsocket/librspreload.so
 py=/usr/bin/python3
-for p in redis-server redis-benchmark; do
+for p in redis-server redis-benchmark redis-cli; do
 	command -v $p >/dev/null 2>&1 || { echo "$p not installed (redis-server, redis-tools)"; exit 77; }
 done
 [ -x $py ] || { echo "$py not installed"; exit 77; }
@@ -152,6 +154,19 @@ PY
 }
 
 run $py "$work/check.py" "$port" "$keys" || { echo "---- server log"; cat "$work/server.log"; exit 1; }
+# A fork: BGSAVE's child inherits the server's rsockets and closes its
+# listener; the parent must go on listening (the benchmark below makes new
+# connections).  redis-cli, unmodified, over rsockets too.
+[ "$(run redis-cli -p "$port" BGSAVE)" = "Background saving started" ] || { echo "FAIL: BGSAVE not started"; exit 1; }
+i=0
+until run redis-cli -p "$port" INFO persistence | grep -q 'rdb_bgsave_in_progress:0'; do
+	[ $i -lt 100 ] || { echo "FAIL: BGSAVE never finished"; cat "$work/server.log"; exit 1; }
+	sleep 0.1
+	i=$((i + 1))
+done
+run redis-cli -p "$port" INFO persistence | grep -q 'rdb_last_bgsave_status:ok' || { echo "FAIL: BGSAVE failed"; exit 1; }
+[ -s "$work/dump.rdb" ] || { echo "FAIL: no dump.rdb after BGSAVE"; exit 1; }
+echo "BGSAVE: the forked child wrote $(wc -c < "$work/dump.rdb") bytes; the server still listens"
 before=$(processed)
 n=4000
 run redis-benchmark -p "$port" -c 8 -n $n -t set,get,lpush,lpop,incr --csv > "$work/bench.csv" 2> "$work/bench.err"

@@ -24,8 +24,9 @@
  * epoll_create1, epoll_ctl, epoll_wait, epoll_pwait.
  * A connect that rsockets cannot make (nobody listens there through
  * RDMA) is made again over TCP on the same fd, as rdma-core's does.
- * Not handled, as documented in docs/rdmacm.md: dup/dup2 of an rsocket,
- * sendfile from one, an rsocket used by a forked child.
+ * A forked child sees the rsockets it inherited as the placeholders they
+ * are (closing one leaves the parent's rsocket alone).  Not handled, as
+ * documented in docs/rdmacm.md: dup/dup2 of an rsocket, sendfile from one.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -114,7 +115,21 @@ struct slot {
 };
 static struct slot *slots;
 static int nslots;
+static _Atomic int slots_used;          /* 1 + the highest fd ever a placeholder */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A forked child inherits the placeholders but not the rsockets behind
+ * them (they belong to the parent's device and its progress thread):
+ * in the child they are ordinary fds again, so that a child that closes
+ * what it inherited (redis's BGSAVE child closes the listeners) closes
+ * only its placeholder and leaves the parent's rsocket alone. */
+static void forget_all_in_child(void)
+{
+	int n = atomic_load(&slots_used);
+
+	for (int fd = 0; fd < n; fd++)
+		atomic_store_explicit(&slots[fd].kind, PLAIN, memory_order_relaxed);
+}
 
 static void init(void)
 {
@@ -135,6 +150,11 @@ static void init(void)
 		n = 1024;
 	slots = calloc(n, sizeof(*slots));
 	nslots = slots ? (int)n : 0;
+	if (nslots && pthread_atfork(NULL, NULL, forget_all_in_child)) {
+		free(slots);
+		slots = NULL;
+		nslots = 0;     /* no rsockets then: every socket is the kernel's */
+	}
 }
 
 static inline void init_preload(void)
@@ -172,6 +192,8 @@ static int placeholder_for(int inner, enum kind k, int family)
 		return -1;
 	}
 	pthread_mutex_lock(&table_lock);
+	if (fd >= atomic_load(&slots_used))
+		atomic_store(&slots_used, fd + 1);
 	atomic_store_explicit(&slots[fd].inner, inner, memory_order_relaxed);
 	atomic_store_explicit(&slots[fd].family, family, memory_order_relaxed);
 	atomic_store_explicit(&slots[fd].kind, (unsigned char)k, memory_order_release);
