@@ -5,8 +5,9 @@
  * library of that name, plus epoll, which Debian 12's copy lacks (an
  * event loop such as redis-server's needs it).
  *
- * How it works.  socket() of AF_INET or AF_INET6 makes an rsocket (and a
- * kernel socket if that fails).  The program is given a placeholder fd —
+ * How it works.  socket() of an AF_INET or AF_INET6 stream makes an
+ * rsocket (and a kernel socket if that fails); datagram sockets too with
+ * SOFTRNIC_RSPRELOAD_DGRAM=1.  The program is given a placeholder fd —
  * an unconnected AF_UNIX socket, so the number is really taken and fstat
  * says "socket" — and a table maps it to the rsocket's own fd, which the
  * program never sees.  Every call this library replaces (below) looks the
@@ -131,6 +132,12 @@ static void forget_all_in_child(void)
 		atomic_store_explicit(&slots[fd].kind, PLAIN, memory_order_relaxed);
 }
 
+/* Datagram sockets become rsockets only with SOFTRNIC_RSPRELOAD_DGRAM=1:
+ * a datagram rsocket's first datagram carries rdma-core's header, which a
+ * plain UDP peer (a DNS server, say) does not understand.  rdma-core's
+ * library takes them by default and leaves the choice to its config file. */
+static bool datagrams;
+
 static void init(void)
 {
 	LOAD(socket); LOAD(bind); LOAD(listen); LOAD(accept); LOAD(accept4); LOAD(connect);
@@ -140,6 +147,8 @@ static void init(void)
 	LOAD(getpeername); LOAD(getsockname); LOAD(setsockopt); LOAD(getsockopt);
 	LOAD(fcntl); LOAD(fcntl64);
 	LOAD(epoll_create); LOAD(epoll_create1); LOAD(epoll_ctl); LOAD(epoll_wait); LOAD(epoll_pwait);
+	const char *dg = getenv("SOFTRNIC_RSPRELOAD_DGRAM");
+	datagrams = dg && !strcmp(dg, "1");
 	struct rlimit rl;
 	/* As many slots as the fd limit allows (fds past it are never
 	 * placeholders), at most 1 M. */
@@ -216,7 +225,9 @@ int socket(int domain, int type, int protocol)
 	static __thread bool making;
 
 	init_preload();
-	if ((domain == AF_INET || domain == AF_INET6) && nslots && !making) {
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if ((domain == AF_INET || domain == AF_INET6) && nslots && !making &&
+	    (base == SOCK_STREAM || (base == SOCK_DGRAM && datagrams))) {
 		int saved = errno;
 		making = true;
 		int rs = rsocket(domain, type, protocol);
