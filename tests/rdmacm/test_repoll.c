@@ -5,7 +5,8 @@
  * reported with its own epoll_data when it is ready and not before;
  * level-triggered (ready again until read); EPOLLONESHOT until
  * EPOLL_CTL_MOD; EPOLL_CTL_DEL; timeouts; a waiter blocked with no
- * timeout woken by another thread's EPOLL_CTL_ADD of a ready fd; the
+ * timeout woken by another thread's EPOLL_CTL_ADD of a ready fd, and
+ * ended with EINTR by a signal; the
  * peer's close as EPOLLIN/EPOLLHUP; rclose of the instance.  One process;
  * its own listener is the peer.
  * usage: test_repoll <port>
@@ -16,6 +17,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,27 @@ static void *add_later(void *arg)
 
 	usleep(100 * 1000);
 	a->ret = repoll_ctl(a->ep, EPOLL_CTL_ADD, a->fd, &ev);
+	return NULL;
+}
+
+static volatile sig_atomic_t signalled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signalled++;
+}
+
+struct kicker {
+	pthread_t target;
+};
+
+static void *kick_later(void *arg)
+{
+	struct kicker *k = arg;
+
+	usleep(100 * 1000);
+	pthread_kill(k->target, SIGUSR1);
 	return NULL;
 }
 
@@ -174,6 +197,19 @@ int main(int argc, char **argv)
 	printf("     woken by the other thread's add after %.1f ms\n", now_ms() - t0);
 	CHECK(a.ret == 0 && n == 1 && out[0].data.u64 == 77);
 	CHECK(repoll_ctl(ep, EPOLL_CTL_DEL, p[0], NULL) == 0);
+
+	/* A signal to the waiting thread ends a wait with no timeout: EINTR,
+	 * as epoll_wait gives (the handler is installed without SA_RESTART). */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	struct kicker k = { .target = pthread_self() };
+	CHECK(pthread_create(&th, NULL, kick_later, &k) == 0);
+	t0 = now_ms();
+	EXPECT_ERR(repoll_wait(ep, out, 8, -1), EINTR);
+	pthread_join(th, NULL);
+	printf("     interrupted after %.1f ms\n", now_ms() - t0);
+	CHECK(signalled == 1);
 
 	/* The peer closes: the rsocket reports it (EPOLLIN with end of
 	 * stream, or a hang-up). */

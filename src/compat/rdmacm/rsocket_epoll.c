@@ -46,6 +46,7 @@ struct repoll {
 	struct repoll_entry *e;
 	unsigned n, cap;
 	unsigned waiters;
+	bool closed;                    /* repoll_close ran while a thread waited */
 };
 
 static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,13 +124,14 @@ int repoll_close(int epfd)
 	if (!r)
 		return rs_err(EBADF);
 	(void)repoll_put(epfd, NULL);
-	/* A thread still in repoll_wait on it is the program's error, as
-	 * closing any fd another thread polls; it is woken and finds the
-	 * instance gone (EBADF) rather than freed memory only if it had not
-	 * started its rpoll: the instance is kept (leaked) while a waiter is
-	 * in it. */
+	/* A thread still in repoll_wait on it (the program's error, as
+	 * closing any fd another thread polls) must not find freed memory:
+	 * the instance is then kept, marked closed, and the waiter returns
+	 * EBADF when its rpoll ends (the closed eventfd ends it at once).
+	 * Trade-off: that instance's memory is never freed. */
 	pthread_mutex_lock(&r->lock);
 	bool waited = r->waiters != 0;
+	r->closed = true;
 	pthread_mutex_unlock(&r->lock);
 	close(epfd);
 	if (waited)
@@ -299,6 +301,11 @@ int repoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout
 		pthread_mutex_lock(&r->lock);
 		if (ready < 0) {
 			got = -1;
+			break;
+		}
+		if (r->closed) {
+			/* Closed by another thread while this one waited. */
+			got = rs_err(EBADF);
 			break;
 		}
 		if (fds[0].revents & POLLIN) {

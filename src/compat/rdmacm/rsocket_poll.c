@@ -170,7 +170,10 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			if (left < wait)
 				wait = (int)left;
 		}
-		if (poll(w, 2 * nfds, wait) < 0 && errno != EINTR) {
+		/* A signal ends the wait with EINTR, as poll()'s does (a
+		 * program stopped by ^C in epoll_wait or poll gets to run its
+		 * handler's consequences). */
+		if (poll(w, 2 * nfds, wait) < 0) {
 			free(w);
 			return -1;
 		}

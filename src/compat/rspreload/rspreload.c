@@ -119,6 +119,16 @@ static int nslots;
 static _Atomic int slots_used;          /* 1 + the highest fd ever a placeholder */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The repoll instances of the process (their own fds), so that a closed
+ * fd leaves every interest list, as the kernel's epoll drops a closed
+ * file: else an entry outlives its fd, and a later fd of the same number
+ * (an rsocket's own, or the program's) would be reported with the old
+ * entry's data.  A program has one or a few; past 64, the rest keep
+ * stale entries until EPOLL_CTL_DEL, as noted in docs/rdmacm.md. */
+static int repolls[64];
+static unsigned nrepolls;
+static pthread_mutex_t repolls_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A forked child inherits the placeholders but not the rsockets behind
  * them (they belong to the parent's device and its progress thread):
  * in the child they are ordinary fds again, so that a child that closes
@@ -130,6 +140,10 @@ static void forget_all_in_child(void)
 
 	for (int fd = 0; fd < n; fd++)
 		atomic_store_explicit(&slots[fd].kind, PLAIN, memory_order_relaxed);
+	nrepolls = 0;
+	/* Another thread of the parent may have held them at the fork. */
+	pthread_mutex_init(&table_lock, NULL);
+	pthread_mutex_init(&repolls_lock, NULL);
 }
 
 /* Datagram sockets become rsockets only with SOFTRNIC_RSPRELOAD_DGRAM=1:
@@ -339,11 +353,48 @@ int shutdown(int fd, int how)
 	return kind_of(fd, &in) == RSOCKET ? rshutdown(in, how) : real.shutdown(fd, how);
 }
 
+static void repoll_track(int ep, bool add)
+{
+	pthread_mutex_lock(&repolls_lock);
+	if (add && nrepolls < sizeof(repolls) / sizeof(repolls[0])) {
+		repolls[nrepolls++] = ep;
+	} else if (!add) {
+		for (unsigned i = 0; i < nrepolls; i++)
+			if (repolls[i] == ep) {
+				repolls[i] = repolls[--nrepolls];
+				break;
+			}
+	}
+	pthread_mutex_unlock(&repolls_lock);
+}
+
+/* fd (as the interest lists know it: an rsocket's own fd) leaves them. */
+static void repoll_drop_everywhere(int fd)
+{
+	int eps[64];
+	unsigned n;
+
+	pthread_mutex_lock(&repolls_lock);
+	n = nrepolls;
+	memcpy(eps, repolls, n * sizeof(eps[0]));
+	pthread_mutex_unlock(&repolls_lock);
+	if (!n)
+		return;
+	int saved = errno;
+	for (unsigned i = 0; i < n; i++)
+		(void)repoll_ctl(eps[i], EPOLL_CTL_DEL, fd, NULL);
+	errno = saved;
+}
+
 int close(int fd)
 {
 	int in;
 	enum kind k = kind_of(fd, &in);
 
+	if (k == REPOLL)
+		repoll_track(in, false);
+	else
+		repoll_drop_everywhere(k == RSOCKET ? in : fd);
 	if (k != PLAIN) {
 		forget(fd);
 		(void)rclose(in);
@@ -682,6 +733,8 @@ int epoll_create1(int flags)
 	int fd = placeholder_for(ep, REPOLL, 0);
 	if (fd >= 0 && !(flags & EPOLL_CLOEXEC))
 		(void)real.fcntl(fd, F_SETFD, 0);
+	if (fd >= 0)
+		repoll_track(ep, true);
 	return fd;
 }
 
