@@ -17,21 +17,8 @@
 
 #include <rdma/rdma_cma.h>
 
-static int failures;
+#include "check.h"
 
-#define EXPECT_ERR(call, want)                                                              \
-	do {                                                                                \
-		errno = 0;                                                                  \
-		int rc_ = (call);                                                           \
-		int e_ = errno;                                                             \
-		if (rc_ != -1 || e_ != (want)) {                                            \
-			printf("FAIL %-60s rc %d errno %s, want -1 %s\n", #call, rc_,        \
-			       strerror(e_), strerror(want));                               \
-			failures++;                                                         \
-		} else {                                                                    \
-			printf("ok   %-60s %s\n", #call, strerror(want));                    \
-		}                                                                           \
-	} while (0)
 #define EXPECT_OK(call)                                                                     \
 	do {                                                                                \
 		int rc_ = (call);                                                           \

@@ -34,20 +34,6 @@ int repoll_create(int flags);
 int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
 int repoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
 
-#define EXPECT_ERR(call, want)                                                                  \
-	do {                                                                                    \
-		errno = 0;                                                                      \
-		long rc_ = (long)(call);                                                        \
-		int e_ = errno;                                                                 \
-		if (rc_ != -1 || e_ != (want)) {                                                \
-			printf("FAIL %-60s rc %ld errno %s, want -1 %s\n", #call, rc_,           \
-			       strerror(e_), strerror(want));                                   \
-			failures++;                                                             \
-		} else {                                                                        \
-			printf("ok   %-60s %s\n", #call, strerror(want));                        \
-		}                                                                               \
-	} while (0)
-
 static double now_ms(void)
 {
 	struct timespec ts;

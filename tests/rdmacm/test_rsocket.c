@@ -29,20 +29,6 @@
 
 #include "check.h"
 
-#define EXPECT_ERR(call, want)                                                              \
-	do {                                                                                \
-		errno = 0;                                                                  \
-		long rc_ = (long)(call);                                                    \
-		int e_ = errno;                                                             \
-		if (rc_ != -1 || e_ != (want)) {                                            \
-			printf("FAIL %-56s rc %ld errno %s, want -1 %s\n", #call, rc_,       \
-			       strerror(e_), strerror(want));                               \
-			failures++;                                                         \
-		} else {                                                                    \
-			printf("ok   %-56s %s\n", #call, strerror(want));                    \
-		}                                                                           \
-	} while (0)
-
 static struct sockaddr_in addr_of(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
