@@ -85,45 +85,50 @@ int rs_err(int e)
 	return -1;
 }
 
-/* ---- the socket table: index (a channel fd) -> socket ------------------------ */
+/* ---- fd tables; the socket table: index (a channel fd) -> socket -------------- */
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rsock **table;
-static int table_len;
-
-static int table_put(int index, struct rsock *rs)
+int fd_table_put(struct fd_table *t, int fd, void *p)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&table_lock);
-	if (index >= table_len) {
-		int n = table_len ? table_len : 256;
-		while (n <= index)
+	if (fd < 0)
+		return EBADF;
+	pthread_mutex_lock(&t->lock);
+	if (fd >= t->len) {
+		int n = t->len ? t->len : t->first_len;
+		while (n <= fd)
 			n *= 2;
-		struct rsock **t = realloc(table, (size_t)n * sizeof(*t));
-		if (!t) {
+		void **slot = realloc(t->slot, (size_t)n * sizeof(*slot));
+		if (!slot) {
 			ret = ENOMEM;
 			goto out;
 		}
-		memset(t + table_len, 0, (size_t)(n - table_len) * sizeof(*t));
-		table = t;
-		table_len = n;
+		memset(slot + t->len, 0, (size_t)(n - t->len) * sizeof(*slot));
+		t->slot = slot;
+		t->len = n;
 	}
-	table[index] = rs;
+	t->slot[fd] = p;
 out:
-	pthread_mutex_unlock(&table_lock);
+	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
+void *fd_table_get(struct fd_table *t, int fd)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	if (fd >= 0 && fd < t->len)
+		p = t->slot[fd];
+	pthread_mutex_unlock(&t->lock);
+	return p;
+}
+
+static struct fd_table sockets = FD_TABLE_INIT(256);
+
 struct rsock *rs_get(int index)
 {
-	struct rsock *rs = NULL;
-
-	pthread_mutex_lock(&table_lock);
-	if (index >= 0 && index < table_len)
-		rs = table[index];
-	pthread_mutex_unlock(&table_lock);
-	return rs;
+	return fd_table_get(&sockets, index);
 }
 
 /* ---- making and freeing -------------------------------------------------------- */
@@ -181,7 +186,7 @@ static int rs_new_channel(struct rsock *rs)
 static void rs_free(struct rsock *rs)
 {
 	if (rs->index >= 0 && rs_get(rs->index) == rs)
-		table_put(rs->index, NULL);
+		fd_table_put(&sockets, rs->index, NULL);
 	if (rs->type == SOCK_DGRAM)
 		ds_free(rs);
 	rs_free_ep(rs);
@@ -215,7 +220,7 @@ int rsocket(int domain, int type, int protocol)
 	} else if (rs_new_channel(rs) || rdma_create_id(rs->chan, &rs->cm, rs, RDMA_PS_TCP)) {
 		goto fail;
 	}
-	int e = table_put(rs->index, rs);
+	int e = fd_table_put(&sockets, rs->index, rs);
 	if (e) {
 		errno = e;
 		goto fail;
@@ -475,7 +480,7 @@ static struct rsock *accept_request(struct rsock *l, struct rdma_cm_id *child,
 	if (rdma_accept(child, &param))
 		goto refuse;
 	rs->state = RS_CONNECT_RDWR;
-	if (table_put(rs->index, rs))
+	if (fd_table_put(&sockets, rs->index, rs))
 		goto refuse;
 	return rs;
 refuse:
@@ -626,7 +631,7 @@ int rclose(int socket)
 		return repoll_close(socket);
 	if (!rs)
 		return rs_err(EBADF);
-	table_put(socket, NULL);
+	fd_table_put(&sockets, socket, NULL);
 	pthread_mutex_lock(&rs->lock);
 	if (rs->type == SOCK_DGRAM) {
 		pthread_mutex_unlock(&rs->lock);

@@ -49,43 +49,11 @@ struct repoll {
 	bool closed;                    /* repoll_close ran while a thread waited */
 };
 
-static pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct repoll **instances;       /* by fd */
-static int instances_len;
+static struct fd_table instances = FD_TABLE_INIT(64);   /* by the instance's fd */
 
 static struct repoll *repoll_get(int fd)
 {
-	struct repoll *r = NULL;
-
-	pthread_mutex_lock(&instances_lock);
-	if (fd >= 0 && fd < instances_len)
-		r = instances[fd];
-	pthread_mutex_unlock(&instances_lock);
-	return r;
-}
-
-static int repoll_put(int fd, struct repoll *r)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&instances_lock);
-	if (fd >= instances_len) {
-		int n = instances_len ? instances_len : 64;
-		while (n <= fd)
-			n *= 2;
-		struct repoll **t = realloc(instances, (size_t)n * sizeof(*t));
-		if (!t) {
-			ret = ENOMEM;
-			goto out;
-		}
-		memset(t + instances_len, 0, (size_t)(n - instances_len) * sizeof(*t));
-		instances = t;
-		instances_len = n;
-	}
-	instances[fd] = r;
-out:
-	pthread_mutex_unlock(&instances_lock);
-	return ret;
+	return fd_table_get(&instances, fd);
 }
 
 bool repoll_is(int fd)
@@ -107,7 +75,7 @@ int repoll_create(int flags)
 		return rs_err(e);
 	}
 	pthread_mutex_init(&r->lock, NULL);
-	int e = repoll_put(r->fd, r);
+	int e = fd_table_put(&instances, r->fd, r);
 	if (e) {
 		close(r->fd);
 		pthread_mutex_destroy(&r->lock);
@@ -123,7 +91,7 @@ int repoll_close(int epfd)
 
 	if (!r)
 		return rs_err(EBADF);
-	(void)repoll_put(epfd, NULL);
+	(void)fd_table_put(&instances, epfd, NULL);
 	/* A thread still in repoll_wait on it (the program's error, as
 	 * closing any fd another thread polls) must not find freed memory:
 	 * the instance is then kept, marked closed, and the waiter returns

@@ -258,6 +258,20 @@ struct ds_rmsg {
 };
 
 /* rsocket.c */
+/* A table indexed by fd number, grown as higher fds are put in: the
+ * sockets (rsocket.c) and the repoll instances (rsocket_epoll.c).  Both
+ * calls take its lock. */
+struct fd_table {
+	pthread_mutex_t lock;
+	void **slot;
+	int len;
+	int first_len;                  /* its length when first grown */
+};
+#define FD_TABLE_INIT(first_len) { PTHREAD_MUTEX_INITIALIZER, NULL, 0, (first_len) }
+/* Slot fd becomes p (NULL empties it): 0, or ENOMEM (EBADF for fd < 0)
+ * with the table as it was. */
+int fd_table_put(struct fd_table *t, int fd, void *p);
+void *fd_table_get(struct fd_table *t, int fd);  /* NULL: empty, or fd out of range */
 struct rsock *rs_get(int index);        /* NULL: not an rsocket */
 
 /* rsocket_epoll.c: epoll over rsockets (rdma-core's RDMACM_1.5 calls,
