@@ -15,6 +15,7 @@
 #include <rdma/rsocket.h>
 
 #include "compat/rdmacm/rsocket_int.h"
+#include "compat/rdmacm/select_pollfd.h"
 
 static int64_t now_us(void)
 {
@@ -196,7 +197,7 @@ int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 	    struct timeval *timeout)
 {
 	struct pollfd *fds;
-	int n = 0, ret, ms = -1;
+	int n, ret, ms = -1;
 
 	if (nfds < 0 || nfds > FD_SETSIZE)
 		return rs_err(EINVAL);
@@ -205,49 +206,15 @@ int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 			return rs_err(EINVAL);
 		ms = (int)(timeout->tv_sec * 1000 + (timeout->tv_usec + 999) / 1000);
 	}
-	fds = calloc((size_t)nfds + 1, sizeof(*fds));
+	fds = select_to_pollfds(nfds, readfds, writefds, exceptfds, &n);
 	if (!fds)
 		return rs_err(ENOMEM);
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = 0;
-		if (readfds && FD_ISSET(fd, readfds))
-			ev |= POLLIN;
-		if (writefds && FD_ISSET(fd, writefds))
-			ev |= POLLOUT;
-		if (exceptfds && FD_ISSET(fd, exceptfds))
-			ev |= POLLPRI;
-		if (ev)
-			fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
-	}
 	ret = rpoll(fds, (nfds_t)n, ms);
-	if (ret < 0) {
-		free(fds);
-		return ret;
-	}
-	if (readfds)
-		FD_ZERO(readfds);
-	if (writefds)
-		FD_ZERO(writefds);
-	if (exceptfds)
-		FD_ZERO(exceptfds);
-	ret = 0;
-	for (int i = 0; i < n; i++) {
-		short r = fds[i].revents;
-		/* As select(2): hang-up and error make a descriptor readable. */
-		if (readfds && (fds[i].events & POLLIN) && (r & (POLLIN | POLLHUP | POLLERR))) {
-			FD_SET(fds[i].fd, readfds);
-			ret++;
-		}
-		if (writefds && (fds[i].events & POLLOUT) && (r & (POLLOUT | POLLHUP | POLLERR))) {
-			FD_SET(fds[i].fd, writefds);
-			ret++;
-		}
-		if (exceptfds && (fds[i].events & POLLPRI) && (r & POLLPRI)) {
-			FD_SET(fds[i].fd, exceptfds);
-			ret++;
-		}
-	}
+	if (ret >= 0)
+		ret = select_from_pollfds(fds, n, readfds, writefds, exceptfds);
+	int e = errno;
 	free(fds);
+	errno = e;
 	if (timeout && ret == 0) {
 		timeout->tv_sec = 0;
 		timeout->tv_usec = 0;

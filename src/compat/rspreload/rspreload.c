@@ -51,6 +51,8 @@
 
 #include <rdma/rsocket.h>
 
+#include "compat/rdmacm/select_pollfd.h"
+
 /* librdmacm's epoll over rsockets (RDMACM_1.5; Debian 12's header lacks it). */
 int repoll_create(int flags);
 int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
@@ -631,10 +633,12 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_
 	return ret == -2 ? real.ppoll(fds, n, ts, mask) : ret;
 }
 
-/* select and pselect over rsockets: the sets become a pollfd array. */
+/* select and pselect over rsockets: the sets become a pollfd array of
+ * the program's fds, which poll_common maps to the rsockets' own. */
 static int select_common(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout, const sigset_t *mask)
 {
 	bool any = false;
+	int n;
 
 	if (nfds < 0 || nfds > FD_SETSIZE) {
 		errno = EINVAL;
@@ -645,55 +649,16 @@ static int select_common(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeo
 			any = kind_of(fd, NULL) == RSOCKET;
 	if (!any)
 		return -2;
-	struct pollfd *p = calloc((size_t)nfds + 1, sizeof(*p));
-	int n = 0;
+	struct pollfd *p = select_to_pollfds(nfds, rd, wr, ex, &n);
 	if (!p) {
 		errno = ENOMEM;
 		return -1;
 	}
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = 0;
-		if (rd && FD_ISSET(fd, rd))
-			ev |= POLLIN;
-		if (wr && FD_ISSET(fd, wr))
-			ev |= POLLOUT;
-		if (ex && FD_ISSET(fd, ex))
-			ev |= POLLPRI;
-		if (ev)
-			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
-	}
 	int ret = poll_common(p, (nfds_t)n, timeout, mask);
-	if (ret < 0) {
-		int e = errno;
-		free(p);
-		errno = e;
-		return -1;
-	}
-	if (rd)
-		FD_ZERO(rd);
-	if (wr)
-		FD_ZERO(wr);
-	if (ex)
-		FD_ZERO(ex);
-	ret = 0;
-	for (int i = 0; i < n; i++) {
-		short r = p[i].revents;
-		/* As select(2): a hang-up or an error makes a descriptor
-		 * readable and writable. */
-		if (rd && (p[i].events & POLLIN) && (r & (POLLIN | POLLHUP | POLLERR))) {
-			FD_SET(p[i].fd, rd);
-			ret++;
-		}
-		if (wr && (p[i].events & POLLOUT) && (r & (POLLOUT | POLLHUP | POLLERR))) {
-			FD_SET(p[i].fd, wr);
-			ret++;
-		}
-		if (ex && (p[i].events & POLLPRI) && (r & POLLPRI)) {
-			FD_SET(p[i].fd, ex);
-			ret++;
-		}
-	}
+	ret = ret < 0 ? -1 : select_from_pollfds(p, n, rd, wr, ex);
+	int e = errno;
 	free(p);
+	errno = e;
 	return ret;
 }
 
