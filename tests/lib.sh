@@ -1,5 +1,5 @@
 # lib.sh — shell helpers the test scripts source (tests/ecosystem/*.sh,
-# tests/runtime/*.sh); plain sh, so the /bin/sh scripts can use it too.
+# tests/runtime/*.sh, tests/rdmacm/*.sh); plain sh, so the /bin/sh scripts can use it too.
 
 # wait_listen PORT [PREFIX...]: until something listens on TCP PORT (the
 # setup channel of perftest, rping, fi_pingpong, ucx_perftest; their
@@ -27,6 +27,32 @@ wait_server() {
 		fi
 		sleep 0.1
 		_ws_i=$((_ws_i + 1))
+	done
+}
+
+# start_rsocket_server LIBDIR PRELOAD PORT SECONDS LOG COMMAND...: starts
+# COMMAND in the background with softrnic's libraries from LIBDIR and the
+# preload library PRELOAD (after SOFTRNIC_PRELOAD, a sanitizer runtime, if
+# set), ended after SECONDS, its output in LOG, and sets spid to its pid
+# (timeout's, which passes a kill on).  Returns once its listener on PORT
+# is in softrnic's CM registry (port space TCP), so it listens through
+# rsockets and not the kernel; 1, after saying so and printing LOG, if it
+# exits first or 10 s pass.
+start_rsocket_server() {
+	local lib=$1 pre=$2 port=$3 secs=$4 log=$5 reg i=0
+	shift 5
+	env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	    LD_PRELOAD="${SOFTRNIC_PRELOAD:+$SOFTRNIC_PRELOAD }$pre" timeout -k 5 "$secs" "$@" > "$log" 2>&1 &
+	spid=$!
+	reg=/dev/shm/softrnic-cm-262-$port
+	until [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; do
+		if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
+			echo "FAIL: $1 never listened through softrnic's rsockets"
+			cat "$log"
+			return 1
+		fi
+		sleep 0.05
+		i=$((i + 1))
 	done
 }
 

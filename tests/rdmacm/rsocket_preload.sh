@@ -8,6 +8,7 @@
 # usage: rsocket_preload.sh <libdir> <port> [seconds]
 # SOFTRNIC_PRELOAD (a sanitizer runtime) is preloaded first.
 set -u
+. "$(dirname "$0")/../lib.sh"
 libdir=$1 port=$2 secs=${3:-2}
 pre=${RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
 command -v iperf3 >/dev/null 2>&1 || { echo "iperf3 not installed"; exit 77; }
@@ -20,19 +21,8 @@ run() {
 	    LD_PRELOAD="${SOFTRNIC_PRELOAD:+$SOFTRNIC_PRELOAD }$pre" timeout -k 5 $((secs + 20)) "$@"
 }
 # -1: the server ends after one test.
-run iperf3 -s -1 -B 127.0.0.1 -p "$port" > "$work/server.log" 2>&1 &
-spid=$!
-i=0
-reg=/dev/shm/softrnic-cm-262-$port
-until [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; do
-	if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
-		echo "FAIL: iperf3 -s never listened through softrnic's rsockets"
-		cat "$work/server.log"
-		exit 1
-	fi
-	sleep 0.05
-	i=$((i + 1))
-done
+start_rsocket_server "$libdir" "$pre" "$port" $((secs + 20)) "$work/server.log" \
+	iperf3 -s -1 -B 127.0.0.1 -p "$port" || exit 1
 run iperf3 -c 127.0.0.1 -p "$port" -t "$secs" -J > "$work/client.json" 2> "$work/client.err"
 crc=$?
 wait "$spid"

@@ -16,6 +16,7 @@
 # usage: rsocket_redis.sh <libdir> <port> [keys]
 # SOFTRNIC_PRELOAD (a sanitizer runtime) is preloaded first.
 set -u
+. "$(dirname "$0")/../lib.sh"
 libdir=$(cd "$1" && pwd) port=$2 keys=${3:-3000}
 pre=$libdir/rsocket/librspreload.so
 py=/usr/bin/python3
@@ -34,24 +35,9 @@ run() {
 cd "$work" || exit 1
 # protected-mode off: each softrnic process has its own 127.0.0.N, and
 # redis counts only 127.0.0.1 and ::1 as loopback clients.
-# Not through run(): $! must be the process that becomes timeout (env
-# execs it), which passes a kill on to the server.
-env LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    LD_PRELOAD="${SOFTRNIC_PRELOAD:+$SOFTRNIC_PRELOAD }$pre" timeout -k 5 120 \
+start_rsocket_server "$libdir" "$pre" "$port" 120 "$work/server.log" \
 	redis-server --port "$port" --bind 127.0.0.1 --protected-mode no --save '' \
-	--appendonly no --dir "$work" > "$work/server.log" 2>&1 &
-spid=$!
-i=0
-reg=/dev/shm/softrnic-cm-262-$port
-until [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; do
-	if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
-		echo "FAIL: redis-server never listened through softrnic's rsockets"
-		cat "$work/server.log"
-		exit 1
-	fi
-	sleep 0.05
-	i=$((i + 1))
-done
+	--appendonly no --dir "$work" || exit 1
 if $py -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)" "$port" 2>/dev/null; then
 	echo "FAIL: redis-server also listens on the kernel's TCP port $port"
 	exit 1
