@@ -96,6 +96,17 @@ bool sim_step(struct sim_engine *e)
 	struct sim_event ev = pop(e);
 	e->now = ev.at;
 	e->events_run++;
+	/* The next event's object (a port) and argument (most often a
+	 * packet) start on their way into the cache while this one runs:
+	 * with a thousand hosts they are rarely there, and these first
+	 * loads were a third of a large run's time.  An argument below 2^32
+	 * is a number, not an address (a prefetch would not fault, but
+	 * could walk the page tables for nothing). */
+	if (e->len) {
+		__builtin_prefetch(e->heap[0].ctx);
+		if (e->heap[0].arg >> 32)
+			__builtin_prefetch((const void *)(uintptr_t)e->heap[0].arg);
+	}
 	ev.fn(ev.ctx, ev.arg, ev.at);
 	return true;
 }
