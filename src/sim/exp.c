@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -939,9 +940,10 @@ static const struct {
 /* mkdir -p */
 static void make_dirs(const char *path)
 {
-	char dir[512];
+	char dir[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "%s", path);
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return;         /* too long: the open that follows says so */
 	for (char *p = dir + 1; *p; p++)
 		if (*p == '/') {
 			*p = '\0';
