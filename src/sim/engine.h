@@ -10,7 +10,10 @@
  *
  * The queue is a 4-ary heap: O(log n) per event.  A calendar queue or a
  * ladder queue would be O(1) amortised for the near-uniform spacing of
- * packet events; the heap is kept until a profile says it is not enough.
+ * packet events; the heap is kept because at 1 024 hosts some 17 000
+ * events wait, 700 KB that stay in the caches (a heap of 16-byte keys,
+ * four children to a cache line, measured no faster).  sim_step
+ * prefetches the next event's ctx and arg: those are what miss.
  */
 #ifndef SOFTRNIC_SIM_ENGINE_H
 #define SOFTRNIC_SIM_ENGINE_H
