@@ -65,16 +65,11 @@ static void on_signal(int sig)
 	signalled++;
 }
 
-struct kicker {
-	pthread_t target;
-};
-
+/* arg: the pthread_t of the thread to signal after 100 ms. */
 static void *kick_later(void *arg)
 {
-	struct kicker *k = arg;
-
 	usleep(100 * 1000);
-	pthread_kill(k->target, SIGUSR1);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
 	return NULL;
 }
 
@@ -189,8 +184,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
-	struct kicker k = { .target = pthread_self() };
-	CHECK(pthread_create(&th, NULL, kick_later, &k) == 0);
+	pthread_t self = pthread_self();
+	CHECK(pthread_create(&th, NULL, kick_later, &self) == 0);
 	t0 = now_ms();
 	EXPECT_ERR(repoll_wait(ep, out, 8, -1), EINTR);
 	pthread_join(th, NULL);
