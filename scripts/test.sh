@@ -12,20 +12,20 @@
 # Ends with one summary line: "tests: N passed, M failed".
 # Installs missing Debian packages first (scripts/deps.sh).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
+cd "$(dirname "$0")/.." || exit 1
 
 bash scripts/deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
 
 passed=0
 failed=0
+failed_steps=()
 log_dir=$(mktemp -d)
 
 # Adds the counts from a CTest log ("N tests failed out of M").
 count_ctest() {
   local log=$1 line total fails
   line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
-  if [ -z "$line" ]; then failed=$((failed + 1)); return; fi
+  if [ -z "$line" ]; then failed=$((failed + 1)); failed_steps+=("$(basename "$log" .log): no CTest summary"); return; fi
   fails=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
   total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
   passed=$((passed + total - fails))
@@ -51,7 +51,7 @@ if bash scripts/build.sh release; then
   (cd build && SOFTRNIC_LOCAL=0 ctest --output-on-failure --timeout 600 -j1 -LE '^sim$') 2>&1 | tee "$log_dir/release-udp.log"
   count_ctest "$log_dir/release-udp.log"
 else
-  failed=$((failed + 1))
+  failed=$((failed + 1)); failed_steps+=("release build")
 fi
 
 # softrnic against the kernel's Soft-RoCE in a qemu guest (tests/interop):
@@ -65,11 +65,11 @@ if [ -n "$line" ]; then
   passed=$((passed + $(sed -E 's/^interop: ([0-9]+) passed.*/\1/' <<<"$line")))
   failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
 else
-  failed=$((failed + 1))
+  failed=$((failed + 1)); failed_steps+=("interop: no summary line")
 fi
 
 step "clang build (-Werror)"
-if bash scripts/build.sh clang; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+if bash scripts/build.sh clang; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_steps+=("clang build"); fi
 
 step "ASan + UBSan build"
 if bash scripts/build.sh asan; then
@@ -78,14 +78,25 @@ if bash scripts/build.sh asan; then
      ctest --output-on-failure --timeout 900 -j1 -LE no_sanitize) 2>&1 | tee "$log_dir/asan.log"
   count_ctest "$log_dir/asan.log"
 else
-  failed=$((failed + 1))
+  failed=$((failed + 1)); failed_steps+=("ASan build")
 fi
 
 if [ -x fuzz/run.sh ]; then
   step "fuzzing for ${FUZZ_SECONDS:-60} s"
-  if bash fuzz/run.sh "${FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  if bash fuzz/run.sh "${FUZZ_SECONDS:-60}"; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_steps+=("fuzzing"); fi
 fi
 
+# The names of what failed, last, so the tail of a long log shows them.
+if [ "$failed" -ne 0 ]; then
+  echo
+  echo "=== what failed ==="
+  for x in "${failed_steps[@]}"; do echo "  $x"; done
+  for log in "$log_dir"/*.log; do
+    sed -n '/The following tests FAILED:/,/^$/p' "$log" | grep -E '^\s+[0-9]+ - ' |
+      sed "s|^|  $(basename "$log" .log): |"
+    grep -E '^interop: FAIL ' "$log" | sed 's/^/  /'
+  done
+fi
 rm -rf "$log_dir"
 echo
 echo "tests: $passed passed, $failed failed"
