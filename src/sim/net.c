@@ -3,10 +3,14 @@
  * links, switches that buffer, mark and pause, and hosts whose rnics run
  * on the engine's clock.
  *
- * Every packet is one malloc'd struct sim_pkt carried by the events: a
- * port's "transmission done" event holds it, then the peer's "arrival"
- * event.  A port sends one packet at a time (busy until the last bit is
- * out), choosing PFC frames first, then the highest unpaused priority.
+ * Every packet is one malloc'd struct sim_pkt carried by one event: the
+ * peer's "arrival", scheduled when the packet starts to leave (its last
+ * bit arrives a serialization time plus the link's delay later).  A port
+ * sends one packet at a time (busy until the last bit is out), choosing
+ * PFC frames first, then the highest unpaused priority.  It is woken at
+ * the end of a transmission only if something waits to go; a port whose
+ * queues ran empty costs no event until a packet comes, so a hop is one
+ * event on an idle link and two behind a queue.
  */
 #include "sim/net.h"
 
@@ -16,6 +20,7 @@
 
 #include "base/prng.h"
 #include "rnic/rnic.h"
+#include "wire/wire.h"
 #include "sim/pint.h"
 
 #define MAX_PORTS 64
@@ -47,13 +52,21 @@ struct sim_pkt {
 	bool tel_push, tel_echo;
 	struct hpcc_int *tel;
 	uint16_t pint_field;            /* HPCC-PINT: the path's largest U, encoded */
-	uint32_t ib_len;
+	/* The IB bytes as the rnic built them: with payload_len > 0 (an
+	 * RC/UC packet whose payload the rnic handed by reference), ib[]
+	 * holds the headers (hdr_len bytes), then the pad and the ICRC, and
+	 * the payload is not carried: its bytes do not matter here, only
+	 * their number (the receiver gets stand-ins, host_receive).  A
+	 * packet is then some 100 bytes, not an MTU, and the packets in
+	 * flight at 1 024 hosts stay in the caches. */
+	uint32_t ib_len, payload_len;
+	uint16_t hdr_len;
 	uint8_t ib[];
 };
 
 struct queue {
 	struct sim_pkt **ring;          /* FIFO of packets; cap is a power of two */
-	size_t head, len, cap;
+	uint32_t head, len, cap;
 	uint64_t bytes;
 };
 
@@ -68,19 +81,31 @@ struct port {
 	uint64_t tx_bytes;              /* wire bytes of packets sent (HPCC's INT) */
 	struct sim_pint_port pint;      /* HPCC-PINT's U of this egress port */
 	double loss;
-	struct queue q[SIM_PRIOS], ctrl;
-	bool busy, wake_pending;
-	/* Egress: paused by the peer (802.1Qbb) until this time. */
-	uint64_t paused_until[SIM_PRIOS], pause_start[SIM_PRIOS], paused_total[SIM_PRIOS];
+	struct queue ctrl;
+	uint64_t busy_until;            /* the last bit of the packet on the wire leaves then */
+	uint64_t wake_at;               /* a port_wake is due then (UINT64_MAX: none) */
+	uint8_t backlog;                /* bit prio: pr[prio].q holds packets */
+	/* What a packet of one priority touches, together: a packet's way
+	 * through a switch reads its ingress's and its egress's pr[prio]
+	 * and little else of the two ports (as arrays per field, one
+	 * packet touched a cache line of each). */
+	struct port_prio {
+		struct queue q;
+		/* Egress: paused by the peer (802.1Qbb) until this time. */
+		uint64_t paused_until;
+		/* InfiniBand mode: bytes the peer's input buffer for this
+		 * VL can still take (credits it granted and we have not
+		 * used). */
+		uint64_t credits;
+		/* Ingress (switches): bytes held for packets that came in
+		 * here. */
+		uint64_t in_bytes, headroom_used;
+		bool stormed;           /* the watchdog's verdict */
+		bool xoff_sent;
+	} pr[SIM_PRIOS];
+	uint64_t pause_start[SIM_PRIOS], paused_total[SIM_PRIOS];
 	uint64_t last_pause_rx[SIM_PRIOS];
-	bool stormed[SIM_PRIOS];        /* the watchdog's verdict */
 	uint64_t pauses_rx;             /* PAUSE frames (quanta > 0) that reached this port */
-	/* InfiniBand mode: bytes the peer's input buffer for this VL can
-	 * still take (credits it granted and we have not used). */
-	uint64_t credits[SIM_PRIOS];
-	/* Ingress (switches): bytes held for packets that came in here. */
-	uint64_t in_bytes[SIM_PRIOS], headroom_used[SIM_PRIOS];
-	bool xoff_sent[SIM_PRIOS];
 	uint64_t refresh_gen[SIM_PRIOS];
 };
 
@@ -159,6 +184,10 @@ struct sim_net {
 	int64_t armed;                  /* the start in the engine now (-1: none) */
 	uint64_t armed_at, armed_seq;   /* its time and sequence number */
 	struct sim_pint pint;
+	/* Where host_receive puts a packet whose payload was not carried
+	 * back together (WIRE_MAX_IB_PACKET bytes; the payload's room is
+	 * zeros). */
+	uint8_t *rx_buf;
 };
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -181,11 +210,11 @@ static uint64_t mtu_wire(const struct sim_net *n)
 static int q_push(struct queue *q, struct sim_pkt *p)
 {
 	if (q->len == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 64;
+		uint32_t cap = q->cap ? q->cap * 2 : 64;
 		struct sim_pkt **r = malloc(cap * sizeof(*r));
 		if (!r)
 			return ENOMEM;
-		for (size_t i = 0; i < q->len; i++)
+		for (uint32_t i = 0; i < q->len; i++)
 			r[i] = q->ring[(q->head + i) & (q->cap - 1)];
 		free(q->ring);
 		q->ring = r;
@@ -246,12 +275,45 @@ static void port_wake(void *ctx, uint64_t arg, uint64_t now)
 	struct port *p = ctx;
 
 	(void)arg;
-	(void)now;
-	p->wake_pending = false;
+	if (p->wake_at == now)
+		p->wake_at = UINT64_MAX;
 	port_kick(p->node->net, p);
 }
 
-static void tx_done(void *ctx, uint64_t arg, uint64_t now);
+/* Kick the port again at `at`, unless a wake no later is due already (a
+ * later one stays: it finds the port with nothing to do, or busy, and
+ * costs a look). */
+static void port_wake_at(struct sim_net *n, struct port *p, uint64_t at)
+{
+	if (p->wake_at <= at)
+		return;
+	p->wake_at = at;
+	sim_at(n->eng, at, port_wake, p, 0);
+}
+
+static bool port_has_work(const struct port *p)
+{
+	return p->backlog || p->ctrl.len || (p->node->host && p->node->host->act_len);
+}
+
+/* A port's priority queues, with its backlog mask kept beside them. */
+static int port_push(struct port *p, unsigned prio, struct sim_pkt *pkt)
+{
+	int rc = q_push(&p->pr[prio].q, pkt);
+
+	if (!rc)
+		p->backlog |= (uint8_t)(1u << prio);
+	return rc;
+}
+
+static struct sim_pkt *port_pop(struct port *p, unsigned prio)
+{
+	struct sim_pkt *pkt = q_pop(&p->pr[prio].q);
+
+	if (!p->pr[prio].q.len)
+		p->backlog &= (uint8_t)~(1u << prio);
+	return pkt;
+}
 
 /* A switch lets go of a packet's buffer when it starts to leave; that may
  * take its ingress below XON. */
@@ -273,7 +335,7 @@ static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 		/* The input buffer space is free again: the credit goes back
 		 * to the upstream port, one link delay away (a flow-control
 		 * packet; its own wire time is neglected). */
-		in->in_bytes[pkt->prio] -= pkt->wire;
+		in->pr[pkt->prio].in_bytes -= pkt->wire;
 		sw->buf_used -= pkt->wire;
 		struct port *up = in->peer->ports[in->peer_port];
 		sim_at(n->eng, n->eng->now + in->delay_ns, credit_return, up, (uint64_t)pkt->wire << 8 | pkt->prio);
@@ -281,16 +343,16 @@ static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 	}
 
 	if (pkt->in_headroom) {
-		in->headroom_used[pkt->prio] -= pkt->wire;
+		in->pr[pkt->prio].headroom_used -= pkt->wire;
 	} else {
-		in->in_bytes[pkt->prio] -= pkt->wire;
+		in->pr[pkt->prio].in_bytes -= pkt->wire;
 		sw->buf_used -= pkt->wire;
 	}
 	/* XON: two MTUs below XOFF, and the headroom empty again, so that
 	 * the next XOFF finds all of it for the packets in flight. */
 	uint64_t xoff = xoff_threshold(n, sw), two = 2 * mtu_wire(n);
-	if (in->xoff_sent[pkt->prio] && !in->headroom_used[pkt->prio] && in->in_bytes[pkt->prio] + two <= xoff) {
-		in->xoff_sent[pkt->prio] = false;
+	if (in->pr[pkt->prio].xoff_sent && !in->pr[pkt->prio].headroom_used && in->pr[pkt->prio].in_bytes + two <= xoff) {
+		in->pr[pkt->prio].xoff_sent = false;
 		in->refresh_gen[pkt->prio]++;
 		send_pfc(n, in, pkt->prio, 0);
 		n->stats.resumes_sent++;
@@ -302,10 +364,14 @@ static void port_kick(struct sim_net *n, struct port *p)
 	uint64_t now = n->eng->now, wake = UINT64_MAX;
 	struct sim_pkt *pkt = NULL;
 
-	if (p->busy || !p->peer)
+	if (!p->peer)
 		return;
+	if (now < p->busy_until) {
+		port_wake_at(n, p, p->busy_until);
+		return;
+	}
 	struct host *h = p->node->host;
-	if (h && !p->q[SIM_PRIO_ROCE].len && h->act_len) {
+	if (h && !p->pr[SIM_PRIO_ROCE].q.len && h->act_len) {
 		/* The arbiter's next turn: one packet of the next flow. */
 		unsigned id = h->active[h->act_head];
 		h->act_head = (h->act_head + 1) % NIC_FLOW_QUEUES;
@@ -314,37 +380,37 @@ static void port_kick(struct sim_net *n, struct port *p)
 		h->flowq_bytes -= next->wire;
 		if (h->flowq[id].len)
 			h->active[(h->act_head + h->act_len++) % NIC_FLOW_QUEUES] = (uint16_t)id;
-		if (q_push(&p->q[SIM_PRIO_ROCE], next))
+		if (port_push(p, SIM_PRIO_ROCE, next))
 			free(next);
 	}
 	if (p->ctrl.len) {
 		pkt = q_pop(&p->ctrl);
 	} else {
-		for (int prio = SIM_PRIOS - 1; prio >= 0 && !pkt; prio--) {
-			if (!p->q[prio].len)
-				continue;
-			if (p->paused_until[prio] > now) {
-				wake = p->paused_until[prio] < wake ? p->paused_until[prio] : wake;
+		/* The highest priority with packets first (the backlog mask:
+		 * no look at the empty queues). */
+		for (unsigned left = p->backlog; left && !pkt;) {
+			unsigned prio = 31u - (unsigned)__builtin_clz(left);
+			left &= ~(1u << prio);
+			if (p->pr[prio].paused_until > now) {
+				wake = p->pr[prio].paused_until < wake ? p->pr[prio].paused_until : wake;
 				continue;
 			}
 			if (n->so.ib_credits) {
 				/* Send only what the receiver has room for; the
 				 * credit's return kicks the port again. */
-				uint32_t need = p->q[prio].ring[p->q[prio].head]->wire;
-				if (p->credits[prio] < need) {
+				uint32_t need = p->pr[prio].q.ring[p->pr[prio].q.head]->wire;
+				if (p->pr[prio].credits < need) {
 					n->stats.credit_stalls++;
 					continue;
 				}
-				p->credits[prio] -= need;
+				p->pr[prio].credits -= need;
 			}
-			pkt = q_pop(&p->q[prio]);
+			pkt = port_pop(p, prio);
 		}
 	}
 	if (!pkt) {
-		if (wake != UINT64_MAX && !p->wake_pending) {
-			p->wake_pending = true;
-			sim_at(n->eng, wake, port_wake, p, 0);
-		}
+		if (wake != UINT64_MAX)
+			port_wake_at(n, p, wake);
 		return;
 	}
 	if (n->pint_on && !p->node->is_host && pkt->kind == PKT_DATA) {
@@ -352,7 +418,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 		if (pkt->tel_push) {
 			uint64_t queued = 0;
 			for (int prio = 0; prio < SIM_PRIOS; prio++)
-				queued += p->q[prio].bytes;
+				queued += p->pr[prio].q.bytes;
 			double u = sim_pint_port_u(&n->pint, &p->pint, now, queued, p->rate_bps);
 			uint16_t f = sim_pint_encode(&n->pint, u, uniform(n));
 			if (f > pkt->pint_field)
@@ -366,7 +432,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 		 * bytes sent before it, the bytes still queued, the rate. */
 		uint64_t queued = 0;
 		for (int prio = 0; prio < SIM_PRIOS; prio++)
-			queued += p->q[prio].bytes;
+			queued += p->pr[prio].q.bytes;
 		pkt->tel->hop[pkt->tel->nhop++] = (struct hpcc_int_hop){
 			.ts_ns = now, .tx_bytes = p->tx_bytes, .qlen_bytes = queued, .rate_bps = p->rate_bps };
 	}
@@ -374,26 +440,19 @@ static void port_kick(struct sim_net *n, struct port *p)
 		p->tx_bytes += pkt->wire;
 	if (!p->node->is_host && pkt->kind == PKT_DATA)
 		release(n, p->node, pkt);
-	p->busy = true;
-	sim_at(n->eng, now + ser_ns(p, pkt->wire), tx_done, p, (uint64_t)(uintptr_t)pkt);
-}
-
-static void tx_done(void *ctx, uint64_t arg, uint64_t now)
-{
-	struct port *p = ctx;
-	struct sim_pkt *pkt = (struct sim_pkt *)(uintptr_t)arg;
-	struct sim_net *n = p->node->net;
-
-	p->busy = false;
+	/* On the wire: the port is busy until the last bit is out, and the
+	 * packet arrives a link delay after that, unless the link loses it. */
+	p->busy_until = now + ser_ns(p, pkt->wire);
 	n->stats.packet_hops++;
 	if (pkt->kind == PKT_DATA && p->loss > 0 && uniform(n) < p->loss) {
 		n->stats.link_losses++;
 		free(pkt);
 	} else {
 		struct port *dst = p->peer->ports[p->peer_port];
-		sim_at(n->eng, now + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
+		sim_at(n->eng, p->busy_until + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
 	}
-	port_kick(n, p);
+	if (port_has_work(p))
+		port_wake_at(n, p, p->busy_until);
 }
 
 static void send_pfc(struct sim_net *n, struct port *ingress, uint8_t prio, uint16_t quanta)
@@ -421,7 +480,7 @@ static void pfc_refresh(void *ctx, uint64_t arg, uint64_t now)
 	uint8_t prio = (uint8_t)(arg & 0xff);
 	uint64_t gen = arg >> 8;
 
-	if (!in->xoff_sent[prio] || in->refresh_gen[prio] != gen)
+	if (!in->pr[prio].xoff_sent || in->refresh_gen[prio] != gen)
 		return;
 	send_pfc(n, in, prio, PFC_QUANTA);
 	n->stats.pauses_sent++;
@@ -431,7 +490,7 @@ static void pfc_refresh(void *ctx, uint64_t arg, uint64_t now)
 
 static void xoff(struct sim_net *n, struct port *in, uint8_t prio)
 {
-	in->xoff_sent[prio] = true;
+	in->pr[prio].xoff_sent = true;
 	in->refresh_gen[prio]++;
 	send_pfc(n, in, prio, PFC_QUANTA);
 	n->stats.pauses_sent++;
@@ -444,7 +503,7 @@ static void xoff(struct sim_net *n, struct port *in, uint8_t prio)
 static uint64_t paused_ns(const struct port *p, int prio, uint64_t now)
 {
 	uint64_t t = p->paused_total[prio];
-	uint64_t end = p->paused_until[prio] < now ? p->paused_until[prio] : now;
+	uint64_t end = p->pr[prio].paused_until < now ? p->pr[prio].paused_until : now;
 
 	return end > p->pause_start[prio] ? t + end - p->pause_start[prio] : t;
 }
@@ -461,20 +520,20 @@ static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt,
 		p->last_pause_rx[prio] = now;
 		p->pauses_rx++;
 	}
-	if (p->stormed[prio])
+	if (p->pr[prio].stormed)
 		return;
-	if (p->paused_until[prio] <= now) {
+	if (p->pr[prio].paused_until <= now) {
 		if (pkt->quanta == 0)
 			return;         /* a RESUME for a queue not paused */
 		/* A new pause period: the last one is over. */
-		if (p->paused_until[prio] > p->pause_start[prio])
-			p->paused_total[prio] += p->paused_until[prio] - p->pause_start[prio];
+		if (p->pr[prio].paused_until > p->pause_start[prio])
+			p->paused_total[prio] += p->pr[prio].paused_until - p->pause_start[prio];
 		p->pause_start[prio] = now;
-		p->paused_until[prio] = now;
+		p->pr[prio].paused_until = now;
 	}
 	/* A pause expires by itself after its quanta; a newer frame
 	 * replaces the time left (802.1Qbb), a RESUME ends it now. */
-	p->paused_until[prio] = now + (uint64_t)pkt->quanta * quantum_ns;
+	p->pr[prio].paused_until = now + (uint64_t)pkt->quanta * quantum_ns;
 	port_kick(n, p);
 }
 
@@ -487,8 +546,8 @@ static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt,
  * restored once no pause has arrived for the restoration time. */
 static void drop_queue(struct sim_net *n, struct port *p, int prio)
 {
-	while (p->q[prio].len) {
-		struct sim_pkt *pkt = q_pop(&p->q[prio]);
+	while (p->pr[prio].q.len) {
+		struct sim_pkt *pkt = port_pop(p, (unsigned)prio);
 		release(n, p->node, pkt);
 		n->stats.watchdog_drops++;
 		free(pkt);
@@ -505,16 +564,16 @@ static void watchdog_tick(void *ctx, uint64_t arg, uint64_t now)
 		struct node *sw = n->nodes[n->switch_nodes[s]];
 		for (unsigned i = 0; i < sw->nports; i++) {
 			struct port *p = sw->ports[i];
-			if (!p->stormed[prio] && p->paused_until[prio] > now && p->q[prio].len &&
+			if (!p->pr[prio].stormed && p->pr[prio].paused_until > now && p->pr[prio].q.len &&
 			    now - p->pause_start[prio] >= n->so.wd_detect_ns) {
-				p->stormed[prio] = true;
+				p->pr[prio].stormed = true;
 				p->paused_total[prio] += now - p->pause_start[prio];
-				p->pause_start[prio] = p->paused_until[prio] = now;
+				p->pause_start[prio] = p->pr[prio].paused_until = now;
 				n->stats.storms_detected++;
 				drop_queue(n, p, prio);
 				port_kick(n, p);
-			} else if (p->stormed[prio] && now - p->last_pause_rx[prio] >= n->so.wd_restore_ns) {
-				p->stormed[prio] = false;
+			} else if (p->pr[prio].stormed && now - p->last_pause_rx[prio] >= n->so.wd_restore_ns) {
+				p->pr[prio].stormed = false;
 				n->stats.storms_restored++;
 			}
 		}
@@ -567,7 +626,7 @@ bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port)
 {
 	if (node >= n->nnodes || port >= n->nodes[node]->nports)
 		return false;
-	return n->nodes[node]->ports[port]->paused_until[SIM_PRIO_ROCE] > n->eng->now;
+	return n->nodes[node]->ports[port]->pr[SIM_PRIO_ROCE].paused_until > n->eng->now;
 }
 
 uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port)
@@ -582,7 +641,7 @@ static void credit_return(void *ctx, uint64_t arg, uint64_t now)
 	struct port *p = ctx;
 
 	(void)now;
-	p->credits[arg & 0xff] += arg >> 8;
+	p->pr[arg & 0xff].credits += arg >> 8;
 	port_kick(p->node->net, p);
 }
 
@@ -613,7 +672,7 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	}
 	pkt->in_port = (uint16_t)in->index;
 	pkt->in_headroom = false;
-	if (out->stormed[prio]) {
+	if (out->pr[prio].stormed) {
 		n->stats.watchdog_drops++;
 		free(pkt);
 		return;
@@ -621,45 +680,45 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	if (n->so.ib_credits) {
 		/* Credits guarantee the room: nothing is dropped (counted if
 		 * the model is ever wrong). */
-		if (in->in_bytes[prio] + pkt->wire > n->so.buffer_bytes / sw->nports) {
+		if (in->pr[prio].in_bytes + pkt->wire > n->so.buffer_bytes / sw->nports) {
 			n->stats.drops++;
 			free(pkt);
 			return;
 		}
 	} else if (n->so.pfc && prio == SIM_PRIO_ROCE) {
 		uint64_t threshold = xoff_threshold(n, sw);
-		if (in->in_bytes[prio] + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
+		if (in->pr[prio].in_bytes + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
 			/* Headroom: what is in flight during the pause's
 			 * round trip, and two packets of slack. */
 			uint64_t headroom = 2 * in->rate_bps / 8 * in->delay_ns / 1000000000ull + 2 * mtu_wire(n) +
 					    PFC_FRAME_WIRE;
-			if (!in->xoff_sent[prio])
+			if (!in->pr[prio].xoff_sent)
 				xoff(n, in, prio);
-			if (in->headroom_used[prio] + pkt->wire > headroom) {
+			if (in->pr[prio].headroom_used + pkt->wire > headroom) {
 				n->stats.headroom_drops++;
 				free(pkt);
 				return;
 			}
-			in->headroom_used[prio] += pkt->wire;
+			in->pr[prio].headroom_used += pkt->wire;
 			pkt->in_headroom = true;
 		}
 	} else {
 		uint64_t threshold = xoff_threshold(n, sw);
-		if (out->q[prio].bytes + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
+		if (out->pr[prio].q.bytes + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
 			n->stats.drops++;
 			free(pkt);
 			return;
 		}
 	}
 	if (!pkt->in_headroom) {
-		in->in_bytes[prio] += pkt->wire;
+		in->pr[prio].in_bytes += pkt->wire;
 		sw->buf_used += pkt->wire;
 		if (sw->buf_used > n->stats.max_buffer_bytes)
 			n->stats.max_buffer_bytes = sw->buf_used;
 	}
 	/* ECN/RED at enqueue, on the egress queue's bytes. */
 	if (n->so.ecn && (pkt->ecn == 1 || pkt->ecn == 2)) {
-		uint64_t qb = out->q[prio].bytes, kmin = n->so.kmin_bytes, kmax = n->so.kmax_bytes;
+		uint64_t qb = out->pr[prio].q.bytes, kmin = n->so.kmin_bytes, kmax = n->so.kmax_bytes;
 		double pmax = n->so.pmax;
 		for (unsigned i = 0; i < n->so.ecn_map_n; i++) {
 			if (n->so.ecn_map[i].rate_bps == out->rate_bps) {
@@ -675,7 +734,7 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 			n->stats.ecn_marks++;
 		}
 	}
-	if (q_push(&out->q[prio], pkt)) {
+	if (port_push(out, prio, pkt)) {
 		release(n, sw, pkt);
 		n->stats.drops++;
 		free(pkt);
@@ -740,7 +799,8 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 	bool with_int = n->ho.cc_algo == RNIC_CC_HPCC && !n->pint_on;
 	size_t int_at = (sizeof(*pkt) + tx->ib_len + 7) & ~(size_t)7;
 
-	if (dst < 0 || tx->payload_len ||
+	if (dst < 0 || tx->payload_nvec || tx->hdr_len > tx->ib_len || tx->hdr_len > UINT16_MAX ||
+	    tx->ib_len + tx->payload_len > WIRE_MAX_IB_PACKET ||
 	    !(pkt = malloc(with_int ? int_at + sizeof(struct hpcc_int) : sizeof(*pkt) + tx->ib_len)))
 		return;
 	memset(pkt, 0, sizeof(*pkt));
@@ -749,13 +809,15 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 		memset(pkt->tel, 0, sizeof(*pkt->tel));
 	}
 	pkt->kind = PKT_DATA;
-	pkt->wire = (uint32_t)tx->ib_len + SIM_WIRE_OVERHEAD;
+	pkt->wire = (uint32_t)(tx->ib_len + tx->payload_len) + SIM_WIRE_OVERHEAD;
 	pkt->prio = tx->ib_len && tx->ib[0] == OP_CNP ? SIM_PRIO_CNP : SIM_PRIO_ROCE;
 	pkt->ecn = tx->ecn;
 	pkt->sport = tx->sport;
 	pkt->src_host = h->index;
 	pkt->dst_host = (uint32_t)dst;
 	pkt->ib_len = (uint32_t)tx->ib_len;
+	pkt->payload_len = (uint32_t)tx->payload_len;
+	pkt->hdr_len = (uint16_t)tx->hdr_len;
 	memcpy(pkt->ib, tx->ib, tx->ib_len);
 	n->stats.packets_sent++;
 	if (n->ho.cc_algo == RNIC_CC_HPCC && pkt->prio == SIM_PRIO_ROCE && tx->ib_len >= 8) {
@@ -799,7 +861,7 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 		h->flowq_bytes += pkt->wire;
 		if (h->flowq_bytes > n->stats.max_host_queue_bytes)
 			n->stats.max_host_queue_bytes = h->flowq_bytes;
-	} else if (q_push(&p->q[pkt->prio], pkt)) {
+	} else if (port_push(p, pkt->prio, pkt)) {
 		free(pkt);
 		return;
 	}
@@ -817,6 +879,14 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	rx.ecn = pkt->ecn;
 	rx.ib = pkt->ib;
 	rx.ib_len = pkt->ib_len;
+	if (pkt->payload_len) {
+		/* headers ++ payload (zeros: its bytes are not simulated) ++
+		 * pad and ICRC, as on the wire (rnic_tx) */
+		memcpy(n->rx_buf, pkt->ib, pkt->hdr_len);
+		memcpy(n->rx_buf + pkt->hdr_len + pkt->payload_len, pkt->ib + pkt->hdr_len, pkt->ib_len - pkt->hdr_len);
+		rx.ib = n->rx_buf;
+		rx.ib_len = pkt->ib_len + pkt->payload_len;
+	}
 	rx.ttl = 64;
 	n->hosts[pkt->src_host]->delivered += pkt->wire;
 	/* Per-flow throughput (sim_flow_arrived): requests to a flow's QP
@@ -969,6 +1039,7 @@ static struct port *new_port(struct node *node, const struct sim_link_opts *o)
 	p->rate_bps = o->rate_bps;
 	p->delay_ns = o->delay_ns;
 	p->loss = o->loss;
+	p->wake_at = UINT64_MAX;
 	node->ports[node->nports++] = p;
 	return p;
 }
@@ -1047,7 +1118,7 @@ int sim_route(struct sim_net *n)
 		for (unsigned k = 0; k < x->nports; k++) {
 			struct port *p = x->ports[k];
 			for (int q = 0; q < SIM_PRIOS; q++)
-				p->credits[q] = p->peer && !p->peer->is_host ? n->so.buffer_bytes / p->peer->nports
+				p->pr[q].credits = p->peer && !p->peer->is_host ? n->so.buffer_bytes / p->peer->nports
 									      : UINT64_MAX / 2;
 		}
 	}
@@ -1055,7 +1126,7 @@ int sim_route(struct sim_net *n)
 	for (unsigned h = 0; h < n->nhosts; h++) {
 		struct host *host = n->hosts[h];
 		struct rnic_config cfg;
-		struct rnic_io io = { .ctx = host, .xmit = host_xmit };
+		struct rnic_io io = { .ctx = host, .xmit = host_xmit, .tx_payload_ref = true };
 		rnic_config_default(&cfg);
 		gid_of_host(h, &cfg.gid);
 		cfg.seed = (uint32_t)(prng_next(n->rng) | 1);
@@ -1095,6 +1166,8 @@ int sim_route(struct sim_net *n)
 		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
 		if (!n->host_buf)
 			n->host_buf = calloc(1, HOST_BUF);
+		if (!n->rx_buf && !(n->rx_buf = calloc(1, WIRE_MAX_IB_PACKET)))
+			return ENOMEM;
 		host->buf = host->cq ? n->host_buf : NULL;
 		host->slots = cfg.max_qp;
 		host->slot_flow = host->buf ? calloc(host->slots, sizeof(uint32_t)) : NULL;
@@ -1350,7 +1423,7 @@ uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned p
 	if (node >= n->nnodes || port >= n->nodes[node]->nports)
 		return 0;
 	for (int q = 0; q < SIM_PRIOS; q++)
-		b += n->nodes[node]->ports[port]->q[q].bytes;
+		b += n->nodes[node]->ports[port]->pr[q].q.bytes;
 	if (n->nodes[node]->host)
 		b += n->nodes[node]->host->flowq_bytes;
 	return b;
@@ -1401,7 +1474,7 @@ void sim_net_destroy(struct sim_net *n)
 	 * events: free them, and leave no event that points into the net. */
 	for (size_t i = 0; i < n->eng->len; i++) {
 		struct sim_event *ev = &n->eng->heap[i];
-		if (ev->fn == tx_done || ev->fn == arrive)
+		if (ev->fn == arrive)
 			free((void *)(uintptr_t)ev->arg);
 	}
 	n->eng->len = 0;
@@ -1428,12 +1501,13 @@ void sim_net_destroy(struct sim_net *n)
 		free(host);
 	}
 	free(n->host_buf);
+	free(n->rx_buf);
 	sim_engine_free(&n->starts);
 	for (unsigned i = 0; i < n->nnodes; i++) {
 		struct node *node = n->nodes[i];
 		for (unsigned p = 0; p < node->nports; p++) {
 			for (int q = 0; q < SIM_PRIOS; q++)
-				q_free(&node->ports[p]->q[q]);
+				q_free(&node->ports[p]->pr[q].q);
 			q_free(&node->ports[p]->ctrl);
 			free(node->ports[p]);
 		}

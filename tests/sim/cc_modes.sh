@@ -76,21 +76,28 @@ cmp -s "$tmp/hpcc-noecn/fct.txt" "$tmp/hpcc-a/fct.txt" || fail "hpcc without ECN
 ! cmp -s "$tmp/dcqcn/fct.txt" "$tmp/timely-a/fct.txt" || fail "TIMELY's FCTs are DCQCN's"
 ! cmp -s "$tmp/dcqcn/fct.txt" "$tmp/hpcc-a/fct.txt" || fail "HPCC's FCTs are DCQCN's"
 
-# Convergence on a dumbbell: N flows of 4 MB from 1 ms, 25 Gb/s core.
+# Convergence on a dumbbell: N flows of 4 MB from 1 ms, 25 Gb/s core;
+# every flow's mean Gb/s from 1.5 ms to 4 ms (all still running).
+# HPCC-PINT's feedback is a sample (one encoded U per packet, rounded at
+# random), so over a few milliseconds its shares wander: with 4 flows,
+# Jain's index over 1.5-4 ms spread from 0.89 to 0.99 across seeds.  It
+# is judged on 16 MB flows over 1.5-16 ms, where 16 runs (8 seeds, two
+# orderings of the engine's ties) gave 0.957 to 0.998.
 mkdir -p "$tmp/db"
 for nf in 2 4; do
 	"$SOFTRNIC" sim topo dumbbell $nf --core-rate 25Gbps >"$tmp/db/topology$nf.txt" || fail "sim topo dumbbell $nf"
-	{ echo $nf; for ((i = 0; i < nf; i++)); do echo "$i $nf 3 100 4000000 0.001"; done; } >"$tmp/db/flow$nf.txt"
 	for name in hpcc timely dctcp pint; do
-		sed -e "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE topology$nf.txt|; s|^FLOW_FILE .*|FLOW_FILE flow$nf.txt|" \
+		size=4000000 until_us=4000
+		[ $name = pint ] && size=16000000 until_us=16000
+		{ echo $nf; for ((i = 0; i < nf; i++)); do echo "$i $nf 3 100 $size 0.001"; done; } >"$tmp/db/flow$name$nf.txt"
+		sed -e "s|^TOPOLOGY_FILE .*|TOPOLOGY_FILE topology$nf.txt|; s|^FLOW_FILE .*|FLOW_FILE flow$name$nf.txt|" \
 			-e 's/^SIMULATOR_STOP_TIME .*/SIMULATOR_STOP_TIME 0.05/' "$here/hpcc/config_$name.txt" >"$tmp/db/$name$nf.txt"
 		(cd "$tmp/db" && "$SOFTRNIC" sim run $name$nf.txt --out $name$nf --sample-us 100 >/dev/null) ||
 			fail "$name, $nf flows on the dumbbell: sim run failed"
 		grep -q "^  $nf flows done, 0 failed, 0 unfinished" "$tmp/db/$name$nf/summary.txt" &&
 			grep -q "^  0 drops, " "$tmp/db/$name$nf/summary.txt" ||
 			{ cat "$tmp/db/$name$nf/summary.txt" >&2; fail "$name, $nf flows on the dumbbell: flows or drops"; }
-		# Every flow's mean Gb/s from 1.5 ms to 4 ms (all still running).
-		awk -F, -v n=$nf -v name=$name 'NR > 1 && $1 >= 1500 && $1 < 4000 { b[$2] += $3; k[$1] = 1 } END {
+		awk -F, -v n=$nf -v name=$name -v until_us=$until_us 'NR > 1 && $1 >= 1500 && $1 < until_us { b[$2] += $3; k[$1] = 1 } END {
 			t = 0; for (x in k) t++
 			s = 0; q = 0; m = 0
 			for (f in b) { g = b[f] / t; s += g; q += g * g; m++; printf " %.2f", g }
