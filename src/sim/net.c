@@ -1466,18 +1466,20 @@ uint64_t sim_rnic_counter(const struct sim_net *n, const char *name)
 	return sum;
 }
 
+static void free_in_flight(const struct sim_event *ev, void *ctx)
+{
+	(void)ctx;
+	if (ev->fn == arrive)
+		free((void *)(uintptr_t)ev->arg);
+}
+
 void sim_net_destroy(struct sim_net *n)
 {
 	if (!n)
 		return;
-	/* Packets still on the wire or being sent live in the engine's
-	 * events: free them, and leave no event that points into the net. */
-	for (size_t i = 0; i < n->eng->len; i++) {
-		struct sim_event *ev = &n->eng->heap[i];
-		if (ev->fn == arrive)
-			free((void *)(uintptr_t)ev->arg);
-	}
-	n->eng->len = 0;
+	/* Packets on the wire live in the engine's arrival events: free
+	 * them, and leave no event that points into the net. */
+	sim_clear(n->eng, free_in_flight, NULL);
 	for (unsigned i = 0; i < n->nflows; i++) {
 		if (n->flows[i].qp_src)
 			rnic_qp_destroy(n->flows[i].qp_src);
