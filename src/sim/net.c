@@ -151,8 +151,16 @@ struct node {
 	struct port *ports[MAX_PORTS];
 	struct host *host;
 	uint64_t buf_used;              /* switch: shared buffer in use */
-	uint8_t *route_n;               /* switch: per host, candidate count */
-	uint8_t *route_port;            /* switch: per host, MAX_ECMP ports */
+	/* Switch: per host, 1 + the index in sets[] of its next hops (0:
+	 * none).  A fat-tree switch has a handful of distinct sets (each
+	 * port down, all ports up), so a route is two bytes per host and
+	 * the tables of 320 switches stay in the caches (with the sets
+	 * themselves per host they were 2.9 MB, and a miss per hop). */
+	uint16_t *route;
+	struct ecmp_set {
+		uint8_t n, port[MAX_ECMP];
+	} *sets;
+	unsigned nsets;
 };
 
 struct sim_net {
@@ -649,15 +657,16 @@ static void credit_return(void *ctx, uint64_t arg, uint64_t now)
 
 static struct port *route(struct node *sw, const struct sim_pkt *pkt)
 {
-	unsigned cnt = sw->route_n[pkt->dst_host];
+	unsigned idx = sw->route[pkt->dst_host];
 	uint64_t h = (uint64_t)pkt->sport * 0x9e3779b97f4a7c15ull ^ (uint64_t)pkt->src_host << 32 ^ pkt->dst_host;
 
-	if (!cnt)
+	if (!idx)
 		return NULL;
+	const struct ecmp_set *set = &sw->sets[idx - 1];
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
-	return sw->ports[sw->route_port[(size_t)pkt->dst_host * MAX_ECMP + h % cnt]];
+	return sw->ports[set->port[h % set->n]];
 }
 
 static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, struct sim_pkt *pkt)
@@ -1058,6 +1067,27 @@ int sim_link(struct sim_net *n, unsigned a, unsigned b, const struct sim_link_op
 	return 0;
 }
 
+/* Host h's next hops at switch sw: the set's index, added to sw's sets
+ * if new.  0 or ENOMEM. */
+static int set_route(struct node *sw, unsigned h, const struct ecmp_set *set)
+{
+	unsigned i = 0;
+
+	while (i < sw->nsets && memcmp(&sw->sets[i], set, sizeof(*set)))
+		i++;
+	if (i == sw->nsets) {
+		if (i == UINT16_MAX)
+			return ENOMEM;
+		struct ecmp_set *v = realloc(sw->sets, (i + 1) * sizeof(*v));
+		if (!v)
+			return ENOMEM;
+		sw->sets = v;
+		sw->sets[sw->nsets++] = *set;
+	}
+	sw->route[h] = (uint16_t)(i + 1);
+	return 0;
+}
+
 /* The rnic of each host, and every switch's shortest-path next hops. */
 int sim_route(struct sim_net *n)
 {
@@ -1070,10 +1100,11 @@ int sim_route(struct sim_net *n)
 	}
 	for (unsigned s = 0; s < n->nswitches; s++) {
 		struct node *sw = n->nodes[n->switch_nodes[s]];
-		sw->route_n = calloc(n->nhosts, 1);
-		sw->route_port = calloc((size_t)n->nhosts * MAX_ECMP, 1);
-		if (!sw->route_n || !sw->route_port)
+		if (!(sw->route = calloc(n->nhosts, sizeof(*sw->route)))) {
+			free(dist);
+			free(fifo);
 			return ENOMEM;
+		}
 	}
 	for (unsigned h = 0; h < n->nhosts; h++) {
 		/* BFS from the host; switches only as transit. */
@@ -1098,10 +1129,16 @@ int sim_route(struct sim_net *n)
 			struct node *sw = n->nodes[n->switch_nodes[s]];
 			if (dist[sw->id] == UINT32_MAX)
 				continue;
-			for (unsigned i = 0; i < sw->nports && sw->route_n[h] < MAX_ECMP; i++) {
+			struct ecmp_set set = { 0 };
+			for (unsigned i = 0; i < sw->nports && set.n < MAX_ECMP; i++) {
 				struct node *y = sw->ports[i]->peer;
 				if (y && dist[y->id] + 1 == dist[sw->id] && (!y->is_host || y->index == h))
-					sw->route_port[(size_t)h * MAX_ECMP + sw->route_n[h]++] = (uint8_t)i;
+					set.port[set.n++] = (uint8_t)i;
+			}
+			if (set.n && set_route(sw, h, &set)) {
+				free(dist);
+				free(fifo);
+				return ENOMEM;
 			}
 		}
 	}
@@ -1187,11 +1224,10 @@ int sim_set_route(struct sim_net *n, unsigned sw, unsigned host, unsigned port)
 {
 	struct node *x = sw < n->nnodes ? n->nodes[sw] : NULL;
 
-	if (!x || x->is_host || !x->route_n || host >= n->nhosts || port >= x->nports)
+	if (!x || x->is_host || !x->route || host >= n->nhosts || port >= x->nports)
 		return EINVAL;
-	x->route_n[host] = 1;
-	x->route_port[(size_t)host * MAX_ECMP] = (uint8_t)port;
-	return 0;
+	struct ecmp_set set = { .n = 1, .port = { (uint8_t)port } };
+	return set_route(x, host, &set);
 }
 
 /* ---- flows --------------------------------------------------------------- */
@@ -1394,9 +1430,9 @@ int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *dela
 			*min_rate_bps = rate;
 			return 0;
 		}
-		if (!x->route_n || !x->route_n[dst])
+		if (!x->route || !x->route[dst])
 			return ENOENT;
-		p = x->ports[x->route_port[(size_t)dst * MAX_ECMP]];
+		p = x->ports[x->sets[x->route[dst] - 1].port[0]];
 	}
 	return ENOENT;
 }
@@ -1513,8 +1549,8 @@ void sim_net_destroy(struct sim_net *n)
 			q_free(&node->ports[p]->ctrl);
 			free(node->ports[p]);
 		}
-		free(node->route_n);
-		free(node->route_port);
+		free(node->route);
+		free(node->sets);
 		free(node);
 	}
 	free(n->hosts);
