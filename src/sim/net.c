@@ -291,12 +291,12 @@ static void port_wake(void *ctx, uint64_t arg, uint64_t now)
 /* Kick the port again at `at`, unless a wake no later is due already (a
  * later one stays: it finds the port with nothing to do, or busy, and
  * costs a look). */
-static void port_wake_at(struct sim_net *n, struct port *p, uint64_t at)
+static void port_wake_at(struct sim_net *n, struct port *p, uint64_t at, const struct sim_pkt *hint)
 {
 	if (p->wake_at <= at)
 		return;
 	p->wake_at = at;
-	sim_at(n->eng, at, port_wake, p, 0);
+	sim_at(n->eng, at, port_wake, p, (uint64_t)(uintptr_t)hint);
 }
 
 static bool port_has_work(const struct port *p)
@@ -375,7 +375,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 	if (!p->peer)
 		return;
 	if (now < p->busy_until) {
-		port_wake_at(n, p, p->busy_until);
+		port_wake_at(n, p, p->busy_until, NULL);
 		return;
 	}
 	struct host *h = p->node->host;
@@ -418,7 +418,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 	}
 	if (!pkt) {
 		if (wake != UINT64_MAX)
-			port_wake_at(n, p, wake);
+			port_wake_at(n, p, wake, NULL);
 		return;
 	}
 	if (n->pint_on && !p->node->is_host && pkt->kind == PKT_DATA) {
@@ -459,8 +459,18 @@ static void port_kick(struct sim_net *n, struct port *p)
 		struct port *dst = p->peer->ports[p->peer_port];
 		sim_at(n->eng, p->busy_until + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
 	}
-	if (port_has_work(p))
-		port_wake_at(n, p, p->busy_until);
+	if (port_has_work(p)) {
+		/* The wake's argument is only a hint: the packet that will
+		 * most likely leave next, which the engine prefetches while
+		 * the event before it runs (it is not used: a packet of a
+		 * higher priority may come first). */
+		const struct sim_pkt *next = NULL;
+		if (p->backlog) {
+			const struct queue *q = &p->pr[31 - __builtin_clz(p->backlog)].q;
+			next = q->ring[q->head];
+		}
+		port_wake_at(n, p, p->busy_until, next);
+	}
 }
 
 static void send_pfc(struct sim_net *n, struct port *ingress, uint8_t prio, uint16_t quanta)
