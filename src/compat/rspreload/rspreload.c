@@ -128,7 +128,7 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
  * entry's data.  A program has one or a few; past 64, the rest keep
  * stale entries until EPOLL_CTL_DEL, as noted in docs/rdmacm.md. */
 static int repolls[64];
-static unsigned nrepolls;
+static _Atomic unsigned nrepolls;       /* written under repolls_lock */
 static pthread_mutex_t repolls_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A forked child inherits the placeholders but not the rsockets behind
@@ -376,6 +376,9 @@ static void repoll_drop_everywhere(int fd)
 	int eps[64];
 	unsigned n;
 
+	/* Most programs have no epoll set of rsockets: no lock per close. */
+	if (!atomic_load_explicit(&nrepolls, memory_order_relaxed))
+		return;
 	pthread_mutex_lock(&repolls_lock);
 	n = nrepolls;
 	memcpy(eps, repolls, n * sizeof(eps[0]));
