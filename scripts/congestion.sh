@@ -34,11 +34,11 @@
 #   --rate MBIT       bottleneck (1000)    --queue BYTES  FIFO size (262144)
 #   --mark BYTES/S    marker rate (default 90 % of the bottleneck)
 #   --profile mlx5|paper   DCQCN parameter set (default paper)
-#   --check           assert the short-form claims (CI): CNPs > 0, no
-#                     qdisc drops with DCQCN, Jain >= 0.9; the same for
-#                     DCTCP (its CNPs are its ECN echo); TIMELY: rate cuts,
-#                     no drops and a third of the link used (its Jain is
-#                     reported: TIMELY promises no fair share)
+#   --check           assert the short-form claims (CI): CNPs > 0, rate
+#                     cuts > 0, no qdisc drops with DCQCN, Jain >= 0.9; the
+#                     same for DCTCP (its CNPs are its ECN echo); TIMELY:
+#                     rate cuts, no drops and a third of the link used (its
+#                     Jain is reported: TIMELY promises no fair share)
 #
 # Only namespaces, links and processes created here are touched; the trap
 # removes them however the script ends.  Exit 77: skipped (not root).
