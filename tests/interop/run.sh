@@ -961,7 +961,13 @@ echo nvmet-ready" > "$SRV_LOG" 2>&1; rc=$?
 }
 
 # ------------------------------------------------------------------ run them
-PORT=$((20000 + ($$ % 200) * 100))
+# Each case its own TCP ports (PORT, PORT + 1), all below the kernel's
+# ephemeral range (32768 and up by default): a port in it may be the
+# source port of a connection an earlier case opened, and a server then
+# could not listen there ("Couldn't listen to port 33114", once in CI).
+PORT=$((10000 + ($$ % 200) * 100))
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ $((PORT + 2 * ${#CASES[@]} + 2)) -lt "${low:-32768}" ] || PORT=$((${low:-32768} - 2 * ${#CASES[@]} - 4))
 for CASE in "${CASES[@]}"; do
 	CASE_FILE=${CASE//:/.}
 	PORT=$((PORT + 2))
