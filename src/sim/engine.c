@@ -127,26 +127,35 @@ static int wheel_push(struct sim_engine *e, const struct sim_event *ev)
 	v[i] = *ev;
 	if (!s->len++)
 		e->wheel_bits[idx / 64] |= 1ull << (idx % 64);
-	e->wheel_len++;
+	if (!e->wheel_len++ || ev->at < e->wheel_min)
+		e->wheel_min = ev->at;
 	return 0;
 }
 
-/* The slot of the wheel's earliest event, or NULL.  Its events are due
- * in [now, now + SIM_WHEEL_NS): the first slot in use from now's on,
- * going round, holds it. */
+/* The slot of the wheel's earliest event, or NULL.  The engine keeps its
+ * time (wheel_min) rather than looking for it at every call: the search
+ * runs only when a slot empties (wheel_pop), once per simulated time. */
 static struct sim_wheel_slot *wheel_front(const struct sim_engine *e)
 {
-	if (!e->wheel_len)
-		return NULL;
-	size_t start = e->now & WHEEL_MASK, word = start / 64;
+	return e->wheel_len ? &e->wheel[e->wheel_min & WHEEL_MASK] : NULL;
+}
+
+/* After the slot of time `at` emptied: the wheel's next time.  Its
+ * events are due in (at, at + SIM_WHEEL_NS): the first slot in use after
+ * at's, going round, holds them. */
+static uint64_t wheel_next_after(const struct sim_engine *e, uint64_t at)
+{
+	size_t start = at & WHEEL_MASK, word = start / 64;
 	uint64_t w = e->wheel_bits[word] & (~0ull << (start % 64));
 	for (size_t n = 0; n <= WHEEL_WORDS; n++) {
-		if (w)
-			return &e->wheel[word * 64 + (size_t)__builtin_ctzll(w)];
+		if (w) {
+			size_t idx = word * 64 + (size_t)__builtin_ctzll(w);
+			return at + ((idx - start) & WHEEL_MASK);
+		}
 		word = (word + 1) % WHEEL_WORDS;
 		w = e->wheel_bits[word];
 	}
-	return NULL;            /* not reached: wheel_len counts the bits' events */
+	return UINT64_MAX;      /* not reached: wheel_len counts the bits' events */
 }
 
 static struct sim_event wheel_pop(struct sim_engine *e, struct sim_wheel_slot *s)
@@ -160,6 +169,8 @@ static struct sim_event wheel_pop(struct sim_engine *e, struct sim_wheel_slot *s
 		s->head = 0;
 		size_t idx = (size_t)(s - e->wheel);
 		e->wheel_bits[idx / 64] &= ~(1ull << (idx % 64));
+		if (e->wheel_len)
+			e->wheel_min = wheel_next_after(e, ev.at);
 	}
 	return ev;
 }

@@ -54,6 +54,7 @@ struct sim_engine {
 	struct sim_wheel_slot *wheel;
 	uint64_t wheel_bits[SIM_WHEEL_NS / 64];
 	size_t wheel_len;
+	uint64_t wheel_min;             /* the wheel's earliest time, while wheel_len */
 };
 
 void sim_engine_init(struct sim_engine *e);

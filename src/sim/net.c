@@ -676,7 +676,10 @@ static struct port *route(struct node *sw, const struct sim_pkt *pkt)
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
-	return sw->ports[set->port[h % set->n]];
+	/* A fat-tree's sets hold 1, k/2 ... ports: a mask, not a division
+	 * (whose latency was a tenth of a packet's arrival); the same port. */
+	unsigned n = set->n;
+	return sw->ports[set->port[(n & (n - 1)) == 0 ? h & (n - 1) : h % n]];
 }
 
 static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, struct sim_pkt *pkt)
