@@ -968,7 +968,7 @@ static void print_summary(const char *dir)
 static int usage(void)
 {
 	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N] [--sample-us N] [--trace-limit-mb N (1024)]\n"
-			"                       [--flows N]   (an HPCC config.txt)\n"
+			"                       [--flows N] [--threads N (1)] [--partitions N]   (an HPCC config.txt)\n"
 			"       softrnic sim fct FCT_FILE [--step PERCENT] [--time-limit NS]   (HPCC's fct_analysis.py)\n"
 			"       softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]   (a topology file)\n"
 			"       softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R] [--time S] [--seed N]\n"
@@ -1003,6 +1003,10 @@ int sim_cli(int argc, char **argv)
 				ro.sample_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
 			else if (!strcmp(argv[i], "--flows"))
 				ro.flow_limit = (unsigned)strtoul(argv[i + 1], NULL, 10);
+			else if (!strcmp(argv[i], "--threads"))
+				ro.threads = (unsigned)strtoul(argv[i + 1], NULL, 10);
+			else if (!strcmp(argv[i], "--partitions"))
+				ro.partitions = (unsigned)strtoul(argv[i + 1], NULL, 10);
 			else if (!strcmp(argv[i], "--trace-limit-mb"))
 				ro.trace_limit_bytes = (uint64_t)(strtod(argv[i + 1], NULL) * 1048576);
 			else

@@ -577,6 +577,15 @@ static uint64_t max_bdp(unsigned nodes, const bool *is_switch, const struct link
 	return best;
 }
 
+/* sim_net_run's progress calls, between windows (partitions). */
+static void run_progress(void *ctx, const struct sim_net *n)
+{
+	struct sim_progress *prog = ctx;
+
+	if (sim_progress_due(prog))
+		sim_progress_update(prog, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
+}
+
 int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o)
 {
 	uint64_t seed = o->seed, sample_ns = o->sample_ns;
@@ -687,6 +696,21 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	free(degree);
 	sim_engine_init(&e);
 	struct sim_net *n = rc ? NULL : sim_net_create(&e, seed, &ho, &so);
+	bool said = false;
+	unsigned parts = o->partitions ? o->partitions : o->threads;
+	if (n && parts > 1 &&
+	    (o->sample_ns || o->queue_sample_ns || sim_net_set_partitions(n, parts, o->threads > 1))) {
+		fprintf(stderr, "softrnic sim run: %u partitions: %s\n", parts,
+			o->sample_ns || o->queue_sample_ns ? "the samplers (--sample-us) need one"
+							   : "at most " SIM_MAX_PARTS_TEXT);
+		rc = 2;
+		said = true;
+	} else if (n && o->threads > 1 && o->partitions && o->partitions != o->threads) {
+		fprintf(stderr, "softrnic sim run: --threads %u with --partitions %u: a thread per partition, or one\n",
+			o->threads, o->partitions);
+		rc = 2;
+		said = true;
+	}
 	/* Nodes in the files' order: our node ids are theirs. */
 	for (unsigned id = 0; n && !rc && id < nodes; id++) {
 		int x = is_switch[id] ? sim_add_switch(n) : sim_add_host(n);
@@ -699,8 +723,10 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 		if (sim_link(n, lk[i].a, lk[i].b, &lk[i].l))
 			rc = 2;
 	if (!n || rc || sim_route(n)) {
-		if (n || !rc)
-			fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", c.topology);
+		if ((n || !rc) && !said)
+			fprintf(stderr, "softrnic sim run: cannot build the topology of %s%s\n", c.topology,
+				n && sim_net_partitions(n) > 1 ? " in partitions (a link without delay between them?)"
+							       : "");
 		rc = 2;
 	} else if (c.routes[0]) {
 		rc = load_routes(n, c.routes, is_switch, host_of, nodes);
@@ -766,10 +792,18 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	}
 	struct sim_progress prog;
 	sim_progress_start(&prog, "softrnic sim run", stop, sim_flows(n));
-	while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
-		if (sim_progress_due(&prog))
-			sim_progress_update(&prog, e.now, e.events_run, sim_flows_running(n));
-	sim_progress_end(&prog, e.now, e.events_run, sim_flows_running(n));
+	if (sim_net_partitions(n) > 1) {
+		int err = sim_net_run(n, stop, run_progress, &prog);
+		if (err) {
+			fprintf(stderr, "softrnic sim run: %s\n", err == EAGAIN ? "cannot start its threads" : "out of memory");
+			rc = 2;
+		}
+	} else {
+		while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
+			if (sim_progress_due(&prog))
+				sim_progress_update(&prog, e.now, e.events_run, sim_flows_running(n));
+	}
+	sim_progress_end(&prog, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
 	if (smp.f)
 		fclose(smp.f);
 	if (smp.tput)
@@ -832,6 +866,9 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows", config, nodes, switches, links, nflows);
 	if (nflows < listed)
 		fprintf(sum, " (the first of the file's %u)", listed);
+	if (sim_net_partitions(n) > 1)
+		fprintf(sum, "; %u partitions on %u thread%s, windows of %" PRIu64 " ns", sim_net_partitions(n),
+			o->threads > 1 ? o->threads : 1, o->threads > 1 ? "s" : "", sim_net_lookahead(n));
 	if (c.cc_mode != 1)
 		fprintf(sum, "; %s, window %" PRIu64 " bytes",
 			c.cc_mode == 7 ? "TIMELY" : c.cc_mode == 3 ? "HPCC" : c.cc_mode == 10 ? "HPCC-PINT" : "DCTCP",
@@ -840,7 +877,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 		c.cc_mode == 1 ? "DCQCN" : "ECN", c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
 		so.buffer_bytes);
 	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events, %" PRIu64
-		     " packet-hops)\n", done, failed, nflows - done - failed, (double)e.now / 1e9, e.events_run,
+		     " packet-hops)\n", done, failed, nflows - done - failed, (double)sim_net_now(n) / 1e9, sim_net_events(n),
 		st->packet_hops);
 	fprintf(sum, "  %" PRIu64 " drops, %" PRIu64 " pauses, %" PRIu64 " ECN marks, %" PRIu64 " CNPs, %" PRIu64
 		     " retransmitted packets\n",

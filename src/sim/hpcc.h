@@ -21,6 +21,11 @@ struct sim_run_opts {
 				 * first line would) */
 	uint64_t queue_sample_ns;       /* 0, or how often `result` samples every
 					 * switch egress queue */
+	unsigned threads;       /* 0 or 1, or the fabric in this many partitions,
+				 * a thread each (net.h, "partitions"; not with
+				 * the samplers) */
+	unsigned partitions;    /* 0: as threads; more with threads 0 or 1: that
+				 * many partitions, run one after the other */
 	char fct_path[768];     /* out: the FCT file written in out_dir */
 	struct sim_run_result { /* out: what the summary says, as numbers */
 		unsigned flows, done, failed;

@@ -15,6 +15,9 @@
 #include "sim/net.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,7 +131,6 @@ struct host {
 	struct rnic_mr *mr;
 	uint8_t *buf;
 	uint64_t timer_at, timer_gen;
-	uint64_t delivered;             /* wire bytes of its packets that arrived */
 	/* The flow (index + 1) whose QP on this host has QPN q, at slot
 	 * q % slots, with the QPN beside it (0: none).  slots is the rnic's
 	 * max_qp, whose QP table gives live QPs distinct slots the same way. */
@@ -143,8 +145,38 @@ struct host {
 	uint64_t flowq_bytes;
 };
 
+/* A partition of the fabric (net.h, "Partitions"): its nodes' events run
+ * on its own engine, with its own random stream and counters.  An event
+ * for an object of another partition waits in the outbox for that
+ * partition until the window ends. */
+struct xfer {
+	uint64_t at;
+	sim_fn fn;
+	void *ctx;
+	uint64_t arg;
+};
+
+struct part {
+	struct sim_net *net;
+	unsigned index;
+	struct sim_engine *eng;         /* partition 0: the caller's engine */
+	struct sim_engine own;          /* the others' */
+	uint64_t rng[4];
+	struct sim_net_stats stats;
+	uint8_t *host_buf;              /* its hosts' MR (HOST_BUF bytes, shared by them) */
+	uint8_t *rx_buf;                /* host_receive's scratch */
+	uint64_t *delivered;            /* per source host: wire bytes that arrived here */
+	unsigned done;                  /* flows that ended here (or failed to start) */
+	struct xfer *out[SIM_MAX_PARTS];
+	size_t out_len[SIM_MAX_PARTS], out_cap[SIM_MAX_PARTS];
+	struct rnic_qp **dead;          /* QPs of other partitions' hosts to destroy */
+	size_t ndead, capdead;
+	int error;                      /* ENOMEM: an outbox could not grow */
+};
+
 struct node {
 	struct sim_net *net;
+	struct part *part;
 	bool is_host;
 	unsigned id, index;             /* node id; index among hosts or switches */
 	unsigned nports;
@@ -164,8 +196,12 @@ struct node {
 };
 
 struct sim_net {
-	struct sim_engine *eng;
-	uint64_t rng[4];
+	struct sim_engine *eng;         /* parts[0].eng */
+	struct part parts[SIM_MAX_PARTS];
+	unsigned nparts;
+	bool threads;                   /* a thread per partition, else one after the other */
+	uint64_t lookahead_ns;          /* the smallest delay of a link between partitions */
+	uint64_t seed;
 	struct sim_host_opts ho;
 	struct sim_switch_opts so;
 	struct node *nodes[SIM_MAX_NODES];
@@ -173,13 +209,13 @@ struct sim_net {
 	struct host **hosts;
 	unsigned *host_nodes, *switch_nodes;
 	struct flow *flows;
-	unsigned nflows, capflows, running;
-	struct sim_net_stats stats;
+	unsigned nflows, capflows, added;   /* running: added - the parts' done */
+	struct sim_net_stats stats;     /* the parts' together (sim_net_stats) */
 	bool pint_on;                   /* HPCC-PINT (ho.hpcc->pint) */
-	/* The memory every host registers as its MR: what a flow's bytes
-	 * are does not matter here, so all hosts share one HOST_BUF (with a
-	 * buffer each, 1 024 hosts would touch 4 GiB). */
-	uint8_t *host_buf;
+	/* The memory every host registers as its MR is its partition's
+	 * host_buf: what a flow's bytes are does not matter here, so the
+	 * hosts share one HOST_BUF (with a buffer each, 1 024 hosts would
+	 * touch 4 GiB). */
 	/* Flows not started yet, as start events held back in an engine of
 	 * their own (never run there, only popped): only the earliest
 	 * is an engine event (arm_next_start), so the engine's heap holds the
@@ -192,17 +228,38 @@ struct sim_net {
 	int64_t armed;                  /* the start in the engine now (-1: none) */
 	uint64_t armed_at, armed_seq;   /* its time and sequence number */
 	struct sim_pint pint;
-	/* Where host_receive puts a packet whose payload was not carried
-	 * back together (WIRE_MAX_IB_PACKET bytes; the payload's room is
-	 * zeros). */
-	uint8_t *rx_buf;
 };
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static double uniform(struct sim_net *n)
+static double uniform(struct part *P)
 {
-	return (double)(prng_next(n->rng) >> 11) * (1.0 / 9007199254740992.0);
+	return (double)(prng_next(P->rng) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Call fn at `at` for an object of node `to`: on this partition's engine,
+ * or through the outbox to its own (`at` is then at least a lookahead
+ * ahead: every such event is a link's crossing). */
+static void net_at(struct part *P, const struct node *to, uint64_t at, sim_fn fn, void *ctx, uint64_t arg)
+{
+	struct part *Q = to->part;
+
+	if (Q == P) {
+		sim_at(P->eng, at, fn, ctx, arg);
+		return;
+	}
+	unsigned q = Q->index;
+	if (P->out_len[q] == P->out_cap[q]) {
+		size_t cap = P->out_cap[q] ? 2 * P->out_cap[q] : 1024;
+		struct xfer *v = realloc(P->out[q], cap * sizeof(*v));
+		if (!v) {
+			P->error = ENOMEM;
+			return;
+		}
+		P->out[q] = v;
+		P->out_cap[q] = cap;
+	}
+	P->out[q][P->out_len[q]++] = (struct xfer){ .at = at, .fn = fn, .ctx = ctx, .arg = arg };
 }
 
 static uint64_t ser_ns(const struct port *p, uint32_t wire)
@@ -295,8 +352,9 @@ static void port_wake_at(struct sim_net *n, struct port *p, uint64_t at, const s
 {
 	if (p->wake_at <= at)
 		return;
+	(void)n;
 	p->wake_at = at;
-	sim_at(n->eng, at, port_wake, p, (uint64_t)(uintptr_t)hint);
+	sim_at(p->node->part->eng, at, port_wake, p, (uint64_t)(uintptr_t)hint);
 }
 
 static bool port_has_work(const struct port *p)
@@ -338,6 +396,7 @@ static void credit_return(void *ctx, uint64_t arg, uint64_t now);
 static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 {
 	struct port *in = sw->ports[pkt->in_port];
+	struct part *P = sw->part;
 
 	if (n->so.ib_credits) {
 		/* The input buffer space is free again: the credit goes back
@@ -346,7 +405,7 @@ static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 		in->pr[pkt->prio].in_bytes -= pkt->wire;
 		sw->buf_used -= pkt->wire;
 		struct port *up = in->peer->ports[in->peer_port];
-		sim_at(n->eng, n->eng->now + in->delay_ns, credit_return, up, (uint64_t)pkt->wire << 8 | pkt->prio);
+		net_at(P, up->node, P->eng->now + in->delay_ns, credit_return, up, (uint64_t)pkt->wire << 8 | pkt->prio);
 		return;
 	}
 
@@ -363,13 +422,14 @@ static void release(struct sim_net *n, struct node *sw, struct sim_pkt *pkt)
 		in->pr[pkt->prio].xoff_sent = false;
 		in->refresh_gen[pkt->prio]++;
 		send_pfc(n, in, pkt->prio, 0);
-		n->stats.resumes_sent++;
+		P->stats.resumes_sent++;
 	}
 }
 
 static void port_kick(struct sim_net *n, struct port *p)
 {
-	uint64_t now = n->eng->now, wake = UINT64_MAX;
+	struct part *P = p->node->part;
+	uint64_t now = P->eng->now, wake = UINT64_MAX;
 	struct sim_pkt *pkt = NULL;
 
 	if (!p->peer)
@@ -408,7 +468,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 				 * credit's return kicks the port again. */
 				uint32_t need = p->pr[prio].q.ring[p->pr[prio].q.head]->wire;
 				if (p->pr[prio].credits < need) {
-					n->stats.credit_stalls++;
+					P->stats.credit_stalls++;
 					continue;
 				}
 				p->pr[prio].credits -= need;
@@ -428,7 +488,7 @@ static void port_kick(struct sim_net *n, struct port *p)
 			for (int prio = 0; prio < SIM_PRIOS; prio++)
 				queued += p->pr[prio].q.bytes;
 			double u = sim_pint_port_u(&n->pint, &p->pint, now, queued, p->rate_bps);
-			uint16_t f = sim_pint_encode(&n->pint, u, uniform(n));
+			uint16_t f = sim_pint_encode(&n->pint, u, uniform(P));
 			if (f > pkt->pint_field)
 				pkt->pint_field = f;
 		}
@@ -451,13 +511,13 @@ static void port_kick(struct sim_net *n, struct port *p)
 	/* On the wire: the port is busy until the last bit is out, and the
 	 * packet arrives a link delay after that, unless the link loses it. */
 	p->busy_until = now + ser_ns(p, pkt->wire);
-	n->stats.packet_hops++;
-	if (pkt->kind == PKT_DATA && p->loss > 0 && uniform(n) < p->loss) {
-		n->stats.link_losses++;
+	P->stats.packet_hops++;
+	if (pkt->kind == PKT_DATA && p->loss > 0 && uniform(P) < p->loss) {
+		P->stats.link_losses++;
 		free(pkt);
 	} else {
 		struct port *dst = p->peer->ports[p->peer_port];
-		sim_at(n->eng, p->busy_until + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
+		net_at(P, p->peer, p->busy_until + p->delay_ns, arrive, dst, (uint64_t)(uintptr_t)pkt);
 	}
 	if (port_has_work(p)) {
 		/* The wake's argument is only a hint: the packet that will
@@ -501,19 +561,20 @@ static void pfc_refresh(void *ctx, uint64_t arg, uint64_t now)
 	if (!in->pr[prio].xoff_sent || in->refresh_gen[prio] != gen)
 		return;
 	send_pfc(n, in, prio, PFC_QUANTA);
-	n->stats.pauses_sent++;
+	in->node->part->stats.pauses_sent++;
 	uint64_t quantum_ns = 512ull * 1000000000ull / in->rate_bps;
-	sim_at(n->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in, gen << 8 | prio);
+	sim_at(in->node->part->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in, gen << 8 | prio);
 }
 
 static void xoff(struct sim_net *n, struct port *in, uint8_t prio)
 {
 	in->pr[prio].xoff_sent = true;
 	in->refresh_gen[prio]++;
+	struct part *P = in->node->part;
 	send_pfc(n, in, prio, PFC_QUANTA);
-	n->stats.pauses_sent++;
+	P->stats.pauses_sent++;
 	uint64_t quantum_ns = 512ull * 1000000000ull / in->rate_bps;
-	sim_at(n->eng, n->eng->now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in,
+	sim_at(P->eng, P->eng->now + (uint64_t)PFC_QUANTA * quantum_ns / 2, pfc_refresh, in,
 	       in->refresh_gen[prio] << 8 | prio);
 }
 
@@ -533,7 +594,7 @@ static void on_pfc(struct sim_net *n, struct port *p, const struct sim_pkt *pkt,
 	uint8_t prio = pkt->pfc_prio;
 	uint64_t quantum_ns = 512ull * 1000000000ull / p->rate_bps;
 
-	n->stats.pauses_received++;
+	p->node->part->stats.pauses_received++;
 	if (pkt->quanta) {
 		p->last_pause_rx[prio] = now;
 		p->pauses_rx++;
@@ -567,19 +628,22 @@ static void drop_queue(struct sim_net *n, struct port *p, int prio)
 	while (p->pr[prio].q.len) {
 		struct sim_pkt *pkt = port_pop(p, (unsigned)prio);
 		release(n, p->node, pkt);
-		n->stats.watchdog_drops++;
+		p->node->part->stats.watchdog_drops++;
 		free(pkt);
 	}
 }
 
 static void watchdog_tick(void *ctx, uint64_t arg, uint64_t now)
 {
-	struct sim_net *n = ctx;
+	struct part *P = ctx;
+	struct sim_net *n = P->net;
 	const int prio = SIM_PRIO_ROCE;
 
 	(void)arg;
 	for (unsigned s = 0; s < n->nswitches; s++) {
 		struct node *sw = n->nodes[n->switch_nodes[s]];
+		if (sw->part != P)
+			continue;       /* its own partition's tick looks at it */
 		for (unsigned i = 0; i < sw->nports; i++) {
 			struct port *p = sw->ports[i];
 			if (!p->pr[prio].stormed && p->pr[prio].paused_until > now && p->pr[prio].q.len &&
@@ -587,16 +651,16 @@ static void watchdog_tick(void *ctx, uint64_t arg, uint64_t now)
 				p->pr[prio].stormed = true;
 				p->paused_total[prio] += now - p->pause_start[prio];
 				p->pause_start[prio] = p->pr[prio].paused_until = now;
-				n->stats.storms_detected++;
+				P->stats.storms_detected++;
 				drop_queue(n, p, prio);
 				port_kick(n, p);
 			} else if (p->pr[prio].stormed && now - p->last_pause_rx[prio] >= n->so.wd_restore_ns) {
 				p->pr[prio].stormed = false;
-				n->stats.storms_restored++;
+				P->stats.storms_restored++;
 			}
 		}
 	}
-	sim_at(n->eng, now + n->so.wd_detect_ns / 4, watchdog_tick, n, 0);
+	sim_at(P->eng, now + n->so.wd_detect_ns / 4, watchdog_tick, P, 0);
 }
 
 /* A host whose NIC pauses its switch port for ever (a PFC storm),
@@ -609,15 +673,15 @@ static void storm_tick(void *ctx, uint64_t arg, uint64_t now)
 
 	(void)arg;
 	send_pfc(n, p, SIM_PRIO_ROCE, PFC_QUANTA);
-	n->stats.pauses_sent++;
-	sim_at(n->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, storm_tick, p, 0);
+	p->node->part->stats.pauses_sent++;
+	sim_at(p->node->part->eng, now + (uint64_t)PFC_QUANTA * quantum_ns / 2, storm_tick, p, 0);
 }
 
 int sim_host_storm(struct sim_net *n, unsigned host, uint64_t start_ns)
 {
 	if (host >= n->nhosts || !n->hosts[host]->node->nports)
 		return EINVAL;
-	return sim_at(n->eng, start_ns, storm_tick, n->hosts[host]->node->ports[0], 0);
+	return sim_at(n->hosts[host]->node->part->eng, start_ns, storm_tick, n->hosts[host]->node->ports[0], 0);
 }
 
 unsigned sim_nodes(const struct sim_net *n)
@@ -644,14 +708,14 @@ bool sim_port_is_paused(const struct sim_net *n, unsigned node, unsigned port)
 {
 	if (node >= n->nnodes || port >= n->nodes[node]->nports)
 		return false;
-	return n->nodes[node]->ports[port]->pr[SIM_PRIO_ROCE].paused_until > n->eng->now;
+	return n->nodes[node]->ports[port]->pr[SIM_PRIO_ROCE].paused_until > n->nodes[node]->part->eng->now;
 }
 
 uint64_t sim_port_paused_ns(const struct sim_net *n, unsigned node, unsigned port)
 {
 	if (node >= n->nnodes || port >= n->nodes[node]->nports)
 		return 0;
-	return paused_ns(n->nodes[node]->ports[port], SIM_PRIO_ROCE, n->eng->now);
+	return paused_ns(n->nodes[node]->ports[port], SIM_PRIO_ROCE, n->nodes[node]->part->eng->now);
 }
 
 static void credit_return(void *ctx, uint64_t arg, uint64_t now)
@@ -684,18 +748,19 @@ static struct port *route(struct node *sw, const struct sim_pkt *pkt)
 
 static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, struct sim_pkt *pkt)
 {
+	struct part *P = sw->part;
 	struct port *out = route(sw, pkt);
 	uint8_t prio = pkt->prio;
 
 	if (!out) {
-		n->stats.drops++;
+		P->stats.drops++;
 		free(pkt);
 		return;
 	}
 	pkt->in_port = (uint16_t)in->index;
 	pkt->in_headroom = false;
 	if (out->pr[prio].stormed) {
-		n->stats.watchdog_drops++;
+		P->stats.watchdog_drops++;
 		free(pkt);
 		return;
 	}
@@ -703,7 +768,7 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 		/* Credits guarantee the room: nothing is dropped (counted if
 		 * the model is ever wrong). */
 		if (in->pr[prio].in_bytes + pkt->wire > n->so.buffer_bytes / sw->nports) {
-			n->stats.drops++;
+			P->stats.drops++;
 			free(pkt);
 			return;
 		}
@@ -717,7 +782,7 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 			if (!in->pr[prio].xoff_sent)
 				xoff(n, in, prio);
 			if (in->pr[prio].headroom_used + pkt->wire > headroom) {
-				n->stats.headroom_drops++;
+				P->stats.headroom_drops++;
 				free(pkt);
 				return;
 			}
@@ -727,7 +792,7 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	} else {
 		uint64_t threshold = xoff_threshold(n, sw);
 		if (out->pr[prio].q.bytes + pkt->wire > threshold || sw->buf_used + pkt->wire > n->so.buffer_bytes) {
-			n->stats.drops++;
+			P->stats.drops++;
 			free(pkt);
 			return;
 		}
@@ -735,8 +800,8 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 	if (!pkt->in_headroom) {
 		in->pr[prio].in_bytes += pkt->wire;
 		sw->buf_used += pkt->wire;
-		if (sw->buf_used > n->stats.max_buffer_bytes)
-			n->stats.max_buffer_bytes = sw->buf_used;
+		if (sw->buf_used > P->stats.max_buffer_bytes)
+			P->stats.max_buffer_bytes = sw->buf_used;
 	}
 	/* ECN/RED at enqueue, on the egress queue's bytes. */
 	if (n->so.ecn && (pkt->ecn == 1 || pkt->ecn == 2)) {
@@ -750,15 +815,15 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 			}
 		}
 		bool mark = qb > kmax ||
-			    (qb > kmin && kmax > kmin && uniform(n) < pmax * (double)(qb - kmin) / (double)(kmax - kmin));
+			    (qb > kmin && kmax > kmin && uniform(P) < pmax * (double)(qb - kmin) / (double)(kmax - kmin));
 		if (mark) {
 			pkt->ecn = 3;
-			n->stats.ecn_marks++;
+			P->stats.ecn_marks++;
 		}
 	}
 	if (port_push(out, prio, pkt)) {
 		release(n, sw, pkt);
-		n->stats.drops++;
+		P->stats.drops++;
 		free(pkt);
 		return;
 	}
@@ -769,10 +834,29 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 
 static void host_timer(void *ctx, uint64_t arg, uint64_t now);
 
+/* A QP of another partition's host, destroyed at the window's end (a
+ * leak if the list cannot grow: the QP stays until sim_net_destroy...
+ * which then does not know it; counted as a partition error). */
+static void qp_doom(struct part *P, struct rnic_qp *qp)
+{
+	if (P->ndead == P->capdead) {
+		size_t cap = P->capdead ? 2 * P->capdead : 64;
+		struct rnic_qp **v = realloc(P->dead, cap * sizeof(*v));
+		if (!v) {
+			P->error = ENOMEM;
+			return;
+		}
+		P->dead = v;
+		P->capdead = cap;
+	}
+	P->dead[P->ndead++] = qp;
+}
+
 /* After the rnic ran: completions, then its next timer. */
 static void host_after(struct host *h)
 {
 	struct sim_net *n = h->net;
+	struct part *P = h->node->part;
 	struct ibv_wc wc[16];
 	int got;
 
@@ -781,14 +865,19 @@ static void host_after(struct host *h)
 			struct flow *f = &n->flows[wc[i].wr_id];
 			if (f->r.fct_ns)
 				continue;
-			f->r.fct_ns = n->eng->now - f->r.start_ns;
+			f->r.fct_ns = P->eng->now - f->r.start_ns;
 			f->r.failed = wc[i].status != IBV_WC_SUCCESS;
-			n->running--;
+			P->done++;
 			/* Done: every byte is acknowledged, the pair can go (a
-			 * late duplicate finds no QP and is counted). */
+			 * late duplicate finds no QP and is counted).  The
+			 * destination's QP, if its host is in another
+			 * partition, at the window's end. */
 			if (!f->r.failed) {
 				rnic_qp_destroy(f->qp_src);
-				rnic_qp_destroy(f->qp_dst);
+				if (n->hosts[f->r.dst]->node->part == P)
+					rnic_qp_destroy(f->qp_dst);
+				else
+					qp_doom(P, f->qp_dst);
 				f->qp_src = f->qp_dst = NULL;
 			}
 		}
@@ -796,7 +885,7 @@ static void host_after(struct host *h)
 	uint64_t d = rnic_next_deadline(h->rnic);
 	if (d < h->timer_at) {
 		h->timer_at = d;
-		sim_at(n->eng, d, host_timer, h, ++h->timer_gen);
+		sim_at(P->eng, d, host_timer, h, ++h->timer_gen);
 	}
 }
 
@@ -815,6 +904,7 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 {
 	struct host *h = ctx;
 	struct sim_net *n = h->net;
+	struct part *P = h->node->part;
 	int dst = host_of_gid(n, &tx->dst);
 	struct sim_pkt *pkt;
 
@@ -841,7 +931,7 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 	pkt->payload_len = (uint32_t)tx->payload_len;
 	pkt->hdr_len = (uint16_t)tx->hdr_len;
 	memcpy(pkt->ib, tx->ib, tx->ib_len);
-	n->stats.packets_sent++;
+	P->stats.packets_sent++;
 	if (n->ho.cc_algo == RNIC_CC_HPCC && pkt->prio == SIM_PRIO_ROCE && tx->ib_len >= 8) {
 		uint8_t op = tx->ib[0] & 0x1f;
 		if (op < 0x11) {
@@ -881,8 +971,8 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 		if (h->flowq[id].len == 1)
 			h->active[(h->act_head + h->act_len++) % NIC_FLOW_QUEUES] = (uint16_t)id;
 		h->flowq_bytes += pkt->wire;
-		if (h->flowq_bytes > n->stats.max_host_queue_bytes)
-			n->stats.max_host_queue_bytes = h->flowq_bytes;
+		if (h->flowq_bytes > P->stats.max_host_queue_bytes)
+			P->stats.max_host_queue_bytes = h->flowq_bytes;
 	} else if (port_push(p, pkt->prio, pkt)) {
 		free(pkt);
 		return;
@@ -892,6 +982,7 @@ static void host_xmit(void *ctx, const struct rnic_tx *tx)
 
 static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt, uint64_t now)
 {
+	struct part *P = h->node->part;
 	struct rnic_rx rx;
 
 	memset(&rx, 0, sizeof(rx));
@@ -904,13 +995,13 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	if (pkt->payload_len) {
 		/* headers ++ payload (zeros: its bytes are not simulated) ++
 		 * pad and ICRC, as on the wire (rnic_tx) */
-		memcpy(n->rx_buf, pkt->ib, pkt->hdr_len);
-		memcpy(n->rx_buf + pkt->hdr_len + pkt->payload_len, pkt->ib + pkt->hdr_len, pkt->ib_len - pkt->hdr_len);
-		rx.ib = n->rx_buf;
+		memcpy(P->rx_buf, pkt->ib, pkt->hdr_len);
+		memcpy(P->rx_buf + pkt->hdr_len + pkt->payload_len, pkt->ib + pkt->hdr_len, pkt->ib_len - pkt->hdr_len);
+		rx.ib = P->rx_buf;
 		rx.ib_len = pkt->ib_len + pkt->payload_len;
 	}
 	rx.ttl = 64;
-	n->hosts[pkt->src_host]->delivered += pkt->wire;
+	P->delivered[pkt->src_host] += pkt->wire;
 	/* Per-flow throughput (sim_flow_arrived): requests to a flow's QP
 	 * here (BTH opcode below ACK's 0x11, DestQP bytes 5..7). */
 	if (pkt->prio == SIM_PRIO_ROCE && pkt->ib_len >= 12 && (pkt->ib[0] & 0x1f) < 0x11) {
@@ -931,7 +1022,7 @@ static void host_receive(struct sim_net *n, struct host *h, struct sim_pkt *pkt,
 	rnic_receive(h->rnic, &rx, now);
 	if (pkt->tel_echo && n->pint_on) {
 		/* HPCC-PINT: a sampled share of the ACKs carries feedback. */
-		if (n->ho.pint_prob >= 1 || uniform(n) < n->ho.pint_prob) {
+		if (n->ho.pint_prob >= 1 || uniform(P) < n->ho.pint_prob) {
 			uint32_t qpn = (uint32_t)pkt->ib[5] << 16 | (uint32_t)pkt->ib[6] << 8 | pkt->ib[7];
 			struct hpcc_int t = { .pint_u = sim_pint_decode_q20(&n->pint, pkt->pint_field) };
 			rnic_cc_telemetry(h->rnic, qpn, &t, now);
@@ -973,9 +1064,13 @@ struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const stru
 	if (!n)
 		return NULL;
 	n->eng = eng;
+	n->seed = seed;
+	n->nparts = 1;
+	n->parts[0].net = n;
+	n->parts[0].eng = eng;
+	prng_seed(n->parts[0].rng, seed);
 	n->armed = -1;
 	sim_engine_init(&n->starts);
-	prng_seed(n->rng, seed);
 	n->ho = *ho;
 	if (ho->cc_algo == RNIC_CC_HPCC && ho->hpcc && ho->hpcc->pint) {
 		n->pint_on = true;
@@ -989,6 +1084,94 @@ struct sim_net *sim_net_create(struct sim_engine *eng, uint64_t seed, const stru
 	return n;
 }
 
+int sim_net_set_partitions(struct sim_net *n, unsigned parts, bool threads)
+{
+	if (!parts || parts > SIM_MAX_PARTS || n->nhosts || n->nswitches)
+		return EINVAL;
+	n->threads = threads;
+	for (unsigned i = 1; i < parts; i++) {
+		struct part *P = &n->parts[i];
+		P->net = n;
+		P->index = i;
+		sim_engine_init(&P->own);
+		P->eng = &P->own;
+		prng_seed(P->rng, n->seed ^ (0x9e3779b97f4a7c15ull * i));
+	}
+	n->nparts = parts;
+	return 0;
+}
+
+unsigned sim_net_partitions(const struct sim_net *n)
+{
+	return n->nparts;
+}
+
+uint64_t sim_net_lookahead(const struct sim_net *n)
+{
+	return n->nparts > 1 ? n->lookahead_ns : 0;
+}
+
+/* Which partition each node runs in: hosts in nparts runs of consecutive
+ * indexes (a fat-tree's files list a pod's hosts together), then each
+ * switch with the partition most of its placed neighbours are in (ToRs
+ * with their hosts, aggregation switches with their ToRs), and a switch
+ * whose neighbours are split evenly (a core switch) where fewer switches
+ * are so far.  Trade-off: a greedy rule for the topologies HPCC's users
+ * run, not a min-cut partitioner (METIS would balance any graph).  Then
+ * the lookahead: the smallest delay of a link between partitions. */
+static int partition_nodes(struct sim_net *n)
+{
+	unsigned np = n->nparts, load[SIM_MAX_PARTS] = { 0 };
+	bool progress = true;
+
+	for (unsigned h = 0; h < n->nhosts; h++)
+		n->hosts[h]->node->part = &n->parts[(uint64_t)h * np / n->nhosts];
+	for (unsigned i = 0; i < n->nnodes; i++)
+		if (!n->nodes[i]->is_host)
+			n->nodes[i]->part = NULL;
+	while (progress) {
+		progress = false;
+		for (unsigned s = 0; s < n->nswitches; s++) {
+			struct node *sw = n->nodes[n->switch_nodes[s]];
+			unsigned votes[SIM_MAX_PARTS] = { 0 }, best = 0, ties = 0;
+			if (sw->part)
+				continue;
+			for (unsigned k = 0; k < sw->nports; k++)
+				if (sw->ports[k]->peer && sw->ports[k]->peer->part)
+					votes[sw->ports[k]->peer->part->index]++;
+			for (unsigned q = 1; q < np; q++)
+				if (votes[q] > votes[best])
+					best = q;
+			for (unsigned q = 0; q < np; q++)
+				ties += votes[q] == votes[best];
+			if (!votes[best] || ties > 1)
+				continue;
+			sw->part = &n->parts[best];
+			load[best]++;
+			progress = true;
+		}
+	}
+	for (unsigned s = 0; s < n->nswitches; s++) {
+		struct node *sw = n->nodes[n->switch_nodes[s]];
+		if (sw->part)
+			continue;
+		unsigned best = 0;
+		for (unsigned q = 1; q < np; q++)
+			if (load[q] < load[best])
+				best = q;
+		sw->part = &n->parts[best];
+		load[best]++;
+	}
+	n->lookahead_ns = UINT64_MAX;
+	for (unsigned i = 0; i < n->nnodes; i++)
+		for (unsigned k = 0; k < n->nodes[i]->nports; k++) {
+			const struct port *p = n->nodes[i]->ports[k];
+			if (p->peer && p->peer->part != p->node->part && p->delay_ns < n->lookahead_ns)
+				n->lookahead_ns = p->delay_ns;
+		}
+	return n->lookahead_ns ? 0 : EINVAL;    /* a link without delay between partitions */
+}
+
 static struct node *new_node(struct sim_net *n, bool is_host)
 {
 	struct node *node;
@@ -996,6 +1179,7 @@ static struct node *new_node(struct sim_net *n, bool is_host)
 	if (n->nnodes == SIM_MAX_NODES || !(node = calloc(1, sizeof(*node))))
 		return NULL;
 	node->net = n;
+	node->part = &n->parts[0];
 	node->is_host = is_host;
 	node->id = n->nnodes;
 	n->nodes[n->nnodes++] = node;
@@ -1104,6 +1288,14 @@ static int set_route(struct node *sw, unsigned h, const struct ecmp_set *set)
 /* The rnic of each host, and every switch's shortest-path next hops. */
 int sim_route(struct sim_net *n)
 {
+	if (n->nparts > 1 && partition_nodes(n))
+		return EINVAL;
+	for (unsigned q = 0; q < n->nparts; q++) {
+		struct part *P = &n->parts[q];
+		if (!(P->host_buf = calloc(1, HOST_BUF)) || !(P->rx_buf = calloc(1, WIRE_MAX_IB_PACKET)) ||
+		    !(P->delivered = calloc(n->nhosts ? n->nhosts : 1, sizeof(uint64_t))))
+			return ENOMEM;
+	}
 	unsigned *dist = malloc(n->nnodes * sizeof(*dist)), *fifo = malloc(n->nnodes * sizeof(*fifo));
 
 	if (!dist || !fifo) {
@@ -1157,8 +1349,9 @@ int sim_route(struct sim_net *n)
 	}
 	free(dist);
 	free(fifo);
-	if (n->so.pfc && n->so.wd_detect_ns && sim_at(n->eng, n->so.wd_detect_ns / 4, watchdog_tick, n, 0))
-		return ENOMEM;
+	for (unsigned q = 0; n->so.pfc && n->so.wd_detect_ns && q < n->nparts; q++)
+		if (sim_at(n->parts[q].eng, n->so.wd_detect_ns / 4, watchdog_tick, &n->parts[q], 0))
+			return ENOMEM;
 	/* InfiniBand mode: each switch input port's buffer is its share of
 	 * the switch's (static partition per port, per VL); the upstream port
 	 * starts with that many bytes of credit.  A host takes what arrives
@@ -1179,7 +1372,7 @@ int sim_route(struct sim_net *n)
 		struct rnic_io io = { .ctx = host, .xmit = host_xmit, .tx_payload_ref = true };
 		rnic_config_default(&cfg);
 		gid_of_host(h, &cfg.gid);
-		cfg.seed = (uint32_t)(prng_next(n->rng) | 1);
+		cfg.seed = (uint32_t)(prng_next(n->parts[0].rng) | 1);
 		/* The rnic paces IB bytes; the link carries 66 more per
 		 * packet (net.h): pace at the rate that fills the link with
 		 * full-MTU packets, not above it (else the NIC queue grows
@@ -1214,11 +1407,7 @@ int sim_route(struct sim_net *n)
 		host->rnic = rnic_create(&cfg, &io);
 		host->pd = host->rnic ? rnic_pd_alloc(host->rnic) : NULL;
 		host->cq = host->pd ? rnic_cq_create(host->rnic, 65536, NULL) : NULL;
-		if (!n->host_buf)
-			n->host_buf = calloc(1, HOST_BUF);
-		if (!n->rx_buf && !(n->rx_buf = calloc(1, WIRE_MAX_IB_PACKET)))
-			return ENOMEM;
-		host->buf = host->cq ? n->host_buf : NULL;
+		host->buf = host->cq ? host->node->part->host_buf : NULL;
 		host->slots = cfg.max_qp;
 		host->slot_flow = host->buf ? calloc(host->slots, sizeof(uint32_t)) : NULL;
 		host->slot_qpn = host->slot_flow ? calloc(host->slots, sizeof(uint32_t)) : NULL;
@@ -1245,10 +1434,9 @@ int sim_set_route(struct sim_net *n, unsigned sw, unsigned host, unsigned port)
 
 /* ---- flows --------------------------------------------------------------- */
 
-static int connect_qp(struct sim_net *n, struct rnic_qp *qp, unsigned peer, uint32_t peer_qpn)
+static int connect_qp(struct sim_net *n, struct rnic_qp *qp, unsigned peer, uint32_t peer_qpn, uint64_t now)
 {
 	struct ibv_qp_attr a;
-	uint64_t now = n->eng->now;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -1287,21 +1475,13 @@ static int connect_qp(struct sim_net *n, struct rnic_qp *qp, unsigned peer, uint
 
 static int arm_next_start(struct sim_net *n);
 
-/* Post the flow as WRITEs of at most HOST_BUF bytes; the last signaled. */
-static void flow_start(void *ctx, uint64_t arg, uint64_t now)
+/* A flow's QP pair, created and connected at `now` (0, or -1: failed,
+ * and counted as done in partition P). */
+static int flow_setup(struct sim_net *n, struct part *P, uint32_t id, uint64_t now)
 {
-	struct sim_net *n = ctx;
-	if ((int64_t)arg == n->armed) {
-		n->armed = -1;
-		if (arm_next_start(n))
-			n->armed = -1;  /* out of memory: later flows never start */
-	}
-	struct flow *f = &n->flows[arg];
+	struct flow *f = &n->flows[id];
 	struct host *src = n->hosts[f->r.src], *dst = n->hosts[f->r.dst];
-	uint64_t left = f->r.bytes;
 
-	f->r.start_ns = now;
-	f->arrived = 0;
 	/* The QP pair exists while the flow runs (a host's rnic looks at
 	 * every QP for its next deadline: idle ones would cost every event). */
 	struct ibv_qp_init_attr init;
@@ -1312,26 +1492,34 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
 	f->qp_src = rnic_qp_create(src->pd, src->cq, src->cq, &init, NULL);
 	f->qp_dst = rnic_qp_create(dst->pd, dst->cq, dst->cq, &init, NULL);
-	if (!f->qp_src || !f->qp_dst || connect_qp(n, f->qp_src, f->r.dst, rnic_qp_num(f->qp_dst)) ||
-	    connect_qp(n, f->qp_dst, f->r.src, rnic_qp_num(f->qp_src))) {
+	if (!f->qp_src || !f->qp_dst || connect_qp(n, f->qp_src, f->r.dst, rnic_qp_num(f->qp_dst), now) ||
+	    connect_qp(n, f->qp_dst, f->r.src, rnic_qp_num(f->qp_src), now)) {
 		f->r.failed = true;
 		f->r.fct_ns = 1;
-		n->running--;
-		return;
+		P->done++;
+		return -1;
 	}
-	{
-		uint32_t qpn = rnic_qp_num(f->qp_dst);
-		dst->slot_qpn[qpn % dst->slots] = qpn;
-		dst->slot_flow[qpn % dst->slots] = (uint32_t)arg + 1;
-		/* The sender's QP too: HPCC's ACKs find their flow by it. */
-		qpn = rnic_qp_num(f->qp_src);
-		src->slot_qpn[qpn % src->slots] = qpn;
-		src->slot_flow[qpn % src->slots] = (uint32_t)arg + 1;
-	}
+	uint32_t qpn = rnic_qp_num(f->qp_dst);
+	dst->slot_qpn[qpn % dst->slots] = qpn;
+	dst->slot_flow[qpn % dst->slots] = id + 1;
+	/* The sender's QP too: HPCC's ACKs find their flow by it. */
+	qpn = rnic_qp_num(f->qp_src);
+	src->slot_qpn[qpn % src->slots] = qpn;
+	src->slot_flow[qpn % src->slots] = id + 1;
+	return 0;
+}
+
+/* Post the flow as WRITEs of at most HOST_BUF bytes; the last signaled. */
+static void flow_post(struct sim_net *n, uint32_t id, uint64_t now)
+{
+	struct flow *f = &n->flows[id];
+	struct host *src = n->hosts[f->r.src], *dst = n->hosts[f->r.dst];
+	uint64_t left = f->r.bytes;
+
 	while (left) {
 		uint32_t len = left > HOST_BUF ? HOST_BUF : (uint32_t)left;
 		struct ibv_sge sge = { .addr = (uintptr_t)src->buf, .length = len, .lkey = rnic_mr_lkey(src->mr) };
-		struct ibv_send_wr wr = { .wr_id = arg, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE },
+		struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE },
 				   *bad;
 		left -= len;
 		if (!left)
@@ -1341,11 +1529,35 @@ static void flow_start(void *ctx, uint64_t arg, uint64_t now)
 		if (rnic_post_send(f->qp_src, &wr, &bad, now)) {
 			f->r.failed = true;
 			f->r.fct_ns = 1;
-			n->running--;
+			src->node->part->done++;
 			break;
 		}
 	}
 	host_after(src);
+}
+
+/* A flow starts: one partition, its QPs made and its WRITEs posted now. */
+static void flow_start(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct sim_net *n = ctx;
+	if ((int64_t)arg == n->armed) {
+		n->armed = -1;
+		if (arm_next_start(n))
+			n->armed = -1;  /* out of memory: later flows never start */
+	}
+	struct flow *f = &n->flows[arg];
+
+	f->r.start_ns = now;
+	f->arrived = 0;
+	if (!flow_setup(n, n->hosts[f->r.src]->node->part, (uint32_t)arg, now))
+		flow_post(n, (uint32_t)arg, now);
+}
+
+/* Partitions: its QPs were made at the window's start (sim_net_run), its
+ * WRITEs are posted now, in the source's partition. */
+static void flow_post_event(void *ctx, uint64_t arg, uint64_t now)
+{
+	flow_post(ctx, (uint32_t)arg, now);
 }
 
 /* Put the earliest waiting start into the engine (a flow's own event). */
@@ -1383,13 +1595,14 @@ int sim_add_flow(struct sim_net *n, unsigned src, unsigned dst, uint64_t bytes, 
 		return -1;
 	}
 	/* Every waiting start comes after the armed one; one that comes
-	 * before it goes into the engine at once, beside it. */
+	 * before it goes into the engine at once, beside it.  (Partitions:
+	 * sim_net_run takes them from there itself.) */
 	bool first = n->armed < 0 || at < n->armed_at || (at == n->armed_at && seq < n->armed_seq);
-	if (first && arm_next_start(n)) {
+	if (n->nparts == 1 && first && arm_next_start(n)) {
 		n->nflows--;
 		return -1;
 	}
-	n->running++;
+	n->added++;
 	return (int)id;
 }
 
@@ -1410,18 +1623,62 @@ const struct sim_flow_result *sim_flow(const struct sim_net *n, unsigned i)
 
 unsigned sim_flows_running(const struct sim_net *n)
 {
-	return n->running;
+	unsigned done = 0;
+
+	for (unsigned q = 0; q < n->nparts; q++)
+		done += n->parts[q].done;
+	return n->added - done;
+}
+
+uint64_t sim_net_events(const struct sim_net *n)
+{
+	uint64_t e = 0;
+
+	for (unsigned q = 0; q < n->nparts; q++)
+		e += n->parts[q].eng->events_run;
+	return e;
+}
+
+uint64_t sim_net_now(const struct sim_net *n)
+{
+	uint64_t t = 0;
+
+	for (unsigned q = 0; q < n->nparts; q++)
+		t = n->parts[q].eng->now > t ? n->parts[q].eng->now : t;
+	return t;
 }
 
 const struct sim_net_stats *sim_net_stats(struct sim_net *n)
 {
-	/* paused_ns is summed now, up to the clock. */
-	n->stats.paused_ns = 0;
+	/* The partitions' counters together (their peaks: the largest), and
+	 * paused_ns summed now, up to each partition's clock. */
+	struct sim_net_stats *t = &n->stats;
+	memset(t, 0, sizeof(*t));
+	for (unsigned q = 0; q < n->nparts; q++) {
+		const struct sim_net_stats *s = &n->parts[q].stats;
+		t->packets_sent += s->packets_sent;
+		t->packet_hops += s->packet_hops;
+		t->link_losses += s->link_losses;
+		t->drops += s->drops;
+		t->headroom_drops += s->headroom_drops;
+		t->ecn_marks += s->ecn_marks;
+		t->pauses_sent += s->pauses_sent;
+		t->resumes_sent += s->resumes_sent;
+		t->pauses_received += s->pauses_received;
+		t->storms_detected += s->storms_detected;
+		t->storms_restored += s->storms_restored;
+		t->watchdog_drops += s->watchdog_drops;
+		t->credit_stalls += s->credit_stalls;
+		if (s->max_buffer_bytes > t->max_buffer_bytes)
+			t->max_buffer_bytes = s->max_buffer_bytes;
+		if (s->max_host_queue_bytes > t->max_host_queue_bytes)
+			t->max_host_queue_bytes = s->max_host_queue_bytes;
+	}
 	for (unsigned i = 0; i < n->nnodes; i++)
 		for (unsigned p = 0; p < n->nodes[i]->nports; p++)
 			for (int q = 0; q < SIM_PRIOS; q++)
-				n->stats.paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->eng->now);
-	return &n->stats;
+				t->paused_ns += paused_ns(n->nodes[i]->ports[p], q, n->nodes[i]->part->eng->now);
+	return t;
 }
 
 int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *delay_ns, uint64_t *min_rate_bps)
@@ -1462,7 +1719,11 @@ uint64_t sim_flow_arrived(const struct sim_net *n, unsigned i)
 
 uint64_t sim_host_delivered(const struct sim_net *n, unsigned src)
 {
-	return src < n->nhosts ? n->hosts[src]->delivered : 0;
+	uint64_t d = 0;
+
+	for (unsigned q = 0; src < n->nhosts && q < n->nparts; q++)
+		d += n->parts[q].delivered[src];
+	return d;
 }
 
 uint64_t sim_port_queue_bytes(const struct sim_net *n, unsigned node, unsigned port)
@@ -1528,7 +1789,19 @@ void sim_net_destroy(struct sim_net *n)
 		return;
 	/* Packets on the wire live in the engine's arrival events: free
 	 * them, and leave no event that points into the net. */
-	sim_clear(n->eng, free_in_flight, NULL);
+	for (unsigned q = 0; q < n->nparts; q++) {
+		struct part *P = &n->parts[q];
+		sim_clear(P->eng, free_in_flight, NULL);
+		for (unsigned r = 0; r < SIM_MAX_PARTS; r++) {
+			for (size_t i = 0; i < P->out_len[r]; i++)
+				if (P->out[r][i].fn == arrive)
+					free((void *)(uintptr_t)P->out[r][i].arg);
+			free(P->out[r]);
+		}
+		for (size_t i = 0; i < P->ndead; i++)
+			rnic_qp_destroy(P->dead[i]);
+		free(P->dead);
+	}
 	for (unsigned i = 0; i < n->nflows; i++) {
 		if (n->flows[i].qp_src)
 			rnic_qp_destroy(n->flows[i].qp_src);
@@ -1551,8 +1824,13 @@ void sim_net_destroy(struct sim_net *n)
 		free(host->slot_qpn);
 		free(host);
 	}
-	free(n->host_buf);
-	free(n->rx_buf);
+	for (unsigned q = 0; q < n->nparts; q++) {
+		free(n->parts[q].host_buf);
+		free(n->parts[q].rx_buf);
+		free(n->parts[q].delivered);
+		if (q)
+			sim_engine_free(&n->parts[q].own);
+	}
 	sim_engine_free(&n->starts);
 	for (unsigned i = 0; i < n->nnodes; i++) {
 		struct node *node = n->nodes[i];
@@ -1571,4 +1849,167 @@ void sim_net_destroy(struct sim_net *n)
 	free(n->switch_nodes);
 	free(n->flows);
 	free(n);
+}
+
+/* ---- partitions: the windows (net.h, "Partitions") ------------------------ */
+
+/* Threads meet here twice a window.  They spin (a window is some
+ * thousands of events: microseconds to milliseconds of work), yielding
+ * after a while in case there are fewer cores than threads. */
+struct spin_barrier {
+	_Atomic unsigned count, gen;
+	unsigned n;
+};
+
+static void barrier_wait(struct spin_barrier *b)
+{
+	unsigned gen = atomic_load_explicit(&b->gen, memory_order_acquire);
+
+	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == b->n) {
+		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+		return;
+	}
+	for (unsigned spins = 0; atomic_load_explicit(&b->gen, memory_order_acquire) == gen; spins++) {
+		if (spins > 4096)
+			sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+		else
+			__builtin_ia32_pause();
+#endif
+	}
+}
+
+struct windows {
+	struct sim_net *n;
+	struct spin_barrier bar;
+	uint64_t end;                   /* this window: events before it */
+	bool over;
+};
+
+struct worker {
+	struct windows *w;
+	struct part *P;
+};
+
+static void run_window(struct part *P, uint64_t end)
+{
+	while (sim_next_time(P->eng) < end)
+		sim_step(P->eng);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *k = arg;
+
+	for (;;) {
+		barrier_wait(&k->w->bar);
+		if (k->w->over)
+			return NULL;
+		run_window(k->P, k->w->end);
+		barrier_wait(&k->w->bar);
+	}
+}
+
+/* Between windows, everything stopped: the outboxes into the engines (by
+ * destination, then by source partition, each in its order: the same
+ * every run), the QPs doomed by other partitions' hosts destroyed. */
+static int hand_over(struct sim_net *n)
+{
+	for (unsigned q = 0; q < n->nparts; q++)
+		for (unsigned p = 0; p < n->nparts; p++) {
+			struct part *P = &n->parts[p];
+			for (size_t i = 0; i < P->out_len[q]; i++) {
+				const struct xfer *x = &P->out[q][i];
+				if (sim_at(n->parts[q].eng, x->at, x->fn, x->ctx, x->arg))
+					return ENOMEM;
+			}
+			P->out_len[q] = 0;
+		}
+	for (unsigned p = 0; p < n->nparts; p++) {
+		struct part *P = &n->parts[p];
+		for (size_t i = 0; i < P->ndead; i++)
+			rnic_qp_destroy(P->dead[i]);
+		P->ndead = 0;
+		if (P->error)
+			return P->error;
+	}
+	return 0;
+}
+
+int sim_net_run(struct sim_net *n, uint64_t stop, sim_net_progress_fn progress, void *ctx)
+{
+	if (n->nparts == 1) {
+		struct sim_engine *e = n->eng;
+		while (sim_flows_running(n) && sim_next_time(e) <= stop && sim_step(e))
+			if (progress)
+				progress(ctx, n);
+		return 0;
+	}
+	struct windows w = { .n = n, .bar = { .n = n->threads ? n->nparts : 1 } };
+	struct worker k[SIM_MAX_PARTS];
+	pthread_t th[SIM_MAX_PARTS];
+	unsigned started = 1;
+	int rc = 0;
+
+	for (; n->threads && started < n->nparts; started++) {
+		k[started] = (struct worker){ .w = &w, .P = &n->parts[started] };
+		if (pthread_create(&th[started], NULL, worker_main, &k[started]))
+			break;
+	}
+	if (n->threads && started < n->nparts) {
+		/* No thread for every partition: nothing runs (the ones that
+		 * started are let go below); the caller may ask for fewer. */
+		rc = EAGAIN;
+		w.bar.n = started;
+	}
+	uint64_t t = 0;
+	while (!rc) {
+		if ((rc = hand_over(n)))
+			break;
+		if (!sim_flows_running(n))
+			break;
+		uint64_t next = sim_next_time(&n->starts);
+		for (unsigned q = 0; q < n->nparts; q++) {
+			uint64_t nt = sim_next_time(n->parts[q].eng);
+			next = nt < next ? nt : next;
+		}
+		if (next == UINT64_MAX || next > stop)
+			break;
+		t = next > t ? next : t;
+		uint64_t end = t + n->lookahead_ns;
+		if (end > stop + 1)
+			end = stop + 1;
+		/* Flows that start in this window: their QPs now, on both
+		 * hosts (the only moment both partitions may be touched), their
+		 * WRITEs at their time, in the source's partition. */
+		struct sim_event ev;
+		while (sim_next_time(&n->starts) < end && sim_pop(&n->starts, &ev)) {
+			struct flow *f = &n->flows[ev.arg];
+			struct part *S = n->hosts[f->r.src]->node->part;
+			f->r.start_ns = ev.at;
+			f->arrived = 0;
+			if (!flow_setup(n, S, (uint32_t)ev.arg, t) &&
+			    sim_at(S->eng, ev.at, flow_post_event, n, ev.arg))
+				rc = ENOMEM;
+		}
+		if (progress)
+			progress(ctx, n);
+		w.end = end;
+		if (n->threads) {
+			barrier_wait(&w.bar);
+			run_window(&n->parts[0], end);
+			barrier_wait(&w.bar);
+		} else {
+			for (unsigned q = 0; q < n->nparts; q++)
+				run_window(&n->parts[q], end);
+		}
+		t = end;
+	}
+	w.over = true;
+	if (n->threads)
+		barrier_wait(&w.bar);
+	for (unsigned q = 1; q < started; q++)
+		pthread_join(th[q], NULL);
+	return rc;
 }

@@ -44,6 +44,24 @@
  *   NIC      a host's RoCE packets wait per flow and leave round robin
  *            (the arbiter of a NIC's send queues); CNPs go first.
  *
+ *   partitions  (sim_net_set_partitions, sim_net_run) the nodes split into
+ *            up to SIM_MAX_PARTS groups, each run by its own thread on
+ *            its own engine, random stream and counters, in windows of
+ *            the smallest delay of a link between groups (the lookahead:
+ *            nothing one group does can reach another sooner).  An
+ *            event for another group's node (a packet's arrival over a
+ *            crossing link, a credit's return) waits in an outbox and is
+ *            handed over between windows, in an order fixed by the
+ *            groups and the outboxes, so a run depends on the seed and
+ *            the number of partitions, never on the threads' timing.
+ *            Between windows, with every thread stopped, the flows that
+ *            start in the next window get their QP pair (touching both
+ *            hosts; it exists up to a lookahead early, idle) and QPs a
+ *            flow's end doomed in another group are destroyed.  One
+ *            partition is the plain engine, event for event.  Hosts go
+ *            in runs of consecutive indexes, switches with most of
+ *            their neighbours (net.c, partition_nodes).
+ *
  * Trade-offs, said plainly: the host's NIC queues are unbounded and the
  * rnic is not told of pauses (a hardware NIC's scheduler would stop the
  * QP; here the rnic paces at line rate, or at DCQCN's rate, into the
@@ -64,6 +82,8 @@
 #define SIM_PRIO_CNP 6
 #define SIM_MAX_NODES 8192
 #define SIM_WIRE_OVERHEAD (46u + 20u)
+#define SIM_MAX_PARTS 8
+#define SIM_MAX_PARTS_TEXT "8"
 
 struct sim_net;
 
@@ -177,6 +197,24 @@ const struct sim_net_stats *sim_net_stats(struct sim_net *n);
  * next hops): its one-way propagation delay and its slowest link.  0, or
  * ENOENT when there is no route. */
 int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *delay_ns, uint64_t *min_rate_bps);
+/* Partitions (above): call before the first node; then sim_route places
+ * the nodes (EINVAL: a link without delay between two groups).  Runs of
+ * more than one partition go through sim_net_run, not the engine; with
+ * threads, a thread each, else one after the other on the caller's (the
+ * same output: a check that the threads' timing does not leak into it).
+ * EINVAL for 0, more than SIM_MAX_PARTS, or after nodes were added. */
+int sim_net_set_partitions(struct sim_net *n, unsigned parts, bool threads);
+unsigned sim_net_partitions(const struct sim_net *n);
+/* After sim_route: the windows' length (0 with one partition). */
+uint64_t sim_net_lookahead(const struct sim_net *n);
+/* Run until every flow ended or the next event is after stop, calling
+ * progress (if not NULL) now and then: with one partition after every
+ * event, with more between windows.  0, ENOMEM, or EAGAIN (no thread). */
+typedef void (*sim_net_progress_fn)(void *ctx, const struct sim_net *n);
+int sim_net_run(struct sim_net *n, uint64_t stop, sim_net_progress_fn progress, void *ctx);
+/* Events run and the latest clock, over the partitions. */
+uint64_t sim_net_events(const struct sim_net *n);
+uint64_t sim_net_now(const struct sim_net *n);
 /* Host h's rnic (for its per-QP view, rnic_qp_infos). */
 struct rnic *sim_host_rnic(const struct sim_net *n, unsigned h);
 /* From start_ns on, host `host` pauses its switch port for ever (a NIC
