@@ -18,7 +18,9 @@
 #
 # SIM_K=16 runs a k=16 fat-tree instead (1 024 hosts, 320 switches);
 # SIM_NS3=0 leaves ns-3 out (at k=16 it would run for many hours);
-# SIM_CPU=N pins to core N instead of 0.
+# SIM_CPU=N pins to core N instead of 0.  SIM_THREADS=N runs softrnic with
+# the fabric in N partitions on N threads (`sim run --threads N`), pinned
+# to cores 0..N-1 (ns-3 stays on one).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -68,7 +70,11 @@ measure() {   # LOG -> "wall_s rss_kb"
 }
 
 cpu=${SIM_CPU:-0}       # the core both simulators are pinned to
-(cd "$out" && /usr/bin/time -v taskset -c "$cpu" "$softrnic" sim run config.txt --out softrnic >"$out/softrnic.log" 2>"$out/softrnic.time")
+threads=${SIM_THREADS:-1}
+cores=$cpu
+[ "$threads" -gt 1 ] && cores=0-$((threads - 1))
+(cd "$out" && /usr/bin/time -v taskset -c "$cores" "$softrnic" sim run config.txt --out softrnic --threads "$threads" \
+	>"$out/softrnic.log" 2>"$out/softrnic.time")
 read -r s_wall s_rss < <(measure "$out/softrnic.time")
 s_events=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\1/p' "$out/softrnic/summary.txt")
 s_hops=$(sed -n 's/.*(\([0-9]*\) events, \([0-9]*\) packet-hops).*/\2/p' "$out/softrnic/summary.txt")
@@ -101,7 +107,9 @@ fi
 
 rate() { [ "$2" = n/a ] || [ "$1" = n/a ] && { echo n/a; return; }; echo "$1 $2" | awk '{ printf "%.2f", $1 / $2 / 1e6 }'; }
 {
-	echo "# sim speed: k=$k fat-tree, web-search at 50% load, ${stop} s simulated, $flows flows, one core"
+	cores_said="one core"
+	[ "$threads" -gt 1 ] && cores_said="softrnic on $threads threads (cores $cores), ns-3 on one core"
+	echo "# sim speed: k=$k fat-tree, web-search at 50% load, ${stop} s simulated, $flows flows, $cores_said"
 	echo
 	echo "| simulator | wall s | events | M events/s | packet-hops | M packet-hops/s | peak MB |"
 	echo "|---|---|---|---|---|---|---|"
