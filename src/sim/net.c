@@ -11,6 +11,11 @@
  * the end of a transmission only if something waits to go; a port whose
  * queues ran empty costs no event until a packet comes, so a hop is one
  * event on an idle link and two behind a queue.
+ *
+ * Every node belongs to a partition (struct part): its events run on the
+ * partition's engine and count in its counters.  With one partition that
+ * is the caller's engine and nothing else changes; with more, sim_net_run
+ * (at the end) runs them in windows, on threads (net.h, "partitions").
  */
 #include "sim/net.h"
 
@@ -834,9 +839,9 @@ static void switch_receive(struct sim_net *n, struct node *sw, struct port *in, 
 
 static void host_timer(void *ctx, uint64_t arg, uint64_t now);
 
-/* A QP of another partition's host, destroyed at the window's end (a
- * leak if the list cannot grow: the QP stays until sim_net_destroy...
- * which then does not know it; counted as a partition error). */
+/* A QP of another partition's host, destroyed at the window's end.  If
+ * the list cannot grow the run stops with ENOMEM (P->error, sim_net_run)
+ * and the QP goes with its rnic at sim_net_destroy. */
 static void qp_doom(struct part *P, struct rnic_qp *qp)
 {
 	if (P->ndead == P->capdead) {
