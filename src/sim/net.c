@@ -1944,13 +1944,8 @@ static int hand_over(struct sim_net *n)
 
 int sim_net_run(struct sim_net *n, uint64_t stop, sim_net_progress_fn progress, void *ctx)
 {
-	if (n->nparts == 1) {
-		struct sim_engine *e = n->eng;
-		while (sim_flows_running(n) && sim_next_time(e) <= stop && sim_step(e))
-			if (progress)
-				progress(ctx, n);
-		return 0;
-	}
+	if (n->nparts == 1)
+		return EINVAL;          /* one partition: the caller steps its engine */
 	struct windows w = { .n = n, .bar = { .n = n->threads ? n->nparts : 1 } };
 	struct worker k[SIM_MAX_PARTS];
 	pthread_t th[SIM_MAX_PARTS];

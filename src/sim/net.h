@@ -207,9 +207,10 @@ int sim_net_set_partitions(struct sim_net *n, unsigned parts, bool threads);
 unsigned sim_net_partitions(const struct sim_net *n);
 /* After sim_route: the windows' length (0 with one partition). */
 uint64_t sim_net_lookahead(const struct sim_net *n);
-/* Run until every flow ended or the next event is after stop, calling
- * progress (if not NULL) now and then: with one partition after every
- * event, with more between windows.  0, ENOMEM, or EAGAIN (no thread). */
+/* More than one partition: run until every flow ended or the next event
+ * is after stop, calling progress (if not NULL) between windows.  0,
+ * ENOMEM, EAGAIN (no thread), or EINVAL with one partition (whose engine
+ * the caller steps, sim_step, as before partitions). */
 typedef void (*sim_net_progress_fn)(void *ctx, const struct sim_net *n);
 int sim_net_run(struct sim_net *n, uint64_t stop, sim_net_progress_fn progress, void *ctx);
 /* Events run and the latest clock, over the partitions. */

@@ -132,15 +132,21 @@ skip_all() {
 	exit 0
 }
 
-cleanup() {
-	local p
-	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
-	for p in "${HOST_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+# stop_guest: end the qemu we started (by its PID), forcibly after 2 s.
+stop_guest() {
 	if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
 		kill "$QEMU_PID" 2>/dev/null
 		for _ in $(seq 20); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$QEMU_PID" 2>/dev/null
 	fi
+	QEMU_PID=
+}
+
+cleanup() {
+	local p
+	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
+	for p in "${HOST_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	stop_guest
 	ip netns del "$NS" 2>/dev/null
 	rm -rf "$JOB"
 }
@@ -247,14 +253,15 @@ booted=0
 if [ "$ACCEL" = kvm ]; then
 	boot_guest kvm 30 && booted=1
 	if [ $booted = 0 ]; then
-		[ -n "$QEMU_PID" ] && kill "$QEMU_PID" 2>/dev/null
-		QEMU_PID=
+		stop_guest
 		ACCEL=tcg
 	fi
 fi
 [ $booted = 1 ] || boot_guest tcg 240 && booted=1
 BOOT_S=$(($(date +%s) - t0))
-if [ $booted = 0 ] || ! grep -q "gid1=0000:0000:0000:0000:0000:ffff:" "$JOB/ready"; then
+# The guest is ready when rxe0 has its IPv4-mapped RoCEv2 GID.
+guest_ready() { grep -q "gid1=0000:0000:0000:0000:0000:ffff:" "$JOB/ready"; }
+if [ $booted = 0 ] || ! guest_ready; then
 	cp "$JOB/ready" "$LOGS/ready" 2>/dev/null
 	for c in "${CASES[@]}"; do CASE=$c; fail "guest did not come up with rxe0 (see $LOGS/console.log)"; done
 	summary
@@ -364,14 +371,9 @@ MAX_RESTARTS=4 restarts=0
 restart_guest() {
 	[ $restarts -lt $MAX_RESTARTS ] || return 1
 	restarts=$((restarts + 1))
-	if guest_alive; then
-		kill "$QEMU_PID"
-		for _ in $(seq 50); do guest_alive || break; sleep 0.1; done
-		guest_alive && kill -9 "$QEMU_PID"
-	fi
-	QEMU_PID=
+	stop_guest
 	mv "$LOGS/console.log" "$LOGS/console.$restarts.log" 2>/dev/null
-	boot_guest "$ACCEL" 240 && grep -q "gid1=0000:0000:0000:0000:0000:ffff:" "$JOB/ready"
+	boot_guest "$ACCEL" 240 && guest_ready
 }
 
 # Host side: softrnic's libraries, bound to the bridge address, counters at
