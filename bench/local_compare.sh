@@ -11,7 +11,8 @@
 #     packets, copied in and out of the ring; the path as it was before
 #     the message path) and over UDP (SOFTRNIC_LOCAL=0):
 #     ib_send_lat, ib_write_lat, ib_read_lat at 2 B (round trip = 2 x
-#     t_typical), ib_write_bw and ib_send_bw at 64 KiB (MB/s);
+#     t_typical for SEND and WRITE, t_typical itself for READ),
+#     ib_write_bw and ib_send_bw at 64 KiB (MB/s);
 #   the kernel's UDP: bench/udp_pingpong, a busy-polling ping-pong (RTT);
 #   shared memory: bench/shm_baseline pingpong (RTT of a flag between two
 #     processes) and copy (64 KiB chunks in and out of a shared ring);
@@ -47,7 +48,11 @@ perftest() {
 	env $envs timeout 60 "$prog" -p $port "$@" 127.0.0.1 > "$tmp/c" 2>&1
 	wait $s
 	port=$((port + 1))
+	# perftest prints half a round trip as t_typical for SEND and WRITE
+	# (a ping-pong), a whole one for READ and atomics (each is itself a
+	# round trip: perftest's rtt_factor).
 	case $prog in
+	*read_lat | *atomic_lat) awk '/^ *2 / { printf "%.2f", $5 }' "$tmp/c" ;;
 	*_lat) awk '/^ *2 / { printf "%.2f", 2 * $5 }' "$tmp/c" ;;
 	*) awk '/^ *65536 / { print $4 } /^ *4096 / { print $5 }' "$tmp/c" ;;
 	esac

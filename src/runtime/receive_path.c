@@ -171,7 +171,7 @@ int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip
 
 	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
 		int got = 0, n;
-		bool skip_udp = false;
+		bool skip_udp = false, more = false;
 
 		/* The caller's clock for the first round (a busy poller reads
 		 * it once per poll), a fresh one after a round that did work. */
@@ -182,6 +182,7 @@ int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip
 			if (n > 0) {
 				dev->last_local_rx_ns = now;
 				got += deliver_batch(dev, n, now);
+				more = true;
 			}
 			srt_local_recv_done(u->local);  /* delivered: the entries go back */
 			skip_udp = may_skip_udp && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
@@ -192,10 +193,16 @@ int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip
 				dev->last_udp_read_ns = now;
 			n = srt_udp_recv(u, &dev->batch);
 			got += n > 0 ? deliver_batch(dev, n, now) : 0;
+			more |= n > 0 && !dev->batch.drained;
 		}
-		if (!got)
-			break;
 		total += got;
+		/* A socket read that came back short found the queue empty:
+		 * another round now would be an empty system call on the
+		 * path of every reply (a ping-pong's receiver pays it before
+		 * it sees its completion; ~1 us here).  What arrives
+		 * meanwhile waits for the caller's next poll. */
+		if (!more)
+			break;
 	}
 	return total;
 }

@@ -212,6 +212,10 @@ struct srt_rx_pkt {
 };
 struct srt_rx_batch {
 	uint32_t dropped;               /* segments past SRT_RX_MAX_SEGS   */
+	/* The last srt_udp_recv read fewer datagrams than it asked for: the
+	 * socket's queue was empty when it returned (another read now would
+	 * most likely be an empty system call). */
+	bool drained;
 	struct srt_rx_pkt pkt[SRT_RX_PKTS];
 	uint8_t buf[SRT_RX_BUF_BYTES];
 };

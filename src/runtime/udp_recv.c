@@ -71,6 +71,7 @@ int srt_udp_recv(struct srt_udp *u, struct srt_rx_batch *b)
 		msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
 	}
 	int n = recvmmsg(u->fd, msgs, (unsigned)nmsg, MSG_DONTWAIT, NULL);
+	b->drained = n < nmsg;
 	if (n < 0)
 		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
 
