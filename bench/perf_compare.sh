@@ -448,8 +448,9 @@ idle_slow_peer() {
 	# perftest spends ~0.2 s of CPU measuring the clock around the first
 	# ones and again in its report after the last, and neither is
 	# softrnic waiting.  idle_iters keeps the report past the window.
+	local rx
 	for _ in $(seq 200); do
-		[ "$(rx_of)" ] && [ "$(rx_of)" -ge 4 ] && break
+		rx=$(rx_of) && [ "$rx" -ge 4 ] && break
 		sleep 0.05
 	done
 	sleep 0.2

@@ -132,11 +132,12 @@ skip_all() {
 	exit 0
 }
 
+guest_alive() { [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; }
 # stop_guest: end the qemu we started (by its PID), forcibly after 2 s.
 stop_guest() {
-	if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
+	if guest_alive; then
 		kill "$QEMU_PID" 2>/dev/null
-		for _ in $(seq 20); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 20); do guest_alive || break; sleep 0.1; done
 		kill -9 "$QEMU_PID" 2>/dev/null
 	fi
 	QEMU_PID=
@@ -243,7 +244,7 @@ boot_guest() {
 	QEMU_PID=$(cat "$LOGS/qemu.pid")
 	local deadline=$(($(date +%s) + ${2:-240}))
 	until [ -f "$JOB/ready" ]; do
-		kill -0 "$QEMU_PID" 2>/dev/null || return 1
+		guest_alive || return 1
 		[ "$(date +%s)" -lt $deadline ] || return 1
 		sleep 0.2
 	done
@@ -281,7 +282,7 @@ gstart() {   # gstart NAME SCRIPT
 gwait() {    # gwait NAME SECONDS: its status (124 if it has not ended)
 	local deadline=$(($(date +%s) + $2))
 	until [ -f "$JOB/outbox/$1.rc" ]; do
-		if [ "$(date +%s)" -ge $deadline ] || ! kill -0 "$QEMU_PID" 2>/dev/null; then
+		if [ "$(date +%s)" -ge $deadline ] || ! guest_alive; then
 			return 124
 		fi
 		sleep 0.1
@@ -297,7 +298,6 @@ grun() {     # grun SECONDS SCRIPT: run and wait; output on stdout
 	gout $n
 	return $rc
 }
-guest_alive() { [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; }
 # qemu_monitor CMD: a human-monitor command's answer.
 qemu_monitor() {
 	/usr/bin/python3 - "$LOGS/qemu.monitor" "$1" <<-'EOF' 2>&1
