@@ -72,6 +72,9 @@ struct pair_stats {
 	                            nodes take them: rnic_io.tx_payload_ref) */
 	uint64_t messages;      /* message-path packets sent (payload_vec)  */
 	uint64_t pulls, pull_failures; /* their payloads read by receivers */
+	/* Of those, read at a batch's end (rnic_io.pull_batch, the even
+	 * nodes), in how many batches, and how many failed there. */
+	uint64_t pulls_put_off, pull_batches, put_off_failures;
 	uint64_t gsi_no_agent;  /* MADs gsi.c accepted for QP1 on a node
 	                           without an agent: dropped (the runtime's
 	                           rx_mad_no_agent)                          */

@@ -366,6 +366,7 @@ int rnic_qp_destroy(struct rnic_qp *qp)
 	if (!qp)
 		return EINVAL;
 	r = qp->r;
+	rnic_pulls_settle(r);           /* none may name this QP afterwards */
 	r->qps[qp->qpn % r->cfg.max_qp] = NULL;
 	r->n_qp--;
 	qp->pd->refs--;
@@ -722,6 +723,9 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 	bool rate_limit = false;
 	int ti, err;
 
+	if (qp)
+		rnic_pulls_settle(qp->r);      /* the state changed is whole */
+
 	if (!qp || !attr)
 		return EINVAL;
 	cur = qp->attr.qp_state;
@@ -784,6 +788,7 @@ int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_in
 {
 	if (!qp)
 		return EINVAL;
+	rnic_pulls_settle(qp->r);       /* its PSNs as they will stand */
 	if (attr) {
 		*attr = qp->attr;
 		attr->cur_qp_state = qp->attr.qp_state;

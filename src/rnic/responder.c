@@ -23,6 +23,11 @@
  * UC reuses the same states without ACKs, NAKs and duplicates: a gap or a
  * bad packet drops the message in progress (IBTA 9.8.2).
  *
+ * Put-off reads (pull.c): a message-path WRITE Only is executed with its
+ * payload's read put off to the end of the port's batch; the ACK that
+ * falls due meanwhile waits, a NAK first settles the reads, and a read
+ * that failed rewinds the QP to that WRITE (responder_pulls_settled).
+ *
  * Selective repeat (rnic_int.h): from a requester that marks its packets,
  * a request past a hole is kept in the reorder buffer (selective.c) and
  * answered with a selective NAK; once the hole is filled, the kept packets
@@ -503,6 +508,20 @@ static void store_atomic_8(uint8_t *dst, const uint8_t *src)
 		memcpy(dst, &v, sizeof(v));
 }
 
+/* A message-path WRITE Only without immediate data: nothing but memory
+ * and the PSN hang on it, so its payload may be read at the end of the
+ * port's batch (pull.c).  Not with packets in the reorder buffer: those
+ * would run right after it (reorder_drain), READs among them, and be
+ * ACKed, before its payload is in. */
+static bool put_off_read(struct rnic_qp *qp, const struct resp_ctx *c, uint8_t *dst)
+{
+	const struct wire_ib *p = c->pkt;
+
+	return is_rc(qp) && qp->r->rx_remote && !p->payload && (c->flags & WIRE_F_ONLY) &&
+	       !(c->flags & WIRE_F_IMM) && reorder_empty(qp) &&
+	       rnic_pull_put_off(qp, p->bth.psn, dst, p->payload_len);
+}
+
 static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
@@ -527,7 +546,9 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 		qp->resp.va += 8;
 		qp->resp.resid -= 8;
 	} else if (p->payload_len) {
-		if (!rnic_rx_copy(qp->r, p, rnic_mr_ptr(c->mr, qp->resp.va)))
+		uint8_t *dst = rnic_mr_ptr(c->mr, qp->resp.va);
+
+		if (!put_off_read(qp, c, dst) && !rnic_rx_copy(qp->r, p, dst))
 			return RESP_EXIT;       /* as above */
 		qp->resp.va += p->payload_len;
 		qp->resp.resid -= p->payload_len;
@@ -649,9 +670,13 @@ static enum resp_state resp_acknowledge(struct rnic_qp *qp, struct resp_ctx *c)
 	if (!is_rc(qp))
 		return RESP_EXIT;
 	qp->resp.unacked++;
-	if (c->pkt->bth.ackreq || qp->resp.unacked >= RNIC_ACK_EVERY)
-		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
-	else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE) {
+	if (c->pkt->bth.ackreq || qp->resp.unacked >= RNIC_ACK_EVERY) {
+		/* Not before the reads put off have landed (pull.c). */
+		if (qp->resp.pulls)
+			qp->resp.ack_held = true;
+		else
+			send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
+	} else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE) {
 		qp->resp.ack_deadline = c->now + RNIC_DELAYED_ACK_NS;
 		rnic_timer_armed(qp->r, qp->resp.ack_deadline);
 	}
@@ -719,6 +744,18 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 
 /* ---- errors ------------------------------------------------------------- */
 
+/* A NAK acknowledges every PSN before it, so the reads put off for this
+ * QP's WRITEs (pull.c) must have landed first.  False if one failed: the
+ * expected PSN went back to that WRITE, and this packet, the next one
+ * when it arrived, now lies past a hole. */
+static bool settle_before_nak(struct rnic_qp *qp, const struct resp_ctx *c)
+{
+	if (!qp->resp.pulls)
+		return true;
+	rnic_pulls_settle(qp->r);
+	return qp->resp.epsn == c->pkt->bth.psn;
+}
+
 static enum resp_state resp_err_seq(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	/* Selective repeat, unless an RNR NAK is waiting to be answered (its
@@ -774,6 +811,8 @@ static void fatal(struct rnic_qp *qp, enum ibv_wc_status st, enum ibv_event_type
 
 static enum resp_state resp_err_invalid(struct rnic_qp *qp, struct resp_ctx *c)
 {
+	if (!settle_before_nak(qp, c))
+		return RESP_ERR_SEQ;
 	qp->r->ctr.tx_nak_invalid_req++;
 	send_nak(qp, WIRE_NAK_INVALID_REQ, c->pkt->bth.psn);
 	fatal(qp, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
@@ -782,6 +821,8 @@ static enum resp_state resp_err_invalid(struct rnic_qp *qp, struct resp_ctx *c)
 
 static enum resp_state resp_err_length(struct rnic_qp *qp, struct resp_ctx *c)
 {
+	if (!settle_before_nak(qp, c))
+		return RESP_ERR_SEQ;
 	/* Message longer than the receive buffer: the receiver sees a local
 	 * length error, the sender an invalid request (IBTA 9.9.3.1.2). */
 	qp->r->ctr.tx_nak_invalid_req++;
@@ -792,6 +833,8 @@ static enum resp_state resp_err_length(struct rnic_qp *qp, struct resp_ctx *c)
 
 static enum resp_state resp_err_access(struct rnic_qp *qp, struct resp_ctx *c)
 {
+	if (!settle_before_nak(qp, c))
+		return RESP_ERR_SEQ;
 	qp->r->ctr.tx_nak_remote_access++;
 	send_nak(qp, WIRE_NAK_REM_ACCESS_ERR, c->pkt->bth.psn);
 	fatal(qp, IBV_WC_LOC_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
@@ -800,6 +843,8 @@ static enum resp_state resp_err_access(struct rnic_qp *qp, struct resp_ctx *c)
 
 static enum resp_state resp_err_local(struct rnic_qp *qp, struct resp_ctx *c)
 {
+	if (!settle_before_nak(qp, c))
+		return RESP_ERR_SEQ;
 	/* Our receive buffer failed (bad lkey): remote operational error for
 	 * the sender, the local status for us (IBTA 9.9.3.1.3). */
 	if (is_rc(qp)) {
@@ -893,13 +938,61 @@ static void reorder_drain(struct rnic_qp *qp, uint64_t now)
 		send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
 }
 
+/* May pkt be executed while reads are put off for this QP's earlier
+ * WRITEs (pull.c)?  Only the next WRITE Only of the message path, with
+ * nothing in the reorder buffer: every other packet (a duplicate, one
+ * past a hole, a SEND) reads or answers state those reads decide. */
+static bool joins_put_off_reads(const struct rnic_qp *qp, const struct wire_ib *pkt)
+{
+	return qp->r->rx_remote && !pkt->payload && pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_WRITE_ONLY) &&
+	       pkt->bth.psn == qp->resp.epsn && reorder_empty(qp);
+}
+
 void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
 {
+	/* Settled here, never half-way through a packet: a WRITE that
+	 * joins the reads put off finds room for its own (pull.c). */
+	if ((qp->resp.pulls && !joins_put_off_reads(qp, pkt)) || qp->r->npulls == RNIC_PULL_BATCH)
+		rnic_pulls_settle(qp->r);
+
 	uint32_t epsn = qp->resp.epsn;
 
 	resp_run(qp, pkt, now);
 	if (!reorder_empty(qp) && qp->resp.epsn != epsn)
 		reorder_drain(qp, now);
+}
+
+void responder_pulls_settled(struct rnic_qp *qp)
+{
+	struct rnic_resp_state *s = &qp->resp;
+	bool nak = false;
+
+	s->pulls = 0;
+	if (s->pull_failed) {
+		uint32_t k = s->pull_dropped;
+
+		/* As if that WRITE had been lost: expect it again.  Those
+		 * after it arrived past the hole (resp_err_seq's count and
+		 * its one NAK per episode). */
+		s->pull_failed = false;
+		s->epsn = s->pull_rewind_psn;
+		s->msn -= k;
+		s->unacked = s->unacked > k ? s->unacked - k : 0;
+		if (k > 1) {
+			qp->r->ctr.rx_drop_out_of_window += k - 1;
+			if (!s->nak_sent && rnic_qp_can_receive(qp)) {
+				qp->r->ctr.tx_nak_psn_seq++;
+				send_nak(qp, WIRE_NAK_PSN_SEQ_ERR, s->epsn);
+				s->nak_sent = true;
+				nak = true;
+			}
+		}
+	}
+	if (s->ack_held) {
+		s->ack_held = false;
+		if (!nak && s->unacked && rnic_qp_can_receive(qp))
+			send_ack(qp, wire_psn_add(s->epsn, WIRE_PSN_MASK));
+	}
 }
 
 void responder_timer(struct rnic_qp *qp, uint64_t now)

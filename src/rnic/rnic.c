@@ -410,6 +410,7 @@ void rnic_advance(struct rnic *r, uint64_t now)
 {
 	uint32_t seen = 0;
 
+	rnic_pulls_settle(r);           /* a delayed ACK must not run ahead */
 	/* Timers armed while we walk (by the QPs we advance) lower it.  A
 	 * timer creates and destroys no QP, so the walk may stop once it has
 	 * seen them all. */

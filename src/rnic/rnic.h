@@ -118,6 +118,15 @@ struct rnic_rx_remote {
 	int (*read)(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n);
 };
 
+/* A read of a message-path payload put off to the end of the port's
+ * batch (rnic_io.pull_batch): `rem`'s payload, all of it, into `dst`.
+ * The port sets `ok` when it landed whole. */
+struct rnic_pull {
+	const struct rnic_rx_remote *rem;
+	struct iovec dst;
+	bool ok;
+};
+
 /* One packet received, ICRC already checked by the port. */
 struct rnic_rx {
 	struct rnic_gid src;    /* source GID (from the IP source address) */
@@ -183,6 +192,14 @@ struct rnic_io {
 	 * NULL: memory counts as persistent once globally visible (a test
 	 * loop). */
 	int (*persist)(void *ctx, void *addr, size_t len);
+	/* Optional, for a port whose message-path reads cost a system call
+	 * each: read pulls[0..n) (each its rem's whole payload into its
+	 * dst), setting each one's `ok`; the port may join them into fewer
+	 * calls.  With it, the rnic puts off the read of an RDMA WRITE's
+	 * payload to rnic_receive_end (pull.c): the port must keep each
+	 * packet's rnic_rx.remote valid until then.  NULL: every payload is
+	 * read as its packet is received. */
+	void (*pull_batch)(void *ctx, struct rnic_pull *pulls, unsigned n);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -289,7 +306,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(tx_drop_ud_over_mtu) X(rx_gsi_mads) X(tx_gsi_mads) X(rx_drop_gsi)    \
 	X(tx_nak_selective) X(rx_nak_selective) X(reorder_stored)               \
 	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)    \
-	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)
+	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)                \
+	X(rx_msg_pulls_put_off) X(rx_msg_pull_batches)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -524,6 +542,12 @@ int rnic_gsi_send(struct rnic *r, const struct rnic_gid *dst, uint32_t dst_qpn, 
 /* Feed one received packet.  Malformed or hostile packets are counted and
  * dropped or NAKed; they never touch memory outside an MR. */
 void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now);
+/* The port's batch of received packets is over: the payload reads the
+ * rnic put off (rnic_io.pull_batch) happen now, and what waited for them
+ * (the ACKs of those WRITEs, or the rewind of a QP whose read failed).
+ * A port with pull_batch calls it after each batch, before it lets go of
+ * the packets and before the application may use the rnic again. */
+void rnic_receive_end(struct rnic *r);
 
 /* The earliest absolute time (same clock as `now`) at which rnic_advance
  * has work to do (retransmit timer, RNR timer, delayed ACK), or UINT64_MAX. */

@@ -55,6 +55,8 @@
  * without AckReq, and otherwise after the delayed-ACK timer. */
 #define RNIC_ACK_EVERY 16u
 #define RNIC_DELAYED_ACK_NS 20000u
+/* Message-path WRITE payload reads put off and joined at most (pull.c). */
+#define RNIC_PULL_BATCH 16u
 /* P_Key we send; we accept any full- or limited-member default P_Key
  * (low 15 bits 0x7fff), IBTA 10.9.1.2. */
 #define RNIC_DEFAULT_PKEY 0xffffu
@@ -104,6 +106,13 @@ struct rnic {
 	unsigned tx_nvec;               /* pieces of the request built last */
 	struct iovec *rx_iov;
 	const struct rnic_rx_remote *rx_remote;
+	/* Message-path WRITE payloads whose read waits for the end of the
+	 * port's batch (pull.c), in the order received; pull_qp[i] is the
+	 * QP of pull[i], pull_psn[i] its PSN. */
+	struct rnic_pull pull[RNIC_PULL_BATCH];
+	struct rnic_qp *pull_qp[RNIC_PULL_BATCH];
+	uint32_t pull_psn[RNIC_PULL_BATCH];
+	unsigned npulls;
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
 
@@ -386,6 +395,15 @@ struct rnic_resp_state {
 	/* READ/ATOMIC resources */
 	struct rnic_resource *res;
 	uint32_t res_cap, res_next;
+	/* WRITEs executed whose payload read is put off (pull.c): their
+	 * PSNs are the last `pulls` before epsn.  Meanwhile an ACK that
+	 * falls due waits (ack_held); pull_failed marks, while they are
+	 * settled, that one of them failed. */
+	uint32_t pulls;
+	bool ack_held;
+	bool pull_failed;
+	uint32_t pull_rewind_psn;       /* the first failed one's PSN */
+	uint32_t pull_dropped;          /* it and every later one      */
 };
 
 /* Congestion control and rate limiting of one QP (cc.c). */
@@ -661,6 +679,16 @@ const char *completer_state_name(int state);
 void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now);
 void responder_timer(struct rnic_qp *qp, uint64_t now);
 void responder_reset(struct rnic_qp *qp);
+/* The reads put off for qp's WRITEs are done (pull.c): rewind to the
+ * first that failed, send what waited for them. */
+void responder_pulls_settled(struct rnic_qp *qp);
+
+/* pull.c: put off the read of the WRITE Only at `psn` being executed
+ * (its payload, r->rx_remote, into dst); false if the port reads at once.
+ * rnic_pulls_settle does the reads put off, if any (every entry point
+ * that may look at a responder's state calls it first). */
+bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len);
+void rnic_pulls_settle(struct rnic *r);
 const char *responder_state_name(int state);
 
 #endif

@@ -573,6 +573,8 @@ static struct srt_device *create_device(void)
 		.ctx = dev, .xmit = io_xmit, .cq_event = io_cq_event, .async_event = srt_device_async_event,
 		.mcast = io_mcast, .tx_buffer = io_tx_buffer, .gsi_receive = io_gsi_receive,
 		.persist = io_persist,
+		/* Message-path reads joined per batch (receive_path.c). */
+		.pull_batch = srt_pull_batch,
 		/* payloads by reference: safe because srt_unlock flushes.  On
 		 * for the local path's packets (copied once, into the ring);
 		 * srt_udp_queue copies those for the socket unless

@@ -50,6 +50,13 @@ struct srt_hook_slot {
 	struct srt_hooks hooks;
 };
 
+/* The reader of a message-path payload (receive_path.c). */
+struct srt_remote_payload {
+	struct rnic_rx_remote base;
+	const struct srt_local_remote *desc;
+	uint32_t nseg;
+};
+
 struct srt_device {
 	pthread_mutex_t lock;           /* the device lock: guards rnic, hooks */
 	struct rnic *rnic;
@@ -109,6 +116,9 @@ struct srt_device {
 	uint64_t rx_drop_malformed;     /* truncated or shorter than BTH+ICRC */
 	uint64_t rx_icrc_id_recovered;  /* accepted with a non-zero IPv4 ID   */
 	struct srt_rx_batch batch;
+	/* The readers of the batch's message-path payloads, one per packet
+	 * (receive_path.c): the rnic may use them until rnic_receive_end. */
+	struct srt_remote_payload remote[SRT_RX_PKTS];
 	/* The port follows the interface's link (link_monitor.h): `link` is
 	 * the progress thread's, `port` is read and written under the lock. */
 	struct srt_link link;
@@ -146,6 +156,9 @@ void srt_send_all_at_unlock(struct srt_device *dev);
 
 /* ---- receive_path.c -------------------------------------------------------- */
 
+/* rnic_io.pull_batch: the message-path reads the rnic put off, joined
+ * (srt_local_pull_many). */
+void srt_pull_batch(void *ctx, struct rnic_pull *pulls, unsigned n);
 /* One received packet to the ICRC check and the rnic (also
  * SOFTRNIC_FAULTS' delivery function). */
 void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now);

@@ -669,6 +669,60 @@ int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct
 	return (size_t)got == want ? 0 : -EFAULT;
 }
 
+/* The most pieces one process_vm_readv takes on either side (the
+ * kernel's UIO_MAXIOV). */
+#define PULL_MAX_IOV 1024u
+
+void srt_local_pull_many(struct srt_local_pull *pulls, unsigned n)
+{
+	struct iovec dst[PULL_MAX_IOV], src[PULL_MAX_IOV];
+	size_t end[PULL_MAX_IOV];       /* bytes read once payload k is in */
+	unsigned i = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		pulls[k].ok = false;
+	while (i < n) {
+		unsigned j = i, nd = 0, ns = 0;
+		size_t bytes = 0;
+		uint32_t pid = pulls[i].desc->pid;
+		bool bad = false;       /* pulls[j] is not to be read */
+
+		/* A run of one sender's payloads that fits one call.  Each
+		 * description is read once: the sender can still write it. */
+		while (j < n && nd < PULL_MAX_IOV) {
+			const struct srt_local_remote *d = pulls[j].desc;
+			uint32_t nseg = pulls[j].nseg;
+			size_t total = 0;
+
+			if (j > i && (d->pid != pid || ns + nseg > PULL_MAX_IOV))
+				break;
+			if (nseg > SRT_LOCAL_REMOTE_SEGS || ns + nseg > PULL_MAX_IOV) {
+				bad = true;
+				break;
+			}
+			for (uint32_t k = 0; k < nseg; k++) {
+				src[ns + k] = (struct iovec){ (void *)(uintptr_t)d->seg[k].addr, (size_t)d->seg[k].len };
+				total += src[ns + k].iov_len;
+			}
+			if (total != pulls[j].dst.iov_len) {
+				bad = true;     /* does not add up */
+				break;
+			}
+			ns += nseg;
+			dst[nd++] = pulls[j].dst;
+			bytes += total;
+			end[j - i] = bytes;
+			j++;
+		}
+		ssize_t got = nd ? process_vm_readv((pid_t)pid, dst, nd, src, ns, 0) : 0;
+		unsigned k = i;
+		while (k < j && got >= 0 && end[k - i] <= (size_t)got)
+			pulls[k++].ok = true;
+		/* Stopped short at pulls[k], or pulls[j] is bad: on after it. */
+		i = k < j || bad ? k + 1 : j;
+	}
+}
+
 bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *p)
 {
 	struct ring *r = p->r;

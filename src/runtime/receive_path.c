@@ -14,6 +14,10 @@
 #include "runtime/icrc_recv.h"
 #include "runtime/local_path.h"
 
+/* Put-off reads handed to srt_local_pull_many at a time (the rnic puts
+ * off at most 16: RNIC_PULL_BATCH). */
+#define SRT_PULLS_AT_ONCE 16u
+
 /* Batches read per wake-up before timers get another look. */
 #define SRT_RX_BATCHES_PER_WAKE 8
 
@@ -90,18 +94,34 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 }
 
 /* A message-path packet's payload, read from its sender when the rnic
- * has decided where it goes (local_path.h). */
-struct remote_payload {
-	struct rnic_rx_remote base;
-	const struct srt_local_remote *desc;
-	uint32_t nseg;
-};
-
+ * has decided where it goes (local_path.h): at once, or with the others
+ * the rnic put off, at the end of the batch (srt_pull_batch). */
 static int read_remote(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n)
 {
-	const struct remote_payload *rp = (const struct remote_payload *)(const void *)rem;
+	const struct srt_remote_payload *rp = (const struct srt_remote_payload *)(const void *)rem;
 
 	return srt_local_pull(rp->desc, rp->nseg, dst, n);
+}
+
+void srt_pull_batch(void *ctx, struct rnic_pull *pulls, unsigned n)
+{
+	struct srt_local_pull lp[SRT_PULLS_AT_ONCE];
+
+	(void)ctx;
+	while (n) {
+		unsigned m = n < SRT_PULLS_AT_ONCE ? n : SRT_PULLS_AT_ONCE;
+
+		for (unsigned i = 0; i < m; i++) {
+			const struct srt_remote_payload *rp = (const struct srt_remote_payload *)(const void *)pulls[i].rem;
+
+			lp[i] = (struct srt_local_pull){ .desc = rp->desc, .nseg = rp->nseg, .dst = pulls[i].dst };
+		}
+		srt_local_pull_many(lp, m);
+		for (unsigned i = 0; i < m; i++)
+			pulls[i].ok = lp[i].ok;
+		pulls += m;
+		n -= m;
+	}
 }
 
 /* One received packet (or one SOFTRNIC_FAULTS let through, later
@@ -109,18 +129,24 @@ static int read_remote(const struct rnic_rx_remote *rem, const struct iovec *dst
 void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 {
 	struct srt_device *dev = ctx;
-	struct remote_payload rp;
 	struct rnic_rx rx;
 
 	if (!accept_datagram(dev, p, &rx))
 		return;
 	rx.remote = NULL;
 	if (p->remote) {
-		rp.base.len = p->remote->total;
-		rp.base.read = read_remote;
-		rp.desc = p->remote;
-		rp.nseg = p->remote_nseg;
-		rx.remote = &rp.base;
+		/* Its reader lives as long as the batch it came in: the
+		 * rnic may read it at the batch's end (rnic_receive_end). */
+		uintptr_t first = (uintptr_t)dev->batch.pkt, at = (uintptr_t)p;
+		if (at < first || at >= first + sizeof(dev->batch.pkt))
+			return;         /* only a ring's batch has these */
+		at = (at - first) / sizeof(*p);
+		struct srt_remote_payload *rp = &dev->remote[at];
+		rp->base.len = p->remote->total;
+		rp->base.read = read_remote;
+		rp->desc = p->remote;
+		rp->nseg = p->remote_nseg;
+		rx.remote = &rp->base;
 	}
 	rnic_receive(dev->rnic, &rx, now);
 }
@@ -151,6 +177,9 @@ static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
 		else
 			srt_deliver_packet(dev, &dev->batch.pkt[i], now);
 	}
+	/* The payload reads the rnic put off, before the ring's entries go
+	 * back to their senders. */
+	rnic_receive_end(dev->rnic);
 	return n;
 }
 

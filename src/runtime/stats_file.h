@@ -17,8 +17,9 @@
 
 #include "runtime/runtime.h"
 
-#define SRT_STATS_VERSION 4u    /* 2: the agent's counters; 3: QPs, CC counters;
-                                   4: the runtime's counters (faults, capture) */
+#define SRT_STATS_VERSION 5u    /* 2: the agent's counters; 3: QPs, CC counters;
+                                   4: the runtime's counters (faults, capture);
+                                   5: the message path's put-off reads */
 #define SRT_STATS_DIR "/dev/shm"
 #define SRT_STATS_PREFIX "softrnic-"
 

@@ -726,6 +726,7 @@ static bool sabotage_tap(void *arg, struct pair_packet *pkt)
 /* Over all seeds: message-path packets, and their payloads read. */
 static struct {
 	uint64_t messages, pulls, pull_failures;
+	uint64_t pulls_put_off, pull_batches, put_off_failures;
 } msg_total;
 
 static void random_faults(struct run *u, struct pair_faults *f)
@@ -931,6 +932,9 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 		msg_total.messages += ps->messages;
 		msg_total.pulls += ps->pulls;
 		msg_total.pull_failures += ps->pull_failures;
+		msg_total.pulls_put_off += ps->pulls_put_off;
+		msg_total.pull_batches += ps->pull_batches;
+		msg_total.put_off_failures += ps->put_off_failures;
 	}
 	out->now = pair_now(u->h.pair);
 	out->delivered = pair_stats(u->h.pair)->delivered;
@@ -1015,8 +1019,18 @@ int main(int argc, char **argv)
 		printf("message path: %llu packets of whole messages, %llu payloads read, %llu reads failed\n",
 		       (unsigned long long)msg_total.messages, (unsigned long long)msg_total.pulls,
 		       (unsigned long long)msg_total.pull_failures);
+		printf("  of them put off to a batch's end: %llu reads in %llu batches, %llu failed\n",
+		       (unsigned long long)msg_total.pulls_put_off, (unsigned long long)msg_total.pull_batches,
+		       (unsigned long long)msg_total.put_off_failures);
 		if (!msg_total.messages || !msg_total.pull_failures) {
 			printf("FAIL: the message path was not exercised (no messages, or no failed read)\n");
+			failed++;
+		}
+		/* Both receive paths (pair.c: even nodes put reads off), with
+		 * batches of more than one read and failures among them. */
+		if (!msg_total.put_off_failures || msg_total.pulls_put_off <= msg_total.pull_batches ||
+		    msg_total.pulls_put_off == msg_total.pulls) {
+			printf("FAIL: reads put off were not exercised (none failed, none joined, or no other)\n");
 			failed++;
 		}
 	}

@@ -1,0 +1,362 @@
+/*
+ * put_off_reads.c — message-path reads put off to the end of a batch
+ * (src/rnic/pull.c), hunted for the ways they could show a WRITE's effect
+ * before its payload is in.
+ *
+ * Node 1 posts a burst of whole messages to node 0, the pair's even node,
+ * which lets its rnic put the reads of RDMA WRITE payloads off
+ * (rnic_io.pull_batch).  The link has a fixed delay and no rate, so the
+ * burst arrives in one instant and node 0 receives it as one batch, as the
+ * runtime does what one read of its ring returned.  The burst mixes
+ * WRITEs (each to a slot of its own), WRITEs with immediate data, SENDs,
+ * and READs of a slot an earlier WRITE of the burst filled; reads of the
+ * sender's memory fail at random (pair_faults.pull_fail), and in a quarter
+ * of the seeds one WRITE carries a wrong rkey.  What must hold:
+ *   - the WRs complete in order: all successfully, or, with the wrong
+ *     rkey, successes up to it, a remote access error for it, flushes
+ *     after it;
+ *   - a READ returns what the WRITE before it wrote (a READ after a WRITE
+ *     on one QP sees it, IBTA 9.5), so the put-off read was done first;
+ *   - every slot of a successful WRITE holds its bytes, every other slot
+ *     and every guard byte is untouched; each receive holds its SEND's
+ *     bytes, each WRITE with immediate data completes a receive with its
+ *     immediate;
+ *   - over all seeds, reads were put off and joined (batches of more than
+ *     one), some failed, and WRITEs after a failed one were dropped and
+ *     sent again (the rewind);
+ *   - the run replays exactly from its seed.
+ *
+ * Usage: rnic_put_off_reads [--seed N | --seeds A-B] [-v]
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define NOPS 40u
+#define SLOT (24u << 10)        /* every message is more than a path MTU */
+#define GUARD 4096u
+#define TGT_LEN ((size_t)NOPS * SLOT)
+#define TGT_IOVA 0x40000000ull
+#define NRECV 16u
+#define RUN_NS (2000 * HT_MS)
+
+enum op_kind { OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_READ };
+
+struct op {
+	enum op_kind kind;
+	uint32_t len;
+	unsigned slot;          /* WRITE: its target slot; READ: the slot read */
+	unsigned src;           /* READ: the op whose bytes it must see */
+	int status;
+	bool done;
+};
+
+struct run {
+	struct ht h;
+	uint64_t seed;
+	uint8_t *tgt;           /* node 0: GUARD | NOPS slots | GUARD */
+	uint8_t *tgt_orig;
+	struct rnic_mr *tmr;
+	uint8_t *recv;          /* node 0: receive buffers */
+	struct rnic_mr *rmr;
+	uint8_t *src;           /* node 1: one SLOT per op (READs land here) */
+	struct rnic_mr *smr;
+	struct op op[NOPS];
+	unsigned bad;           /* the op with the wrong rkey, or NOPS */
+	unsigned completed;
+	unsigned nrecv_wc;
+	unsigned send_order[NOPS];      /* SENDs and WRITE_IMMs, in order */
+	unsigned nsend;
+};
+
+static uint64_t rnd(struct run *u, uint64_t n)
+{
+	return n ? pair_random_below(u->h.pair, n) : 0;
+}
+
+static uint8_t pattern(uint64_t seed, unsigned who, size_t i)
+{
+	return (uint8_t)((i * 131u) ^ (who * 29u) ^ (seed * 7u) ^ (i >> 9));
+}
+
+static uint8_t *slot_at(struct run *u, unsigned s)
+{
+	return u->tgt + GUARD + (size_t)s * SLOT;
+}
+
+static int setup(struct run *u, uint64_t seed)
+{
+	struct ht_opts o;
+
+	memset(u, 0, sizeof(*u));
+	u->seed = seed;
+	ht_default_opts(&o, seed);
+	o.message_path[0] = o.message_path[1] = true;
+	o.go_back_n[0] = o.go_back_n[1] = seed % 2 == 0;
+	o.timeout = 8;          /* ~1 ms: a lost tail is resent in simulated ms */
+	if (ht_setup(&u->h, &o))
+		return -1;
+	u->tgt = malloc(GUARD + TGT_LEN + GUARD);
+	u->tgt_orig = malloc(GUARD + TGT_LEN + GUARD);
+	u->recv = calloc(NRECV, SLOT);
+	u->src = malloc(TGT_LEN);
+	REQUIRE(u->tgt && u->tgt_orig && u->recv && u->src, -1, "out of memory");
+	for (size_t i = 0; i < GUARD + TGT_LEN + GUARD; i++)
+		u->tgt[i] = pattern(seed, 1, i);
+	memcpy(u->tgt_orig, u->tgt, GUARD + TGT_LEN + GUARD);
+	for (size_t i = 0; i < TGT_LEN; i++)
+		u->src[i] = pattern(seed, 2, i);
+	u->tmr = rnic_mr_reg(u->h.side[0].pd, u->tgt + GUARD, TGT_LEN, TGT_IOVA,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	u->rmr = ht_reg(&u->h.side[0], u->recv, (size_t)NRECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	u->smr = ht_reg(&u->h.side[1], u->src, TGT_LEN, IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(u->tmr && u->rmr && u->smr, -1, "mr_reg: %s", strerror(errno));
+	for (unsigned r = 0; r < NRECV; r++) {
+		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->recv + (size_t)r * SLOT), .length = SLOT,
+				       .lkey = rnic_mr_lkey(u->rmr) };
+		struct ibv_recv_wr wr = { .wr_id = r, .sg_list = &sge, .num_sge = 1 }, *bad;
+		REQUIRE(rnic_post_recv(u->h.side[0].qp, &wr, &bad) == 0, -1, "post_recv");
+	}
+	return 0;
+}
+
+static void teardown(struct run *u)
+{
+	if (u->tmr)
+		rnic_mr_dereg(u->tmr);
+	if (u->rmr)
+		rnic_mr_dereg(u->rmr);
+	if (u->smr)
+		rnic_mr_dereg(u->smr);
+	ht_teardown(&u->h);
+	free(u->tgt);
+	free(u->tgt_orig);
+	free(u->recv);
+	free(u->src);
+}
+
+/* The whole burst at one instant: one batch at node 0. */
+static int post_burst(struct run *u)
+{
+	unsigned written[NOPS], nwritten = 0, recvs = 0;
+	uint64_t now = pair_now(u->h.pair);
+
+	u->bad = rnd(u, 4) == 0 ? 1 + (unsigned)rnd(u, NOPS - 2) : NOPS;
+	for (unsigned i = 0; i < NOPS; i++) {
+		struct op *o = &u->op[i];
+		uint64_t k = rnd(u, 10);
+		struct ibv_send_wr wr;
+
+		o->kind = k < 6 ? OP_WRITE : k < 7 ? OP_WRITE_IMM : k < 8 ? OP_SEND : OP_READ;
+		if ((o->kind == OP_READ && !nwritten) || ((o->kind == OP_SEND || o->kind == OP_WRITE_IMM) && recvs == NRECV))
+			o->kind = OP_WRITE;
+		if (i == u->bad)
+			o->kind = OP_WRITE;
+		o->len = RNIC_PKT_MAX_PAYLOAD + 1 + (uint32_t)rnd(u, SLOT - RNIC_PKT_MAX_PAYLOAD - 1);
+		o->slot = i;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = i;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->src + (size_t)i * SLOT), .length = o->len,
+				       .lkey = rnic_mr_lkey(u->smr) };
+		switch (o->kind) {
+		case OP_WRITE:
+		case OP_WRITE_IMM:
+			wr.opcode = o->kind == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr.imm_data = htobe32(0x1000 + i);
+			wr.wr.rdma.remote_addr = TGT_IOVA + (uint64_t)i * SLOT;
+			wr.wr.rdma.rkey = rnic_mr_rkey(u->tmr) ^ (i == u->bad ? 0x100u : 0u);
+			if (o->kind == OP_WRITE_IMM)
+				u->send_order[u->nsend++] = i, recvs++;
+			else if (i != u->bad)
+				written[nwritten++] = i;
+			break;
+		case OP_SEND:
+			wr.opcode = IBV_WR_SEND;
+			u->send_order[u->nsend++] = i;
+			recvs++;
+			break;
+		case OP_READ:
+			/* Into its own source slot, from a slot written before. */
+			o->src = written[rnd(u, nwritten)];
+			o->len = u->op[o->src].len;
+			sge.length = o->len;
+			memset(u->src + (size_t)i * SLOT, 0, SLOT);
+			wr.opcode = IBV_WR_RDMA_READ;
+			wr.wr.rdma.remote_addr = TGT_IOVA + (uint64_t)o->src * SLOT;
+			wr.wr.rdma.rkey = rnic_mr_rkey(u->tmr);
+			break;
+		}
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		struct ibv_send_wr *bad;
+		REQUIRE(rnic_post_send(u->h.side[1].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
+	}
+	return 0;
+}
+
+static void poll_sender(struct run *u)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = rnic_cq_poll(u->h.side[1].scq, 16, wc)) > 0) {
+		for (int k = 0; k < n; k++) {
+			unsigned i = (unsigned)wc[k].wr_id;
+
+			CHECK(i == u->completed, "completion of WR %u, expected WR %u (in order)", i, u->completed);
+			if (i >= NOPS || u->op[i].done)
+				continue;
+			u->op[i].done = true;
+			u->op[i].status = wc[k].status;
+			u->completed++;
+		}
+	}
+}
+
+static void check_receives(struct run *u)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = rnic_cq_poll(u->h.side[0].rcq, 16, wc)) > 0) {
+		for (int k = 0; k < n; k++, u->nrecv_wc++) {
+			if (wc[k].status != IBV_WC_SUCCESS)
+				continue;       /* flushed after the wrong rkey */
+			REQUIRE(u->nrecv_wc < u->nsend, , "more receive completions than SENDs");
+			unsigned i = u->send_order[u->nrecv_wc];
+			const struct op *o = &u->op[i];
+			CHECK(wc[k].wr_id == u->nrecv_wc, "receive %u completed WQE %llu", u->nrecv_wc,
+			      (unsigned long long)wc[k].wr_id);
+			CHECK_EQ_U(wc[k].byte_len, o->len, "receive byte_len");
+			if (o->kind == OP_WRITE_IMM) {
+				CHECK(wc[k].opcode == IBV_WC_RECV_RDMA_WITH_IMM, "op %u: opcode %d", i, wc[k].opcode);
+				CHECK_EQ_U(be32toh(wc[k].imm_data), 0x1000 + i, "immediate data");
+			} else {
+				CHECK(memcmp(u->recv + wc[k].wr_id * SLOT, u->src + (size_t)i * SLOT, o->len) == 0,
+				      "op %u: received bytes differ from the SEND's", i);
+			}
+		}
+	}
+}
+
+static void check_outcome(struct run *u)
+{
+	for (unsigned i = 0; i < NOPS; i++) {
+		const struct op *o = &u->op[i];
+		int want = i < u->bad ? IBV_WC_SUCCESS : i == u->bad ? IBV_WC_REM_ACCESS_ERR : IBV_WC_WR_FLUSH_ERR;
+		bool wrote = (o->kind == OP_WRITE || o->kind == OP_WRITE_IMM) && o->status == IBV_WC_SUCCESS;
+
+		CHECK(o->done, "WR %u never completed", i);
+		CHECK(o->status == want, "WR %u (%s): %s, expected %s", i,
+		      o->kind == OP_READ ? "READ" : o->kind == OP_SEND ? "SEND" : "WRITE", ht_wc_status_str(o->status),
+		      ht_wc_status_str(want));
+		if (o->kind == OP_READ && o->status == IBV_WC_SUCCESS)
+			CHECK(memcmp(u->src + (size_t)i * SLOT, u->src + (size_t)o->src * SLOT, o->len) == 0,
+			      "READ %u did not see WRITE %u before it", i, o->src);
+		const uint8_t *want_bytes = wrote ? u->src + (size_t)i * SLOT : u->tgt_orig + GUARD + (size_t)i * SLOT;
+		uint32_t n = wrote ? o->len : SLOT;
+		CHECK(memcmp(slot_at(u, i), want_bytes, n) == 0, "slot %u: %s", i,
+		      wrote ? "the WRITE's bytes are not there" : "written, but no WRITE to it succeeded");
+		CHECK(memcmp(slot_at(u, i) + n, u->tgt_orig + GUARD + (size_t)i * SLOT + n, SLOT - n) == 0,
+		      "slot %u: written past the WRITE", i);
+	}
+	CHECK(memcmp(u->tgt, u->tgt_orig, GUARD) == 0 &&
+	      memcmp(u->tgt + GUARD + TGT_LEN, u->tgt_orig + GUARD + TGT_LEN, GUARD) == 0, "guard bytes written");
+}
+
+struct outcome {
+	uint64_t trace, now;
+	uint64_t put_off, batches, failures, dropped_after;
+};
+
+static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
+{
+	struct run *u = malloc(sizeof(*u));
+	int before = ht_failures;
+
+	if (!u) {
+		HT_FAIL("out of memory");
+		return false;
+	}
+	if (setup(u, seed))
+		goto out;
+	/* One delay, no jitter, no rate: the burst arrives at one instant. */
+	struct pair_faults f = { .delay_ns = 2000 };
+	f.pull_fail = (double)(seed % 3) * 0.07;
+	pair_set_all_faults(u->h.pair, &f);
+	if (post_burst(u))
+		goto out;
+	uint64_t end = pair_now(u->h.pair) + RUN_NS;
+	while (u->completed < NOPS && pair_now(u->h.pair) < end) {
+		pair_run_for(u->h.pair, 10 * HT_US);
+		poll_sender(u);
+	}
+	pair_run_for(u->h.pair, 10 * HT_MS);       /* nothing more may come */
+	poll_sender(u);
+	check_receives(u);
+	check_outcome(u);
+	const struct pair_stats *ps = pair_stats(u->h.pair);
+	const struct rnic_counters *c = rnic_counters(u->h.side[0].r);
+	out->trace = pair_trace_hash(u->h.pair);
+	out->now = pair_now(u->h.pair);
+	out->put_off = ps->pulls_put_off;
+	out->batches = ps->pull_batches;
+	out->failures = ps->put_off_failures;
+	out->dropped_after = c->rx_drop_out_of_window;
+	if (verbose || ht_failures != before)
+		printf("  [%s] %s, wrong rkey at %u; %llu reads put off in %llu batches, %llu failed, %llu dropped "
+		       "after a failed one; %u of %u WRs done\n",
+		       ht_case, seed % 2 == 0 ? "go-back-N" : "selective", u->bad, (unsigned long long)out->put_off,
+		       (unsigned long long)out->batches, (unsigned long long)out->failures,
+		       (unsigned long long)out->dropped_after, u->completed, NOPS);
+out:
+	teardown(u);
+	free(u);
+	return ht_failures == before;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t defaults[60];
+	for (int i = 0; i < 60; i++)
+		defaults[i] = (uint64_t)i + 1;
+	uint64_t seeds[4096];
+	size_t n = ht_seeds_from_args(argc, argv, seeds, 4096, defaults, sizeof(defaults) / sizeof(defaults[0]));
+	bool verbose = false;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+	int failed = 0;
+	struct outcome sum = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
+		struct outcome a = { 0 }, b = { 0 };
+		bool good = run_seed(seeds[i], &a, verbose);
+		if (good && run_seed(seeds[i], &b, false) && (a.trace != b.trace || a.now != b.now))
+			HT_FAIL("replay differs: trace %016llx vs %016llx", (unsigned long long)a.trace,
+				(unsigned long long)b.trace);
+		sum.put_off += a.put_off;
+		sum.batches += a.batches;
+		sum.failures += a.failures;
+		sum.dropped_after += a.dropped_after;
+		if (ht_end_case()) {
+			printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
+			failed++;
+		}
+	}
+	printf("%zu seeds: %llu reads put off in %llu batches, %llu failed, %llu WRITEs dropped after a failed one\n",
+	       n, (unsigned long long)sum.put_off, (unsigned long long)sum.batches, (unsigned long long)sum.failures,
+	       (unsigned long long)sum.dropped_after);
+	/* The checks above saw something only if reads were joined, failed,
+	 * and rewound the WRITEs after them. */
+	if (n >= 20 && (sum.put_off < 2 * sum.batches || !sum.failures || !sum.dropped_after)) {
+		printf("FAIL: the seeds did not join, fail and rewind put-off reads\n");
+		failed++;
+	}
+	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	return failed ? 1 : 0;
+}
