@@ -3,21 +3,23 @@
  * against what can go wrong while a whole message waits in the sender's
  * memory for the receiver to read it.
  *
- * For each seed, node 0 posts a burst of RDMA WRITEs, READs and SENDs to
- * node 1, most of them larger than a path MTU (so each is one packet whose
+ * For each seed, and each way (ports/pair.c: node 1 reads a payload as its
+ * packet arrives, node 0 puts the reads of WRITE payloads off to the end
+ * of its batch, src/rnic/pull.c), the sender posts a burst of RDMA WRITEs,
+ * READs and SENDs to the receiver, most of them larger than a path MTU (so each is one packet whose
  * payload the receiver reads from the sender, ports/pair's stand-in for
  * process_vm_readv), split over 1-3 SGEs, over a link with a little loss
  * and reordering and failed reads.  At random simulated times, zero to two
  * of these happen:
- *   dereg      node 1 deregisters one of its target MRs (and the program
+ *   dereg      the receiver deregisters one of its target MRs (and the program
  *              reuses the memory: we fill it with a "dead" pattern);
- *   qp_error   node 1 moves its QP to the Error state;
- *   peer_death node 1 goes silent: everything to and from it is lost, and
+ *   qp_error   the receiver moves its QP to the Error state;
+ *   peer_death the receiver goes silent: everything to and from it is lost, and
  *              its memory can no longer be read;
- *   unmap      node 0's buffers can no longer be read by node 1 (the
+ *   unmap      the sender's buffers can no longer be read by the receiver (the
  *              sender unmapped them, or died).
  * Then it checks what must hold whatever the timing:
- *   - every WR of node 0 completes exactly once, in order: successes, then
+ *   - every WR of the sender completes exactly once, in order: successes, then
  *     at most one error of the kinds these events cause, then flushes; no
  *     WR is left hanging;
  *   - a successful WRITE's bytes are in its target slot (unless that MR
@@ -37,13 +39,13 @@
 
 #include "harness.h"
 
-#define NMR 3u                  /* target MRs on node 1 */
+#define NMR 3u                  /* target MRs on the receiver */
 #define NSLOT 8u                /* slots per target MR, one WRITE each */
 #define SLOT (64u << 10)
 #define GUARD 4096u
 #define MR_LEN (NSLOT * SLOT)
 #define NOPS 24u
-#define READ_LEN (128u << 10)   /* node 1's READ source */
+#define READ_LEN (128u << 10)   /* the receiver's READ source */
 #define RECV_LEN (64u << 10)
 #define NRECV 16u
 #define TGT_IOVA 0x40000000ull
@@ -60,7 +62,7 @@ struct op {
 	uint32_t len;
 	unsigned mr, slot;      /* WRITE: target; READ: offset in the source */
 	uint32_t read_off;
-	uint8_t *local;         /* node 0: source (WRITE, SEND) or destination (READ) */
+	uint8_t *local;         /* sender: source (WRITE, SEND) or destination (READ) */
 	int nsge;
 	struct ibv_sge sge[3];
 	bool done;
@@ -77,16 +79,20 @@ struct event {
 struct run {
 	struct ht h;
 	uint64_t seed;
+	/* The node that posts the burst and the one it goes to: node 1
+	 * reads payloads at once, node 0 puts the reads off to the end of
+	 * its batch (ports/pair.c); every seed runs both ways. */
+	unsigned snd, rcv;
 	uint64_t rng;
 	uint8_t *tgt[NMR];      /* GUARD | MR_LEN | GUARD */
 	uint8_t *tgt_orig[NMR];
 	struct rnic_mr *tmr[NMR];
 	bool dead[NMR];         /* deregistered; memory now the dead pattern */
-	uint8_t *rsrc;          /* node 1: READ source */
+	uint8_t *rsrc;          /* receiver: READ source */
 	struct rnic_mr *rmr;
-	uint8_t *recv;          /* node 1: NRECV receive buffers */
+	uint8_t *recv;          /* receiver: NRECV receive buffers */
 	struct rnic_mr *recv_mr;
-	uint8_t *local;         /* node 0: NOPS regions of SLOT bytes */
+	uint8_t *local;         /* sender: NOPS regions of SLOT bytes */
 	struct rnic_mr *lmr;
 	struct op op[NOPS];
 	struct event ev[2];
@@ -111,10 +117,12 @@ static uint8_t pattern(uint64_t seed, unsigned who, size_t i)
 
 static const uint8_t DEAD = 0xee;
 
-static int setup(struct run *u, uint64_t seed)
+static int setup(struct run *u, uint64_t seed, unsigned rcv)
 {
 	memset(u, 0, sizeof(*u));
 	u->seed = seed;
+	u->rcv = rcv;
+	u->snd = 1 - rcv;
 	struct ht_opts o;
 	ht_default_opts(&o, seed);
 	o.message_path[0] = o.message_path[1] = true;
@@ -130,7 +138,7 @@ static int setup(struct run *u, uint64_t seed)
 		for (size_t i = 0; i < GUARD + MR_LEN + GUARD; i++)
 			u->tgt[m][i] = pattern(seed, 10 + m, i);
 		memcpy(u->tgt_orig[m], u->tgt[m], GUARD + MR_LEN + GUARD);
-		u->tmr[m] = rnic_mr_reg(u->h.side[1].pd, u->tgt[m] + GUARD, MR_LEN, TGT_IOVA + (uint64_t)m * MR_LEN,
+		u->tmr[m] = rnic_mr_reg(u->h.side[u->rcv].pd, u->tgt[m] + GUARD, MR_LEN, TGT_IOVA + (uint64_t)m * MR_LEN,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		REQUIRE(u->tmr[m], -1, "target mr_reg: %s", strerror(errno));
 	}
@@ -142,9 +150,9 @@ static int setup(struct run *u, uint64_t seed)
 		u->rsrc[i] = pattern(seed, 20, i);
 	for (size_t i = 0; i < (size_t)NOPS * SLOT; i++)
 		u->local[i] = pattern(seed, 30, i);
-	u->rmr = rnic_mr_reg(u->h.side[1].pd, u->rsrc, READ_LEN, READ_IOVA, IBV_ACCESS_REMOTE_READ);
-	u->recv_mr = ht_reg(&u->h.side[1], u->recv, (size_t)NRECV * RECV_LEN, IBV_ACCESS_LOCAL_WRITE);
-	u->lmr = ht_reg(&u->h.side[0], u->local, (size_t)NOPS * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	u->rmr = rnic_mr_reg(u->h.side[u->rcv].pd, u->rsrc, READ_LEN, READ_IOVA, IBV_ACCESS_REMOTE_READ);
+	u->recv_mr = ht_reg(&u->h.side[u->rcv], u->recv, (size_t)NRECV * RECV_LEN, IBV_ACCESS_LOCAL_WRITE);
+	u->lmr = ht_reg(&u->h.side[u->snd], u->local, (size_t)NOPS * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(u->rmr && u->recv_mr && u->lmr, -1, "mr_reg: %s", strerror(errno));
 	return 0;
 }
@@ -202,7 +210,7 @@ static int post_all(struct run *u)
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->recv + (size_t)r * RECV_LEN),
 				       .length = RECV_LEN, .lkey = rnic_mr_lkey(u->recv_mr) };
 		struct ibv_recv_wr wr = { .wr_id = r, .sg_list = &sge, .num_sge = 1 }, *bad;
-		REQUIRE(rnic_post_recv(u->h.side[1].qp, &wr, &bad) == 0, -1, "post_recv");
+		REQUIRE(rnic_post_recv(u->h.side[u->rcv].qp, &wr, &bad) == 0, -1, "post_recv");
 	}
 	for (unsigned i = 0; i < NOPS; i++) {
 		struct op *o = &u->op[i];
@@ -244,7 +252,7 @@ static int post_all(struct run *u)
 		wr.sg_list = o->sge;
 		wr.num_sge = o->nsge;
 		struct ibv_send_wr *bad;
-		REQUIRE(rnic_post_send(u->h.side[0].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
+		REQUIRE(rnic_post_send(u->h.side[u->snd].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
 	}
 	return 0;
 }
@@ -263,16 +271,16 @@ static void fire(struct run *u, struct event *e)
 		break;
 	case RACE_QP_ERROR: {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-		CHECK(rnic_qp_modify(u->h.side[1].qp, &a, IBV_QP_STATE, pair_now(u->h.pair)) == 0, "modify to ERR");
+		CHECK(rnic_qp_modify(u->h.side[u->rcv].qp, &a, IBV_QP_STATE, pair_now(u->h.pair)) == 0, "modify to ERR");
 		break;
 	}
 	case RACE_PEER_DEATH:
-		pair_set_faults(u->h.pair, 0, 1, &dead);
-		pair_set_faults(u->h.pair, 1, 0, &dead);
+		pair_set_faults(u->h.pair, u->snd, u->rcv, &dead);
+		pair_set_faults(u->h.pair, u->rcv, u->snd, &dead);
 		break;
 	case RACE_UNMAP: {
 		struct pair_faults f = { .pull_fail = 1.0, .delay_ns = 1000 };
-		pair_set_faults(u->h.pair, 0, 1, &f);
+		pair_set_faults(u->h.pair, u->snd, u->rcv, &f);
 		break;
 	}
 	default:
@@ -280,12 +288,12 @@ static void fire(struct run *u, struct event *e)
 	}
 }
 
-static void poll_node0(struct run *u)
+static void poll_sender(struct run *u)
 {
 	struct ibv_wc wc[16];
 	int n;
 
-	while ((n = rnic_cq_poll(u->h.side[0].scq, 16, wc)) > 0) {
+	while ((n = rnic_cq_poll(u->h.side[u->snd].scq, 16, wc)) > 0) {
 		for (int k = 0; k < n; k++) {
 			uint64_t id = wc[k].wr_id;
 			if (id >= NOPS) {
@@ -309,7 +317,7 @@ static void check_recv(struct run *u)
 	struct ibv_wc wc[16];
 	int n;
 
-	while ((n = rnic_cq_poll(u->h.side[1].rcq, 16, wc)) > 0) {
+	while ((n = rnic_cq_poll(u->h.side[u->rcv].rcq, 16, wc)) > 0) {
 		for (int k = 0; k < n; k++) {
 			if (wc[k].status != IBV_WC_SUCCESS) {
 				CHECK(wc[k].status == IBV_WC_WR_FLUSH_ERR, "receive completion status %s",
@@ -434,10 +442,10 @@ static void check_statuses(struct run *u)
 
 struct outcome {
 	uint64_t trace, now;
-	unsigned ok_ops, messages, pull_failures;
+	unsigned ok_ops, messages, pull_failures, put_off, put_off_failures;
 };
 
-static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
+static bool run_seed(uint64_t seed, unsigned rcv, struct outcome *out, bool verbose)
 {
 	struct run *u = malloc(sizeof(*u));
 	int before = ht_failures;
@@ -446,7 +454,7 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 		HT_FAIL("out of memory");
 		return false;
 	}
-	if (setup(u, seed) || post_all(u))
+	if (setup(u, seed, rcv) || post_all(u))
 		goto out;
 	/* A little loss, reordering and failed reads: the races come on top
 	 * (drawn after the burst's ops, so a seed's ops do not depend on
@@ -477,10 +485,10 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 			if (!u->ev[e].fired && pair_now(u->h.pair) >= u->ev[e].at)
 				fire(u, &u->ev[e]);
 		pair_run_for(u->h.pair, STEP_NS);
-		poll_node0(u);
+		poll_sender(u);
 	}
 	pair_run_for(u->h.pair, 10 * HT_MS);       /* nothing more may come */
-	poll_node0(u);
+	poll_sender(u);
 	check_recv(u);
 	check_statuses(u);
 	check_memory(u);
@@ -489,6 +497,8 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 	out->now = pair_now(u->h.pair);
 	out->messages = (unsigned)ps->messages;
 	out->pull_failures = (unsigned)ps->pull_failures;
+	out->put_off = (unsigned)ps->pulls_put_off;
+	out->put_off_failures = (unsigned)ps->put_off_failures;
 	out->ok_ops = 0;
 	for (unsigned i = 0; i < NOPS; i++)
 		out->ok_ops += u->op[i].status == IBV_WC_SUCCESS;
@@ -518,28 +528,34 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "-v"))
 			verbose = true;
 	int failed = 0;
-	unsigned messages = 0, ok = 0, pull_failures = 0, with_errors = 0;
+	unsigned messages = 0, ok = 0, pull_failures = 0, with_errors = 0, put_off = 0, put_off_failures = 0;
 	for (size_t i = 0; i < n; i++) {
-		ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
-		struct outcome a = { 0 }, b = { 0 };
-		bool good = run_seed(seeds[i], &a, verbose);
-		if (good && run_seed(seeds[i], &b, false) && (a.trace != b.trace || a.now != b.now))
-			HT_FAIL("replay differs: trace %016llx vs %016llx", (unsigned long long)a.trace,
-				(unsigned long long)b.trace);
-		messages += a.messages;
-		ok += a.ok_ops;
-		pull_failures += a.pull_failures;
-		with_errors += a.ok_ops < NOPS;
-		if (ht_end_case()) {
-			printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
-			failed++;
+		for (unsigned rcv = 1; rcv < 2; rcv--) {      /* 1, then 0 */
+			ht_begin_case("seed %llu, to node %u", (unsigned long long)seeds[i], rcv);
+			struct outcome a = { 0 }, b = { 0 };
+			bool good = run_seed(seeds[i], rcv, &a, verbose);
+			if (good && run_seed(seeds[i], rcv, &b, false) && (a.trace != b.trace || a.now != b.now))
+				HT_FAIL("replay differs: trace %016llx vs %016llx", (unsigned long long)a.trace,
+					(unsigned long long)b.trace);
+			messages += a.messages;
+			ok += a.ok_ops;
+			pull_failures += a.pull_failures;
+			with_errors += a.ok_ops < NOPS;
+			put_off += a.put_off;
+			put_off_failures += a.put_off_failures;
+			if (ht_end_case()) {
+				printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
+				failed++;
+			}
 		}
 	}
-	printf("%zu seeds: %u message packets, %u WRs succeeded, %u failed reads, %u seeds ended in an error\n", n,
-	       messages, ok, pull_failures, with_errors);
-	/* The races must have happened, or the checks above saw nothing. */
-	if (n >= 20 && (!messages || !with_errors || with_errors == n)) {
-		printf("FAIL: the seeds did not exercise both clean runs and races\n");
+	printf("%zu seeds each way: %u message packets, %u WRs succeeded, %u failed reads; %u reads put off, %u of them "
+	       "failed; %u runs ended in an error\n",
+	       n, messages, ok, pull_failures, put_off, put_off_failures, with_errors);
+	/* The races must have happened, both ways, or the checks above saw
+	 * nothing. */
+	if (n >= 20 && (!messages || !with_errors || with_errors == 2 * n || !put_off_failures)) {
+		printf("FAIL: the seeds did not exercise both clean runs and races, both ways\n");
 		failed++;
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);

@@ -371,6 +371,59 @@ static void test_remote(struct srt_rx_batch *b)
 	srt_local_close(rx);
 }
 
+/* Several payloads read together (srt_local_pull_many, the reads the
+ * rnic put off): one call per run of one sender, and a read that fails
+ * (an unmapped buffer, a sender that is gone, a size that does not add
+ * up) fails alone: the reads after it still land. */
+static void test_pull_many(struct srt_rx_batch *b)
+{
+	enum { N = 7, LEN = 9000 };
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static uint8_t hdr[16], src[N][LEN], dst[N][LEN];
+	struct in_addr a;
+
+	inet_pton(AF_INET, RX_ADDR, &a);
+	make_packet(hdr, sizeof(hdr), 7);
+	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
+	CHECK(p, "no local route");
+	if (!ptrace_open()) {
+		srt_local_close(tx);
+		srt_local_close(rx);
+		return;
+	}
+	uint8_t *gone = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED, "mmap");
+	for (unsigned i = 0; i < N; i++) {
+		for (unsigned k = 0; k < LEN; k++)
+			src[i][k] = (uint8_t)(k * 7 + i * 31);
+		/* 2: unmapped before the read; the others in two pieces */
+		struct wire_piece v[2] = { { i == 2 ? gone : src[i], 1000 }, { i == 2 ? gone + 1000 : src[i] + 1000, LEN - 1000 } };
+		srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), v, 2);
+	}
+	srt_local_flush(tx);
+	munmap(gone, LEN);
+	CHECK(srt_local_recv(rx, b) == N, "the entries");
+	/* 4: a sender that is gone (no such pid); 5: a destination one byte
+	 * short of the description. */
+	((struct srt_local_remote *)(uintptr_t)b->pkt[4].remote)->pid = 0x3ffffff0u;
+	struct srt_local_pull pl[N];
+	memset(dst, 0, sizeof(dst));
+	for (unsigned i = 0; i < N; i++)
+		pl[i] = (struct srt_local_pull){ .desc = b->pkt[i].remote, .nseg = b->pkt[i].remote_nseg,
+						 .dst = { dst[i], i == 5 ? LEN - 1 : LEN }, .ok = i == 2 };
+	srt_local_pull_many(pl, N);
+	for (unsigned i = 0; i < N; i++) {
+		bool want = i != 2 && i != 4 && i != 5;
+		CHECK(pl[i].ok == want, "read %u: ok %d", i, pl[i].ok);
+		if (want)
+			CHECK(!memcmp(dst[i], src[i], LEN), "read %u: the sender's bytes", i);
+	}
+	CHECK(dst[5][0] == 0, "a read that does not add up is not made");
+	srt_local_recv_done(rx);
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
 /* An entry that claims to run past the end of the ring's area (no sender
  * writes one: they wrap) is a broken ring, not a read past the mapping;
  * the same for a message-path description that would lie past it. */
@@ -413,6 +466,7 @@ int main(void)
 	test_full(b);
 	test_broken(b);
 	test_remote(b);
+	test_pull_many(b);
 	test_past_the_end(b);
 	free(b);
 	printf("local ring: ok\n");
