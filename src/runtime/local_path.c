@@ -139,6 +139,9 @@ struct srt_local {
 	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
 	bool msg_ok;                    /* we may use the message path */
 	uint64_t cookie;                /* what a peer's probe reads (msg_ok) */
+	/* Our pid, for the descriptions we write: glibc's getpid() is a
+	 * system call, a fifth of a 64 KiB WRITE stream's sender once. */
+	uint32_t pid;
 	struct srt_local_stats stats;
 };
 
@@ -289,7 +292,8 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	pthread_mutex_init(&l->own->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	l->own->version = RING_VERSION;
-	l->own->owner_pid = (uint32_t)getpid();
+	l->pid = (uint32_t)getpid();
+	l->own->owner_pid = l->pid;
 	l->own->shared = shared;
 	l->own->area_bytes = RING_AREA_BYTES;
 	l->own->entry_max = ENTRY_MAX_BYTES;
@@ -621,7 +625,7 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16
 	struct srt_local_remote *d = (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
 	memcpy(e->data, hdr, hdr_len);
 	e->len = hdr_len;
-	d->pid = (uint32_t)getpid();
+	d->pid = l->pid;
 	d->nseg = nvec;
 	d->total = 0;
 	for (unsigned i = 0; i < nvec; i++) {
