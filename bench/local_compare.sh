@@ -24,9 +24,11 @@
 #     installed);
 #   message rate at 4 KiB: ib_write_bw -s 4096 over each path (Mpps);
 #   iperf3 over loopback TCP (if installed);
-#   CPU per GiB (user + system, both processes): ib_write_bw (busy
-#     polling) and ib_send_bw -e (event mode, sleeping as iperf3 does)
-#     over each path, against iperf3.
+#   CPU per GiB moved (user + system, both processes, the difference
+#     between a run and one 10x longer, so that starting and ending
+#     cancel out; the whole run's figure is printed too): ib_write_bw
+#     (busy polling) and ib_send_bw -e (event mode, sleeping as iperf3
+#     does) over each path, against iperf3.
 # Then each goal as a ratio measured in this run, met or not met.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
@@ -111,40 +113,62 @@ for r in $(seq "$runs"); do
 	fi
 done
 
-# CPU per GiB (user + system of both processes, /usr/bin/time): ib_write_bw
-# 20000 x 64 KiB over each path, and iperf3 moving 1250 MB over TCP.
+# CPU per GiB (user + system of both processes, /usr/bin/time), two ways:
+#   whole: one run's CPU over its bytes (ib_write_bw 20000 x 64 KiB,
+#     iperf3 1250 MB), which counts each program's start and end too —
+#     perftest alone spends ~0.2 s of CPU per process measuring its clock;
+#   per GiB moved (the goal): the CPU a 10x longer run adds, over the
+#     bytes it adds (200000 against 20000 messages, 12500 against 1250
+#     MB), which the start and end cancel out of (a 4x longer one was
+#     too short: the start's CPU varies by more than 5 GB cost).
 cpu_of() { awk '{ s += $1 + $2 } END { printf "%.3f", s }' "$tmp/s.t" "$tmp/c.t"; }
+# cpu_run ENVS N PROGRAM ARGS...: one perftest pair moving N x 64 KiB;
+# sets $cpu (both processes' CPU seconds), leaves the client's output in $tmp/c
+cpu_run() {
+	local envs=$1 n=$2 prog=$3
+	shift 3
+	env $envs /usr/bin/time -f "%U %S" -o "$tmp/s.t" "$prog" "$@" -n "$n" -p $port > /dev/null 2>&1 &
+	local s=$!
+	bench_wait_listen $port
+	env $envs /usr/bin/time -f "%U %S" -o "$tmp/c.t" "$prog" "$@" -n "$n" -p $port 127.0.0.1 > "$tmp/c" 2>&1
+	wait $s
+	port=$((port + 1))
+	cpu=$(cpu_of)
+}
+gib() { awk -v b="$1" 'BEGIN { printf "%.6f", b / 2^30 }'; }
+per() { awk -v c="$1" -v g="$2" 'BEGIN { if (g > 0) printf "%.3f", c / g }'; }
 for r in $(seq "$runs"); do
 	for path in local packets udp; do
 		envs=X=1
 		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
 		[ $path = packets ] && envs=SOFTRNIC_LOCAL=packets
-		env $envs /usr/bin/time -f "%U %S" -o "$tmp/s.t" ib_write_bw -n 20000 -p $port > /dev/null 2>&1 &
-		s=$!
-		bench_wait_listen $port
-		env $envs /usr/bin/time -f "%U %S" -o "$tmp/c.t" ib_write_bw -n 20000 -p $port 127.0.0.1 > /dev/null 2>&1
-		wait $s
-		port=$((port + 1))
-		res[cpu.$path]+="$(awk -v c="$(cpu_of)" 'BEGIN { printf "%.3f", c / (20000 * 65536 / 2^30) }') "
+		g1=$(gib $((20000 * 65536))) g4=$(gib $((200000 * 65536)))
+		cpu_run "$envs" 20000 ib_write_bw
+		c1=$cpu
+		cpu_run "$envs" 200000 ib_write_bw
+		res[cpu.$path]+="$(per "$c1" "$g1") "
+		res[cpu_m.$path]+="$(per "$(awk -v a="$cpu" -v b="$c1" 'BEGIN { print a - b }')" "$(awk -v a="$g4" -v b="$g1" 'BEGIN { print a - b }')") "
 		# Event mode (-e: both sides sleep on the completion channel,
 		# as iperf3 sleeps in the kernel): the like-for-like CPU figure.
-		env $envs /usr/bin/time -f "%U %S" -o "$tmp/s.t" ib_send_bw -e -n 20000 -p $port > /dev/null 2>&1 &
-		s=$!
-		bench_wait_listen $port
-		env $envs /usr/bin/time -f "%U %S" -o "$tmp/c.t" ib_send_bw -e -n 20000 -p $port 127.0.0.1 > "$tmp/c" 2>&1
-		wait $s
-		port=$((port + 1))
+		cpu_run "$envs" 20000 ib_send_bw -e
+		c1=$cpu
 		res[send_bw_e.$path]+="$(awk '/^ *65536 / { print $4 }' "$tmp/c") "
-		res[cpu_e.$path]+="$(awk -v c="$(cpu_of)" 'BEGIN { printf "%.3f", c / (20000 * 65536 / 2^30) }') "
+		cpu_run "$envs" 200000 ib_send_bw -e
+		res[cpu_e.$path]+="$(per "$c1" "$g1") "
+		res[cpu_em.$path]+="$(per "$(awk -v a="$cpu" -v b="$c1" 'BEGIN { print a - b }')" "$(awk -v a="$g4" -v b="$g1" 'BEGIN { print a - b }')") "
 	done
 	if command -v iperf3 > /dev/null; then
-		/usr/bin/time -f "%U %S" -o "$tmp/s.t" iperf3 -s -1 -p $port > /dev/null 2>&1 &
-		s=$!
-		bench_wait_listen $port
-		/usr/bin/time -f "%U %S" -o "$tmp/c.t" iperf3 -c 127.0.0.1 -p $port -n 1250M > /dev/null 2>&1
-		wait $s
-		port=$((port + 1))
-		res[cpu.tcp]+="$(awk -v c="$(cpu_of)" 'BEGIN { printf "%.3f", c / (1250 * 2^20 / 2^30) }') "
+		for mb in 1250 12500; do
+			/usr/bin/time -f "%U %S" -o "$tmp/s.t" iperf3 -s -1 -p $port > /dev/null 2>&1 &
+			s=$!
+			bench_wait_listen $port
+			/usr/bin/time -f "%U %S" -o "$tmp/c.t" iperf3 -c 127.0.0.1 -p $port -n ${mb}M > /dev/null 2>&1
+			wait $s
+			port=$((port + 1))
+			[ $mb = 1250 ] && c1=$(cpu_of) || c4=$(cpu_of)
+		done
+		res[cpu.tcp]+="$(per "$c1" "$(gib $((1250 << 20)))") "
+		res[cpu_m.tcp]+="$(per "$(awk -v a="$c4" -v b="$c1" 'BEGIN { print a - b }')" "$(gib $((11250 << 20)))") "
 	fi
 done
 
@@ -160,16 +184,17 @@ done
 l=$(m send_bw_e.local) p=$(m send_bw_e.packets) u=$(m send_bw_e.udp)
 printf '| ib_send_bw -e, event mode (MB/s) | %s | %s | %s | %s | %s |\n' "$l" "$p" "$u" "$(ratio "$l" "$p")" "$(ratio "$l" "$u")"
 printf '\n| baseline | median |\n|---|---|\n'
-printf '| CPU per GiB, ib_write_bw over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu.local)" "$(m cpu.packets)" "$(m cpu.udp)"
-printf '| CPU per GiB, ib_send_bw -e (event mode) over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu_e.local)" "$(m cpu_e.packets)" "$(m cpu_e.udp)"
-printf '| CPU per GiB, iperf3 TCP (s) | %s |\n' "$(m cpu.tcp)"
+printf '| CPU per GiB moved, ib_write_bw over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu_m.local)" "$(m cpu_m.packets)" "$(m cpu_m.udp)"
+printf '| CPU per GiB moved, ib_send_bw -e (event mode) over the local path / its packet ring / UDP (s) | %s / %s / %s |\n' "$(m cpu_em.local)" "$(m cpu_em.packets)" "$(m cpu_em.udp)"
+printf '| CPU per GiB moved, iperf3 TCP (s) | %s |\n' "$(m cpu_m.tcp)"
+printf '| CPU per GiB of one whole run (with start and end), ib_write_bw / ib_send_bw -e over the local path, iperf3 (s) | %s / %s, %s |\n' "$(m cpu.local)" "$(m cpu_e.local)" "$(m cpu.tcp)"
 printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s |\n| shm_baseline copy, two copies (GB/s) | %s |\n| iperf3 TCP (MB/s) | %s |\n' \
 	"$(m udp_pingpong)" "$(m shm_pingpong)" "$(m shm_copy)" "$(m iperf3)"
 printf '| one copy, process_vm_writev 64 KiB (GB/s) | %s |\n' "$(m cma)"
 printf '| UCX posix tag_lat RTT (µs) / tag_bw 64 KiB (MB/s) | %s / %s |\n' "$(m ucx_lat)" "$(m ucx_bw)"
 printf '| message rate, ib_write_bw 4 KiB, local path / its packet ring / UDP (Mpps) | %s / %s / %s |\n' "$(m rate4k.local)" "$(m rate4k.packets)" "$(m rate4k.udp)"
 sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local)
-ul=$(m ucx_lat) ub=$(m ucx_bw) cm=$(m cma) ce=$(m cpu_e.local) cb=$(m cpu.local) ct=$(m cpu.tcp)
+ul=$(m ucx_lat) ub=$(m ucx_bw) cm=$(m cma) ce=$(m cpu_em.local) cb=$(m cpu_m.local) ct=$(m cpu_m.tcp)
 # The best UCX bandwidth of the rounds, as the goal names it.
 ubest=$(tr ' ' '\n' <<<"${res[ucx_bw]:-}" | grep . | sort -g | tail -n1)
 printf '\ngoals of the host-local path (ratios from this run):\n'
@@ -188,5 +213,5 @@ BEGIN {
 	else
 		printf "  ib_write_bw 64 KiB %s MB/s: no UCX run to compare\n", wb
 	if (have(ct))
-		printf "  CPU per GiB %s s busy-polling, %s s in event mode = %.2f x / %.2f x iperf3 TCP %s s (goal <= 1.0): %s / %s\n", cb, ce, cb / ct, ce / ct, ct, verdict(cb <= ct), verdict(ce <= ct)
+		printf "  CPU per GiB moved %s s busy-polling, %s s in event mode = %.2f x / %.2f x iperf3 TCP %s s (goal <= 1.0): %s / %s\n", cb, ce, cb / ct, ce / ct, ct, verdict(cb <= ct), verdict(ce <= ct)
 }'
