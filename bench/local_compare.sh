@@ -142,20 +142,20 @@ for r in $(seq "$runs"); do
 		envs=X=1
 		[ $path = udp ] && envs=SOFTRNIC_LOCAL=0
 		[ $path = packets ] && envs=SOFTRNIC_LOCAL=packets
-		g1=$(gib $((20000 * 65536))) g4=$(gib $((200000 * 65536)))
+		g_short=$(gib $((20000 * 65536))) g_long=$(gib $((200000 * 65536)))
 		cpu_run "$envs" 20000 ib_write_bw
-		c1=$cpu
+		c_short=$cpu
 		cpu_run "$envs" 200000 ib_write_bw
-		res[cpu.$path]+="$(per "$c1" "$g1") "
-		res[cpu_m.$path]+="$(per "$(awk -v a="$cpu" -v b="$c1" 'BEGIN { print a - b }')" "$(awk -v a="$g4" -v b="$g1" 'BEGIN { print a - b }')") "
+		res[cpu.$path]+="$(per "$c_short" "$g_short") "
+		res[cpu_m.$path]+="$(per "$(awk -v a="$cpu" -v b="$c_short" 'BEGIN { print a - b }')" "$(awk -v a="$g_long" -v b="$g_short" 'BEGIN { print a - b }')") "
 		# Event mode (-e: both sides sleep on the completion channel,
 		# as iperf3 sleeps in the kernel): the like-for-like CPU figure.
 		cpu_run "$envs" 20000 ib_send_bw -e
-		c1=$cpu
+		c_short=$cpu
 		res[send_bw_e.$path]+="$(awk '/^ *65536 / { print $4 }' "$tmp/c") "
 		cpu_run "$envs" 200000 ib_send_bw -e
-		res[cpu_e.$path]+="$(per "$c1" "$g1") "
-		res[cpu_em.$path]+="$(per "$(awk -v a="$cpu" -v b="$c1" 'BEGIN { print a - b }')" "$(awk -v a="$g4" -v b="$g1" 'BEGIN { print a - b }')") "
+		res[cpu_e.$path]+="$(per "$c_short" "$g_short") "
+		res[cpu_em.$path]+="$(per "$(awk -v a="$cpu" -v b="$c_short" 'BEGIN { print a - b }')" "$(awk -v a="$g_long" -v b="$g_short" 'BEGIN { print a - b }')") "
 	done
 	if command -v iperf3 > /dev/null; then
 		for mb in 1250 12500; do
@@ -165,10 +165,10 @@ for r in $(seq "$runs"); do
 			/usr/bin/time -f "%U %S" -o "$tmp/c.t" iperf3 -c 127.0.0.1 -p $port -n ${mb}M > /dev/null 2>&1
 			wait $s
 			port=$((port + 1))
-			[ $mb = 1250 ] && c1=$(cpu_of) || c4=$(cpu_of)
+			[ $mb = 1250 ] && c_short=$(cpu_of) || c_long=$(cpu_of)
 		done
-		res[cpu.tcp]+="$(per "$c1" "$(gib $((1250 << 20)))") "
-		res[cpu_m.tcp]+="$(per "$(awk -v a="$c4" -v b="$c1" 'BEGIN { print a - b }')" "$(gib $((11250 << 20)))") "
+		res[cpu.tcp]+="$(per "$c_short" "$(gib $((1250 << 20)))") "
+		res[cpu_m.tcp]+="$(per "$(awk -v a="$c_long" -v b="$c_short" 'BEGIN { print a - b }')" "$(gib $((11250 << 20)))") "
 	fi
 done
 

@@ -138,8 +138,10 @@ void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 		/* Its reader lives as long as the batch it came in: the
 		 * rnic may read it at the batch's end (rnic_receive_end). */
 		uintptr_t first = (uintptr_t)dev->batch.pkt, at = (uintptr_t)p;
-		if (at < first || at >= first + sizeof(dev->batch.pkt))
-			return;         /* only a ring's batch has these */
+		if (at < first || at >= first + sizeof(dev->batch.pkt)) {
+			dev->rx_drop_malformed++;       /* only a ring's batch has these */
+			return;
+		}
 		at = (at - first) / sizeof(*p);
 		struct srt_remote_payload *rp = &dev->remote[at];
 		rp->base.len = p->remote->total;
