@@ -3,25 +3,26 @@
  * against what can go wrong while a whole message waits in the sender's
  * memory for the receiver to read it.
  *
- * For each seed, and each way (ports/pair.c: node 1 reads a payload as its
- * packet arrives, node 0 puts the reads of WRITE payloads off to the end
- * of its batch, src/rnic/pull.c), the sender posts a burst of RDMA WRITEs,
- * READs and SENDs to the receiver, most of them larger than a path MTU (so each is one packet whose
- * payload the receiver reads from the sender, ports/pair's stand-in for
- * process_vm_readv), split over 1-3 SGEs, over a link with a little loss
- * and reordering and failed reads.  At random simulated times, zero to two
- * of these happen:
- *   dereg      the receiver deregisters one of its target MRs (and the program
- *              reuses the memory: we fill it with a "dead" pattern);
+ * For each seed, and each way (ports/pair.c: node 1 reads a payload as
+ * its packet arrives, node 0 puts the reads of WRITE payloads off to the
+ * end of its batch, src/rnic/pull.c), the sender posts a burst of RDMA
+ * WRITEs, READs and SENDs to the receiver, most of them larger than a path
+ * MTU (so each is one packet whose payload the receiver reads from the
+ * sender, ports/pair's stand-in for process_vm_readv), split over 1-3
+ * SGEs, over a link with a little loss and reordering and failed reads.
+ * At random simulated times, zero to two of these happen:
+ *   dereg      the receiver deregisters one of its target MRs (and the
+ *              program reuses the memory: we fill it with a "dead"
+ *              pattern);
  *   qp_error   the receiver moves its QP to the Error state;
- *   peer_death the receiver goes silent: everything to and from it is lost, and
- *              its memory can no longer be read;
- *   unmap      the sender's buffers can no longer be read by the receiver (the
- *              sender unmapped them, or died).
+ *   peer_death the receiver goes silent: everything to and from it is
+ *              lost, and its memory can no longer be read;
+ *   unmap      the sender's buffers can no longer be read by the receiver
+ *              (the sender unmapped them, or died).
  * Then it checks what must hold whatever the timing:
- *   - every WR of the sender completes exactly once, in order: successes, then
- *     at most one error of the kinds these events cause, then flushes; no
- *     WR is left hanging;
+ *   - every WR of the sender completes exactly once, in order: successes,
+ *     then at most one error of the kinds these events cause, then
+ *     flushes; no WR is left hanging;
  *   - a successful WRITE's bytes are in its target slot (unless that MR
  *     was deregistered later); a failed one left each byte either as it
  *     was or as the source had it; nothing outside a slot written, the
