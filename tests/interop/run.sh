@@ -692,6 +692,23 @@ loss_off() {
 	grun 60 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
 	ip netns exec "$NS" nft delete table bridge srnio_loss 2>/dev/null
 }
+# A CM program never closes its device, so its counters come from the
+# sampler alone, which can miss a run of a second (a busy host: every
+# view it took was from before the first packet).  Then the loss shows
+# in the guest's rxe instead: the duplicates, out-of-sequence requests,
+# sequence-error NAKs and retries of a recovery between the two.
+softrnic_view_missing() {       # softrnic_view_missing LOG
+	! grep -q ' counters:' "$1" 2>/dev/null && [ "$(srn_counter "$1" tx_packets)" = 0 ]
+}
+rxe_recovery() {                # rxe_recovery BEFORE AFTER: the counters' growth
+	local n b a sum=0
+	for n in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err; do
+		b=$(tr ' ' '\n' <<<"$1" | awk -F= -v n=$n '$1 == n { print $2 }')
+		a=$(tr ' ' '\n' <<<"$2" | awk -F= -v n=$n '$1 == n { print $2 }')
+		sum=$((sum + ${a:-0} - ${b:-0}))
+	done
+	echo $sum
+}
 loss_case() {   # loss_case SERVER CLIENT REGEX
 	local log drops
 	if ! loss_on; then
@@ -716,14 +733,18 @@ loss_case() {   # loss_case SERVER CLIENT REGEX
 		recov=$((recov + $(srn_counter "$log" $n)))
 	done
 	note "softrnic ${out% }; nft dropped ${drops:-?} of softrnic's; guest rxe before: $before after: $after"
+	[ "$recov" = 0 ] && softrnic_view_missing "$log" &&
+		note "softrnic's counters were not seen (the sampler missed the run); the guest's rxe grew by $(rxe_recovery "$before" "$after")"
 	if [ "$SRV_RC" != 0 ] || [ "$CLI_RC" != 0 ]; then
 		fail "server exit $SRV_RC, client exit $CLI_RC: $(last_error)"
 	elif ! grep -Eq "$3" "$CLI_LOG"; then
 		fail "client printed no /$3/"
 	elif [ "$(srn_counter "$log" completion_errors)" != 0 ]; then
 		fail "softrnic completion errors: $(srn_counter "$log" completion_errors)"
-	elif [ "$recov" = 0 ]; then
+	elif [ "$recov" = 0 ] && ! softrnic_view_missing "$log"; then
 		fail "no retransmission, NAK or duplicate in softrnic's counters under loss"
+	elif [ "$recov" = 0 ] && [ "$(rxe_recovery "$before" "$after")" -le 0 ]; then
+		fail "softrnic's counters were not seen, and the guest's rxe shows no recovery either"
 	else
 		pass
 	fi
