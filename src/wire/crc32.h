@@ -14,8 +14,10 @@
  * buf may be NULL when len is 0.  Thread-safe. */
 uint32_t wire_crc32(uint32_t crc, const void *buf, size_t len);
 
-/* Which implementation serves long inputs in this process: "vpclmulqdq-256"
- * or "generic" (libdeflate: CPU without VPCLMULQDQ + AVX2, or the
+/* Which implementation serves long inputs in this process:
+ * "vpclmulqdq-512" (a CPU with AVX-512 too), "vpclmulqdq-256" (one
+ * without, or the environment says SOFTRNIC_CRC=vpclmulqdq-256) or
+ * "generic" (libdeflate: CPU without VPCLMULQDQ + AVX2, or the
  * environment says SOFTRNIC_CRC=generic).  For tests and benchmarks. */
 const char *wire_crc32_impl(void);
 
