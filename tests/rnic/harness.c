@@ -314,3 +314,40 @@ size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, co
 			seeds[n++] = defaults[i];
 	return n;
 }
+
+int ht_replay_seeds(int argc, char **argv, size_t ndefaults, unsigned nvariants,
+		    const char *const *variant_names, ht_seed_run run, void *ctx, size_t *nseeds)
+{
+	enum { CAP = 4096 };
+	static uint64_t defaults[CAP], seeds[CAP];
+	if (ndefaults > CAP)
+		ndefaults = CAP;
+	for (size_t i = 0; i < ndefaults; i++)
+		defaults[i] = (uint64_t)i + 1;
+	size_t n = ht_seeds_from_args(argc, argv, seeds, CAP, defaults, ndefaults);
+	bool verbose = false;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+	int failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned v = 0; v < nvariants; v++) {
+			if (nvariants > 1)
+				ht_begin_case("seed %llu, %s", (unsigned long long)seeds[i], variant_names[v]);
+			else
+				ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
+			struct ht_replay a = { 0 }, b = { 0 };
+			if (run(ctx, seeds[i], v, true, verbose, &a) && run(ctx, seeds[i], v, false, false, &b) &&
+			    (a.trace != b.trace || a.now != b.now))
+				HT_FAIL("replay differs: trace %016llx vs %016llx, end %llu vs %llu ns",
+					(unsigned long long)a.trace, (unsigned long long)b.trace,
+					(unsigned long long)a.now, (unsigned long long)b.now);
+			if (ht_end_case()) {
+				printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
+				failed++;
+			}
+		}
+	}
+	*nseeds = n;
+	return failed;
+}

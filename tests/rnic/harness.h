@@ -124,6 +124,25 @@ uint64_t ht_drops(const struct rnic_counters *c);
 size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
 			  size_t ndefaults);
 
+/* A seeded run's fingerprint: its trace hash and the simulated time it
+ * ended at.  Two runs of one seed must agree on both. */
+struct ht_replay {
+	uint64_t trace, now;
+};
+/* One run of `seed` in variant `variant` (0..nvariants-1).  `first`: the
+ * run whose counts the test keeps, and prints with -v (`verbose`); false
+ * for its replay.  Returns false if a check failed. */
+typedef bool (*ht_seed_run)(void *ctx, uint64_t seed, unsigned variant, bool first, bool verbose,
+			    struct ht_replay *out);
+/* The seed loop of a seeded test: every seed (ht_seeds_from_args; 1 ..
+ * ndefaults when none is given) in each variant, as one case ("seed 7",
+ * or "seed 7, <variant_names[v]>"), run twice, failing the case if the
+ * replay's fingerprint differs, and printing the line that replays a
+ * failed case (SOFTRNIC_SEED=N prog -v).  -v in argv makes the first run
+ * verbose.  Returns the number of failed cases; *nseeds: seeds run. */
+int ht_replay_seeds(int argc, char **argv, size_t ndefaults, unsigned nvariants,
+		    const char *const *variant_names, ht_seed_run run, void *ctx, size_t *nseeds);
+
 #define HT_ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		       IBV_ACCESS_REMOTE_ATOMIC)
 #define HT_MS 1000000ull

@@ -517,39 +517,33 @@ out:
 	return ht_failures == before;
 }
 
+static unsigned messages, ok, pull_failures, with_errors, put_off, put_off_failures;
+
+/* Variant 0 sends to node 1 (it reads at once), variant 1 to node 0 (it
+ * puts reads off: pair.c). */
+static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool verbose, struct ht_replay *r)
+{
+	(void)ctx;
+	struct outcome o = { 0 };
+	bool good = run_seed(seed, 1 - variant, &o, verbose);
+	r->trace = o.trace;
+	r->now = o.now;
+	if (first) {
+		messages += o.messages;
+		ok += o.ok_ops;
+		pull_failures += o.pull_failures;
+		with_errors += o.ok_ops < NOPS;
+		put_off += o.put_off;
+		put_off_failures += o.put_off_failures;
+	}
+	return good;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t defaults[40];
-	for (int i = 0; i < 40; i++)
-		defaults[i] = (uint64_t)i + 1;
-	uint64_t seeds[4096];
-	size_t n = ht_seeds_from_args(argc, argv, seeds, 4096, defaults, sizeof(defaults) / sizeof(defaults[0]));
-	bool verbose = false;
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-v"))
-			verbose = true;
-	int failed = 0;
-	unsigned messages = 0, ok = 0, pull_failures = 0, with_errors = 0, put_off = 0, put_off_failures = 0;
-	for (size_t i = 0; i < n; i++) {
-		for (unsigned rcv = 1; rcv < 2; rcv--) {      /* 1, then 0 */
-			ht_begin_case("seed %llu, to node %u", (unsigned long long)seeds[i], rcv);
-			struct outcome a = { 0 }, b = { 0 };
-			bool good = run_seed(seeds[i], rcv, &a, verbose);
-			if (good && run_seed(seeds[i], rcv, &b, false) && (a.trace != b.trace || a.now != b.now))
-				HT_FAIL("replay differs: trace %016llx vs %016llx", (unsigned long long)a.trace,
-					(unsigned long long)b.trace);
-			messages += a.messages;
-			ok += a.ok_ops;
-			pull_failures += a.pull_failures;
-			with_errors += a.ok_ops < NOPS;
-			put_off += a.put_off;
-			put_off_failures += a.put_off_failures;
-			if (ht_end_case()) {
-				printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
-				failed++;
-			}
-		}
-	}
+	static const char *const to[] = { "to node 1", "to node 0" };
+	size_t n;
+	int failed = ht_replay_seeds(argc, argv, 40, 2, to, run_one, NULL, &n);
 	printf("%zu seeds each way: %u message packets, %u WRs succeeded, %u failed reads; %u reads put off, %u of them "
 	       "failed; %u runs ended in an error\n",
 	       n, messages, ok, pull_failures, put_off, put_off_failures, with_errors);

@@ -319,35 +319,29 @@ out:
 	return ht_failures == before;
 }
 
+static struct outcome sum;
+
+static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool verbose, struct ht_replay *r)
+{
+	(void)ctx;
+	(void)variant;
+	struct outcome o = { 0 };
+	bool good = run_seed(seed, &o, verbose);
+	r->trace = o.trace;
+	r->now = o.now;
+	if (first) {
+		sum.put_off += o.put_off;
+		sum.batches += o.batches;
+		sum.failures += o.failures;
+		sum.dropped_after += o.dropped_after;
+	}
+	return good;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t defaults[60];
-	for (int i = 0; i < 60; i++)
-		defaults[i] = (uint64_t)i + 1;
-	uint64_t seeds[4096];
-	size_t n = ht_seeds_from_args(argc, argv, seeds, 4096, defaults, sizeof(defaults) / sizeof(defaults[0]));
-	bool verbose = false;
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-v"))
-			verbose = true;
-	int failed = 0;
-	struct outcome sum = { 0 };
-	for (size_t i = 0; i < n; i++) {
-		ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
-		struct outcome a = { 0 }, b = { 0 };
-		bool good = run_seed(seeds[i], &a, verbose);
-		if (good && run_seed(seeds[i], &b, false) && (a.trace != b.trace || a.now != b.now))
-			HT_FAIL("replay differs: trace %016llx vs %016llx", (unsigned long long)a.trace,
-				(unsigned long long)b.trace);
-		sum.put_off += a.put_off;
-		sum.batches += a.batches;
-		sum.failures += a.failures;
-		sum.dropped_after += a.dropped_after;
-		if (ht_end_case()) {
-			printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
-			failed++;
-		}
-	}
+	size_t n;
+	int failed = ht_replay_seeds(argc, argv, 60, 1, NULL, run_one, NULL, &n);
 	printf("%zu seeds: %llu reads put off in %llu batches, %llu failed, %llu WRITEs dropped after a failed one\n",
 	       n, (unsigned long long)sum.put_off, (unsigned long long)sum.batches, (unsigned long long)sum.failures,
 	       (unsigned long long)sum.dropped_after);
