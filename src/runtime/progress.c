@@ -441,8 +441,14 @@ void *srt_progress_main(void *arg)
 					dev->last_udp_read_ns = socket_empty_ns;
 				int got = srt_receive_packets(dev, &dev->udp, !socket_ready, now);
 				dev->rx_by_thread += (uint64_t)got;
+				/* The spin counts from the end of the batch: a batch
+				 * of message-path WRITEs reads up to 1 MiB (pull.c),
+				 * 50-80 us here, and its sender answers the ACK sent
+				 * at its end.  Counted from the start, the spin was
+				 * over before that answer came, and the thread slept
+				 * in the middle of a stream. */
 				if (got > 0)
-					last_rx_ns = now;
+					last_rx_ns = now = srt_now();
 				spin = now - last_rx_ns < SRT_THREAD_SPIN_NS && srt_cpu_idle(&cpus, now);
 				ring_active = dev->udp.local && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS;
 			}
