@@ -514,7 +514,7 @@ static void publish(struct srt_local *l)
  * srt_local_flush, one per sleep: the sender that sees the mark takes it
  * (an exchange), so the others that publish before the receiver is up
  * again do not ring too.  Until the receiver ran again, each flush of a
- * stream rang: 2 500-2 800 doorbells, each a sendto, in 20 000 64 KiB
+ * stream rang: 2 500-3 200 doorbells, each a sendto, in 20 000 64 KiB
  * WRITEs of ib_write_bw.  The receiver reads the whole ring once woken,
  * and a doorbell left over from an earlier sleep only wakes it early. */
 static void release_held(struct srt_local *l)

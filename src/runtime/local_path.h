@@ -17,10 +17,11 @@
  * off too (the capture records what the UDP socket carries).
  *
  * Wake-ups: a receiver whose progress thread is about to sleep says so in
- * its ring; a sender that finds that flag set sends it one small UDP
- * datagram (a doorbell, SRT_LOCAL_DOORBELL_LEN bytes, which the receive
- * path recognises and drops), so event-driven programs stay near zero
- * CPU.  A busy-polling receiver drains the ring with no system call.
+ * its ring; the first sender that finds that flag set clears it and
+ * sends it one small UDP datagram (a doorbell, SRT_LOCAL_DOORBELL_LEN
+ * bytes, which the receive path recognises and drops), so event-driven
+ * programs stay near zero CPU.  A busy-polling receiver drains the ring
+ * with no system call.
  *
  * Protection: the ring is the user's own file (mode 0600), like the
  * sockets a peer could send to anyway; what comes through it passes the

@@ -13,6 +13,9 @@
  *    buggy peer might) drops the rest of the ring, is counted, and the
  *    ring carries packets again afterwards;
  *  - srt_local_pending follows head and tail;
+ *  - doorbells: a receiver about to sleep with packets waiting is told
+ *    not to; one that sleeps gets one doorbell however many senders
+ *    publish before it is up again, and one again after its next sleep;
  *  - the message path's entries: the headers in the ring, the payload's
  *    pieces described and read with process_vm_readv into pieces cut
  *    elsewhere, a destination of the wrong size refused, a buffer
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +191,64 @@ static void test_icrc_flag(struct srt_rx_batch *b)
 	CHECK(p && !srt_local_wants_icrc(p), "a receiver without faults does not want the ICRC");
 	srt_local_close(tx);
 	srt_local_close(rx);
+}
+
+static uint64_t doorbells(const struct srt_local *l)
+{
+	struct srt_local_stats st;
+
+	srt_local_get_stats(l, &st);
+	return st.doorbells_sent;
+}
+
+static void test_doorbells(struct srt_rx_batch *b)
+{
+	int fd1 = socket(AF_INET, SOCK_DGRAM, 0), fd2 = socket(AF_INET, SOCK_DGRAM, 0);
+	struct in_addr a1, a2;
+	static uint8_t pkt[64];
+	struct sent q[4] = { { 40, 1 }, { 40, 2 }, { 40, 3 }, { 40, 4 } };
+	unsigned next = 0;
+
+	CHECK(fd1 >= 0 && fd2 >= 0, "socket: %s", strerror(errno));
+	inet_pton(AF_INET, TX_ADDR, &a1);
+	inet_pton(AF_INET, "127.0.0.93", &a2);
+	struct srt_local *rx = open_ring(RX_ADDR, false);
+	struct srt_local *tx1 = srt_local_open(a1, 0, false, false, fd1);
+	struct srt_local *tx2 = srt_local_open(a2, 0, false, false, fd2);
+	CHECK(tx1 && tx2, "srt_local_open of the senders failed");
+
+	/* Packets waiting: the receiver may not sleep, and nobody rings. */
+	CHECK(send_one(tx1, pkt, 40, 1, false), "send 1");
+	srt_local_flush(tx1);
+	CHECK(!srt_local_sleep(rx, true), "a receiver with packets waiting was let sleep");
+	CHECK(doorbells(tx1) == 0, "a doorbell for a receiver that was awake");
+	CHECK(drain(rx, b, q, &next, 4, true) == 1, "packet 1");
+
+	/* Asleep: the first sender rings, the next ones do not. */
+	CHECK(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
+	CHECK(send_one(tx1, pkt, 40, 2, false), "send 2");
+	srt_local_flush(tx1);
+	CHECK(send_one(tx2, pkt, 40, 3, false), "send 3");
+	srt_local_flush(tx2);
+	CHECK(doorbells(tx1) == 1 && doorbells(tx2) == 0, "one sleep rang %llu + %llu doorbells, not 1",
+	      (unsigned long long)doorbells(tx1), (unsigned long long)doorbells(tx2));
+	srt_local_sleep(rx, false);
+	CHECK(drain(rx, b, q, &next, 4, true) == 2, "packets 2 and 3");
+
+	/* The next sleep is rung again, by whichever sender comes first. */
+	CHECK(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
+	CHECK(send_one(tx2, pkt, 40, 4, false), "send 4");
+	srt_local_flush(tx2);
+	CHECK(doorbells(tx1) == 1 && doorbells(tx2) == 1, "the second sleep rang %llu + %llu doorbells in all, not 2",
+	      (unsigned long long)doorbells(tx1), (unsigned long long)doorbells(tx2));
+	srt_local_sleep(rx, false);
+	CHECK(drain(rx, b, q, &next, 4, true) == 1, "packet 4");
+
+	srt_local_close(tx2);
+	srt_local_close(tx1);
+	srt_local_close(rx);
+	close(fd2);
+	close(fd1);
 }
 
 static void test_full(struct srt_rx_batch *b)
@@ -463,6 +525,7 @@ int main(void)
 	unsetenv("SOFTRNIC_LOCAL");
 	test_stream(b);
 	test_icrc_flag(b);
+	test_doorbells(b);
 	test_full(b);
 	test_broken(b);
 	test_remote(b);
