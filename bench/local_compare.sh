@@ -137,6 +137,9 @@ cpu_run() {
 }
 gib() { awk -v b="$1" 'BEGIN { printf "%.6f", b / 2^30 }'; }
 per() { awk -v c="$1" -v g="$2" 'BEGIN { if (g > 0) printf "%.3f", c / g }'; }
+# per_added CPU_LONG CPU_SHORT GIB_LONG GIB_SHORT: the CPU a longer run
+# adds, per GiB it adds.
+per_added() { per "$(awk -v a="$1" -v b="$2" 'BEGIN { print a - b }')" "$(awk -v a="$3" -v b="$4" 'BEGIN { print a - b }')"; }
 for r in $(seq "$runs"); do
 	for path in local packets udp; do
 		envs=X=1
@@ -147,7 +150,7 @@ for r in $(seq "$runs"); do
 		c_short=$cpu
 		cpu_run "$envs" 200000 ib_write_bw
 		res[cpu.$path]+="$(per "$c_short" "$g_short") "
-		res[cpu_m.$path]+="$(per "$(awk -v a="$cpu" -v b="$c_short" 'BEGIN { print a - b }')" "$(awk -v a="$g_long" -v b="$g_short" 'BEGIN { print a - b }')") "
+		res[cpu_m.$path]+="$(per_added "$cpu" "$c_short" "$g_long" "$g_short") "
 		# Event mode (-e: both sides sleep on the completion channel,
 		# as iperf3 sleeps in the kernel): the like-for-like CPU figure.
 		cpu_run "$envs" 20000 ib_send_bw -e
@@ -155,7 +158,7 @@ for r in $(seq "$runs"); do
 		res[send_bw_e.$path]+="$(awk '/^ *65536 / { print $4 }' "$tmp/c") "
 		cpu_run "$envs" 200000 ib_send_bw -e
 		res[cpu_e.$path]+="$(per "$c_short" "$g_short") "
-		res[cpu_em.$path]+="$(per "$(awk -v a="$cpu" -v b="$c_short" 'BEGIN { print a - b }')" "$(awk -v a="$g_long" -v b="$g_short" 'BEGIN { print a - b }')") "
+		res[cpu_em.$path]+="$(per_added "$cpu" "$c_short" "$g_long" "$g_short") "
 	done
 	if command -v iperf3 > /dev/null; then
 		for mb in 1250 12500; do
@@ -168,7 +171,7 @@ for r in $(seq "$runs"); do
 			[ $mb = 1250 ] && c_short=$(cpu_of) || c_long=$(cpu_of)
 		done
 		res[cpu.tcp]+="$(per "$c_short" "$(gib $((1250 << 20)))") "
-		res[cpu_m.tcp]+="$(per "$(awk -v a="$c_long" -v b="$c_short" 'BEGIN { print a - b }')" "$(gib $((11250 << 20)))") "
+		res[cpu_m.tcp]+="$(per_added "$c_long" "$c_short" "$(gib $((12500 << 20)))" "$(gib $((1250 << 20)))") "
 	fi
 done
 
