@@ -185,15 +185,6 @@ def main():
                 # SOFTRNIC_DCQCN=0 the same CNPs come and nothing is cut).
                 if r["rate_decreases"] <= 0:
                     failures.append("%s: no rate cut" % r["tag"])
-                # TIMELY reads its RTT in software: a busy host's
-                # scheduling delays look like queueing to it, and it cuts.
-                # So its floor is a third of the link, or half of what
-                # DCTCP (ECN, blind to host delay) moved in the same run
-                # when the host held DCTCP down too.  Measured with both
-                # CPUs taken by other work: DCTCP 0.25, TIMELY 0.16; with
-                # one: TIMELY 0.49-0.62; idle: 0.69-0.80.
-                # (Checked below, once the run's DCTCP is known, whichever
-                # order the modes ran in.)
                 if r["drops"] != 0:
                     failures.append("%s: %d qdisc drops" % (r["tag"], r["drops"]))
                 # TIMELY promises no fair share: its rate has no unique
@@ -201,6 +192,13 @@ def main():
                 # here 1 run in 3 ended at Jain 0.86.  Reported, not held.
                 if n > 1 and mode != "timely" and r["jain"] < 0.9:
                     failures.append("%s: Jain %.3f < 0.9" % (r["tag"], r["jain"]))
+        # TIMELY reads its RTT in software: a busy host's scheduling
+        # delays look like queueing to it, and it cuts.  So its floor is a
+        # third of the link, or half of what DCTCP (ECN, blind to host
+        # delay) moved in the same run when the host held DCTCP down too;
+        # checked once every mode ran, whatever their order.  Measured
+        # with both CPUs taken by other work: DCTCP 0.25, TIMELY 0.16;
+        # with one: TIMELY 0.49-0.62; idle: 0.69-0.80.
         dctcp = next((x for x in runs if x["mode"] == "dctcp"), None)
         for r in runs:
             if a.check and r["mode"] == "timely":
