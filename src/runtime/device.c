@@ -331,6 +331,7 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
 		.thread_wakeups = __atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
 		.handoff_timeouts = dev->handoff_timeouts,
 		.takeover_wakes = dev->takeover_wakes,
+		.poll_watch_wakes = __atomic_load_n(&dev->poll_watch_wakes, __ATOMIC_RELAXED),
 		.udp_sends = dev->udp.tx_sends, .gso_sends = dev->udp.tx_gso_sends,
 		.acks_rode = dev->acks_rode, .acks_alone = dev->acks_alone,
 	};
@@ -392,11 +393,12 @@ static void print_stats_at_exit(struct srt_device *dev)
 	len = 0;
 	append(line, sizeof(line), &len,
 	       "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
-	       "thread_wakeups=%llu takeover_wakes=%llu udp_sends=%llu gso_sends=%llu acks_rode=%llu "
-	       "acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
+	       "thread_wakeups=%llu takeover_wakes=%llu poll_watch_wakes=%llu udp_sends=%llu gso_sends=%llu "
+	       "acks_rode=%llu acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
 	       (unsigned long long)ps.rx_by_app, (unsigned long long)ps.rx_by_thread,
 	       (unsigned long long)ps.handoff_timeouts, (unsigned long long)ps.thread_wakeups,
-	       (unsigned long long)ps.takeover_wakes, (unsigned long long)ps.udp_sends,
+	       (unsigned long long)ps.takeover_wakes, (unsigned long long)ps.poll_watch_wakes,
+	       (unsigned long long)ps.udp_sends,
 	       (unsigned long long)ps.gso_sends, (unsigned long long)ps.acks_rode,
 	       (unsigned long long)ps.acks_alone, (unsigned long long)dev->udp.tx_errors,
 	       dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);

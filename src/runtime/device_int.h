@@ -74,7 +74,7 @@ struct srt_device {
 	 * (SRT_ACK_RIDE_NS) since ride_since_ns.  Set only when the
 	 * progress thread is sure to run before long and send them: by a
 	 * polling application thread (the progress thread then wakes within
-	 * SRT_POLL_HANDOFF_NS), or by the progress thread itself, which then
+	 * handoff_ns), or by the progress thread itself, which then
 	 * sleeps no longer than the ride lasts.  Cleared when sent. */
 	bool acks_may_ride;
 	uint64_t ride_since_ns;
@@ -85,6 +85,12 @@ struct srt_device {
 	uint64_t app_timer_scan_ns;     /* under the lock */
 	uint64_t app_empty_since_ns;    /* start of the current empty streak, 0: none */
 	uint64_t thread_wake_ns;        /* the progress thread's own deadline (atomic) */
+	/* How long the thread that has the socket may stay away before the
+	 * progress thread takes it back (progress.c, SRT_POLL_HANDOFF_MAX_NS;
+	 * atomic).  poll_watch_wakes: the progress thread's wake-ups that
+	 * found it still polling (atomic, read by stats). */
+	uint64_t handoff_ns;
+	uint64_t poll_watch_wakes;
 	/* Under the lock: does the program come straight back after a
 	 * completion (srt_poll_cq, "keeps polling")?  app_exit_ns: when
 	 * its last poll or post returned (atomic: written after a yield,

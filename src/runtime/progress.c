@@ -6,7 +6,8 @@
  * socket and runs the timers itself (srt_poll_cq, drive_from_app), and
  * the socket is taken out of the progress thread's epoll set
  * (take_socket).  When the program stops polling — it arms a CQ, sleeps,
- * or simply stays away for SRT_POLL_HANDOFF_NS — the socket goes back
+ * or simply stays away for SRT_POLL_HANDOFF_NS (longer after a long
+ * streak of polling: SRT_POLL_HANDOFF_MAX_NS) — the socket goes back
  * (hand_back) and the progress thread (srt_progress_main) sleeps in
  * ppoll on it, an eventfd (srt_kick, shutdown), the link watch and the
  * multicast groups, until a packet, a timer or the stats refresh is due;
@@ -33,6 +34,21 @@
  * gets its packets this much later; shorter means more idle wake-ups of
  * the progress thread. */
 #define SRT_POLL_HANDOFF_NS (200ull * 1000)
+/* While a thread polls, the progress thread wakes when that time is up
+ * to see whether the program still polls; each time it finds it does,
+ * the time doubles, up to this (dev->handoff_ns), and it starts again
+ * from SRT_POLL_HANDOFF_NS when it ran out (a program that went away
+ * without a word; one that says so, hand_back, keeps it: a ping-pong
+ * hands the socket back after every late answer).
+ * Each of those wake-ups takes a CPU from a spinning program: on 2 cores
+ * with both sides of ib_send_lat busy-polling, a wake every 200 us gave
+ * 4 400-6 000 context switches per 100 000 round trips and a mean round
+ * trip twice the median; with 1.6 ms, 130-900 context switches and a
+ * mean 1.6 times it (docs/performance.md).  Trade-off: a program that
+ * polled for a long while and then stops without a word gets its
+ * packets, and its riding ACKs leave, up to 1.6 ms later (still far
+ * below a peer's retransmit timer). */
+#define SRT_POLL_HANDOFF_MAX_NS (1600ull * 1000)
 /* Polling in a loop: a poll that begins less than this long after the
  * thread's previous poll or post returned.  A program that polls once
  * and then waits elsewhere (perftest's write_lat spins on memory) leaves
@@ -117,7 +133,8 @@ static void take_socket(struct srt_device *dev, uint64_t now)
 	 * timeout, in case this thread stops polling without a word.
 	 * Rare: while polling goes on, the thread wakes every
 	 * SRT_POLL_HANDOFF_NS anyway. */
-	if (__atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE) > now + SRT_POLL_HANDOFF_NS) {
+	if (__atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE) >
+	    now + __atomic_load_n(&dev->handoff_ns, __ATOMIC_RELAXED)) {
 		wake_thread(dev);
 		dev->takeover_wakes++;
 	}
@@ -127,8 +144,8 @@ static void take_socket(struct srt_device *dev, uint64_t now)
  * waiting and fire due timers in its place. */
 static void drive_from_app(struct srt_device *dev, uint64_t now)
 {
-	/* The progress thread wakes within SRT_POLL_HANDOFF_NS while this
-	 * thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
+	/* The progress thread wakes within dev->handoff_ns (at most
+	 * SRT_POLL_HANDOFF_MAX_NS) while this thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
 		dev->acks_may_ride = true;
 	dev->rx_by_app += (uint64_t)srt_receive_packets(dev, &dev->udp, true, now);
@@ -180,7 +197,7 @@ int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc
 		 * the program sleeps next, perhaps in its own poll() on the
 		 * channel's fd, where ibv_get_cq_event cannot tell us: the
 		 * socket stays with the progress thread (else packets would
-		 * wait SRT_POLL_HANDOFF_NS; measured 300 us per request in
+		 * wait the hand-off time; measured 300 us per request in
 		 * the key-value server's loop). */
 		if (rnic_cq_armed(cq))
 			hand_back(dev);
@@ -200,7 +217,7 @@ int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc
 		 * wake the progress thread, which then waits for the lock
 		 * (measured: 20% of a core in ib_write_bw's client).  If such
 		 * a program does stop polling now, the progress thread takes
-		 * the socket back after SRT_POLL_HANDOFF_NS. */
+		 * the socket back after the hand-off time (handoff_ns). */
 		if (!dev->keeps_polling)
 			hand_back(dev);
 		else if (looping)
@@ -397,6 +414,7 @@ void *srt_progress_main(void *arg)
 	struct srt_cpu_idle cpus;
 
 	srt_cpu_idle_open(&cpus);
+	__atomic_store_n(&dev->handoff_ns, SRT_POLL_HANDOFF_NS, __ATOMIC_RELAXED);
 	sem_post(&dev->thread_ready);
 
 	while (!__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE)) {
@@ -408,15 +426,24 @@ void *srt_progress_main(void *arg)
 		bool stats_due = now - dev->last_publish_ns >= SRT_STATS_PERIOD_NS;
 
 		__atomic_fetch_add(&dev->thread_wakeups, 1, __ATOMIC_RELAXED);  /* read by stats */
-		if (!must_lock && __atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE) &&
-		    now - poll_ns < SRT_POLL_HANDOFF_NS) {
+		uint64_t handoff_ns = __atomic_load_n(&dev->handoff_ns, __ATOMIC_RELAXED);
+		if (!must_lock && __atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE) && now - poll_ns < handoff_ns) {
 			/* An application thread polls: it reads the socket and
 			 * fires the timers.  Leave the lock to it: waiting for
 			 * the lock behind a busy poller makes each of its
 			 * unlocks wake this thread, which mostly finds the lock
 			 * taken again (measured in ib_write_bw's client: 9000
 			 * futex calls a second and a fifth of a core). */
-			wake_at = poll_ns + SRT_POLL_HANDOFF_NS;
+			if (now >= __atomic_load_n(&dev->thread_wake_ns, __ATOMIC_RELAXED)) {
+				/* Woken by the deadline, not a kick: the program
+				 * still polls, look again later (SRT_POLL_HANDOFF_MAX_NS). */
+				__atomic_fetch_add(&dev->poll_watch_wakes, 1, __ATOMIC_RELAXED);
+				if (handoff_ns < SRT_POLL_HANDOFF_MAX_NS) {
+					handoff_ns *= 2;
+					__atomic_store_n(&dev->handoff_ns, handoff_ns, __ATOMIC_RELAXED);
+				}
+			}
+			wake_at = poll_ns + handoff_ns;
 			if (dev->last_publish_ns + SRT_STATS_PERIOD_NS < wake_at)
 				wake_at = dev->last_publish_ns + SRT_STATS_PERIOD_NS;
 			__atomic_store_n(&dev->thread_wake_ns, wake_at, __ATOMIC_RELEASE);
@@ -429,8 +456,9 @@ void *srt_progress_main(void *arg)
 			/* An application thread that stopped polling without
 			 * saying so (runtime.h): take the socket back. */
 			if (dev->app_polling && now - __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) >=
-						       SRT_POLL_HANDOFF_NS) {
+						       __atomic_load_n(&dev->handoff_ns, __ATOMIC_RELAXED)) {
 				__atomic_store_n(&dev->app_polling, false, __ATOMIC_RELEASE);
+				__atomic_store_n(&dev->handoff_ns, SRT_POLL_HANDOFF_NS, __ATOMIC_RELAXED);
 				socket_to_thread(dev, true);
 				dev->handoff_timeouts++;
 			}
@@ -465,7 +493,7 @@ void *srt_progress_main(void *arg)
 				wake_at = deadline;
 			if (dev->app_polling) {
 				uint64_t handoff = __atomic_load_n(&dev->app_poll_ns, __ATOMIC_ACQUIRE) +
-						   SRT_POLL_HANDOFF_NS;
+						   __atomic_load_n(&dev->handoff_ns, __ATOMIC_RELAXED);
 				if (handoff < wake_at)
 					wake_at = handoff;
 			}

@@ -49,7 +49,9 @@
  * previous completion (it may now stop polling: perftest's write_lat
  * spins on memory), when it arms a CQ notification (srt_req_notify_cq:
  * it is about to sleep), or when it has neither polled nor posted for
- * SRT_POLL_HANDOFF_NS.  A thread that keeps polling an empty CQ for more
+ * the hand-off time: 200 us, doubled each time the progress thread looks
+ * and finds it still polling, up to 1.6 ms (each look takes a CPU from
+ * the poller).  A thread that keeps polling an empty CQ for more
  * than 10 us yields the CPU after each further empty poll (progress.c:
  * two busy-polling processes sharing one CPU would otherwise trade it
  * only once per time slice).  The progress thread asks the scheduler for
@@ -174,15 +176,17 @@ enum ibv_port_state srt_port_state(const struct srt_device *dev, uint8_t *phys_s
 
 /* How the progress model behaved (SOFTRNIC_STATS_AT_EXIT prints these):
  * packets read by polling application threads and by the progress
- * thread, the thread's wake-ups (hand-off timeouts among them, and
- * wake-ups an application thread asked for when it took the socket),
+ * thread, the thread's wake-ups (hand-off timeouts among them,
+ * wake-ups an application thread asked for when it took the socket, and
+ * poll_watch_wakes: wake-ups that found an application thread still
+ * polling),
  * send system-call messages (UDP GSO sends among them), and plain ACKs
  * that waited in the transmit queue (send_path.c, "ACKs ride with sends"):
  * acks_rode left together with other packets, acks_alone left by
  * themselves when the wait ran out. */
 struct srt_progress_stats {
 	uint64_t rx_by_app, rx_by_thread;
-	uint64_t thread_wakeups, handoff_timeouts, takeover_wakes;
+	uint64_t thread_wakeups, handoff_timeouts, takeover_wakes, poll_watch_wakes;
 	uint64_t udp_sends, gso_sends;
 	uint64_t acks_rode, acks_alone;
 };

@@ -19,7 +19,7 @@
  * the answer then cost one send and the peer one receive, instead of two
  * each.  The bound: the next unlock after this long sends them; if the
  * program stops calling the library meanwhile, the progress thread does,
- * within SRT_POLL_HANDOFF_NS.  Either is far below the peer's retransmit
+ * within the hand-off time (200 us to 1.6 ms, progress.c).  Either is far below the peer's retransmit
  * timer (>= 4 us * 2^timeout; perftest and rdma-core's tests use timeout
  * >= 12: 16 ms). */
 #define SRT_ACK_RIDE_NS (20ull * 1000)

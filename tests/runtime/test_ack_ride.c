@@ -17,7 +17,11 @@
  *   4. one way: the receiving side polls but never answers: after a few
  *      waits that ended alone, its ACKs stop waiting.
  * In 2 and 3 the sender's completion must come within 100 ms, with no
- * retransmission.
+ * retransmission.  Between 1 and 2 the server busy-polls an empty CQ for
+ * 300 ms: its progress thread, which looks now and then whether the
+ * program still polls, must look less often the longer it does (each
+ * look takes a CPU from the poller; progress.c, SRT_POLL_HANDOFF_MAX_NS),
+ * so 2 then checks a quiet program after a long streak of polling.
  */
 #include <errno.h>
 #include <string.h>
@@ -171,6 +175,31 @@ static int run_side(int fd, bool server)
 	else if (server)
 		fprintf(stderr, "server: machine overloaded (%.0f us per round trip): ride count not judged\n",
 			turn_us);
+	rt_barrier(fd);
+
+	/* 1b. The server polls an empty CQ for 300 ms.  Its progress thread
+	 *     looks every 200 us at first, then every 400, 800, 1600 us:
+	 *     about 190 looks (1 500 at a steady 200 us).  A poller kept
+	 *     from its CPU so long that the thread took the socket back
+	 *     starts over at 200 us: then the count is not judged. */
+	if (server) {
+		struct srt_progress_stats before, after;
+		struct ibv_wc wc;
+		srt_progress_stats(dev, &before);
+		double t0 = now_ms(), elapsed;
+		while ((elapsed = now_ms() - t0) < 300.0)
+			CHECK(srt_poll_cq(dev, ep.cq, 1, &wc) == 0, "server: completion from an idle QP");
+		srt_progress_stats(dev, &after);
+		uint64_t looks = after.poll_watch_wakes - before.poll_watch_wakes;
+		uint64_t timeouts = after.handoff_timeouts - before.handoff_timeouts;
+		fprintf(stderr, "server: %.0f ms of empty polls: the progress thread looked %llu times, took the "
+				"socket back %llu times\n",
+			elapsed, (unsigned long long)looks, (unsigned long long)timeouts);
+		if (timeouts == 0)
+			CHECK(looks <= (uint64_t)(elapsed / 1.6) + 20,
+			      "server: the progress thread looked %llu times in %.0f ms of polling",
+			      (unsigned long long)looks, elapsed);
+	}
 	rt_barrier(fd);
 
 	/* 2. The server polls its RECV, then makes no call for 300 ms. */
