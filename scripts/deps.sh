@@ -27,6 +27,7 @@ PACKAGES=(
   ucx-utils openmpi-bin libopenmpi-dev python3-mpi4py # middleware on softrnic (tests/ecosystem)
   fio mpich libmpich-dev librpma-dev    # RDMA clients on softrnic (tests/ecosystem: fio, mpich, rpma)
   qemu-system-x86 debootstrap cpio kmod # the kernel Soft-RoCE peer in a guest (tests/interop)
+  gdb                                  # the stacks of a softrnic end stuck in an interop case
 )
 
 missing=()

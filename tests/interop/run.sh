@@ -474,6 +474,7 @@ done
 cat /tmp/c$jobn.out; exit \$rc"
 		gwait c$jobn $((t + 20)); CLI_RC=$?
 		gout c$jobn > "$CLI_LOG"
+		outlived "$hpid" "$SRV_LOG"
 		wait "$hpid"; SRV_RC=$?
 	else
 		srv=$(expand guest "$GUEST" "$3"); cli=$(expand host "$GUEST" "$4")
@@ -511,6 +512,31 @@ pair_case() {
 		pass
 	fi
 }
+# outlived PID LOG: softrnic's server (PID: the `timeout` that hstart ran)
+# should end within moments of its client; one still running 20 s later
+# is stuck.  What it was doing goes to $CASE_FILE.hang (its QPs as
+# `softrnic stats --qp` sees them, each thread's state and kernel wait,
+# and its stacks if gdb is installed), and it is ended then rather than
+# at its timeout.  A rare hang is then explained by the run that had it.
+outlived() {
+	local pid=$1 log=$2 prog out=$LOGS/$CASE_FILE.hang
+	for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+	prog=$(pgrep -P "$pid" | head -n1)
+	[ -n "$prog" ] || return 0
+	{
+		echo "softrnic's end (pid $prog) still running 20 s after its client ended, $(date -u +%T)"
+		"$BUILD/bin/softrnic" stats --qp "$prog" 2>&1
+		for t in /proc/"$prog"/task/*; do
+			echo "thread ${t##*/} $(cat "$t/comm" 2>/dev/null): state $(awk '{ print $3 }' "$t/stat" 2>/dev/null)," \
+				"waits in $(cat "$t/wchan" 2>/dev/null)"
+		done
+		command -v gdb > /dev/null && timeout 30 gdb -p "$prog" -batch -nx -ex "thread apply all bt" 2>&1
+	} > "$out"
+	echo "softrnic's end was stuck: see $out" >> "$log"
+	note "softrnic's end still ran 20 s after its client ended: snapshot in $(basename "$out")"
+	kill "$pid" 2>/dev/null
+}
+
 last_error() {   # a one-line hint from both logs
 	grep -hiE "error|fail|couldn|unable|reject|timeout|timed out|refused|abort" "$SRV_LOG" "$CLI_LOG" 2>/dev/null |
 		grep -v "^+ " | head -n2 | tr '\n\t' '  ' | cut -c1-200
