@@ -55,11 +55,23 @@
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
 #define RING_VERSION 4u
-/* Entries are packed, each 64-byte aligned, in an area of this size
- * (address space, touched as used): about 2000 full-size packets, or
- * 100 000 ACKs.  Packed, a ping-pong's ACK and answer share cache lines
- * and pages; slots of the largest packet's size gave every packet a page
- * of its own, a TLB miss on each side. */
+/* Entries are packed, each 64-byte aligned, in an area of this size:
+ * about 2000 full-size packets, or 100 000 ACKs.  Packed, a ping-pong's
+ * ACK and answer share cache lines and pages; slots of the largest
+ * packet's size gave every packet a page of its own, a TLB miss on each
+ * side.
+ *
+ * RING_POPULATE: the ring's memory is allocated when it is created
+ * (posix_fallocate), and the owner's mapping and each sender's are
+ * populated when made (MAP_POPULATE), so the ring costs its 8 MiB of
+ * shared memory from the start, not as traffic first reaches each page
+ * (about 3 ms more per device open here).  Touched as
+ * used, every new page was a page fault for the writer and another for
+ * the reader, one per 32 round trips of a 2-byte ping-pong (an ACK and a
+ * SEND, 128 bytes, per direction), and each fault stalled that trip
+ * 15-20 us on the VMs measured: the mean round trip of ib_send_lat was
+ * twice its median over the first 65 000 trips, until the ring had
+ * wrapped once (docs/performance.md). */
 #define RING_AREA_BYTES (8u << 20)
 #define ENTRY_ALIGN 64u
 #define ENTRY_MAX_BYTES 4352u           /* entry header + the largest RoCE packet */
@@ -278,9 +290,14 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	 * process that had it before is stale. */
 	unlink(l->path);
 	fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) || fstat(fd, &st))
+	/* The memory is taken now (RING_POPULATE): a /dev/shm without 8 MiB
+	 * to spare (a container's 64 MiB, shared by many processes) means
+	 * no ring, UDP as before, rather than a SIGBUS when traffic reaches
+	 * a page tmpfs cannot give. */
+	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) || posix_fallocate(fd, 0, (off_t)RING_BYTES) ||
+	    fstat(fd, &st))
 		goto fail_fd;
-	l->own = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	l->own = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	fd = -1;
 	if (l->own == MAP_FAILED)
@@ -359,7 +376,7 @@ static struct ring *map_ring(const char *path, ino_t *ino)
 		close(fd);
 		return NULL;
 	}
-	r = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	r = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (r == MAP_FAILED)
 		return NULL;

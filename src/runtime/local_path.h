@@ -13,7 +13,9 @@
  * within one; slot: its share slot on a shared host address,
  * host_share.h, else 0), and a sender looks for the ring of a packet's
  * destination address and QPN slot in its own namespace.  No ring: UDP,
- * as before.  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP turns it
+ * as before.  A ring's 8 MiB are allocated when it is made (a /dev/shm
+ * without room: no ring) and populated in every mapping (local_path.c,
+ * RING_POPULATE).  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP turns it
  * off too (the capture records what the UDP socket carries).
  *
  * Wake-ups: a receiver whose progress thread is about to sleep says so in

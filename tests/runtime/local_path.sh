@@ -17,7 +17,11 @@
 #      within 2 s (its QP's retries run out; test_peer_death checks the
 #      completions one by one) and exits with an error, and the dead
 #      server's ring is removed by the next device to open;
-#   5. SOFTRNIC_PCAP turns the path off (the capture sees every packet).
+#   5. SOFTRNIC_PCAP turns the path off (the capture sees every packet);
+#   6. a /dev/shm without room for a ring (a container's small tmpfs,
+#      both programs in it: as root only, in a mount namespace): no ring,
+#      the packets go over UDP, nothing crashes (a ring that outgrew its
+#      tmpfs used to end its sender with SIGBUS).
 #   local_path.sh LIB_DIR PORT
 set -uo pipefail
 LIB=$1
@@ -115,4 +119,33 @@ PORT=$((PORT + 1))
 # 5. A capture keeps everything on the socket.
 pair pcap "SOFTRNIC_PCAP=$dir/cap-%p.pcap" ib_write_bw -n 200
 [ "$(stats_counter "$dir/pcap-c.log" local_tx_packets)" -eq 0 ] || fail "SOFTRNIC_PCAP: the rings were used"
+# 6. A /dev/shm of 4 MiB, too small for one 8 MiB ring, shared by both
+#    programs.  The packet ring (SOFTRNIC_LOCAL=packets) would fill the
+#    whole area: a ring tmpfs could not back ended its sender with SIGBUS.
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2> /dev/null; then
+	unshare -m bash -c '
+		mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 77
+		. "$3/../lib.sh"
+		export SOFTRNIC_LOCAL=packets SOFTRNIC_STATS_AT_EXIT=1
+		timeout 60 ib_write_bw -n 2000 -p "$1" > "$2/shm-s.log" 2>&1 &
+		s=$!
+		wait_listen "$1" || exit 1
+		timeout 60 ib_write_bw -n 2000 -p "$1" 127.0.0.1 > "$2/shm-c.log" 2>&1
+		c=$?
+		wait $s
+		echo "$c $?" > "$2/shm.rc"' _ "$PORT" "$dir" "$(dirname "$0")"
+	case $? in
+	77) echo "local_path: no tmpfs could be mounted: the small /dev/shm check skipped" ;;
+	0)
+		read -r crc src < "$dir/shm.rc"
+		[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "a 4 MiB /dev/shm: client exited $crc, server $src"
+		[ "$(stats_counter "$dir/shm-c.log" local_tx_packets)" -eq 0 ] || fail "a 4 MiB /dev/shm: a ring was used"
+		echo "local_path: a 4 MiB /dev/shm: no ring, ib_write_bw over UDP ($(awk '/^ *65536 /{print $4}' "$dir/shm-c.log") MB/s)"
+		;;
+	*) fail "a 4 MiB /dev/shm: the programs did not run" ;;
+	esac
+	PORT=$((PORT + 1))
+else
+	echo "local_path: not root: the small /dev/shm check skipped"
+fi
 echo "local_path: all checks passed"
