@@ -173,8 +173,8 @@ static void test_stream(struct srt_rx_batch *b)
 /* The ring's pages are there before the first packet: a fresh ring's
  * sender and receiver take no page fault as traffic reaches new pages
  * (local_path.c, RING_POPULATE).  1 000 packets of 2 KiB fill 512 pages
- * of the area; touched as used, each would fault twice here (the
- * sender's mapping and the receiver's are two). */
+ * of the area; touched as used, each faults for the sender, and the
+ * receiver's mapping adds its own (measured 666 in all; populated: 1). */
 static void test_populated(struct srt_rx_batch *b)
 {
 	enum { N = 1000, LEN = 2048 };
@@ -204,7 +204,9 @@ static void test_populated(struct srt_rx_batch *b)
 	CHECK(checked == N, "received %u of %u", checked, N);
 	long faults = after.ru_minflt - before.ru_minflt;
 	printf("local ring: %d packets of %d bytes into a fresh ring: %ld page faults\n", N, LEN, faults);
-	CHECK(faults < 100, "%ld page faults while %d packets filled 512 fresh pages of the ring", faults, N);
+	/* Not 0: under AddressSanitizer the copies touch the shadow of
+	 * both mappings, 1 page in 8 (132 faults measured). */
+	CHECK(faults < 256, "%ld page faults while %d packets filled 512 fresh pages of the ring", faults, N);
 	srt_local_close(tx);
 	srt_local_close(rx);
 }
