@@ -42,9 +42,10 @@
  * hands the socket back after every late answer).
  * Each of those wake-ups takes a CPU from a spinning program: on 2 cores
  * with both sides of ib_send_lat busy-polling, a wake every 200 us gave
- * 4 400-6 000 context switches per 100 000 round trips and a mean round
- * trip twice the median; with 1.6 ms, 130-900 context switches and a
- * mean 1.6 times it (docs/performance.md).  Trade-off: a program that
+ * 5 500-7 900 context switches per process per 100 000 round trips and
+ * a mean round trip two to three times the median; with the backoff,
+ * 770-930 context switches and a mean 1.6-1.8 times the median
+ * (docs/performance.md).  Trade-off: a program that
  * polled for a long while and then stops without a word gets its
  * packets, and its riding ACKs leave, up to 1.6 ms later (still far
  * below a peer's retransmit timer). */
@@ -131,8 +132,8 @@ static void take_socket(struct srt_device *dev, uint64_t now)
 	/* The progress thread may be asleep towards a far deadline (stats
 	 * refresh): make it recompute one that includes the hand-off
 	 * timeout, in case this thread stops polling without a word.
-	 * Rare: while polling goes on, the thread wakes every
-	 * SRT_POLL_HANDOFF_NS anyway. */
+	 * Rare: while polling goes on, the thread wakes within the
+	 * hand-off time anyway. */
 	if (__atomic_load_n(&dev->thread_wake_ns, __ATOMIC_ACQUIRE) >
 	    now + __atomic_load_n(&dev->handoff_ns, __ATOMIC_RELAXED)) {
 		wake_thread(dev);
@@ -145,7 +146,8 @@ static void take_socket(struct srt_device *dev, uint64_t now)
 static void drive_from_app(struct srt_device *dev, uint64_t now)
 {
 	/* The progress thread wakes within dev->handoff_ns (at most
-	 * SRT_POLL_HANDOFF_MAX_NS) while this thread polls: the ACKs made here may ride (SRT_ACK_RIDE_NS). */
+	 * SRT_POLL_HANDOFF_MAX_NS) while this thread polls: the ACKs made
+	 * here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
 		dev->acks_may_ride = true;
 	dev->rx_by_app += (uint64_t)srt_receive_packets(dev, &dev->udp, true, now);
