@@ -65,13 +65,13 @@
  * (posix_fallocate), and the owner's mapping and each sender's are
  * populated when made (MAP_POPULATE), so the ring costs its 8 MiB of
  * shared memory from the start, not as traffic first reaches each page
- * (about 3 ms more per device open here).  Touched as
- * used, every new page was a page fault for the writer and another for
- * the reader, one per 32 round trips of a 2-byte ping-pong (an ACK and a
- * SEND, 128 bytes, per direction), and each fault stalled that trip
- * 15-20 us on the VMs measured: the mean round trip of ib_send_lat was
- * twice its median over the first 65 000 trips, until the ring had
- * wrapped once (docs/performance.md). */
+ * (about 3 ms more per device open here).  Touched as used, every new
+ * page was a page fault for the writer and another for the reader, one
+ * per 32 round trips of a 2-byte ping-pong (an ACK and a SEND, 128
+ * bytes, per direction), and each fault stalled that trip 15-20 us on
+ * the VMs measured: the mean round trip of ib_send_lat was twice its
+ * median over the first 65 000 trips, until the ring had wrapped once
+ * (docs/performance.md). */
 #define RING_AREA_BYTES (8u << 20)
 #define ENTRY_ALIGN 64u
 #define ENTRY_MAX_BYTES 4352u           /* entry header + the largest RoCE packet */
@@ -294,8 +294,7 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	 * to spare (a container's 64 MiB, shared by many processes) means
 	 * no ring, UDP as before, rather than a SIGBUS when traffic reaches
 	 * a page tmpfs cannot give. */
-	if (fd < 0 || ftruncate(fd, (off_t)RING_BYTES) || posix_fallocate(fd, 0, (off_t)RING_BYTES) ||
-	    fstat(fd, &st))
+	if (fd < 0 || posix_fallocate(fd, 0, (off_t)RING_BYTES) || fstat(fd, &st))
 		goto fail_fd;
 	l->own = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);

@@ -15,8 +15,8 @@
  * destination address and QPN slot in its own namespace.  No ring: UDP,
  * as before.  A ring's 8 MiB are allocated when it is made (a /dev/shm
  * without room: no ring) and populated in every mapping (local_path.c,
- * RING_POPULATE).  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP turns it
- * off too (the capture records what the UDP socket carries).
+ * RING_POPULATE).  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP
+ * turns it off too (the capture records what the UDP socket carries).
  *
  * Wake-ups: a receiver whose progress thread is about to sleep says so in
  * its ring; the first sender that finds that flag set clears it and

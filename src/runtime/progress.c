@@ -45,10 +45,10 @@
  * 5 500-7 900 context switches per process per 100 000 round trips and
  * a mean round trip two to three times the median; with the backoff,
  * 770-930 context switches and a mean 1.6-1.8 times the median
- * (docs/performance.md).  Trade-off: a program that
- * polled for a long while and then stops without a word gets its
- * packets, and its riding ACKs leave, up to 1.6 ms later (still far
- * below a peer's retransmit timer). */
+ * (docs/performance.md).  Trade-off: a program that polled for a long
+ * while and then stops without a word gets its packets, and its riding
+ * ACKs leave, up to 1.6 ms later (still far below a peer's retransmit
+ * timer). */
 #define SRT_POLL_HANDOFF_MAX_NS (1600ull * 1000)
 /* Polling in a loop: a poll that begins less than this long after the
  * thread's previous poll or post returned.  A program that polls once

@@ -19,9 +19,9 @@
  * the answer then cost one send and the peer one receive, instead of two
  * each.  The bound: the next unlock after this long sends them; if the
  * program stops calling the library meanwhile, the progress thread does,
- * within the hand-off time (200 us to 1.6 ms, progress.c).  Either is far below the peer's retransmit
- * timer (>= 4 us * 2^timeout; perftest and rdma-core's tests use timeout
- * >= 12: 16 ms). */
+ * within the hand-off time (200 us to 1.6 ms, progress.c).  Either is far
+ * below the peer's retransmit timer (>= 4 us * 2^timeout; perftest and
+ * rdma-core's tests use timeout >= 12: 16 ms). */
 #define SRT_ACK_RIDE_NS (20ull * 1000)
 /* A program that never answers (ride_start): after this many waits in a
  * row that ended alone, ACKs leave at once, but for one wait in

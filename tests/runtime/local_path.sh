@@ -129,7 +129,7 @@ if [ "$(id -u)" -eq 0 ] && unshare -m true 2> /dev/null; then
 		export SOFTRNIC_LOCAL=packets SOFTRNIC_STATS_AT_EXIT=1
 		timeout 60 ib_write_bw -n 2000 -p "$1" > "$2/shm-s.log" 2>&1 &
 		s=$!
-		wait_listen "$1" || exit 1
+		wait_listen "$1" || { kill $s; exit 1; }
 		timeout 60 ib_write_bw -n 2000 -p "$1" 127.0.0.1 > "$2/shm-c.log" 2>&1
 		c=$?
 		wait $s
