@@ -693,30 +693,62 @@ done; cat /tmp/k.out"
 	fi
 }
 
-# Loss: netem drops 1% of the guest's packets, and an nft rule in the
-# namespace drops 1% of softrnic's RoCEv2 packets on their way to the guest.
-# softrnic must recover (Go-Back-N with the kernel) and show retransmissions
-# or NAKs in its counters.
+# Loss: 1% of the RoCEv2 packets each way, dropped by nft rules in the
+# namespace's bridge (output hook: softrnic's packets to the guest; input
+# hook: the guest's to softrnic).  softrnic must recover (Go-Back-N with
+# the kernel) and show retransmissions or NAKs in its counters.
+#
+# Every packet may be lost but a DREQ (QP1, CM attribute 0x0015): rping's
+# client disconnects and destroys its id at once, and the kernel's CM then
+# cancels the DREQ's retries (cm_destroy_id in DREQ Sent), as softrnic's do
+# when its process exits; so a lost DREQ leaves either side's rping server
+# waiting for a DISCONNECTED that cannot come, whichever end it runs on
+# (checked with every DREQ dropped: the kernel's client sent one, softrnic's
+# rping server was still waiting 20 s later with nothing outstanding, and
+# so was the kernel's with softrnic's client).  Connection set-up MADs can
+# be lost: both CMs retry them.  Without nft, netem in the guest drops 1%
+# of the guest's packets, DREQs included, and softrnic's are not dropped.
+LOSS_PCT=1
+loss_rules() {  # loss_rules HOOK: the chain body for one direction
+	# @th,104,24 is the BTH's destination QP, @th,352,16 a MAD's
+	# attribute ID (UDP 8 + BTH 12 + DETH 8 + 16 bytes into the MAD).
+	printf '%s; ' "type filter hook $1 priority 0" \
+		"ether type ip udp dport 4791 @th,104,24 != 1 numgen random mod 100 < $LOSS_PCT counter drop" \
+		"ether type ip udp dport 4791 @th,104,24 1 @th,352,16 != 0x0015 numgen random mod 100 < $LOSS_PCT counter drop"
+}
 loss_on() {
+	if [ $HAVE_NFT = 1 ]; then
+		ip netns exec "$NS" nft -f - <<-EOF
+			table bridge srnio_loss {
+				chain out { $(loss_rules output) }
+				chain in { $(loss_rules input) }
+			}
+		EOF
+		return
+	fi
 	# replace: idempotent, should an earlier case's qdisc still be there;
 	# a generous wait: the guest may still be finishing that case (TCG).
 	# Asked twice: once a busy host's guest answered nothing in 60 s.
 	local try
 	for try in 1 2; do
-		grun 60 'tc qdisc replace dev eth0 root netem loss 1% && tc qdisc show dev eth0 | grep -q netem' \
+		grun 60 "tc qdisc replace dev eth0 root netem loss $LOSS_PCT% && tc qdisc show dev eth0 | grep -q netem" \
 			>> "$LOGS/$CASE_FILE.netem" 2>&1 && break
 		[ $try = 2 ] && return 1
 	done
-	[ $HAVE_NFT = 1 ] && ip netns exec "$NS" nft -f - <<-EOF
-		table bridge srnio_loss {
-			chain out { type filter hook output priority 0; ether type ip udp dport 4791 numgen random mod 100 < 1 counter drop; }
-		}
-	EOF
 	return 0
 }
+# loss_dropped CHAIN: packets the chain's rules dropped (out: softrnic's,
+# in: the guest's).
+loss_dropped() {
+	ip netns exec "$NS" nft list chain bridge srnio_loss "$1" 2>/dev/null |
+		grep -o 'packets [0-9]*' | awk '{ s += $2 } END { print s + 0 }'
+}
 loss_off() {
-	grun 60 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
-	ip netns exec "$NS" nft delete table bridge srnio_loss 2>/dev/null
+	if [ $HAVE_NFT = 1 ]; then
+		ip netns exec "$NS" nft delete table bridge srnio_loss 2>/dev/null
+	else
+		grun 60 'tc qdisc del dev eth0 root 2>/dev/null; true' > /dev/null
+	fi
 }
 # A CM program never closes its device, so its counters come from the
 # sampler alone, which can miss a run of a second (a busy host: every
@@ -738,7 +770,7 @@ rxe_recovery() {                # rxe_recovery BEFORE AFTER: the counters' growt
 loss_case() {   # loss_case SERVER CLIENT REGEX
 	local log drops
 	if ! loss_on; then
-		fail "netem loss could not be set in the guest: $(tr '\n' ' ' < "$LOGS/$CASE_FILE.netem" 2>/dev/null)"
+		fail "loss could not be set up (nft in the namespace, or netem in the guest): $(tr '\n' ' ' < "$LOGS/$CASE_FILE.netem" 2>/dev/null)"
 		loss_off
 		return
 	fi
@@ -748,7 +780,8 @@ loss_case() {   # loss_case SERVER CLIENT REGEX
 	pair "$(side)" 150 "$1" "$2"
 	sampler_stop
 	after=$(rxe_counters)
-	drops=$(ip netns exec "$NS" nft list table bridge srnio_loss 2>/dev/null | grep -o 'packets [0-9]*' | head -n1)
+	drops="$(loss_dropped out) of softrnic's packets and $(loss_dropped in) of the guest's"
+	[ $HAVE_NFT = 1 ] || drops="none of softrnic's packets (no nft) and 1% of the guest's (netem)"
 	loss_off
 	log=$(softrnic_log)
 	local n out= recov=0
@@ -758,7 +791,7 @@ loss_case() {   # loss_case SERVER CLIENT REGEX
 	for n in retransmits retransmit_timeouts rx_nak_psn_seq tx_nak_psn_seq duplicate_requests duplicate_reads; do
 		recov=$((recov + $(srn_counter "$log" $n)))
 	done
-	note "softrnic ${out% }; nft dropped ${drops:-?} of softrnic's; guest rxe before: $before after: $after"
+	note "softrnic ${out% }; nft dropped $drops; guest rxe before: $before after: $after"
 	local unseen=0 rxe_grew=0
 	if [ "$recov" = 0 ] && softrnic_view_missing "$log"; then
 		unseen=1 rxe_grew=$(rxe_recovery "$before" "$after")
