@@ -35,7 +35,8 @@
  * send rather than connected, received whole with UDP GRO and with the
  * TOS, TTL and destination address of each datagram as control
  * messages (the options softrnic's socket sets, udp_port.c).  The
- * client then prints shape=rocev2 (else shape=plain).
+ * client then prints shape=rocev2 (else shape=plain), and the server, on
+ * stderr when it exits, how many messages came as two GRO segments.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,6 +190,7 @@ static int serve(int port, long idle_s)
 	}
 	int64_t last = now_ns();
 	unsigned spins = 0;
+	long messages = 0, shaped = 0; /* -R: how many came as two segments */
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t flen = sizeof from;
@@ -206,8 +208,14 @@ static int serve(int port, long idle_s)
 			}
 			continue;
 		}
-		if (n == 0)
-			return 0; /* the client is done */
+		if (n == 0) { /* the client is done */
+			if (rocev2_shape)
+				fprintf(stderr, "udp_pingpong: server: %ld messages, %ld of them two GRO segments\n",
+					messages, shaped);
+			return 0;
+		}
+		messages++;
+		shaped += seg && (size_t)n == 2 * seg;
 		last = now_ns();
 		spins = 0;
 		while ((rocev2_shape ? send_shaped(fd, rbuf, (size_t)n, &from, seg)
