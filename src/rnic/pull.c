@@ -10,11 +10,21 @@
  * reading its payload: the read joins r->pull[], and at the end of the
  * port's batch (rnic_receive_end) all of them go to the port at once.
  *
+ * A SEND Only without immediate data or invalidation is put off the same
+ * way when its payload fits the first piece of the receive WQE it takes
+ * from the QP's own receive queue (not an SRQ): its receive completion
+ * waits with the read (rnic_pull_hold_completion).  A stream of 64 KiB
+ * SENDs otherwise pays a system call per message.
+ *
  * The rules stay those of a read done at once (rnic.h: a read that fails
  * drops the packet as if it had been lost).  That holds because nothing
- * sees the WRITE's effect before the read's outcome is known:
+ * sees the WRITE's or SEND's effect before the read's outcome is known:
  *   - only a WRITE Only without immediate data is put off, so no
- *     completion, receive WQE or invalidation hangs on it;
+ *     completion, receive WQE or invalidation hangs on it; and a SEND
+ *     whose completion is held, and whose receive WQE goes back to the
+ *     head of the receive queue if its read fails (nothing else takes
+ *     or posts a WQE before the settling: the batch runs under the
+ *     runtime's lock, and any other packet of the QP settles first);
  *   - the responder holds the ACK that falls due meanwhile, and settles
  *     the reads before any NAK (responder.c, settle_before_nak);
  *   - any other packet, a timer, or a change of a QP settles them first
@@ -40,14 +50,26 @@ bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t le
 	r->pull[i] = (struct rnic_pull){ .rem = r->rx_remote, .dst = { dst, len } };
 	r->pull_qp[i] = qp;
 	r->pull_psn[i] = psn;
+	r->pull_send[i] = false;
 	qp->resp.pulls++;
 	r->ctr.rx_msg_pulls_put_off++;
 	return true;
 }
 
+void rnic_pull_hold_completion(struct rnic *r, const struct ibv_wc *wc, bool solicited)
+{
+	unsigned i = r->npulls - 1;
+
+	r->pull_send[i] = true;
+	r->pull_se[i] = solicited;
+	r->pull_wc[i] = *wc;
+	r->ctr.rx_msg_sends_put_off++;
+}
+
 void rnic_pulls_settle(struct rnic *r)
 {
 	unsigned n = r->npulls;
+	bool dropped[RNIC_PULL_BATCH];
 
 	if (!n)
 		return;
@@ -62,6 +84,7 @@ void rnic_pulls_settle(struct rnic *r)
 	for (unsigned i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->pull_qp[i];
 
+		dropped[i] = true;
 		if (qp->resp.pull_failed) {
 			qp->resp.pull_dropped++;
 		} else if (!r->pull[i].ok) {
@@ -69,7 +92,22 @@ void rnic_pulls_settle(struct rnic *r)
 			qp->resp.pull_rewind_psn = r->pull_psn[i];
 			qp->resp.pull_dropped = 1;
 			r->ctr.rx_drop_msg_pull++;
+		} else {
+			dropped[i] = false;
 		}
+	}
+	/* A SEND's completion, in the order received; or, dropped, its
+	 * receive WQE back to the head of its queue for the resend (the
+	 * dropped ones of a QP are the last it took). */
+	for (unsigned i = 0; i < n; i++) {
+		struct rnic_qp *qp = r->pull_qp[i];
+
+		if (!r->pull_send[i])
+			continue;
+		if (dropped[i])
+			qp->rq.tail--;
+		else
+			rnic_cq_push(qp->recv_cq, &r->pull_wc[i], r->pull_se[i]);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->pull_qp[i];

@@ -96,6 +96,8 @@ struct resp_ctx {
 	struct rnic_mr *mr;             /* target of WRITE/READ/ATOMIC/FLUSH */
 	uint64_t flush_va, flush_len;   /* FLUSH: the range it names      */
 	enum ibv_wc_status status;      /* for ERR_LOCAL */
+	bool wqe_taken;                 /* this packet took a WQE off the QP's own RQ */
+	bool held;                      /* a SEND whose read is put off: its completion waits */
 };
 
 static bool is_rc(const struct rnic_qp *qp)
@@ -360,6 +362,7 @@ static enum resp_state resp_check_resource(struct rnic_qp *qp, struct resp_ctx *
 			return is_rc(qp) ? RESP_ERR_RNR : RESP_DROP_MESSAGE;
 		qp->resp.wqe = qp->rq.wqe[qp->rq.tail % qp->rq.cap];
 		qp->rq.tail++;
+		c->wqe_taken = true;
 	}
 	qp->resp.have_wqe = true;
 	qp->resp.recv_offset = 0;
@@ -522,11 +525,36 @@ static bool put_off_read(struct rnic_qp *qp, const struct resp_ctx *c, uint8_t *
 	       rnic_pull_put_off(qp, p->bth.psn, dst, p->payload_len);
 }
 
+/* May the message-path SEND Only pkt, taking receive WQE w off the QP's
+ * own receive queue, have its read put off (pull.c)?  Its payload must
+ * fit the WQE's first piece, which must take it (lkey, bounds, local
+ * write): the same answer before the packet runs (joins_put_off_reads,
+ * with the WQE it will take) and while it runs. */
+static bool send_put_off_ok(const struct rnic_qp *qp, const struct wire_ib *pkt, const struct rnic_recv_wqe *w)
+{
+	struct rnic *r = qp->r;
+
+	return is_rc(qp) && !qp->srq && r->io.pull_batch && r->rx_remote && !pkt->payload && pkt->payload_len &&
+	       pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_SEND_ONLY) && reorder_empty(qp) && w->num_sge &&
+	       w->sge[0].length >= pkt->payload_len &&
+	       rnic_mr_check(r, qp->pd, w->sge[0].lkey, IBV_ACCESS_LOCAL_WRITE, w->sge[0].addr, pkt->payload_len);
+}
+
 static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
 
-	if (c->flags & WIRE_F_SEND) {
+	if ((c->flags & WIRE_F_SEND) && c->wqe_taken && send_put_off_ok(qp, p, &qp->resp.wqe)) {
+		const struct rnic_sge *sge = &qp->resp.wqe.sge[0];
+		struct rnic_mr *mr = rnic_mr_check(qp->r, qp->pd, sge->lkey, IBV_ACCESS_LOCAL_WRITE, sge->addr,
+						   p->payload_len);
+
+		/* Cannot fail: responder_receive made room (pull.c). */
+		c->held = rnic_pull_put_off(qp, p->bth.psn, rnic_mr_ptr(mr, sge->addr), p->payload_len);
+	}
+	if (c->held) {
+		qp->resp.recv_offset += p->payload_len;
+	} else if (c->flags & WIRE_F_SEND) {
 		struct rnic_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
 		bool pulled;
 		enum ibv_wc_status st = rnic_rx_scatter(qp->r, pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
@@ -661,7 +689,10 @@ static enum resp_state resp_complete(struct rnic_qp *qp, struct resp_ctx *c)
 		wc.invalidated_rkey = p->ieth;
 	}
 	qp->resp.have_wqe = false;
-	rnic_cq_push(qp->recv_cq, &wc, p->bth.se);
+	if (c->held)
+		rnic_pull_hold_completion(qp->r, &wc, p->bth.se);      /* written when the read is in */
+	else
+		rnic_cq_push(qp->recv_cq, &wc, p->bth.se);
 	return RESP_ACKNOWLEDGE;
 }
 
@@ -939,13 +970,19 @@ static void reorder_drain(struct rnic_qp *qp, uint64_t now)
 }
 
 /* May pkt be executed while reads are put off for this QP's earlier
- * WRITEs (pull.c)?  Only the next WRITE Only of the message path, with
+ * WRITEs and SENDs (pull.c)?  Only the next WRITE Only of the message
+ * path, or the next SEND Only whose read will be put off too, with
  * nothing in the reorder buffer: every other packet (a duplicate, one
- * past a hole, a SEND) reads or answers state those reads decide. */
+ * past a hole, a SEND read at once, which would complete ahead of those
+ * waiting) reads or answers state those reads decide. */
 static bool joins_put_off_reads(const struct rnic_qp *qp, const struct wire_ib *pkt)
 {
-	return qp->r->rx_remote && !pkt->payload && pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_WRITE_ONLY) &&
-	       pkt->bth.psn == qp->resp.epsn && reorder_empty(qp);
+	if (!qp->r->rx_remote || pkt->payload || pkt->bth.psn != qp->resp.epsn || !reorder_empty(qp))
+		return false;
+	if (pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_WRITE_ONLY))
+		return true;
+	return !qp->resp.have_wqe && qp->rq.tail != qp->rq.head &&
+	       send_put_off_ok(qp, pkt, &qp->rq.wqe[qp->rq.tail % qp->rq.cap]);
 }
 
 void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)

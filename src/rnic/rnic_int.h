@@ -106,12 +106,17 @@ struct rnic {
 	unsigned tx_nvec;               /* pieces of the request built last */
 	struct iovec *rx_iov;
 	const struct rnic_rx_remote *rx_remote;
-	/* Message-path WRITE payloads whose read waits for the end of the
-	 * port's batch (pull.c), in the order received; pull_qp[i] is the
-	 * QP of pull[i], pull_psn[i] its PSN. */
+	/* Message-path WRITE and SEND payloads whose read waits for the end
+	 * of the port's batch (pull.c), in the order received; pull_qp[i] is
+	 * the QP of pull[i], pull_psn[i] its PSN.  A SEND's receive
+	 * completion waits with it (pull_send[i]: pull_wc[i], solicited
+	 * pull_se[i]). */
 	struct rnic_pull pull[RNIC_PULL_BATCH];
 	struct rnic_qp *pull_qp[RNIC_PULL_BATCH];
 	uint32_t pull_psn[RNIC_PULL_BATCH];
+	bool pull_send[RNIC_PULL_BATCH];
+	bool pull_se[RNIC_PULL_BATCH];
+	struct ibv_wc pull_wc[RNIC_PULL_BATCH];
 	unsigned npulls;
 	uint8_t tx[WIRE_MAX_IB_PACKET]; /* every packet is built here */
 };
@@ -395,10 +400,11 @@ struct rnic_resp_state {
 	/* READ/ATOMIC resources */
 	struct rnic_resource *res;
 	uint32_t res_cap, res_next;
-	/* WRITEs executed whose payload read is put off (pull.c): their
-	 * PSNs are the last `pulls` before epsn.  Meanwhile an ACK that
-	 * falls due waits (ack_held); pull_failed marks, while they are
-	 * settled, that one of them failed. */
+	/* WRITEs and SENDs executed whose payload read is put off (pull.c):
+	 * their PSNs are the last `pulls` before epsn, and each such SEND
+	 * took the next receive WQE.  Meanwhile an ACK that falls due waits
+	 * (ack_held); pull_failed marks, while they are settled, that one of
+	 * them failed. */
 	uint32_t pulls;
 	bool ack_held;
 	bool pull_failed;
@@ -683,11 +689,14 @@ void responder_reset(struct rnic_qp *qp);
  * first that failed, send what waited for them. */
 void responder_pulls_settled(struct rnic_qp *qp);
 
-/* pull.c: put off the read of the WRITE Only at `psn` being executed
- * (its payload, r->rx_remote, into dst); false if the port reads at once.
- * rnic_pulls_settle does the reads put off, if any (every entry point
- * that may look at a responder's state calls it first). */
+/* pull.c: put off the read of the WRITE Only or SEND Only at `psn` being
+ * executed (its payload, r->rx_remote, into dst); false if the port reads
+ * at once.  rnic_pull_hold_completion keeps a SEND's receive completion
+ * with its read (the one put off last), to be written only if the read
+ * succeeds.  rnic_pulls_settle does the reads put off, if any (every
+ * entry point that may look at a responder's state calls it first). */
 bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len);
+void rnic_pull_hold_completion(struct rnic *r, const struct ibv_wc *wc, bool solicited);
 void rnic_pulls_settle(struct rnic *r);
 const char *responder_state_name(int state);
 

@@ -4,8 +4,8 @@
  * before its payload is in.
  *
  * Node 1 posts a burst of whole messages to node 0, the pair's even node,
- * which lets its rnic put the reads of RDMA WRITE payloads off
- * (rnic_io.pull_batch).  The link has a fixed delay and no rate, so the
+ * which lets its rnic put the reads of RDMA WRITE and SEND payloads off
+ * (rnic_io.pull_batch), a SEND's receive completion held with its read.  The link has a fixed delay and no rate, so the
  * burst arrives in one instant and node 0 receives it as one batch, as the
  * runtime does what one read of its ring returned.  The burst mixes
  * WRITEs (each to a slot of its own), WRITEs with immediate data, SENDs,
@@ -14,16 +14,20 @@
  * of the seeds one WRITE carries a wrong rkey.  What must hold:
  *   - the WRs complete in order: all successfully, or, with the wrong
  *     rkey, successes up to it, a remote access error for it, flushes
- *     after it;
+ *     after it (or, if the response of a READ before it was lost and the
+ *     READ's retry found the responder in error, retries exceeded for
+ *     that READ and flushes after it: first_failed);
  *   - a READ returns what the WRITE before it wrote (a READ after a WRITE
  *     on one QP sees it, IBTA 9.5), so the put-off read was done first;
  *   - every slot of a successful WRITE holds its bytes, every other slot
  *     and every guard byte is untouched; each receive holds its SEND's
  *     bytes, each WRITE with immediate data completes a receive with its
  *     immediate;
+ *   - each receive completes in order, once, with its SEND's bytes (a
+ *     SEND whose read failed gives its WQE back for the resend);
  *   - over all seeds, reads were put off and joined (batches of more than
- *     one), some failed, and WRITEs after a failed one were dropped and
- *     sent again (the rewind);
+ *     one), SENDs' among them, some failed, and WRITEs after a failed one
+ *     were dropped and sent again (the rewind);
  *   - the run replays exactly from its seed.
  *
  * Usage: rnic_put_off_reads [--seed N | --seeds A-B] [-v]
@@ -66,6 +70,7 @@ struct run {
 	struct rnic_mr *smr;
 	struct op op[NOPS];
 	unsigned bad;           /* the op with the wrong rkey, or NOPS */
+	unsigned lost_reads;    /* check_outcome: a READ's response lost before it */
 	unsigned completed;
 	unsigned nrecv_wc;
 	unsigned send_order[NOPS];      /* SENDs and WRITE_IMMs, in order */
@@ -243,12 +248,46 @@ static void check_receives(struct run *u)
 	}
 }
 
+/* The first WR that did not succeed: the one with the wrong rkey, with a
+ * remote access error.  Or a READ before it whose response was lost (the
+ * sender's read of the responder's memory failed) and whose retry found
+ * the responder already in the error state the wrong rkey put it in:
+ * retries exceeded, as a later NAK does not complete a READ whose
+ * response is missing.  Then the WRITEs between that READ and the wrong
+ * rkey ran at the responder and are flushed at the sender, so their
+ * slots may hold their bytes. */
+static unsigned first_failed(const struct run *u, bool *lost_read)
+{
+	*lost_read = false;
+	for (unsigned i = 0; i < u->bad && i < NOPS; i++) {
+		const struct op *o = &u->op[i];
+
+		if (!o->done || o->status == IBV_WC_SUCCESS)
+			continue;
+		*lost_read = u->bad < NOPS && o->kind == OP_READ && o->status == IBV_WC_RETRY_EXC_ERR &&
+			     rnic_counters(u->h.side[1].r)->rx_drop_msg_pull > 0;
+		return i;
+	}
+	return u->bad;
+}
+
 static void check_outcome(struct run *u)
 {
+	bool lost_read;
+	unsigned first = first_failed(u, &lost_read);
+
+	if (lost_read)
+		u->lost_reads++;
 	for (unsigned i = 0; i < NOPS; i++) {
 		const struct op *o = &u->op[i];
-		int want = i < u->bad ? IBV_WC_SUCCESS : i == u->bad ? IBV_WC_REM_ACCESS_ERR : IBV_WC_WR_FLUSH_ERR;
+		int want = i < first    ? IBV_WC_SUCCESS
+			   : i == first ? (lost_read ? IBV_WC_RETRY_EXC_ERR : IBV_WC_REM_ACCESS_ERR)
+					: IBV_WC_WR_FLUSH_ERR;
 		bool wrote = (o->kind == OP_WRITE || o->kind == OP_WRITE_IMM) && o->status == IBV_WC_SUCCESS;
+		/* Flushed at the sender, executed at the responder (above). */
+		if (lost_read && i > first && i < u->bad && (o->kind == OP_WRITE || o->kind == OP_WRITE_IMM) &&
+		    memcmp(slot_at(u, i), u->src + (size_t)i * SLOT, o->len) == 0)
+			wrote = true;
 
 		CHECK(o->done, "WR %u never completed", i);
 		CHECK(o->status == want, "WR %u (%s): %s, expected %s", i,
@@ -270,7 +309,7 @@ static void check_outcome(struct run *u)
 
 struct outcome {
 	uint64_t trace, now;
-	uint64_t put_off, batches, failures, dropped_after;
+	uint64_t put_off, batches, failures, dropped_after, sends_put_off, lost_reads;
 };
 
 static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
@@ -307,6 +346,8 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 	out->batches = ps->pull_batches;
 	out->failures = ps->put_off_failures;
 	out->dropped_after = c->rx_drop_out_of_window;
+	out->sends_put_off = c->rx_msg_sends_put_off;
+	out->lost_reads = u->lost_reads;
 	if (verbose || ht_failures != before)
 		printf("  [%s] %s, wrong rkey at %u; %llu reads put off in %llu batches, %llu failed, %llu dropped "
 		       "after a failed one; %u of %u WRs done\n",
@@ -334,6 +375,8 @@ static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool
 		sum.batches += o.batches;
 		sum.failures += o.failures;
 		sum.dropped_after += o.dropped_after;
+		sum.sends_put_off += o.sends_put_off;
+		sum.lost_reads += o.lost_reads;
 	}
 	return good;
 }
@@ -342,13 +385,15 @@ int main(int argc, char **argv)
 {
 	size_t n;
 	int failed = ht_replay_seeds(argc, argv, 60, 1, NULL, run_one, NULL, &n);
-	printf("%zu seeds: %llu reads put off in %llu batches, %llu failed, %llu WRITEs dropped after a failed one\n",
-	       n, (unsigned long long)sum.put_off, (unsigned long long)sum.batches, (unsigned long long)sum.failures,
-	       (unsigned long long)sum.dropped_after);
-	/* The checks above saw something only if reads were joined, failed,
-	 * and rewound the WRITEs after them. */
-	if (n >= 20 && (sum.put_off < 2 * sum.batches || !sum.failures || !sum.dropped_after)) {
-		printf("FAIL: the seeds did not join, fail and rewind put-off reads\n");
+	printf("%zu seeds: %llu reads put off (%llu of SENDs) in %llu batches, %llu failed, %llu WRITEs dropped "
+	       "after a failed one; %llu READ responses lost before the wrong rkey\n",
+	       n, (unsigned long long)sum.put_off, (unsigned long long)sum.sends_put_off,
+	       (unsigned long long)sum.batches, (unsigned long long)sum.failures, (unsigned long long)sum.dropped_after,
+	       (unsigned long long)sum.lost_reads);
+	/* The checks above saw something only if reads were joined, SENDs'
+	 * among them, failed, and rewound the WRITEs and SENDs after them. */
+	if (n >= 20 && (sum.put_off < 2 * sum.batches || !sum.sends_put_off || !sum.failures || !sum.dropped_after)) {
+		printf("FAIL: the seeds did not join, fail and rewind put-off reads of WRITEs and SENDs\n");
 		failed++;
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
