@@ -56,10 +56,18 @@ bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t le
 	return true;
 }
 
-void rnic_pull_hold_completion(struct rnic *r, const struct ibv_wc *wc, bool solicited)
+void rnic_pull_hold_completion(struct rnic_qp *qp, const struct ibv_wc *wc, bool solicited)
 {
+	struct rnic *r = qp->r;
 	unsigned i = r->npulls - 1;
 
+	/* The read put off last is this SEND's (resp_execute, then
+	 * resp_complete, nothing settled between); were it not, the
+	 * completion could only be written now. */
+	if (!r->npulls || r->pull_qp[i] != qp) {
+		rnic_cq_push(qp->recv_cq, wc, solicited);
+		return;
+	}
 	r->pull_send[i] = true;
 	r->pull_se[i] = solicited;
 	r->pull_wc[i] = *wc;

@@ -690,7 +690,7 @@ static enum resp_state resp_complete(struct rnic_qp *qp, struct resp_ctx *c)
 	}
 	qp->resp.have_wqe = false;
 	if (c->held)
-		rnic_pull_hold_completion(qp->r, &wc, p->bth.se);      /* written when the read is in */
+		rnic_pull_hold_completion(qp, &wc, p->bth.se);         /* written when the read is in */
 	else
 		rnic_cq_push(qp->recv_cq, &wc, p->bth.se);
 	return RESP_ACKNOWLEDGE;

@@ -696,7 +696,7 @@ void responder_pulls_settled(struct rnic_qp *qp);
  * succeeds.  rnic_pulls_settle does the reads put off, if any (every
  * entry point that may look at a responder's state calls it first). */
 bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len);
-void rnic_pull_hold_completion(struct rnic *r, const struct ibv_wc *wc, bool solicited);
+void rnic_pull_hold_completion(struct rnic_qp *qp, const struct ibv_wc *wc, bool solicited);
 void rnic_pulls_settle(struct rnic *r);
 const char *responder_state_name(int state);
 

@@ -210,6 +210,31 @@ void rt_expect_wc(struct rt_endpoint *ep, enum ibv_wc_opcode opcode, uint64_t wr
 		CHECK(wc.byte_len == byte_len, "byte_len %u, expected %u", wc.byte_len, byte_len);
 }
 
+void rt_expect_send_and_recv(struct rt_endpoint *ep, uint64_t send_wr_id, uint64_t recv_wr_id, uint32_t recv_len)
+{
+	bool sent = false, received = false;
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_wc wc;
+
+		CHECK(rt_wait_wc(ep, &wc, 10000), "no completion for wr_id %llu within 10 s",
+		      (unsigned long long)(sent ? recv_wr_id : send_wr_id));
+		CHECK(wc.status == IBV_WC_SUCCESS, "wr_id %llu completed with status %d (%s)",
+		      (unsigned long long)wc.wr_id, wc.status, rt_wc_status(wc.status));
+		if (wc.opcode == IBV_WC_SEND) {
+			CHECK(!sent && wc.wr_id == send_wr_id, "send completion wr_id %llu, expected %llu once",
+			      (unsigned long long)wc.wr_id, (unsigned long long)send_wr_id);
+			sent = true;
+		} else {
+			CHECK(!received && wc.opcode == IBV_WC_RECV && wc.wr_id == recv_wr_id,
+			      "completion opcode %d wr_id %llu, expected a receive of wr_id %llu once", wc.opcode,
+			      (unsigned long long)wc.wr_id, (unsigned long long)recv_wr_id);
+			CHECK(wc.byte_len == recv_len, "byte_len %u, expected %u", wc.byte_len, recv_len);
+			received = true;
+		}
+	}
+}
+
 void rt_fill(uint8_t *p, size_t len, uint32_t seed)
 {
 	uint32_t x = seed * 2654435761u + 1;

@@ -74,6 +74,12 @@ bool rt_wait_wc(struct rt_endpoint *ep, struct ibv_wc *wc, int timeout_ms);
 /* Wait for a successful completion of `opcode` with wr_id; fail the test
  * otherwise. */
 void rt_expect_wc(struct rt_endpoint *ep, enum ibv_wc_opcode opcode, uint64_t wr_id, uint32_t byte_len);
+/* The completion of a send (send_wr_id) and of a receive (recv_wr_id,
+ * recv_len bytes), on one CQ in either order: completions of a send queue
+ * and of a receive queue are not ordered with each other (a peer's SEND
+ * may arrive ahead of the ACK of ours: ACKs that ride with a send leave
+ * after it). */
+void rt_expect_send_and_recv(struct rt_endpoint *ep, uint64_t send_wr_id, uint64_t recv_wr_id, uint32_t recv_len);
 
 const char *rt_wc_status(enum ibv_wc_status s);
 

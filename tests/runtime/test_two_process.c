@@ -58,8 +58,7 @@ static int run_side(int fd, bool server)
 	/* 1. SEND client -> server, then server -> client. */
 	if (!server) {
 		CHECK(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
-		rt_expect_wc(&ep, IBV_WC_SEND, 1, 0);
-		rt_expect_wc(&ep, IBV_WC_RECV, 100, SEND_LEN);
+		rt_expect_send_and_recv(&ep, 1, 100, SEND_LEN);
 		CHECK(rt_check(ep.buf + OFF_RECV, SEND_LEN, 1), "client: SEND data from server is wrong");
 	} else {
 		rt_expect_wc(&ep, IBV_WC_RECV, 100, SEND_LEN);
