@@ -234,9 +234,14 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void send_all(int fd, const void *p, size_t len)
+/* -R's server address (the client's socket is not connected then). */
+static struct sockaddr_in shaped_peer;
+
+/* Send len bytes to the server: on the connected socket, or with -R to
+ * shaped_peer, cut into GSO segments of seg bytes (0: one datagram). */
+static void send_all(int fd, const void *p, size_t len, size_t seg)
 {
-	while (send(fd, p, len, 0) < 0) {
+	while ((rocev2_shape ? send_shaped(fd, p, len, &shaped_peer, seg) : send(fd, p, len, 0)) < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			perror("udp_pingpong: send");
 			exit(1);
@@ -244,22 +249,12 @@ static void send_all(int fd, const void *p, size_t len)
 	}
 }
 
-/* -R's server address (the client's socket is not connected then). */
-static struct sockaddr_in shaped_peer;
-
+/* A message of `size` bytes from buf; with -R, after the ACK's segment. */
 static void send_message(int fd, size_t size)
 {
-	if (!rocev2_shape) {
-		send_all(fd, buf, size);
-		return;
-	}
-	size_t seg = shaped_segment(size);
-	while (send_shaped(fd, buf, 2 * seg, &shaped_peer, seg) < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			perror("udp_pingpong: sendmsg");
-			exit(1);
-		}
-	}
+	size_t seg = rocev2_shape ? shaped_segment(size) : 0;
+
+	send_all(fd, buf, rocev2_shape ? 2 * seg : size, seg);
 }
 
 /* One round trip of message number seq; returns its time in ns.  The
@@ -321,10 +316,7 @@ static int client(int port, long size, long iters, long warmup)
 		(void)round_trip(fd, (size_t)size, seq++, &resent);
 	for (long i = 0; i < iters; i++)
 		rtt[i] = round_trip(fd, (size_t)size, seq++, &resent);
-	if (rocev2_shape) /* done: the server exits */
-		(void)send_shaped(fd, buf, 0, &a, 0);
-	else
-		send_all(fd, buf, 0);
+	send_all(fd, buf, 0, 0); /* done: the server exits */
 
 	double sum = 0;
 	for (long i = 0; i < iters; i++)

@@ -77,7 +77,6 @@ void rnic_pull_hold_completion(struct rnic_qp *qp, const struct ibv_wc *wc, bool
 void rnic_pulls_settle(struct rnic *r)
 {
 	unsigned n = r->npulls;
-	bool dropped[RNIC_PULL_BATCH];
 
 	if (!n)
 		return;
@@ -88,11 +87,13 @@ void rnic_pulls_settle(struct rnic *r)
 	/* Emptied before the QPs act on the outcome: what they send may
 	 * not find reads still waiting. */
 	r->npulls = 0;
-	/* A QP's first failed read and every read after it are dropped. */
+	/* A QP's first failed read and every read after it are dropped.  A
+	 * SEND's completion is written, in the order received; a dropped
+	 * SEND's receive WQE goes back to the head of its queue for the
+	 * resend (the dropped ones of a QP are the last it took). */
 	for (unsigned i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->pull_qp[i];
 
-		dropped[i] = true;
 		if (qp->resp.pull_failed) {
 			qp->resp.pull_dropped++;
 		} else if (!r->pull[i].ok) {
@@ -101,21 +102,12 @@ void rnic_pulls_settle(struct rnic *r)
 			qp->resp.pull_dropped = 1;
 			r->ctr.rx_drop_msg_pull++;
 		} else {
-			dropped[i] = false;
-		}
-	}
-	/* A SEND's completion, in the order received; or, dropped, its
-	 * receive WQE back to the head of its queue for the resend (the
-	 * dropped ones of a QP are the last it took). */
-	for (unsigned i = 0; i < n; i++) {
-		struct rnic_qp *qp = r->pull_qp[i];
-
-		if (!r->pull_send[i])
+			if (r->pull_send[i])
+				rnic_cq_push(qp->recv_cq, &r->pull_wc[i], r->pull_se[i]);
 			continue;
-		if (dropped[i])
+		}
+		if (r->pull_send[i])
 			qp->rq.tail--;
-		else
-			rnic_cq_push(qp->recv_cq, &r->pull_wc[i], r->pull_se[i]);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->pull_qp[i];

@@ -528,30 +528,31 @@ static bool put_off_read(struct rnic_qp *qp, const struct resp_ctx *c, uint8_t *
 /* May the message-path SEND Only pkt, taking receive WQE w off the QP's
  * own receive queue, have its read put off (pull.c)?  Its payload must
  * fit the WQE's first piece, which must take it (lkey, bounds, local
- * write): the same answer before the packet runs (joins_put_off_reads,
- * with the WQE it will take) and while it runs. */
-static bool send_put_off_ok(const struct rnic_qp *qp, const struct wire_ib *pkt, const struct rnic_recv_wqe *w)
+ * write): the region it lands in, or NULL.  The same answer before the
+ * packet runs (joins_put_off_reads, with the WQE it will take) and while
+ * it runs. */
+static struct rnic_mr *send_put_off_mr(const struct rnic_qp *qp, const struct wire_ib *pkt,
+				       const struct rnic_recv_wqe *w)
 {
 	struct rnic *r = qp->r;
 
-	return is_rc(qp) && !qp->srq && r->io.pull_batch && r->rx_remote && !pkt->payload && pkt->payload_len &&
-	       pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_SEND_ONLY) && reorder_empty(qp) && w->num_sge &&
-	       w->sge[0].length >= pkt->payload_len &&
-	       rnic_mr_check(r, qp->pd, w->sge[0].lkey, IBV_ACCESS_LOCAL_WRITE, w->sge[0].addr, pkt->payload_len);
+	if (!is_rc(qp) || qp->srq || !r->io.pull_batch || !r->rx_remote || pkt->payload || !pkt->payload_len ||
+	    pkt->bth.opcode != (WIRE_TR_RC | WIRE_OP_SEND_ONLY) || !reorder_empty(qp) || !w->num_sge ||
+	    w->sge[0].length < pkt->payload_len)
+		return NULL;
+	return rnic_mr_check(r, qp->pd, w->sge[0].lkey, IBV_ACCESS_LOCAL_WRITE, w->sge[0].addr, pkt->payload_len);
 }
 
 static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	const struct wire_ib *p = c->pkt;
+	struct rnic_mr *recv_mr =
+		(c->flags & WIRE_F_SEND) && c->wqe_taken ? send_put_off_mr(qp, p, &qp->resp.wqe) : NULL;
 
-	if ((c->flags & WIRE_F_SEND) && c->wqe_taken && send_put_off_ok(qp, p, &qp->resp.wqe)) {
-		const struct rnic_sge *sge = &qp->resp.wqe.sge[0];
-		struct rnic_mr *mr = rnic_mr_check(qp->r, qp->pd, sge->lkey, IBV_ACCESS_LOCAL_WRITE, sge->addr,
-						   p->payload_len);
-
-		/* Cannot fail: responder_receive made room (pull.c). */
-		c->held = rnic_pull_put_off(qp, p->bth.psn, rnic_mr_ptr(mr, sge->addr), p->payload_len);
-	}
+	/* Cannot fail: responder_receive made room (pull.c). */
+	if (recv_mr)
+		c->held = rnic_pull_put_off(qp, p->bth.psn, rnic_mr_ptr(recv_mr, qp->resp.wqe.sge[0].addr),
+					    p->payload_len);
 	if (c->held) {
 		qp->resp.recv_offset += p->payload_len;
 	} else if (c->flags & WIRE_F_SEND) {
@@ -982,7 +983,7 @@ static bool joins_put_off_reads(const struct rnic_qp *qp, const struct wire_ib *
 	if (pkt->bth.opcode == (WIRE_TR_RC | WIRE_OP_WRITE_ONLY))
 		return true;
 	return !qp->resp.have_wqe && qp->rq.tail != qp->rq.head &&
-	       send_put_off_ok(qp, pkt, &qp->rq.wqe[qp->rq.tail % qp->rq.cap]);
+	       send_put_off_mr(qp, pkt, &qp->rq.wqe[qp->rq.tail % qp->rq.cap]);
 }
 
 void responder_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
