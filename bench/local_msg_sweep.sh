@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # local_msg_sweep.sh — where the host-local path should start carrying a
-# message whole: ib_write_bw at each size with every message over 4 KiB
-# whole (SOFTRNIC_LOCAL_MSG_MIN=4096: one process_vm_readv by the
-# receiver) against MTU packets through the ring (SOFTRNIC_LOCAL=packets),
-# in interleaved rounds, medians.  A benchmark: it measures and prints.
-# The result chose SRT_LOCAL_MSG_MIN_BYTES (runtime/local_path.h).
+# message whole: at each size, every message over 4 KiB whole
+# (SOFTRNIC_LOCAL_MSG_MIN=4096: one process_vm_readv by the receiver, or
+# by a READ's requester) against MTU packets through the ring
+# (SOFTRNIC_LOCAL=packets): ib_write_bw, ib_send_bw and ib_read_bw (MB/s)
+# and ib_write_lat (typical µs), in interleaved rounds, medians.  A
+# benchmark: it measures and prints.  The result chose
+# SRT_LOCAL_MSG_MIN_BYTES (runtime/local_path.h).
 #
 #   bench/local_msg_sweep.sh [BUILD_DIR] [--runs N]      (default: build, 3)
 set -uo pipefail
@@ -16,28 +18,33 @@ export LD_LIBRARY_PATH=$build/lib
 port=16300
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sizes="16384 32768 65536 131072 1048576"
+sizes="8192 16384 32768 65536"
+tools="ib_write_bw ib_send_bw ib_read_bw ib_write_lat"
 declare -A res
 for r in $(seq "$runs"); do
-	for s in $sizes; do
-		n=20000
-		[ "$s" -ge 1048576 ] && n=2000
-		for mode in whole packets; do
-			envs=SOFTRNIC_LOCAL_MSG_MIN=4096
-			[ $mode = packets ] && envs=SOFTRNIC_LOCAL=packets
-			env $envs timeout 60 ib_write_bw -s "$s" -n $n -p $port > "$tmp/s" 2>&1 &
-			sp=$!
-			bench_wait_listen $port
-			res[$s.$mode]+="$(env $envs timeout 60 ib_write_bw -s "$s" -n $n -p $port 127.0.0.1 2>&1 |
-				awk -v s="$s" '$1 == s { print $4 }') "
-			wait $sp
-			port=$((port + 1))
+	for t in $tools; do
+		for s in $sizes; do
+			n=20000 col=4
+			case $t in *_lat) n=5000 col=5 ;; esac
+			for mode in whole packets; do
+				envs=SOFTRNIC_LOCAL_MSG_MIN=4096
+				[ $mode = packets ] && envs=SOFTRNIC_LOCAL=packets
+				env $envs timeout 60 $t -s "$s" -n $n -p $port > "$tmp/s" 2>&1 &
+				sp=$!
+				bench_wait_listen $port
+				res[$t.$s.$mode]+="$(env $envs timeout 60 $t -s "$s" -n $n -p $port 127.0.0.1 2>&1 |
+					awk -v s="$s" -v c=$col '$1 == s { print $c }') "
+				wait $sp
+				port=$((port + 1))
+			done
 		done
 	done
 done
 m() { tr ' ' '\n' <<<"${res[$1]:-}" | grep . | bench_median; }
-printf 'ib_write_bw (MB/s), medians of %s interleaved rounds; %s CPUs, %s; %s\n' "$runs" "$(nproc)" "$(uname -r)" "$(date -u +%FT%RZ)"
-printf '| message | whole (one process_vm_readv) | MTU packets through the ring |\n|---|---|---|\n'
-for s in $sizes; do
-	printf '| %s | %s | %s |\n' "$s" "$(m $s.whole)" "$(m $s.packets)"
+printf 'medians of %s interleaved rounds; %s CPUs, %s; %s\n' "$runs" "$(nproc)" "$(uname -r)" "$(date -u +%FT%RZ)"
+printf '| tool | message | whole (one process_vm_readv) | MTU packets through the ring |\n|---|---|---|---|\n'
+for t in $tools; do
+	for s in $sizes; do
+		printf '| %s | %s | %s | %s |\n' "$t" "$s" "$(m $t.$s.whole)" "$(m $t.$s.packets)"
+	done
 done

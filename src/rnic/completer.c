@@ -62,6 +62,7 @@ struct comp_ctx {
 	bool more;                      /* the packet may retire more WQEs */
 	bool progress;
 	bool rerun;                     /* the requester should resume */
+	bool held;                      /* the READ's data and completion wait (pull.c) */
 	uint32_t retry_psn;
 	enum ibv_wc_status error;
 };
@@ -351,14 +352,41 @@ static enum comp_state comp_ack(struct rnic_qp *qp, struct comp_ctx *c)
 	return COMP_EXIT;
 }
 
+/* May the message-path READ response pkt have its read put off (pull.c)?
+ * Only a READ Response Only that answers w, the oldest outstanding WQE,
+ * whole, at the PSN expected, into w's first piece, which must take it
+ * (lkey, bounds, local write): the region it lands in, or NULL.  The same
+ * answer before the packet runs (joins_put_off_reads) and while it runs
+ * (comp_read). */
+static struct rnic_mr *read_put_off_mr(const struct rnic_qp *qp, const struct wire_ib *pkt,
+				       const struct rnic_send_wqe *w)
+{
+	struct rnic *r = qp->r;
+
+	if (!r->io.pull_batch || !r->rx_remote || pkt->payload || !pkt->payload_len ||
+	    pkt->bth.opcode != (WIRE_TR_RC | WIRE_OP_READ_RESP_ONLY) || w->opcode != IBV_WR_RDMA_READ ||
+	    !w->psn_valid || pkt->bth.psn != qp->comp.psn || pkt->bth.psn != w->first_psn ||
+	    w->first_psn != w->last_psn || pkt->payload_len != w->length || !w->num_sge ||
+	    w->sge[0].length < pkt->payload_len)
+		return NULL;
+	return rnic_mr_check(r, qp->pd, w->sge[0].lkey, IBV_ACCESS_LOCAL_WRITE, w->sge[0].addr, pkt->payload_len);
+}
+
 static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
 {
 	const struct rnic_send_wqe *w = c->wqe;
 	uint32_t psn = c->pkt->bth.psn;
 	uint32_t off = (uint32_t)wire_psn_diff(psn, w->first_psn) * wqe_mtu(qp, w);
+	struct rnic_mr *mr = read_put_off_mr(qp, c->pkt, w);
 	enum ibv_wc_status st;
 	bool pulled;
 
+	/* The WQE retires now, its completion written once the bytes are
+	 * in (pull.c). */
+	if (mr && rnic_pull_put_off_read(qp, w, rnic_mr_ptr(mr, w->sge[0].addr), c->pkt->payload_len, c->now)) {
+		c->held = true;
+		return COMP_COMPLETE;
+	}
 	st = rnic_rx_scatter(qp->r, qp->pd, w->sge, w->num_sge, off, c->pkt, &pulled);
 	/* A message-path response whose MR the responder let go before we
 	 * read it: as if lost; the READ is asked again and the responder's
@@ -394,7 +422,8 @@ static enum comp_state comp_complete(struct rnic_qp *qp, struct comp_ctx *c)
 {
 	struct rnic_send_wqe *w = c->wqe;
 
-	rnic_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	if (!c->held)
+		rnic_qp_complete_send(qp, w, IBV_WC_SUCCESS);
 	qp->sq.comp++;
 	ack_upto(qp, c, wire_psn_add(w->last_psn, 1));
 	c->progress = true;
@@ -550,6 +579,17 @@ static void comp_run(struct rnic_qp *qp, struct comp_ctx *c, enum comp_state s)
 	comp_finish(qp, c);
 }
 
+/* May pkt be matched while reads are put off for this QP's READ
+ * responses (pull.c)?  Only the next READ response whose read will be
+ * put off too: every other packet retires or resends WQEs, whose
+ * completions must not pass those held, or reads the state the reads
+ * decide. */
+static bool joins_put_off_reads(struct rnic_qp *qp, const struct wire_ib *pkt)
+{
+	return outstanding(qp) && qp->sq.comp != qp->sq.head &&
+	       read_put_off_mr(qp, pkt, sq_at(&qp->sq, qp->sq.comp)) != NULL;
+}
+
 void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t now)
 {
 	struct comp_ctx c = { .pkt = pkt, .now = now };
@@ -558,7 +598,43 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 		qp->r->ctr.rx_drop_ghost_response++;
 		return;
 	}
+	/* Settled here, never half-way through a packet: a response that
+	 * joins the reads put off finds room for its own (pull.c). */
+	if ((qp->comp.pulls && !joins_put_off_reads(qp, pkt)) || qp->r->npulls == RNIC_PULL_BATCH)
+		rnic_pulls_settle(qp->r);
 	comp_run(qp, &c, COMP_GET_WQE);
+}
+
+void completer_pulls_settled(struct rnic_qp *qp)
+{
+	struct rnic_comp_state *s = &qp->comp;
+	struct comp_ctx c = { .now = s->pull_now };
+
+	s->pulls = 0;
+	if (!s->pull_failed) {
+		/* READs they held back (rd_atomic_outstanding) may go now. */
+		if (qp->sq.req != qp->sq.head)
+			requester_run(qp, s->pull_now);
+		return;
+	}
+	s->pull_failed = false;
+	/* As if that READ's response had been lost, and those after it had
+	 * come past the hole: they are outstanding again, and asked again
+	 * from the first (an implied NAK, IBTA 9.7.5.2.x, counted against
+	 * retry_cnt as comp_check_psn's).  What congestion control counted
+	 * as acknowledged stays counted: a message-path QP is host-local. */
+	qp->sq.comp -= s->pull_dropped;
+	s->psn = s->pull_rewind_psn;
+	if (qp->attr.qp_state == IBV_QPS_ERR || qp->attr.qp_state == IBV_QPS_RESET) {
+		/* Flushed already: these are flushed too (IBTA 10.8.3). */
+		while (s->pull_dropped--) {
+			rnic_qp_complete_send(qp, sq_at(&qp->sq, qp->sq.comp), IBV_WC_WR_FLUSH_ERR);
+			qp->sq.comp++;
+		}
+		return;
+	}
+	c.retry_psn = s->psn;
+	comp_run(qp, &c, COMP_RETRY);
 }
 
 void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq, uint64_t now)

@@ -173,6 +173,10 @@ int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 			*bad = wr;
 		return EINVAL;
 	}
+	/* READs retired with their reads put off (pull.c) must not have
+	 * their send-queue slots taken before the reads are known good. */
+	if (qp->comp.pulls)
+		rnic_pulls_settle(qp->r);
 	s = qp->attr.qp_state;
 	/* Sends may be posted from RTS on (IBTA 10.3.1); in ERR they are
 	 * accepted and flushed at once. */

@@ -16,6 +16,14 @@
  * waits with the read (rnic_pull_hold_completion).  A stream of 64 KiB
  * SENDs otherwise pays a system call per message.
  *
+ * The completer puts off the read of a READ Response Only that answers
+ * the oldest outstanding WQE whole and fits that WQE's first piece
+ * (completer.c, read_put_off_mr): the WQE is retired at once and its
+ * send completion held with the read.  A failed read puts it, and the
+ * READs retired after it in the batch, back on the send queue and asks
+ * again from its PSN (completer_pulls_settled), as after a lost
+ * response; any other packet of that QP settles the reads first.
+ *
  * The rules stay those of a read done at once (rnic.h: a read that fails
  * drops the packet as if it had been lost).  That holds because nothing
  * sees the WRITE's or SEND's effect before the read's outcome is known:
@@ -51,8 +59,32 @@ bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t le
 	r->pull_qp[i] = qp;
 	r->pull_psn[i] = psn;
 	r->pull_send[i] = false;
+	r->pull_read[i] = false;
+	r->pull_wc_held[i] = false;
 	qp->resp.pulls++;
 	r->ctr.rx_msg_pulls_put_off++;
+	return true;
+}
+
+bool rnic_pull_put_off_read(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint8_t *dst, size_t len,
+			    uint64_t now)
+{
+	struct rnic *r = qp->r;
+
+	/* completer_receive settles a full batch before the packet runs. */
+	if (!r->io.pull_batch || !r->rx_remote || r->npulls == RNIC_PULL_BATCH)
+		return false;
+	unsigned i = r->npulls++;
+	r->pull[i] = (struct rnic_pull){ .rem = r->rx_remote, .dst = { dst, len } };
+	r->pull_qp[i] = qp;
+	r->pull_psn[i] = w->first_psn;
+	r->pull_send[i] = false;
+	r->pull_read[i] = true;
+	r->pull_se[i] = false;
+	r->pull_wc_held[i] = rnic_qp_send_wc(qp, w, IBV_WC_SUCCESS, &r->pull_wc[i]);
+	qp->comp.pulls++;
+	qp->comp.pull_now = now;
+	r->ctr.rx_msg_reads_put_off++;
 	return true;
 }
 
@@ -69,6 +101,7 @@ void rnic_pull_hold_completion(struct rnic_qp *qp, const struct ibv_wc *wc, bool
 		return;
 	}
 	r->pull_send[i] = true;
+	r->pull_wc_held[i] = true;
 	r->pull_se[i] = solicited;
 	r->pull_wc[i] = *wc;
 	r->ctr.rx_msg_sends_put_off++;
@@ -87,23 +120,31 @@ void rnic_pulls_settle(struct rnic *r)
 	/* Emptied before the QPs act on the outcome: what they send may
 	 * not find reads still waiting. */
 	r->npulls = 0;
-	/* A QP's first failed read and every read after it are dropped.  A
-	 * SEND's completion is written, in the order received; a dropped
-	 * SEND's receive WQE goes back to the head of its queue for the
-	 * resend (the dropped ones of a QP are the last it took). */
+	/* A QP's first failed read and every read after it are dropped,
+	 * the responder's and the completer's each on their own.  A held
+	 * completion is written, in the order received; a dropped SEND's
+	 * receive WQE goes back to the head of its queue for the resend
+	 * (the dropped ones of a QP are the last it took), a dropped READ
+	 * to its send queue (completer_pulls_settled). */
 	for (unsigned i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->pull_qp[i];
+		bool *failed = r->pull_read[i] ? &qp->comp.pull_failed : &qp->resp.pull_failed;
+		uint32_t *dropped = r->pull_read[i] ? &qp->comp.pull_dropped : &qp->resp.pull_dropped;
 
-		if (qp->resp.pull_failed) {
-			qp->resp.pull_dropped++;
+		if (*failed) {
+			(*dropped)++;
 		} else if (!r->pull[i].ok) {
-			qp->resp.pull_failed = true;
-			qp->resp.pull_rewind_psn = r->pull_psn[i];
-			qp->resp.pull_dropped = 1;
+			*failed = true;
+			*dropped = 1;
+			if (r->pull_read[i])
+				qp->comp.pull_rewind_psn = r->pull_psn[i];
+			else
+				qp->resp.pull_rewind_psn = r->pull_psn[i];
 			r->ctr.rx_drop_msg_pull++;
 		} else {
-			if (r->pull_send[i])
-				rnic_cq_push(qp->recv_cq, &r->pull_wc[i], r->pull_se[i]);
+			if (r->pull_wc_held[i])
+				rnic_cq_push(r->pull_read[i] ? qp->send_cq : qp->recv_cq, &r->pull_wc[i],
+					     r->pull_se[i]);
 			continue;
 		}
 		if (r->pull_send[i])
@@ -114,6 +155,8 @@ void rnic_pulls_settle(struct rnic *r)
 
 		if (qp->resp.pulls)     /* each QP once */
 			responder_pulls_settled(qp);
+		if (qp->comp.pulls)
+			completer_pulls_settled(qp);
 	}
 }
 

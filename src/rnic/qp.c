@@ -139,21 +139,28 @@ static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
+bool rnic_qp_send_wc(const struct rnic_qp *qp, const struct rnic_send_wqe *wqe, enum ibv_wc_status status,
+		     struct ibv_wc *wc)
+{
+	/* Unsignaled WRs complete silently only when they succeed (IBTA
+	 * 10.8.3.1: errors always generate a completion). */
+	if (status == IBV_WC_SUCCESS && !wqe->signaled)
+		return false;
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = wqe->wr_id;
+	wc->status = status;
+	wc->opcode = send_wc_opcode(wqe->opcode);
+	wc->byte_len = wqe->length;
+	wc->qp_num = qp->qpn;
+	return true;
+}
+
 void rnic_qp_complete_send(struct rnic_qp *qp, struct rnic_send_wqe *wqe, enum ibv_wc_status status)
 {
 	struct ibv_wc wc;
 
-	/* Unsignaled WRs complete silently only when they succeed (IBTA
-	 * 10.8.3.1: errors always generate a completion). */
-	if (status == IBV_WC_SUCCESS && !wqe->signaled)
-		return;
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = wqe->wr_id;
-	wc.status = status;
-	wc.opcode = send_wc_opcode(wqe->opcode);
-	wc.byte_len = wqe->length;
-	wc.qp_num = qp->qpn;
-	rnic_cq_push(qp->send_cq, &wc, false);
+	if (rnic_qp_send_wc(qp, wqe, status, &wc))
+		rnic_cq_push(qp->send_cq, &wc, false);
 }
 
 static void flush_recv(struct rnic_qp *qp, const struct rnic_recv_wqe *wqe)

@@ -83,10 +83,13 @@ static uint32_t packets_for(const struct rnic_qp *qp, const struct rnic_send_wqe
 
 /* READs and ATOMICs sent and not yet completed (IBTA 9.5 initiator
  * depth).  A scan of the outstanding part of the SQ: it is at most the
- * send window long, and this keeps no counter to drift on rewinds. */
+ * send window long, and this keeps no counter to drift on rewinds.
+ * READs retired whose response's read is put off count too (pull.c):
+ * one that fails is asked again, and the responder answers a repeated
+ * READ only from the resources it keeps for max_rd_atomic of them. */
 static uint32_t rd_atomic_outstanding(struct rnic_qp *qp)
 {
-	uint32_t n = 0;
+	uint32_t n = qp->comp.pulls;
 
 	for (uint32_t i = qp->sq.comp; i != qp->sq.req; i++)
 		if (is_read_or_atomic(sq_at(&qp->sq, i)->opcode))

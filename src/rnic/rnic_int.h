@@ -106,15 +106,19 @@ struct rnic {
 	unsigned tx_nvec;               /* pieces of the request built last */
 	struct iovec *rx_iov;
 	const struct rnic_rx_remote *rx_remote;
-	/* Message-path WRITE and SEND payloads whose read waits for the end
-	 * of the port's batch (pull.c), in the order received; pull_qp[i] is
-	 * the QP of pull[i], pull_psn[i] its PSN.  A SEND's receive
+	/* Message-path WRITE and SEND payloads, and READ responses, whose
+	 * read waits for the end of the port's batch (pull.c), in the order
+	 * received; pull_qp[i] is the QP of pull[i], pull_psn[i] its PSN (a
+	 * READ response's: its WQE's first PSN).  A SEND's receive
 	 * completion waits with it (pull_send[i]: pull_wc[i], solicited
-	 * pull_se[i]). */
+	 * pull_se[i]); a READ's send completion too (pull_read[i], and
+	 * pull_wc_held[i] unless it is unsignaled). */
 	struct rnic_pull pull[RNIC_PULL_BATCH];
 	struct rnic_qp *pull_qp[RNIC_PULL_BATCH];
 	uint32_t pull_psn[RNIC_PULL_BATCH];
 	bool pull_send[RNIC_PULL_BATCH];
+	bool pull_read[RNIC_PULL_BATCH];
+	bool pull_wc_held[RNIC_PULL_BATCH];
 	bool pull_se[RNIC_PULL_BATCH];
 	struct ibv_wc pull_wc[RNIC_PULL_BATCH];
 	unsigned npulls;
@@ -368,6 +372,17 @@ struct rnic_comp_state {
 	} rtt_mark[RNIC_RTT_MARKS];
 	uint32_t rtt_next;              /* the mark written next (ring) */
 	uint64_t srtt, rttvar;          /* ns; srtt 0 until the first sample */
+	/* READs retired whose response's read is put off (pull.c): they are
+	 * the last `pulls` WQEs before sq.comp, their completions held.
+	 * pull_failed marks, while they are settled, that one failed: it
+	 * and the `pull_dropped` after it go back to the send queue, and
+	 * comp.psn to its first PSN; pull_now is when the last of them
+	 * arrived (the time the settling acts at). */
+	uint32_t pulls;
+	bool pull_failed;
+	uint32_t pull_rewind_psn;
+	uint32_t pull_dropped;
+	uint64_t pull_now;
 };
 
 /* A recent READ or ATOMIC, kept so a duplicate is answered correctly
@@ -510,6 +525,10 @@ void rnic_qp_to_error(struct rnic_qp *qp);
 void rnic_qp_check_drained(struct rnic_qp *qp);
 /* Complete one send WQE (signaled or error) and retire it. */
 void rnic_qp_complete_send(struct rnic_qp *qp, struct rnic_send_wqe *wqe, enum ibv_wc_status status);
+/* The completion rnic_qp_complete_send writes, into wc; false if none
+ * (an unsignaled WR that succeeded). */
+bool rnic_qp_send_wc(const struct rnic_qp *qp, const struct rnic_send_wqe *wqe, enum ibv_wc_status status,
+		     struct ibv_wc *wc);
 uint32_t rnic_mtu_bytes(enum ibv_mtu mtu);
 bool rnic_qp_can_send(const struct rnic_qp *qp);
 bool rnic_qp_can_receive(const struct rnic_qp *qp);
@@ -679,6 +698,9 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
 void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq, uint64_t now);
 void completer_timer(struct rnic_qp *qp, uint64_t now);
 void completer_reset(struct rnic_qp *qp);
+/* The reads put off for qp's READ responses are done (pull.c): a failed
+ * one is asked again, as if its response had been lost. */
+void completer_pulls_settled(struct rnic_qp *qp);
 const char *completer_state_name(int state);
 
 /* responder.c */
@@ -697,6 +719,11 @@ void responder_pulls_settled(struct rnic_qp *qp);
  * entry point that may look at a responder's state calls it first). */
 bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len);
 void rnic_pull_hold_completion(struct rnic_qp *qp, const struct ibv_wc *wc, bool solicited);
+/* The completer's: put off the read of the READ response that answers
+ * WQE w whole (into dst); false if the port reads at once.  The WQE's
+ * send completion, if any, waits with it. */
+bool rnic_pull_put_off_read(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint8_t *dst, size_t len,
+			    uint64_t now);
 void rnic_pulls_settle(struct rnic *r);
 const char *responder_state_name(int state);
 

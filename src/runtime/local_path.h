@@ -124,11 +124,13 @@ struct srt_local_remote {
 bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *peer);
 /* Messages longer than this go whole (rnic_qp_set_message_path); shorter
  * ones as MTU packets through the ring.  Measured (docs/performance.md,
- * ib_write_bw, medians of 3 interleaved rounds): the ring is faster at
- * 16 KiB (3.57 against 2.96 GB/s), the read from 32 KiB on (4.53 against
- * 3.85).  Sizes between were not measured.  SOFTRNIC_LOCAL_MSG_MIN=bytes
- * sets it (at least 4096). */
-#define SRT_LOCAL_MSG_MIN_BYTES (16u << 10)
+ * bench/local_msg_sweep.sh, medians of 3 interleaved rounds), with the
+ * reads of WRITEs, SENDs and READ responses put off and joined: at 16 KiB
+ * whole messages move 1.2x (WRITE) to 2.5x (SEND) the bytes of MTU
+ * packets and ib_write_lat takes 5.0 against 4.3 us; at 8 KiB the READ
+ * is no faster whole and ib_write_lat takes 4.6 against 2.8 us.  So
+ * above 8 KiB.  SOFTRNIC_LOCAL_MSG_MIN=bytes sets it (at least 4096). */
+#define SRT_LOCAL_MSG_MIN_BYTES (8u << 10)
 uint32_t srt_local_message_min(void);
 /* Sender: a message-path packet: its headers and ICRC room `hdr`, the
  * payload pieces described, not copied.  Dropped (counted as a full

@@ -73,6 +73,23 @@ static bool acks_wait(struct srt_device *dev)
  * (plain ACKs may wait: acks_wait). */
 void srt_unlock(struct srt_device *dev)
 {
+	/* The ACKs that waited left with a message-path packet, which does
+	 * not go through the queue: they rode, and a new wait starts with
+	 * the next ACK.  Left set, ride_since_ns would have the next ACKs
+	 * find their wait over and leave alone: a program that spins on
+	 * memory (ib_write_lat) then had its peer's ACK but not the WRITE
+	 * behind it when it stopped polling, and the WRITE waited for the
+	 * progress thread's hand-off (150 us a round trip, against 20 us
+	 * with MTU packets, whose ACKs rode). */
+	if (dev->udp.acks_before_message) {
+		dev->acks_rode += dev->udp.acks_before_message;
+		dev->udp.acks_before_message = 0;
+		if (!srt_udp_pending(&dev->udp)) {
+			dev->ride_misses = 0;
+			dev->ride_since_ns = 0;
+			dev->acks_may_ride = false;
+		}
+	}
 	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
 		if (dev->ride_since_ns) {
 			const struct srt_tx_queue *q = dev->udp.txq;

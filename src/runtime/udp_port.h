@@ -53,6 +53,10 @@ struct srt_udp {
 	 * lacks them or SOFTRNIC_GSO=0. */
 	bool gso, gro;
 	struct srt_tx_queue *txq;       /* NULL: every packet sent at once */
+	/* Plain ACKs the queue held that left just ahead of a message-path
+	 * packet (udp_send.c, send_message): they rode with it.  The
+	 * runtime takes the count at unlock (send_path.c). */
+	uint64_t acks_before_message;
 	uint64_t tx_sends;              /* send system-call messages       */
 	uint64_t tx_gso_sends;          /* ... of which carried > 1 packet */
 	/* Payloads by reference (rnic_io.tx_payload_ref, rnic_tx.payload):

@@ -100,20 +100,29 @@ static void capture_sent(struct srt_udp *u, const struct rnic_gid *dst, uint16_t
 	srt_capture_packet(u->capture, &h, all, npc + 1);
 }
 
+static unsigned flush_queue(struct srt_udp *u);
+
 /* A message-path packet (rnic_tx.payload_vec; local_path.h): only a
  * local ring can carry it, and what is queued leaves first (the QP's
- * packets keep their order).  Its payload is described, not copied. */
+ * packets keep their order), published with it: the ACK that waited to
+ * ride and the WRITE behind it reach a polling peer together, as MTU
+ * packets do, not the ACK alone, after which a program may stop polling
+ * and spin on memory until the progress thread comes by.  Its payload is
+ * described, not copied. */
 static int send_message(struct srt_udp *u, const struct rnic_tx *tx)
 {
 	struct srt_local_peer *peer = NULL;
 	struct in_addr dst4;
 	uint16_t sport;
 
-	if (u->txq && u->txq->n)
-		srt_udp_flush(u);
+	if (u->txq && u->txq->n) {
+		u->acks_before_message += u->txq->n - u->txq->not_acks;
+		flush_queue(u);
+	}
 	if (u->local && tx->ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN && srt_gid_to_ipv4(&tx->dst, &dst4))
 		peer = srt_local_route(u->local, dst4, tx->ib);
 	if (!peer) {
+		srt_local_flush(u->local);
 		u->tx_unroutable++;
 		return EHOSTUNREACH;
 	}
@@ -555,7 +564,9 @@ static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 	q->n = kept;
 }
 
-unsigned srt_udp_flush(struct srt_udp *u)
+/* srt_udp_flush, but a local ring it wrote to stays held (local_path.h):
+ * what is written next to the same ring is published with it. */
+static unsigned flush_queue(struct srt_udp *u)
 {
 	struct srt_tx_queue *q = u->txq;
 	struct mmsghdr msgs[SRT_TX_MAX_PKTS];
@@ -614,6 +625,13 @@ unsigned srt_udp_flush(struct srt_udp *u)
 	q->n = 0;
 	q->not_acks = 0;
 	q->used = 0;
+	return lost;
+}
+
+unsigned srt_udp_flush(struct srt_udp *u)
+{
+	unsigned lost = flush_queue(u);
+
 	srt_local_flush(u->local);      /* doorbells for sleeping local peers */
 	return lost;
 }

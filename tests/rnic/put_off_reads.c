@@ -30,6 +30,15 @@
  *     were dropped and sent again (the rewind);
  *   - the run replays exactly from its seed.
  *
+ * The second variant turns it around: node 0 is the requester, and its
+ * completer puts off the reads of READ responses (the burst is mostly
+ * READs of slots of node 1's memory, some unsignaled, with WRITEs and
+ * SENDs among them, and the wrong rkey on a READ).  The READs' bytes
+ * must be those of their slots and nothing past them; completions come
+ * in order, each once (an unsignaled READ's none, unless it failed); a
+ * READ whose read failed is asked again; over all seeds READ responses'
+ * reads were put off and some failed.
+ *
  * Usage: rnic_put_off_reads [--seed N | --seeds A-B] [-v]
  */
 #include <endian.h>
@@ -56,11 +65,13 @@ struct op {
 	unsigned src;           /* READ: the op whose bytes it must see */
 	int status;
 	bool done;
+	bool unsignaled;
 };
 
 struct run {
 	struct ht h;
 	uint64_t seed;
+	unsigned req, tgt_side; /* the requester's node and the target's */
 	uint8_t *tgt;           /* node 0: GUARD | NOPS slots | GUARD */
 	uint8_t *tgt_orig;
 	struct rnic_mr *tmr;
@@ -72,6 +83,7 @@ struct run {
 	unsigned bad;           /* the op with the wrong rkey, or NOPS */
 	unsigned lost_reads;    /* check_outcome: a READ's response lost before it */
 	unsigned completed;
+	unsigned last_done;     /* the newest WR completed, or NOPS */
 	unsigned nrecv_wc;
 	unsigned send_order[NOPS];      /* SENDs and WRITE_IMMs, in order */
 	unsigned nsend;
@@ -92,12 +104,15 @@ static uint8_t *slot_at(struct run *u, unsigned s)
 	return u->tgt + GUARD + (size_t)s * SLOT;
 }
 
-static int setup(struct run *u, uint64_t seed)
+static int setup(struct run *u, uint64_t seed, unsigned variant)
 {
 	struct ht_opts o;
 
 	memset(u, 0, sizeof(*u));
 	u->seed = seed;
+	u->req = variant == 0 ? 1 : 0;
+	u->tgt_side = 1 - u->req;
+	u->last_done = NOPS;
 	ht_default_opts(&o, seed);
 	o.message_path[0] = o.message_path[1] = true;
 	o.go_back_n[0] = o.go_back_n[1] = seed % 2 == 0;
@@ -114,16 +129,16 @@ static int setup(struct run *u, uint64_t seed)
 	memcpy(u->tgt_orig, u->tgt, GUARD + TGT_LEN + GUARD);
 	for (size_t i = 0; i < TGT_LEN; i++)
 		u->src[i] = pattern(seed, 2, i);
-	u->tmr = rnic_mr_reg(u->h.side[0].pd, u->tgt + GUARD, TGT_LEN, TGT_IOVA,
+	u->tmr = rnic_mr_reg(u->h.side[u->tgt_side].pd, u->tgt + GUARD, TGT_LEN, TGT_IOVA,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	u->rmr = ht_reg(&u->h.side[0], u->recv, (size_t)NRECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	u->smr = ht_reg(&u->h.side[1], u->src, TGT_LEN, IBV_ACCESS_LOCAL_WRITE);
+	u->rmr = ht_reg(&u->h.side[u->tgt_side], u->recv, (size_t)NRECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	u->smr = ht_reg(&u->h.side[u->req], u->src, TGT_LEN, IBV_ACCESS_LOCAL_WRITE);
 	REQUIRE(u->tmr && u->rmr && u->smr, -1, "mr_reg: %s", strerror(errno));
 	for (unsigned r = 0; r < NRECV; r++) {
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->recv + (size_t)r * SLOT), .length = SLOT,
 				       .lkey = rnic_mr_lkey(u->rmr) };
 		struct ibv_recv_wr wr = { .wr_id = r, .sg_list = &sge, .num_sge = 1 }, *bad;
-		REQUIRE(rnic_post_recv(u->h.side[0].qp, &wr, &bad) == 0, -1, "post_recv");
+		REQUIRE(rnic_post_recv(u->h.side[u->tgt_side].qp, &wr, &bad) == 0, -1, "post_recv");
 	}
 	return 0;
 }
@@ -143,9 +158,11 @@ static void teardown(struct run *u)
 	free(u->src);
 }
 
-/* The whole burst at one instant: one batch at node 0. */
+/* The whole burst at one instant: one batch at node 0 (the requests, or
+ * in the second variant the responses). */
 static int post_burst(struct run *u)
 {
+	bool reads = u->req == 0;
 	unsigned written[NOPS], nwritten = 0, recvs = 0;
 	uint64_t now = pair_now(u->h.pair);
 
@@ -155,16 +172,22 @@ static int post_burst(struct run *u)
 		uint64_t k = rnd(u, 10);
 		struct ibv_send_wr wr;
 
-		o->kind = k < 6 ? OP_WRITE : k < 7 ? OP_WRITE_IMM : k < 8 ? OP_SEND : OP_READ;
-		if ((o->kind == OP_READ && !nwritten) || ((o->kind == OP_SEND || o->kind == OP_WRITE_IMM) && recvs == NRECV))
+		if (reads)
+			o->kind = k < 6 ? OP_READ : k < 8 ? OP_WRITE : k < 9 ? OP_WRITE_IMM : OP_SEND;
+		else
+			o->kind = k < 6 ? OP_WRITE : k < 7 ? OP_WRITE_IMM : k < 8 ? OP_SEND : OP_READ;
+		if ((o->kind == OP_READ && !nwritten && !reads) ||
+		    ((o->kind == OP_SEND || o->kind == OP_WRITE_IMM) && recvs == NRECV))
 			o->kind = OP_WRITE;
 		if (i == u->bad)
-			o->kind = OP_WRITE;
+			o->kind = reads ? OP_READ : OP_WRITE;
+		/* Some READs unsignaled, never the last WR nor the failing one. */
+		o->unsignaled = reads && o->kind == OP_READ && i % 4 == 1 && i != u->bad && i != NOPS - 1;
 		o->len = RNIC_PKT_MAX_PAYLOAD + 1 + (uint32_t)rnd(u, SLOT - RNIC_PKT_MAX_PAYLOAD - 1);
 		o->slot = i;
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = i;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.send_flags = o->unsignaled ? 0 : IBV_SEND_SIGNALED;
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->src + (size_t)i * SLOT), .length = o->len,
 				       .lkey = rnic_mr_lkey(u->smr) };
 		switch (o->kind) {
@@ -185,20 +208,22 @@ static int post_burst(struct run *u)
 			recvs++;
 			break;
 		case OP_READ:
-			/* Into its own source slot, from a slot written before. */
-			o->src = written[rnd(u, nwritten)];
-			o->len = u->op[o->src].len;
+			/* Into its own source slot, from a slot written before;
+			 * or, reading, from its own slot as it was. */
+			o->src = reads ? i : written[rnd(u, nwritten)];
+			if (!reads)
+				o->len = u->op[o->src].len;
 			sge.length = o->len;
 			memset(u->src + (size_t)i * SLOT, 0, SLOT);
 			wr.opcode = IBV_WR_RDMA_READ;
 			wr.wr.rdma.remote_addr = TGT_IOVA + (uint64_t)o->src * SLOT;
-			wr.wr.rdma.rkey = rnic_mr_rkey(u->tmr);
+			wr.wr.rdma.rkey = rnic_mr_rkey(u->tmr) ^ (i == u->bad ? 0x100u : 0u);
 			break;
 		}
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		struct ibv_send_wr *bad;
-		REQUIRE(rnic_post_send(u->h.side[1].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
+		REQUIRE(rnic_post_send(u->h.side[u->req].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
 	}
 	return 0;
 }
@@ -208,15 +233,21 @@ static void poll_sender(struct run *u)
 	struct ibv_wc wc[16];
 	int n;
 
-	while ((n = rnic_cq_poll(u->h.side[1].scq, 16, wc)) > 0) {
+	while ((n = rnic_cq_poll(u->h.side[u->req].scq, 16, wc)) > 0) {
 		for (int k = 0; k < n; k++) {
 			unsigned i = (unsigned)wc[k].wr_id;
+			unsigned next = u->last_done == NOPS ? 0 : u->last_done + 1;
 
-			CHECK(i == u->completed, "completion of WR %u, expected WR %u (in order)", i, u->completed);
-			if (i >= NOPS || u->op[i].done)
+			/* In order: only unsignaled WRs, which succeeded, may
+			 * be skipped. */
+			for (unsigned j = next; j < i && j < NOPS; j++)
+				CHECK(u->op[j].unsignaled, "completion of WR %u, expected WR %u (in order)", i, j);
+			CHECK(i >= next, "completion of WR %u after WR %u (in order, once)", i, u->last_done);
+			if (i >= NOPS || i < next || u->op[i].done)
 				continue;
 			u->op[i].done = true;
 			u->op[i].status = wc[k].status;
+			u->last_done = i;
 			u->completed++;
 		}
 	}
@@ -227,7 +258,7 @@ static void check_receives(struct run *u)
 	struct ibv_wc wc[16];
 	int n;
 
-	while ((n = rnic_cq_poll(u->h.side[0].rcq, 16, wc)) > 0) {
+	while ((n = rnic_cq_poll(u->h.side[u->tgt_side].rcq, 16, wc)) > 0) {
 		for (int k = 0; k < n; k++, u->nrecv_wc++) {
 			if (wc[k].status != IBV_WC_SUCCESS)
 				continue;       /* flushed after the wrong rkey */
@@ -265,7 +296,7 @@ static unsigned first_failed(const struct run *u, bool *lost_read)
 		if (!o->done || o->status == IBV_WC_SUCCESS)
 			continue;
 		*lost_read = u->bad < NOPS && o->kind == OP_READ && o->status == IBV_WC_RETRY_EXC_ERR &&
-			     rnic_counters(u->h.side[1].r)->rx_drop_msg_pull > 0;
+			     rnic_counters(u->h.side[u->req].r)->rx_drop_msg_pull > 0;
 		return i;
 	}
 	return u->bad;
@@ -279,7 +310,15 @@ static void check_outcome(struct run *u)
 	if (lost_read)
 		u->lost_reads++;
 	for (unsigned i = 0; i < NOPS; i++) {
-		const struct op *o = &u->op[i];
+		struct op *o = &u->op[i];
+
+		/* An unsignaled READ before the first failure succeeded (a
+		 * later WR's completion says so); one after it is flushed and
+		 * completes like any other. */
+		if (o->unsignaled && !o->done && i < first && u->last_done != NOPS && u->last_done > i) {
+			o->done = true;
+			o->status = IBV_WC_SUCCESS;
+		}
 		int want = i < first    ? IBV_WC_SUCCESS
 			   : i == first ? (lost_read ? IBV_WC_RETRY_EXC_ERR : IBV_WC_REM_ACCESS_ERR)
 					: IBV_WC_WR_FLUSH_ERR;
@@ -293,9 +332,17 @@ static void check_outcome(struct run *u)
 		CHECK(o->status == want, "WR %u (%s): %s, expected %s", i,
 		      o->kind == OP_READ ? "READ" : o->kind == OP_SEND ? "SEND" : "WRITE", ht_wc_status_str(o->status),
 		      ht_wc_status_str(want));
-		if (o->kind == OP_READ && o->status == IBV_WC_SUCCESS)
+		if (o->kind == OP_READ && o->status == IBV_WC_SUCCESS && u->req == 1)
 			CHECK(memcmp(u->src + (size_t)i * SLOT, u->src + (size_t)o->src * SLOT, o->len) == 0,
 			      "READ %u did not see WRITE %u before it", i, o->src);
+		if (o->kind == OP_READ && o->status == IBV_WC_SUCCESS && u->req == 0)
+			CHECK(memcmp(u->src + (size_t)i * SLOT, u->tgt_orig + GUARD + (size_t)i * SLOT, o->len) == 0,
+			      "READ %u: its bytes are not those of its slot", i);
+		if (o->kind == OP_READ) {
+			static const uint8_t zero[SLOT];
+			CHECK(memcmp(u->src + (size_t)i * SLOT + o->len, zero, SLOT - o->len) == 0,
+			      "READ %u: written past its length", i);
+		}
 		const uint8_t *want_bytes = wrote ? u->src + (size_t)i * SLOT : u->tgt_orig + GUARD + (size_t)i * SLOT;
 		uint32_t n = wrote ? o->len : SLOT;
 		CHECK(memcmp(slot_at(u, i), want_bytes, n) == 0, "slot %u: %s", i,
@@ -310,9 +357,10 @@ static void check_outcome(struct run *u)
 struct outcome {
 	uint64_t trace, now;
 	uint64_t put_off, batches, failures, dropped_after, sends_put_off, lost_reads;
+	uint64_t reads_put_off, reads_failed;
 };
 
-static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
+static bool run_seed(uint64_t seed, unsigned variant, struct outcome *out, bool verbose)
 {
 	struct run *u = malloc(sizeof(*u));
 	int before = ht_failures;
@@ -321,7 +369,7 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 		HT_FAIL("out of memory");
 		return false;
 	}
-	if (setup(u, seed))
+	if (setup(u, seed, variant))
 		goto out;
 	/* One delay, no jitter, no rate: the burst arrives at one instant. */
 	struct pair_faults f = { .delay_ns = 2000 };
@@ -330,7 +378,7 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 	if (post_burst(u))
 		goto out;
 	uint64_t end = pair_now(u->h.pair) + RUN_NS;
-	while (u->completed < NOPS && pair_now(u->h.pair) < end) {
+	while (u->last_done != NOPS - 1 && pair_now(u->h.pair) < end) {
 		pair_run_for(u->h.pair, 10 * HT_US);
 		poll_sender(u);
 	}
@@ -347,6 +395,8 @@ static bool run_seed(uint64_t seed, struct outcome *out, bool verbose)
 	out->failures = ps->put_off_failures;
 	out->dropped_after = c->rx_drop_out_of_window;
 	out->sends_put_off = c->rx_msg_sends_put_off;
+	out->reads_put_off = c->rx_msg_reads_put_off;
+	out->reads_failed = u->req == 0 ? c->rx_drop_msg_pull : 0;
 	out->lost_reads = u->lost_reads;
 	if (verbose || ht_failures != before)
 		printf("  [%s] %s, wrong rkey at %u; %llu reads put off in %llu batches, %llu failed, %llu dropped "
@@ -365,9 +415,8 @@ static struct outcome sum;
 static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool verbose, struct ht_replay *r)
 {
 	(void)ctx;
-	(void)variant;
 	struct outcome o = { 0 };
-	bool good = run_seed(seed, &o, verbose);
+	bool good = run_seed(seed, variant, &o, verbose);
 	r->trace = o.trace;
 	r->now = o.now;
 	if (first) {
@@ -377,6 +426,8 @@ static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool
 		sum.dropped_after += o.dropped_after;
 		sum.sends_put_off += o.sends_put_off;
 		sum.lost_reads += o.lost_reads;
+		sum.reads_put_off += o.reads_put_off;
+		sum.reads_failed += o.reads_failed;
 	}
 	return good;
 }
@@ -384,7 +435,8 @@ static bool run_one(void *ctx, uint64_t seed, unsigned variant, bool first, bool
 int main(int argc, char **argv)
 {
 	size_t n;
-	int failed = ht_replay_seeds(argc, argv, 60, 1, NULL, run_one, NULL, &n);
+	static const char *const variants[] = { "node 1 requests", "node 0 requests" };
+	int failed = ht_replay_seeds(argc, argv, 60, 2, variants, run_one, NULL, &n);
 	printf("%zu seeds: %llu reads put off (%llu of SENDs) in %llu batches, %llu failed, %llu WRITEs dropped "
 	       "after a failed one; %llu READ responses lost before the wrong rkey\n",
 	       n, (unsigned long long)sum.put_off, (unsigned long long)sum.sends_put_off,
@@ -392,8 +444,14 @@ int main(int argc, char **argv)
 	       (unsigned long long)sum.lost_reads);
 	/* The checks above saw something only if reads were joined, SENDs'
 	 * among them, failed, and rewound the WRITEs and SENDs after them. */
+	printf("%llu READ responses' reads put off, %llu failed and asked again\n",
+	       (unsigned long long)sum.reads_put_off, (unsigned long long)sum.reads_failed);
 	if (n >= 20 && (sum.put_off < 2 * sum.batches || !sum.sends_put_off || !sum.failures || !sum.dropped_after)) {
 		printf("FAIL: the seeds did not join, fail and rewind put-off reads of WRITEs and SENDs\n");
+		failed++;
+	}
+	if (n >= 20 && (!sum.reads_put_off || !sum.reads_failed)) {
+		printf("FAIL: the seeds did not put off and fail READ responses' reads\n");
 		failed++;
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);

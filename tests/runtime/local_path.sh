@@ -8,6 +8,8 @@
 #      rx_msg_packets); with SOFTRNIC_LOCAL=packets as MTU packets through
 #      the rings, and with SOFTRNIC_LOCAL=0 through UDP (no ring traffic
 #      at all);
+#      ib_write_lat of 64 KiB, whose ACKs ride with the peer's WRITEs, and
+#      ib_read_bw, whose READ responses' reads are put off and joined;
 #   2. ibv_rc_pingpong -e, which sleeps in ibv_get_cq_event: the
 #      receiver's doorbell wakes it (local_doorbells > 0), and it finishes;
 #   3. SOFTRNIC_FAULTS on the local path: loss and reordering are applied
@@ -74,6 +76,30 @@ pair bw-udp "SOFTRNIC_LOCAL=0" ib_write_bw -n 2000
 	fail "SOFTRNIC_LOCAL=0 still used the rings"
 pair lat "X=1" ib_send_lat -n 5000
 echo "local_path: ib_send_lat over the rings: $(awk '/^ *2 /{print $5}' "$dir/lat-c.log") us (t_typical)"
+# ib_write_lat spins on memory once its WRITE completed: the ACK that
+# completes it must ride with the peer's WRITE behind it, in one ring
+# publication (with the ACK alone it stops polling, and the WRITE waits
+# for the progress thread: 0 of 3000 rode, 150 us a round trip).
+pair wlat "X=1" ib_write_lat -s 65536 -n 2000
+rode=$(grep ' progress:' "$dir/wlat-c.log" | sed -n 's/.* acks_rode=\([0-9]*\).*/\1/p')
+acks=$(stats_counter "$dir/wlat-c.log" tx_acks)
+[ "$(stats_counter "$dir/wlat-c.log" tx_msg_packets)" -ge 2000 ] || fail "ib_write_lat 64 KiB: not on the message path"
+[ "${rode:-0}" -gt $((acks / 4)) ] || fail "ib_write_lat 64 KiB: ${rode:-0} of $acks ACKs rode with a WRITE"
+# ... and reached the client with the WRITE: its polls took nearly all
+# packets, not its progress thread once the program spun on memory (an
+# ACK published alone left 30-40% to the thread; together, 0.1%).
+progress_of() { grep ' progress:' "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
+by_app=$(progress_of "$dir/wlat-c.log" rx_by_app); by_thread=$(progress_of "$dir/wlat-c.log" rx_by_thread)
+[ $(( ${by_thread:-0} * 10 )) -lt $(( ${by_app:-0} + ${by_thread:-0} )) ] ||
+	fail "ib_write_lat 64 KiB: the progress thread received ${by_thread:-0} packets, the program's polls ${by_app:-0}"
+echo "local_path: ib_write_lat 64 KiB: ${rode:-0} of $acks ACKs rode with a WRITE, ${by_app:-0} packets taken by polls and ${by_thread:-0} by the progress thread, $(awk '/^ *65536 /{print $5}' "$dir/wlat-c.log") us (t_typical)"
+# ib_read_bw: the requester reads the READ responses' payloads, put off
+# and joined at the end of each batch.
+pair rbw "X=1" ib_read_bw -n 2000
+put=$(stats_counter "$dir/rbw-c.log" rx_msg_reads_put_off); batches=$(stats_counter "$dir/rbw-c.log" rx_msg_pull_batches)
+[ "$put" -ge 1000 ] && [ "$batches" -lt "$put" ] ||
+	fail "ib_read_bw: $put READ responses' reads put off in $batches batches"
+echo "local_path: ib_read_bw: $put READ responses' reads put off, in $batches batches ($(awk '/^ *65536 /{print $4}' "$dir/rbw-c.log") MB/s)"
 
 # 2. Event mode: the sleeping side is woken by doorbells.
 pair events "X=1" ibv_rc_pingpong -e -g 0 -n 200
