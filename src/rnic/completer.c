@@ -612,9 +612,12 @@ void completer_pulls_settled(struct rnic_qp *qp)
 
 	s->pulls = 0;
 	if (!s->pull_failed) {
-		/* READs they held back (rd_atomic_outstanding) may go now. */
+		/* READs they held back (rd_atomic_outstanding) may go now;
+		 * or the send queue is drained now (SQD). */
 		if (qp->sq.req != qp->sq.head)
 			requester_run(qp, s->pull_now);
+		else
+			rnic_qp_check_drained(qp);
 		return;
 	}
 	s->pull_failed = false;

@@ -675,7 +675,8 @@ static void reset_qp(struct rnic_qp *qp)
 
 static bool sq_drained(const struct rnic_qp *qp)
 {
-	return qp->sq.comp == qp->sq.req && qp->req.offset == 0;
+	/* READs retired with their reads put off are not done (pull.c). */
+	return qp->sq.comp == qp->sq.req && qp->req.offset == 0 && !qp->comp.pulls;
 }
 
 /* Raise SQ_DRAINED once the SQD transition asked for it and nothing is
