@@ -45,24 +45,35 @@
  */
 #include "rnic/rnic_int.h"
 
-bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len)
+/* Takes the next entry of r->pull[] for the read of the packet being
+ * received (r->rx_remote) into dst, at `psn`: its index, or -1 if the
+ * port reads at once.  Its caller (responder_receive, completer_receive)
+ * settled a full batch before the packet ran: settling here, with this
+ * QP's earlier reads in it, could rewind the PSN this packet is being
+ * executed at. */
+static int add_pull(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len, bool read)
 {
 	struct rnic *r = qp->r;
 
-	/* responder_receive settles a full batch before the packet runs:
-	 * settling here, with this QP's earlier reads in it, could rewind
-	 * the PSN this packet is being executed at. */
 	if (!r->io.pull_batch || !r->rx_remote || r->npulls == RNIC_PULL_BATCH)
-		return false;
+		return -1;
 	unsigned i = r->npulls++;
 	r->pull[i] = (struct rnic_pull){ .rem = r->rx_remote, .dst = { dst, len } };
 	r->pull_qp[i] = qp;
 	r->pull_psn[i] = psn;
 	r->pull_send[i] = false;
-	r->pull_read[i] = false;
+	r->pull_read[i] = read;
+	r->pull_se[i] = false;
 	r->pull_wc_held[i] = false;
+	return (int)i;
+}
+
+bool rnic_pull_put_off(struct rnic_qp *qp, uint32_t psn, uint8_t *dst, size_t len)
+{
+	if (add_pull(qp, psn, dst, len, false) < 0)
+		return false;
 	qp->resp.pulls++;
-	r->ctr.rx_msg_pulls_put_off++;
+	qp->r->ctr.rx_msg_pulls_put_off++;
 	return true;
 }
 
@@ -70,17 +81,10 @@ bool rnic_pull_put_off_read(struct rnic_qp *qp, const struct rnic_send_wqe *w, u
 			    uint64_t now)
 {
 	struct rnic *r = qp->r;
+	int i = add_pull(qp, w->first_psn, dst, len, true);
 
-	/* completer_receive settles a full batch before the packet runs. */
-	if (!r->io.pull_batch || !r->rx_remote || r->npulls == RNIC_PULL_BATCH)
+	if (i < 0)
 		return false;
-	unsigned i = r->npulls++;
-	r->pull[i] = (struct rnic_pull){ .rem = r->rx_remote, .dst = { dst, len } };
-	r->pull_qp[i] = qp;
-	r->pull_psn[i] = w->first_psn;
-	r->pull_send[i] = false;
-	r->pull_read[i] = true;
-	r->pull_se[i] = false;
 	r->pull_wc_held[i] = rnic_qp_send_wc(qp, w, IBV_WC_SUCCESS, &r->pull_wc[i]);
 	qp->comp.pulls++;
 	qp->comp.pull_now = now;
