@@ -82,13 +82,13 @@ void srt_unlock(struct srt_device *dev)
 	 * progress thread's hand-off (150 us a round trip, against 20 us
 	 * with MTU packets, whose ACKs rode). */
 	if (dev->udp.acks_before_message) {
-		dev->acks_rode += dev->udp.acks_before_message;
-		dev->udp.acks_before_message = 0;
-		if (!srt_udp_pending(&dev->udp)) {
+		if (dev->ride_since_ns) {
+			dev->acks_rode += dev->udp.acks_before_message;
 			dev->ride_misses = 0;
-			dev->ride_since_ns = 0;
-			dev->acks_may_ride = false;
 		}
+		dev->udp.acks_before_message = 0;
+		dev->acks_may_ride = false;
+		dev->ride_since_ns = 0;
 	}
 	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
 		if (dev->ride_since_ns) {
