@@ -439,10 +439,25 @@ static void uc_sent(struct rnic_qp *qp, struct rnic_send_wqe *w, bool done)
  * build_packet left it in the MR (`ref`), else the packet as built. */
 static void xmit_request(struct rnic_qp *qp, uint8_t *buf, size_t len, const uint8_t *ref, uint32_t bytes)
 {
-	if (qp->r->tx_nvec)
+	if (qp->r->tx_nvec) {
+		/* Alone (rnic_tx.alone): an answer — the peer has sent this
+		 * QP a request since its previous message left — with every
+		 * PSN before it acknowledged and no work request behind it.
+		 * The answer is what tells a ping-pong from a stream: a
+		 * program that posts one WR per call and lets its window
+		 * drain (perftest's bandwidth loops, 128 at a time) also
+		 * finds the queue empty and everything acknowledged at the
+		 * first WR of each round.  The port's call what to do with
+		 * it: the requester sends the same packet either way. */
+		bool alone = qp->req.psn == qp->comp.psn && qp->sq.head - qp->sq.req == 1 &&
+			     qp->resp.epsn != qp->req.epsn_at_send;
+
+		qp->req.epsn_at_send = qp->resp.epsn;
 		rnic_xmit_vec(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), qp->r->tx_vec, qp->r->tx_nvec,
-			      bytes);
-	else if (ref)
+			      bytes, alone);
+		return;
+	}
+	if (ref)
 		rnic_xmit_ref(qp->r, qp, buf, len, (size_t)wire_payload_offset(buf[0]), ref, bytes);
 	else
 		rnic_xmit_buf(qp->r, qp, buf, len);

@@ -209,7 +209,7 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		if (enc > 0 && by_vec) {
 			qp->r->tx_vec[0] = (struct wire_piece){ data, chunk };
 			rnic_xmit_vec(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode),
-				      qp->r->tx_vec, 1, chunk);
+				      qp->r->tx_vec, 1, chunk, false);
 		} else if (enc > 0 && by_ref)
 			rnic_xmit_ref(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode), data,
 				      chunk);

@@ -209,7 +209,7 @@ void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 }
 
 void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
-		   const struct wire_piece *vec, unsigned nvec, size_t payload_len)
+		   const struct wire_piece *vec, unsigned nvec, size_t payload_len, bool alone)
 {
 	struct rnic_tx tx = {
 		.ib = buf,
@@ -218,6 +218,7 @@ void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 		.hdr_len = hdr_len,
 		.payload_vec = vec,
 		.payload_nvec = nvec,
+		.alone = alone,
 	};
 	r->ctr.tx_msg_packets++;
 	xmit_qp(r, qp, &tx, len + payload_len);

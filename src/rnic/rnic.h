@@ -106,6 +106,13 @@ struct rnic_tx {
 	 * READs against it outstanding. */
 	const struct wire_piece *payload_vec;
 	unsigned payload_nvec;
+	/* A message-path request sent alone: an answer (the peer sent its
+	 * QP a request since its previous message), nothing of its QP's
+	 * before it unacknowledged, no work request behind it — a program
+	 * waiting for this one message (a ping-pong), not a stream.
+	 * The port may copy such a payload along itself rather than leave it
+	 * for the receiver to read (local_path.h: payloads in the ring). */
+	bool alone;
 };
 
 /* The payload of a received message-path packet, still in the sender's

@@ -161,9 +161,10 @@ void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_
  * rnic_io.tx_payload_ref is set (rnic_tx). */
 struct rnic_sge;
 /* A message-path packet: `buf` holds its headers and ICRC room (len
- * bytes), the payload is vec[0..nvec) (rnic_tx.payload_vec). */
+ * bytes), the payload is vec[0..nvec) (rnic_tx.payload_vec); alone as
+ * rnic_tx.alone. */
 void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
-		   const struct wire_piece *vec, unsigned nvec, size_t payload_len);
+		   const struct wire_piece *vec, unsigned nvec, size_t payload_len, bool alone);
 /* The received packet's payload into dst (memory the caller checked):
  * copied from the packet, or read from the sender on the message path.
  * false: the sender's memory could not be read; the packet must be
@@ -345,6 +346,9 @@ struct rnic_req_state {
 	 * the retransmit timeout's probe). */
 	bool resend_one;
 	uint32_t resend_psn;
+	/* The responder's expected PSN when a message-path request last
+	 * left (xmit_request): has the peer sent us a request since? */
+	uint32_t epsn_at_send;
 };
 
 struct rnic_comp_state {

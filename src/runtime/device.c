@@ -273,6 +273,7 @@ static void runtime_counters(struct srt_device *dev, struct srt_runtime_counters
 		rt->local_ring_full = ls.tx_ring_full;
 		rt->local_doorbells = ls.doorbells_sent;
 		rt->local_ring_broken = ls.rx_ring_broken;
+		rt->local_tx_inline = ls.tx_inline;
 	}
 }
 

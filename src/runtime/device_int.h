@@ -55,6 +55,8 @@ struct srt_remote_payload {
 	struct rnic_rx_remote base;
 	const struct srt_local_remote *desc;
 	uint32_t nseg;
+	const uint8_t *inline_data;     /* carried in the ring: NULL if described */
+	uint32_t inline_len;
 };
 
 struct srt_device {

@@ -55,7 +55,7 @@
 #include "wire/mad.h"
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
-#define RING_VERSION 4u
+#define RING_VERSION 5u
 /* Entries are packed, each 64-byte aligned, in an area of this size:
  * about 2000 full-size packets, or 100 000 ACKs.  Packed, a ping-pong's
  * ACK and answer share cache lines and pages; slots of the largest
@@ -93,7 +93,19 @@ struct ring_entry {
 #define ENTRY_WRAP 2u                   /* no packet: the next entry is at the area's start */
 #define ENTRY_REMOTE 4u                 /* a message-path packet: headers, then its
                                            payload's description (srt_local_remote) */
+#define ENTRY_INLINE 8u                 /* with ENTRY_REMOTE: the description says
+                                           only the length, and the payload follows
+                                           it in the entry (inline_at) */
 #define ENTRY_DATA (ENTRY_MAX_BYTES - sizeof(struct ring_entry))
+/* The largest payload an inline entry may carry (a sender's
+ * SOFTRNIC_LOCAL_INLINE_MAX is held to it): a receiver drops as broken
+ * any entry that claims more. */
+#define ENTRY_INLINE_CAP (1u << 20)
+/* An inline entry is written only while the ring stays at most this full
+ * with it; past that the payload is described, as before: a stream of
+ * large messages then cannot fill the ring with copies, and the packets
+ * of other senders still find room. */
+#define INLINE_RING_SHARE (RING_AREA_BYTES / 2)
 
 /* The bytes an entry of len bytes of packet takes. */
 static uint32_t entry_bytes(uint32_t len)
@@ -152,6 +164,8 @@ struct srt_local {
 	uint64_t rx_next;               /* tail once what srt_local_recv gave is delivered */
 	bool msg_ok;                    /* we may use the message path */
 	uint64_t cookie;                /* what a peer's probe reads (msg_ok) */
+	uint32_t inline_max;            /* message-path payloads up to this go in
+	                                   the ring (srt_local_inline_max) */
 	/* Our pid, for the descriptions we write: glibc's getpid() is a
 	 * system call, a fifth of a 64 KiB WRITE stream's sender once. */
 	uint32_t pid;
@@ -285,6 +299,7 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	 * SOFTRNIC_FAULTS must see every packet (wants_icrc). */
 	l->cookie = ((uint64_t)getpid() << 32 | (uint64_t)(uintptr_t)l) ^ now_ns() ^ 0x9e3779b97f4a7c15ull;
 	l->msg_ok = !(env && !strcmp(env, "packets")) && !wants_icrc && memory_reachable(l->cookie);
+	l->inline_max = srt_local_inline_max();
 	remove_dead_rings();
 	ring_path(l->path, sizeof(l->path), addr, slot);
 	/* We hold the address (its socket is bound): a ring left by a
@@ -553,9 +568,11 @@ static void release_held(struct srt_local *l)
 
 /* Room in p's ring for an entry of `bytes` (header and data), its mutex
  * held (kept for the packets that follow to the same ring, until
- * srt_local_flush); NULL when the ring is full.  commit_entry publishes
- * it. */
-static struct ring_entry *reserve_entry(struct srt_local *l, struct srt_local_peer *p, uint32_t bytes)
+ * srt_local_flush); NULL when the ring is full, or would have less than
+ * keep_free bytes free with it (then not counted as full: the caller has
+ * a smaller entry to write instead).  commit_entry publishes it. */
+static struct ring_entry *reserve_entry(struct srt_local *l, struct srt_local_peer *p, uint32_t bytes,
+					uint32_t keep_free)
 {
 	struct ring *r = p->r;
 	uint64_t head;
@@ -572,10 +589,11 @@ static struct ring_entry *reserve_entry(struct srt_local *l, struct srt_local_pe
 	 * to its start, after a WRAP marker that fills the rest. */
 	uint32_t need = entry_bytes(bytes), at = (uint32_t)(head % RING_AREA_BYTES);
 	uint32_t skip = at + need > RING_AREA_BYTES ? RING_AREA_BYTES - at : 0;
-	if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
+	if (head + skip + need - p->tail_seen > RING_AREA_BYTES - keep_free) {
 		p->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
-		if (head + skip + need - p->tail_seen > RING_AREA_BYTES) {
-			l->stats.tx_ring_full++;
+		if (head + skip + need - p->tail_seen > RING_AREA_BYTES - keep_free) {
+			if (!keep_free)
+				l->stats.tx_ring_full++;
 			return NULL;
 		}
 	}
@@ -608,7 +626,7 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 {
 	struct ring_entry *e;
 
-	if (len > ENTRY_DATA || !(e = reserve_entry(l, p, len))) {
+	if (len > ENTRY_DATA || !(e = reserve_entry(l, p, len, 0))) {
 		if (len > ENTRY_DATA)
 			l->stats.tx_ring_full++;
 		return;
@@ -634,13 +652,58 @@ static uint32_t remote_bytes(uint32_t len, uint32_t nseg)
 	return remote_at(len) + (uint32_t)sizeof(struct srt_local_remote) + nseg * (uint32_t)sizeof(struct srt_local_seg);
 }
 
+/* Where an inline entry's payload starts in its data, after `len` bytes
+ * of headers and the description: on a cache line of its own (entries
+ * start on one), which the copies out of it run faster from. */
+static uint32_t inline_at(uint32_t len)
+{
+	uint32_t from_entry = (uint32_t)sizeof(struct ring_entry) + remote_bytes(len, 0);
+
+	return ((from_entry + ENTRY_ALIGN - 1) & ~(ENTRY_ALIGN - 1)) - (uint32_t)sizeof(struct ring_entry);
+}
+
+/* The payload into the ring itself, if it is short enough
+ * (srt_local_inline_max) and the ring has room to spare; false: not
+ * written, describe it instead. */
+static bool send_inline(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
+			const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec)
+{
+	struct ring_entry *e;
+	size_t total = 0;
+
+	for (unsigned i = 0; i < nvec; i++)
+		total += vec[i].len;
+	if (!total || total > l->inline_max || hdr_len > ENTRY_DATA - sizeof(struct srt_local_remote))
+		return false;
+	uint32_t bytes = inline_at(hdr_len) + (uint32_t)total;
+	if (!(e = reserve_entry(l, p, bytes, INLINE_RING_SHARE)))
+		return false;
+	struct srt_local_remote *d = (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
+	uint8_t *to = e->data + inline_at(hdr_len);
+	memcpy(e->data, hdr, hdr_len);
+	e->len = hdr_len;
+	d->pid = 0;
+	d->nseg = 0;
+	d->total = total;
+	for (unsigned i = 0; i < nvec; i++) {
+		memcpy(to, vec[i].p, vec[i].len);
+		to += vec[i].len;
+	}
+	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE | ENTRY_INLINE);
+	l->stats.tx_inline++;
+	return true;
+}
+
 void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
-			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec)
+			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec,
+			   bool alone)
 {
 	struct ring_entry *e;
 	uint32_t bytes = remote_bytes(hdr_len, nvec);
 
-	if (nvec > SRT_LOCAL_REMOTE_SEGS || bytes > ENTRY_DATA || !(e = reserve_entry(l, p, bytes))) {
+	if (alone && send_inline(l, p, sport, tos, ttl, hdr, hdr_len, vec, nvec))
+		return;
+	if (nvec > SRT_LOCAL_REMOTE_SEGS || bytes > ENTRY_DATA || !(e = reserve_entry(l, p, bytes, 0))) {
 		if (nvec > SRT_LOCAL_REMOTE_SEGS || bytes > ENTRY_DATA)
 			l->stats.tx_ring_full++;
 		return;
@@ -659,18 +722,44 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16
 	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE);
 }
 
-uint32_t srt_local_message_min(void)
+/* A size from the environment, `dflt` when unset or outside [lo, hi]. */
+static uint32_t env_bytes(const char *name, uint32_t dflt, unsigned long lo, unsigned long hi)
 {
-	const char *env = getenv("SOFTRNIC_LOCAL_MSG_MIN");
+	const char *env = getenv(name);
 	char *end;
 	unsigned long v;
 
 	if (!env || !*env)
-		return SRT_LOCAL_MSG_MIN_BYTES;
+		return dflt;
 	v = strtoul(env, &end, 0);
-	if (*end || v < 4096 || v > (1ul << 30))
-		return SRT_LOCAL_MSG_MIN_BYTES;
+	if (*end || v < lo || v > hi)
+		return dflt;
 	return (uint32_t)v;
+}
+
+uint32_t srt_local_message_min(void)
+{
+	return env_bytes("SOFTRNIC_LOCAL_MSG_MIN", SRT_LOCAL_MSG_MIN_BYTES, 4096, 1ul << 30);
+}
+
+uint32_t srt_local_inline_max(void)
+{
+	return env_bytes("SOFTRNIC_LOCAL_INLINE_MAX", SRT_LOCAL_INLINE_MAX_BYTES, 0, ENTRY_INLINE_CAP);
+}
+
+int srt_local_pull_inline(const uint8_t *src, uint32_t len, const struct iovec *dst, unsigned n)
+{
+	size_t want = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		want += dst[i].iov_len;
+	if (want != len)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(dst[i].iov_base, src, dst[i].iov_len);
+		src += dst[i].iov_len;
+	}
+	return 0;
 }
 
 int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct iovec *dst, unsigned n)
@@ -823,19 +912,29 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		uint8_t flags = e->flags;
 		bool wrap = flags & ENTRY_WRAP;
 		const struct srt_local_remote *remote = NULL;
-		uint32_t bytes = len, nseg = 0;
+		uint32_t bytes = len, nseg = 0, inline_len = 0;
+		bool in_entry = (flags & (ENTRY_REMOTE | ENTRY_INLINE)) == (ENTRY_REMOTE | ENTRY_INLINE);
 		/* Nothing is read past the area's end: an entry never crosses
-		 * it (senders wrap), so one that would is broken. */
+		 * it (senders wrap), so one that would is broken.  Each
+		 * length is read once: the sender can still write the
+		 * entry. */
 		if (!wrap && (flags & ENTRY_REMOTE) && len <= ENTRY_DATA - sizeof(struct srt_local_remote) &&
 		    at + sizeof(*e) + remote_at(len) + sizeof(struct srt_local_remote) <= RING_AREA_BYTES) {
 			remote = (const struct srt_local_remote *)(const void *)(e->data + remote_at(len));
-			nseg = remote->nseg;
-			bytes = nseg <= SRT_LOCAL_REMOTE_SEGS ? remote_bytes(len, nseg) : UINT32_MAX;
+			if (in_entry) {
+				uint64_t total = remote->total;
+				inline_len = (uint32_t)total;
+				bytes = total && total <= ENTRY_INLINE_CAP ? inline_at(len) + inline_len : UINT32_MAX;
+			} else {
+				nseg = remote->nseg;
+				bytes = nseg <= SRT_LOCAL_REMOTE_SEGS ? remote_bytes(len, nseg) : UINT32_MAX;
+			}
 		} else if (!wrap && (flags & ENTRY_REMOTE)) {
 			bytes = UINT32_MAX;
 		}
+		uint32_t most = in_entry ? ENTRY_DATA + ENTRY_INLINE_CAP : ENTRY_DATA;
 		uint32_t takes = wrap ? RING_AREA_BYTES - at : entry_bytes(bytes);   /* meaningful only if bytes fit */
-		if ((!wrap && (bytes > ENTRY_DATA || at + takes > RING_AREA_BYTES)) || head - tail < takes) {
+		if ((!wrap && (bytes > most || at + takes > RING_AREA_BYTES)) || head - tail < takes) {
 			l->stats.rx_ring_broken++;
 			tail = head;
 			break;
@@ -853,6 +952,8 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->no_icrc = (flags & ENTRY_NO_ICRC) != 0;
 		pkt->remote = remote;
 		pkt->remote_nseg = nseg;
+		pkt->remote_inline = remote && in_entry ? e->data + inline_at(len) : NULL;
+		pkt->remote_inline_len = inline_len;
 		srt_ipv4_to_gid((struct in_addr){ .s_addr = e->src }, &pkt->src);
 		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = e->sport;

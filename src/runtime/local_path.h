@@ -58,6 +58,8 @@ struct srt_local_stats {
 	uint64_t doorbells_sent;
 	uint64_t rx_ring_broken;          /* an entry with an impossible length:
 	                                   the ring's rest dropped         */
+	uint64_t tx_inline;               /* message-path payloads carried in
+	                                   the ring (srt_local_inline_max) */
 };
 
 /* Publishes our ring (addr, slot); NULL when the path is off
@@ -136,12 +138,31 @@ uint32_t srt_local_message_min(void);
  * payload pieces described, not copied.  Dropped (counted as a full
  * ring) when the ring is full, as any packet. */
 void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
-			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec);
+			   const uint8_t *hdr, uint32_t hdr_len, const struct wire_piece *vec, unsigned nvec,
+			   bool alone);
 /* Receiver: the described payload into dst[0..n), whose lengths must add
  * up to it; nseg: the piece count srt_local_recv checked (the
  * description's own may have changed since: the sender can write it).
  * 0, or -errno (the sender died or unmapped the buffer). */
 int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct iovec *dst, unsigned n);
+/* ---- payloads in the ring ----
+ *
+ * A message-path payload up to srt_local_inline_max() bytes is copied
+ * into the ring entry itself, while the ring stays at most half full with
+ * it, and the receiver copies it out (srt_rx_pkt.remote_inline): two
+ * memcpys and no system call, which measured faster than one
+ * process_vm_readv up to that size (docs/performance.md).  Past the
+ * size, or in a ring already half full (a stream of large messages, or a
+ * slow receiver), the payload is described as above; so the copies never
+ * take the ring's last half from the packets of other senders.  The
+ * sender copies when it sends, as a NIC reads the buffer when it
+ * transmits; a retransmission copies again.
+ * SOFTRNIC_LOCAL_INLINE_MAX=bytes sets the size (0: always describe). */
+#define SRT_LOCAL_INLINE_MAX_BYTES (64u << 10)
+uint32_t srt_local_inline_max(void);
+/* Receiver: an inline payload into dst[0..n), whose lengths must add up
+ * to len (the length srt_local_recv checked).  0, or -EINVAL. */
+int srt_local_pull_inline(const uint8_t *src, uint32_t len, const struct iovec *dst, unsigned n);
 /* Receiver: several payloads, each whole into its one dst; `ok` says
  * which landed.  Reads of one sender in a row go in one process_vm_readv
  * (its fixed cost, about 2 us on the machines measured, is most of what

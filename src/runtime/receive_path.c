@@ -100,6 +100,8 @@ static int read_remote(const struct rnic_rx_remote *rem, const struct iovec *dst
 {
 	const struct srt_remote_payload *rp = (const struct srt_remote_payload *)(const void *)rem;
 
+	if (rp->inline_data)
+		return srt_local_pull_inline(rp->inline_data, rp->inline_len, dst, n);
 	return srt_local_pull(rp->desc, rp->nseg, dst, n);
 }
 
@@ -107,18 +109,27 @@ void srt_pull_batch(void *ctx, struct rnic_pull *pulls, unsigned n)
 {
 	struct srt_local_pull lp[SRT_PULLS_AT_ONCE];
 
+	struct rnic_pull *described[SRT_PULLS_AT_ONCE];
+
 	(void)ctx;
 	while (n) {
-		unsigned m = n < SRT_PULLS_AT_ONCE ? n : SRT_PULLS_AT_ONCE;
+		unsigned m = n < SRT_PULLS_AT_ONCE ? n : SRT_PULLS_AT_ONCE, nd = 0;
 
+		/* Payloads in the ring are copied here; the others are read
+		 * from their senders together. */
 		for (unsigned i = 0; i < m; i++) {
 			const struct srt_remote_payload *rp = (const struct srt_remote_payload *)(const void *)pulls[i].rem;
 
-			lp[i] = (struct srt_local_pull){ .desc = rp->desc, .nseg = rp->nseg, .dst = pulls[i].dst };
+			if (rp->inline_data) {
+				pulls[i].ok = !srt_local_pull_inline(rp->inline_data, rp->inline_len, &pulls[i].dst, 1);
+				continue;
+			}
+			described[nd] = &pulls[i];
+			lp[nd++] = (struct srt_local_pull){ .desc = rp->desc, .nseg = rp->nseg, .dst = pulls[i].dst };
 		}
-		srt_local_pull_many(lp, m);
-		for (unsigned i = 0; i < m; i++)
-			pulls[i].ok = lp[i].ok;
+		srt_local_pull_many(lp, nd);
+		for (unsigned i = 0; i < nd; i++)
+			described[i]->ok = lp[i].ok;
 		pulls += m;
 		n -= m;
 	}
@@ -144,10 +155,12 @@ void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 		}
 		at = (at - first) / sizeof(*p);
 		struct srt_remote_payload *rp = &dev->remote[at];
-		rp->base.len = p->remote->total;
+		rp->base.len = p->remote_inline ? p->remote_inline_len : p->remote->total;
 		rp->base.read = read_remote;
 		rp->desc = p->remote;
 		rp->nseg = p->remote_nseg;
+		rp->inline_data = p->remote_inline;
+		rp->inline_len = p->remote_inline_len;
 		rx.remote = &rp->base;
 	}
 	rnic_receive(dev->rnic, &rx, now);

@@ -201,7 +201,7 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out);
 	X(faults_loss) X(faults_dup) X(faults_reorder) X(faults_delay)          \
 	X(faults_corrupt) X(capture_packets) X(capture_dropped)                 \
 	X(local_tx_packets) X(local_rx_packets) X(local_ring_full)              \
-	X(local_doorbells) X(local_ring_broken)
+	X(local_doorbells) X(local_ring_broken) X(local_tx_inline)
 struct srt_runtime_counters {
 #define SRT_RUNTIME_COUNTER_FIELD(name) uint64_t name;
 	SRT_RUNTIME_COUNTER_LIST(SRT_RUNTIME_COUNTER_FIELD)

@@ -17,9 +17,10 @@
 
 #include "runtime/runtime.h"
 
-#define SRT_STATS_VERSION 5u    /* 2: the agent's counters; 3: QPs, CC counters;
+#define SRT_STATS_VERSION 6u    /* 2: the agent's counters; 3: QPs, CC counters;
                                    4: the runtime's counters (faults, capture);
-                                   5: the message path's put-off reads */
+                                   5: the message path's put-off reads;
+                                   6: its payloads carried in the ring */
 #define SRT_STATS_DIR "/dev/shm"
 #define SRT_STATS_PREFIX "softrnic-"
 

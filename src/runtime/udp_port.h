@@ -212,6 +212,10 @@ struct srt_rx_pkt {
 	 * payload's description; NULL for every other packet. */
 	const struct srt_local_remote *remote;
 	uint32_t remote_nseg;           /* its piece count, as checked */
+	/* Or the payload itself, carried in the ring entry (an inline
+	 * message-path entry: remote is set too, and this is not NULL). */
+	const uint8_t *remote_inline;
+	uint32_t remote_inline_len;     /* its length, as checked */
 	uint8_t *data;
 };
 struct srt_rx_batch {

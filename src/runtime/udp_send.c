@@ -129,7 +129,7 @@ static int send_message(struct srt_udp *u, const struct rnic_tx *tx)
 	(void)srt_udp_sport_socket(u, tx->sport, &sport);
 	srt_local_send_remote(u->local, peer, sport, (uint8_t)((tx->dscp << 2) | (tx->ecn & 3)),
 			      tx->ttl ? tx->ttl : SRT_DEFAULT_TTL, tx->ib, (uint32_t)tx->ib_len, tx->payload_vec,
-			      tx->payload_nvec);
+			      tx->payload_nvec, tx->alone);
 	srt_local_flush(u->local);
 	return 0;
 }

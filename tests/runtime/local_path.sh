@@ -8,8 +8,12 @@
 #      rx_msg_packets); with SOFTRNIC_LOCAL=packets as MTU packets through
 #      the rings, and with SOFTRNIC_LOCAL=0 through UDP (no ring traffic
 #      at all);
-#      ib_write_lat of 64 KiB, whose ACKs ride with the peer's WRITEs, and
-#      ib_read_bw, whose READ responses' reads are put off and joined;
+#      ib_write_lat of 64 KiB, whose ACKs ride with the peer's WRITEs and
+#      whose WRITEs, each sent alone, carry their payloads in the ring
+#      (local_tx_inline), while ib_write_bw's stream has its payloads
+#      read from the sender; ibv_rc_pingpong -c of 32 KiB SENDs in the
+#      ring, every buffer checked; and ib_read_bw, whose READ responses'
+#      reads are put off and joined;
 #   2. ibv_rc_pingpong -e, which sleeps in ibv_get_cq_event: the
 #      receiver's doorbell wakes it (local_doorbells > 0), and it finishes;
 #   3. SOFTRNIC_FAULTS on the local path: loss and reordering are applied
@@ -65,6 +69,11 @@ msgs=$(stats_counter "$dir/bw-c.log" tx_msg_packets); rmsgs=$(stats_counter "$di
 	fail "ib_write_bw: $msgs / $rmsgs whole-message packets sent / received, not >= 2000 (the message path)"
 [ "$tx" -ge 2000 ] || fail "ib_write_bw: $tx packets through the client's ring sends, not >= 2000"
 [ "$rx" -eq "$all" ] || fail "ib_write_bw: the server received $all packets, $rx of them from its ring"
+# A stream: the payloads stay in the sender's memory for the receiver to
+# read (the copy is the receiver's alone), but for the odd one sent when
+# nothing else was outstanding.
+inl=$(stats_counter "$dir/bw-c.log" local_tx_inline)
+[ "$inl" -lt 200 ] || fail "ib_write_bw: $inl of $msgs payloads of a stream went in the ring"
 echo "local_path: ib_write_bw: $msgs whole messages into rings, all $rx the server received came through its ring ($(awk '/^ *65536 /{print $4}' "$dir/bw-c.log") MB/s)"
 pair bw-pkt "SOFTRNIC_LOCAL=packets" ib_write_bw -n 2000
 tx=$(stats_counter "$dir/bw-pkt-c.log" local_tx_packets)
@@ -92,7 +101,18 @@ progress_of() { grep ' progress:' "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
 by_app=$(progress_of "$dir/wlat-c.log" rx_by_app); by_thread=$(progress_of "$dir/wlat-c.log" rx_by_thread)
 [ $(( ${by_thread:-0} * 10 )) -lt $(( ${by_app:-0} + ${by_thread:-0} )) ] ||
 	fail "ib_write_lat 64 KiB: the progress thread received ${by_thread:-0} packets, the program's polls ${by_app:-0}"
-echo "local_path: ib_write_lat 64 KiB: ${rode:-0} of $acks ACKs rode with a WRITE, ${by_app:-0} packets taken by polls and ${by_thread:-0} by the progress thread, $(awk '/^ *65536 /{print $5}' "$dir/wlat-c.log") us (t_typical)"
+# Each WRITE is sent alone: its payload goes in the ring, no system call.
+inl=$(stats_counter "$dir/wlat-c.log" local_tx_inline)
+[ "$inl" -ge 1900 ] || fail "ib_write_lat 64 KiB: $inl of 2000 WRITEs sent alone carried their payload in the ring"
+echo "local_path: ib_write_lat 64 KiB: $inl payloads in the ring, ${rode:-0} of $acks ACKs rode with a WRITE, ${by_app:-0} packets taken by polls and ${by_thread:-0} by the progress thread, $(awk '/^ *65536 /{print $5}' "$dir/wlat-c.log") us (t_typical)"
+# Payloads in the ring, checked byte for byte by the receiver (-c).
+pair chk "X=1" ibv_rc_pingpong -g 0 -c -s 32768 -n 300
+grep -q "300 iters" "$dir/chk-c.log" && grep -q "300 iters" "$dir/chk-s.log" ||
+	fail "ibv_rc_pingpong -c -s 32768 did not finish its 300 iterations"
+! grep -qi "corrupt\|mismatch\|invalid" "$dir/chk-c.log" "$dir/chk-s.log" || fail "ibv_rc_pingpong -c: a buffer did not check"
+inl=$(( $(stats_counter "$dir/chk-c.log" local_tx_inline) + $(stats_counter "$dir/chk-s.log" local_tx_inline) ))
+[ "$inl" -ge 300 ] || fail "ibv_rc_pingpong -c -s 32768: $inl SENDs carried their payload in the ring"
+echo "local_path: ibv_rc_pingpong -c -s 32768: 300 iterations checked, $inl payloads in the ring"
 # ib_read_bw: the requester reads the READ responses' payloads, put off
 # and joined at the end of each batch.
 pair rbw "X=1" ib_read_bw -n 2000

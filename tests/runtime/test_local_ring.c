@@ -23,6 +23,13 @@
  *    elsewhere, a destination of the wrong size refused, a buffer
  *    unmapped before the read failing it, and an impossible piece count
  *    dropped as a broken ring;
+ *  - payloads in the ring: a message sent alone, up to the inline size,
+ *    has its bytes copied into the entry when it is sent (a buffer
+ *    written or unmapped afterwards does not change what arrives), read
+ *    out into pieces cut elsewhere; one not alone, one over the size, or
+ *    one into a ring already half full is described instead, and that
+ *    is not counted as a full ring; an inline entry claiming more than
+ *    any sender writes is a broken ring;
  *  - an entry, or a description, that would run past the end of the
  *    ring's area is a broken ring, never a read past the mapping.
  */
@@ -419,7 +426,7 @@ static void test_remote(struct srt_rx_batch *b)
 			src[i][k] = (uint8_t)(k * 13 + i * 101);
 	struct wire_piece vec[3] = { { src[0], 20000 }, { src[1] + 5, 12345 }, { src[2], 1 } };
 	size_t total = 20000 + 12345 + 1;
-	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3, false);
 	srt_local_flush(tx);
 	CHECK(srt_local_recv(rx, b) == 1, "one remote entry");
 	const struct srt_rx_pkt *pk = &b->pkt[0];
@@ -440,7 +447,7 @@ static void test_remote(struct srt_rx_batch *b)
 	uint8_t *gone = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(gone != MAP_FAILED, "mmap");
 	struct wire_piece gv = { gone, 8192 };
-	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &gv, 1);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &gv, 1, false);
 	srt_local_flush(tx);
 	munmap(gone, 8192);
 	CHECK(srt_local_recv(rx, b) == 1, "the entry");
@@ -454,7 +461,7 @@ static void test_remote(struct srt_rx_batch *b)
 	uint8_t *m = map_rx_file(&bytes);
 	struct srt_local_stats s0, s1;
 	srt_local_get_stats(rx, &s0);
-	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3, false);
 	srt_local_flush(tx);
 	/* The entry just written: the last description of this payload in
 	 * the area (the first one above describes the same pieces). */
@@ -504,7 +511,7 @@ static void test_pull_many(struct srt_rx_batch *b)
 			src[i][k] = (uint8_t)(k * 7 + i * 31);
 		/* 2: unmapped before the read; the others in two pieces */
 		struct wire_piece v[2] = { { i == 2 ? gone : src[i], 1000 }, { i == 2 ? gone + 1000 : src[i] + 1000, LEN - 1000 } };
-		srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), v, 2);
+		srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), v, 2, false);
 	}
 	srt_local_flush(tx);
 	munmap(gone, LEN);
@@ -530,15 +537,132 @@ static void test_pull_many(struct srt_rx_batch *b)
 	srt_local_close(rx);
 }
 
+/* Payloads in the ring (local_path.h): copied when sent, read from the
+ * entry; described instead when not alone, too large, or when the ring is
+ * half full; an impossible inline length is a broken ring. */
+static void test_inline(struct srt_rx_batch *b)
+{
+	struct srt_local *rx = open_ring(RX_ADDR, false), *tx = open_ring(TX_ADDR, false);
+	static uint8_t hdr[16], src[3][20000], big[SRT_LOCAL_INLINE_MAX_BYTES + 1], dst[SRT_LOCAL_INLINE_MAX_BYTES + 1];
+	struct srt_local_stats s0, s1;
+	struct in_addr a;
+
+	inet_pton(AF_INET, RX_ADDR, &a);
+	make_packet(hdr, sizeof(hdr), 7);
+	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
+	CHECK(p, "no local route");
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = 0; k < sizeof(src[i]); k++)
+			src[i][k] = (uint8_t)(k * 11 + i * 53);
+	uint8_t *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED, "mmap");
+	memset(gone, 0x5a, 4096);
+	struct wire_piece vec[3] = { { src[0], 20000 }, { src[1] + 3, 9999 }, { gone, 4096 } };
+	size_t total = 20000 + 9999 + 4096;
+
+	srt_local_get_stats(tx, &s0);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3, true);
+	srt_local_flush(tx);
+	srt_local_get_stats(tx, &s1);
+	CHECK(s1.tx_inline == s0.tx_inline + 1, "a message sent alone goes in the ring");
+	/* What the sender does with its buffers now changes nothing. */
+	memset(src[0], 0, sizeof(src[0]));
+	munmap(gone, 4096);
+	CHECK(srt_local_recv(rx, b) == 1, "one entry");
+	const struct srt_rx_pkt *pk = &b->pkt[0];
+	CHECK(pk->remote && pk->remote_inline && pk->remote_inline_len == total && pk->len == sizeof(hdr) &&
+		      !memcmp(pk->data, hdr, sizeof(hdr)) && pk->no_icrc,
+	      "the entry: headers, then the payload itself (%u bytes)", pk->remote_inline_len);
+	CHECK(((uintptr_t)pk->remote_inline & 63) == 0, "the payload starts a cache line");
+	struct iovec d[2] = { { dst, 1234 }, { dst + 2000, total - 1234 } };
+	CHECK(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, d, 2) == 0, "read out");
+	for (unsigned k = 0; k < 1234; k++)
+		CHECK(dst[k] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
+	uint8_t *rest = dst + 2000;
+	for (unsigned k = 1234; k < 20000; k++)
+		CHECK(rest[k - 1234] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
+	CHECK(!memcmp(rest + 20000 - 1234, src[1] + 3, 9999), "the second piece");
+	for (unsigned k = 0; k < 4096; k++)
+		CHECK(rest[20000 - 1234 + 9999 + k] == 0x5a, "the unmapped piece, copied before it went");
+	struct iovec shortd = { dst, total - 1 };
+	CHECK(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, &shortd, 1) == -EINVAL,
+	      "a destination of another size is refused");
+	srt_local_recv_done(rx);
+
+	/* Not alone, or over the size: described, whatever the ring holds. */
+	for (size_t k = 0; k < sizeof(big); k++)
+		big[k] = (uint8_t)(k * 3);
+	struct wire_piece bv = { big, SRT_LOCAL_INLINE_MAX_BYTES + 1 }, sv = { big, 100 };
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &sv, 1, false);
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &bv, 1, true);
+	bv.len = SRT_LOCAL_INLINE_MAX_BYTES;
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &bv, 1, true);
+	srt_local_flush(tx);
+	CHECK(srt_local_recv(rx, b) == 3, "three entries");
+	CHECK(!b->pkt[0].remote_inline && b->pkt[0].remote->nseg == 1 && !b->pkt[1].remote_inline &&
+		      b->pkt[1].remote->total == SRT_LOCAL_INLINE_MAX_BYTES + 1,
+	      "not alone, or past the size: described");
+	CHECK(b->pkt[2].remote_inline && b->pkt[2].remote_inline_len == SRT_LOCAL_INLINE_MAX_BYTES,
+	      "the size itself: in the ring");
+	struct iovec bd = { dst, SRT_LOCAL_INLINE_MAX_BYTES };
+	CHECK(!srt_local_pull_inline(b->pkt[2].remote_inline, b->pkt[2].remote_inline_len, &bd, 1) &&
+		      !memcmp(dst, big, SRT_LOCAL_INLINE_MAX_BYTES),
+	      "its bytes");
+	srt_local_recv_done(rx);
+
+	/* A ring the receiver leaves half full: described from then on, and
+	 * not a full ring. */
+	srt_local_get_stats(tx, &s0);
+	unsigned sent = 0;
+	for (; sent < 200; sent++) {
+		struct srt_local_stats s;
+		srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &bv, 1, true);
+		srt_local_flush(tx);
+		srt_local_get_stats(tx, &s);
+		if (s.tx_inline == s0.tx_inline + sent)
+			break;          /* this one was described */
+	}
+	srt_local_get_stats(tx, &s1);
+	CHECK(sent > 50 && sent < 70, "in the ring until it was half full: %u of 64 KiB", sent);
+	CHECK(s1.tx_ring_full == s0.tx_ring_full, "a payload described for want of room is not a full ring");
+	int n = srt_local_recv(rx, b);
+	CHECK(n == (int)sent + 1 && !b->pkt[sent].remote_inline && b->pkt[sent - 1].remote_inline,
+	      "all delivered, the last described (%d)", n);
+	srt_local_recv_done(rx);
+
+	/* An inline entry whose length no sender writes. */
+	size_t bytes;
+	uint8_t *m = map_rx_file(&bytes);
+	srt_local_get_stats(rx, &s0);
+	sv.len = 100;
+	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &sv, 1, true);
+	srt_local_flush(tx);
+	uint8_t *area = m + bytes - (8u << 20);
+	uint64_t tail;
+	memcpy(&tail, m + 192, 8);
+	struct srt_local_remote *r = (struct srt_local_remote *)(void *)(area + tail % (8u << 20) + 32);
+	CHECK(r->total == 100 && r->pid == 0, "the entry written (total %llu)", (unsigned long long)r->total);
+	r->total = (1u << 20) + 1;
+	CHECK(srt_local_recv(rx, b) == 0, "an inline entry longer than any sender writes is not delivered");
+	srt_local_recv_done(rx);
+	srt_local_get_stats(rx, &s1);
+	CHECK(s1.rx_ring_broken == s0.rx_ring_broken + 1, "counted as a broken ring");
+	munmap(m, bytes);
+	srt_local_close(tx);
+	srt_local_close(rx);
+}
+
 /* An entry that claims to run past the end of the ring's area (no sender
  * writes one: they wrap) is a broken ring, not a read past the mapping;
  * the same for a message-path description that would lie past it. */
 static void test_past_the_end(struct srt_rx_batch *b)
 {
-	static const uint8_t kinds[2] = { 0, 4 };       /* plain; ENTRY_REMOTE */
-	static const uint32_t lens[2] = { 4000, 40 };
+	/* plain; ENTRY_REMOTE; ENTRY_REMOTE | ENTRY_INLINE, whose payload
+	 * (4096 bytes, written at the description's `total`) runs past */
+	static const uint8_t kinds[3] = { 0, 4, 12 };
+	static const uint32_t lens[3] = { 4000, 40, 8 };
 
-	for (unsigned k = 0; k < 2; k++) {
+	for (unsigned k = 0; k < 3; k++) {
 		struct srt_local *rx = open_ring(RX_ADDR, false);
 		size_t bytes;
 		uint8_t *m = map_rx_file(&bytes);
@@ -546,8 +670,11 @@ static void test_past_the_end(struct srt_rx_batch *b)
 		uint64_t at = (8u << 20) - 64, head = at + 4096;
 		struct srt_local_stats s;
 
+		uint64_t inline_len = 4096;
+
 		memcpy(area + at, &lens[k], 4);         /* ring_entry.len */
 		area[at + 12] = kinds[k];               /* ring_entry.flags */
+		memcpy(area + at + 16 + 8 + 8, &inline_len, 8);      /* srt_local_remote.total */
 		/* tail and head (the header's 64-byte aligned words at 192
 		 * and 128: local_path.c's struct ring) */
 		memcpy(m + 192, &at, 8);
@@ -575,6 +702,7 @@ int main(void)
 	test_broken(b);
 	test_remote(b);
 	test_pull_many(b);
+	test_inline(b);
 	test_past_the_end(b);
 	free(b);
 	printf("local ring: ok\n");
