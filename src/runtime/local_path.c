@@ -882,6 +882,26 @@ void srt_local_flush(struct srt_local *l)
 		send_doorbell(l, &l->peers[i]);
 }
 
+/* Our ring's head (or tail) is one no sender writes: past the tail by
+ * more than the area, or off the entries' alignment (a peer's bug, or
+ * anything written into the file).  Everything up to it is lost, and the
+ * head is set to the next aligned position under the senders' mutex:
+ * left as it was, every later read would find the ring broken again, and
+ * a reader would see it pending forever.  Returns the new head. */
+static uint64_t repair_ring(struct srt_local *l)
+{
+	struct ring *r = l->own;
+
+	if (l->held && l->held->r == r)
+		release_held(l);        /* a device sending to itself */
+	lock_ring(r);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	head += (ENTRY_ALIGN - head % ENTRY_ALIGN) % ENTRY_ALIGN;
+	atomic_store_explicit(&r->head, head, memory_order_release);
+	pthread_mutex_unlock(&r->lock);
+	return head;
+}
+
 int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 {
 	struct ring *r;
@@ -898,7 +918,7 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 	 * past head (a sender's own head is under the ring's mutex). */
 	if (head - tail > RING_AREA_BYTES || (tail | head) % ENTRY_ALIGN) {
 		l->stats.rx_ring_broken++;
-		tail = head = head - head % ENTRY_ALIGN;
+		tail = head = repair_ring(l);
 	}
 	while (tail != head && n < (int)SRT_RX_PKTS) {
 		uint32_t at = (uint32_t)(tail % RING_AREA_BYTES);

@@ -13,7 +13,9 @@
  *    loses nothing it had accepted; after a drain it sends again;
  *  - a broken entry (an impossible length written into the ring, as a
  *    buggy peer might) drops the rest of the ring, is counted, and the
- *    ring carries packets again afterwards;
+ *    ring carries packets again afterwards; so does a head off the
+ *    entries' alignment, which the reader sets right (it is not left
+ *    pending forever);
  *  - srt_local_pending follows head and tail;
  *  - doorbells: a receiver about to sleep with packets waiting is told
  *    not to; one that sleeps gets one doorbell however many senders
@@ -380,6 +382,25 @@ static void test_broken(struct srt_rx_batch *b)
 	}
 	srt_local_flush(tx);
 	CHECK(drain(rx, b, q, &checked, 2, true) == 2, "the ring works after a broken entry");
+
+	/* A head no sender writes, off the entries' alignment: dropped and
+	 * set right, not pending forever; the ring carries packets again. */
+	uint64_t head;
+	memcpy(&head, m + 128, 8);
+	head += 100;
+	memcpy(m + 128, &head, 8);
+	CHECK(srt_local_pending(rx), "an odd head looks pending");
+	CHECK(srt_local_recv(rx, b) == 0, "nothing delivered from an odd head");
+	srt_local_recv_done(rx);
+	CHECK(!srt_local_pending(rx), "an odd head is set right, not pending forever");
+	srt_local_get_stats(rx, &s);
+	CHECK(s.rx_ring_broken == 2, "counted: rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
+	for (unsigned i = 0; i < 2; i++) {
+		CHECK(send_one(tx, pkt, 70, 20 + i, false), "send after an odd head");
+		q[2 + i] = (struct sent){ 70, 20 + i };
+	}
+	srt_local_flush(tx);
+	CHECK(drain(rx, b, q, &checked, 4, true) == 2, "the ring works after an odd head");
 	munmap(m, bytes);
 	srt_local_close(tx);
 	srt_local_close(rx);
