@@ -699,7 +699,6 @@ static void enter_state(struct rnic_qp *qp, enum ibv_qp_state from, enum ibv_qp_
 		break;
 	case IBV_QPS_RTR:
 		qp->resp.epsn = qp->attr.rq_psn;
-		qp->req.epsn_at_send = qp->resp.epsn;   /* nothing answered yet */
 		qp->sport = qp->type == IBV_QPT_UD ? wire_udp_sport_ud(qp->qpn) :
 			    wire_udp_sport_rc(qp->qpn, qp->attr.dest_qp_num);
 		break;

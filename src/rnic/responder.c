@@ -173,7 +173,7 @@ static uint32_t read_packets(uint32_t mtu, uint32_t len)
  * mr is NULL only for a zero-length READ.  Sent all at once: the MR's
  * bounds were checked, so the loop is bounded by the region's size. */
 static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t va, uint32_t len, uint32_t psn,
-				uint32_t mtu)
+				uint32_t mtu, bool alone)
 {
 	uint32_t n = read_packets(mtu, len);
 
@@ -209,7 +209,7 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		if (enc > 0 && by_vec) {
 			qp->r->tx_vec[0] = (struct wire_piece){ data, chunk };
 			rnic_xmit_vec(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode),
-				      qp->r->tx_vec, 1, chunk, false);
+				      qp->r->tx_vec, 1, chunk, alone);
 		} else if (enc > 0 && by_ref)
 			rnic_xmit_ref(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode), data,
 				      chunk);
@@ -605,7 +605,9 @@ static enum resp_state resp_read_reply(struct rnic_qp *qp, struct resp_ctx *c)
 	save_resource(qp, false, first, wire_psn_add(first, n - 1), 0);
 	next_psn(qp, n);
 	qp->resp.msn++;
-	send_read_responses(qp, c->mr, p->reth.va, p->reth.dma_len, first, request_mtu(qp, p));
+	/* Alone if the READ was (rnic_rx.alone): a requester waiting for
+	 * this one answer. */
+	send_read_responses(qp, c->mr, p->reth.va, p->reth.dma_len, first, request_mtu(qp, p), qp->r->rx_alone);
 	return RESP_EXIT;
 }
 
@@ -654,7 +656,7 @@ static enum resp_state resp_process_flush(struct rnic_qp *qp, struct resp_ctx *c
 	save_resource(qp, false, p->bth.psn, p->bth.psn, 0);
 	next_psn(qp, 1);
 	qp->resp.msn++;
-	send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu);
+	send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu, false);
 	return RESP_EXIT;
 }
 
@@ -732,7 +734,7 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 			r->ctr.rx_drop_out_of_window++;
 			return RESP_EXIT;
 		}
-		send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu);
+		send_read_responses(qp, NULL, 0, 0, p->bth.psn, qp->mtu, false);
 		return RESP_EXIT;
 	}
 	if (c->flags & WIRE_F_READ) {
@@ -754,7 +756,7 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 				return RESP_EXIT;
 			}
 		}
-		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn, request_mtu(qp, p));
+		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn, request_mtu(qp, p), false);
 		return RESP_EXIT;
 	}
 	if (c->flags & WIRE_F_ATOMIC) {

@@ -186,7 +186,12 @@ static void xmit_qp(struct rnic *r, struct rnic_qp *qp, struct rnic_tx *tx, size
 
 void rnic_xmit_buf(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len)
 {
-	struct rnic_tx tx = { .ib = buf, .ib_len = len };
+	rnic_xmit_buf_alone(r, qp, buf, len, false);
+}
+
+void rnic_xmit_buf_alone(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len, bool alone)
+{
+	struct rnic_tx tx = { .ib = buf, .ib_len = len, .alone = alone };
 
 	xmit_qp(r, qp, &tx, len);
 }
@@ -358,6 +363,7 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		return;
 	}
 	r->rx_remote = rx->remote;
+	r->rx_alone = rx->alone;
 	if (qp->type == IBV_QPT_UD)
 		ud_receive(qp, &pkt, rx);
 	else if (info->flags & WIRE_F_REQUEST)
@@ -365,6 +371,7 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 	else
 		completer_receive(qp, &pkt, now);
 	r->rx_remote = NULL;
+	r->rx_alone = false;
 }
 
 /* ---- timers ------------------------------------------------------------ */

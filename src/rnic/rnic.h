@@ -106,12 +106,16 @@ struct rnic_tx {
 	 * READs against it outstanding. */
 	const struct wire_piece *payload_vec;
 	unsigned payload_nvec;
-	/* A message-path request sent alone: an answer (the peer sent its
-	 * QP a request since its previous message), nothing of its QP's
-	 * before it unacknowledged, no work request behind it — a program
-	 * waiting for this one message (a ping-pong), not a stream.
-	 * The port may copy such a payload along itself rather than leave it
-	 * for the receiver to read (local_path.h: payloads in the ring). */
+	/* A request sent alone: nothing of its QP's before it
+	 * unacknowledged, no work request posted behind it, and the same
+	 * for the QP's previous request — a QP that runs one message at a
+	 * time (a ping-pong, a program that waits for each completion), not
+	 * a stream (whose first request after a drained window is alone
+	 * too, but not its predecessor).  A hint for the port: it may copy
+	 * such a message-path payload along itself rather than leave it for
+	 * the receiver to read (local_path.h: payloads in the ring), and may
+	 * tell the peer, whose READ response is then sent alone too
+	 * (rnic_rx.alone).  Set by the requester only. */
 	bool alone;
 };
 
@@ -155,6 +159,10 @@ struct rnic_rx {
 	 * Accepted only for RC requests and READ responses that carry more
 	 * than a path MTU's payload, to a QP on the message path. */
 	const struct rnic_rx_remote *remote;
+	/* The sender's rnic_tx.alone, where the port can carry it (the
+	 * host-local ring; false over UDP): a READ answered from this
+	 * request sends its response alone. */
+	bool alone;
 };
 
 struct rnic_io {

@@ -106,6 +106,7 @@ struct rnic {
 	unsigned tx_nvec;               /* pieces of the request built last */
 	struct iovec *rx_iov;
 	const struct rnic_rx_remote *rx_remote;
+	bool rx_alone;                  /* the packet being received: rnic_rx.alone */
 	/* Message-path WRITE and SEND payloads, and READ responses, whose
 	 * read waits for the end of the port's batch (pull.c), in the order
 	 * received; pull_qp[i] is the QP of pull[i], pull_psn[i] its PSN (a
@@ -165,6 +166,8 @@ struct rnic_sge;
  * rnic_tx.alone. */
 void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
 		   const struct wire_piece *vec, unsigned nvec, size_t payload_len, bool alone);
+/* rnic_xmit_buf, with rnic_tx.alone as given. */
+void rnic_xmit_buf_alone(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len, bool alone);
 /* The received packet's payload into dst (memory the caller checked):
  * copied from the packet, or read from the sender on the message path.
  * false: the sender's memory could not be read; the packet must be
@@ -346,9 +349,9 @@ struct rnic_req_state {
 	 * the retransmit timeout's probe). */
 	bool resend_one;
 	uint32_t resend_psn;
-	/* The responder's expected PSN when a message-path request last
-	 * left (xmit_request): has the peer sent us a request since? */
-	uint32_t epsn_at_send;
+	/* The previous request left alone (xmit_request: nothing before
+	 * it unacknowledged, nothing posted behind it). */
+	bool last_alone;
 };
 
 struct rnic_comp_state {

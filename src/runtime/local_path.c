@@ -96,6 +96,7 @@ struct ring_entry {
 #define ENTRY_INLINE 8u                 /* with ENTRY_REMOTE: the description says
                                            only the length, and the payload follows
                                            it in the entry (inline_at) */
+#define ENTRY_ALONE 16u                 /* the sender's rnic_tx.alone */
 #define ENTRY_DATA (ENTRY_MAX_BYTES - sizeof(struct ring_entry))
 /* The largest payload an inline entry may carry (a sender's
  * SOFTRNIC_LOCAL_INLINE_MAX is held to it): a receiver drops as broken
@@ -622,7 +623,7 @@ static void commit_entry(struct srt_local *l, struct ring_entry *e, uint32_t byt
 }
 
 void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
-		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc)
+		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone)
 {
 	struct ring_entry *e;
 
@@ -637,7 +638,7 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 		off += (uint32_t)pc[i].len;
 	}
 	e->len = off;
-	commit_entry(l, e, off, sport, tos, ttl, icrc ? 0 : ENTRY_NO_ICRC);
+	commit_entry(l, e, off, sport, tos, ttl, (icrc ? 0 : ENTRY_NO_ICRC) | (alone ? ENTRY_ALONE : 0));
 }
 
 /* Where a remote entry's description starts, after `len` bytes of
@@ -974,6 +975,7 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->remote_nseg = nseg;
 		pkt->remote_inline = remote && in_entry ? e->data + inline_at(len) : NULL;
 		pkt->remote_inline_len = inline_len;
+		pkt->alone = (flags & ENTRY_ALONE) != 0;
 		srt_ipv4_to_gid((struct in_addr){ .s_addr = e->src }, &pkt->src);
 		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = e->sport;

@@ -82,9 +82,10 @@ bool srt_local_wants_icrc(const struct srt_local_peer *peer);
 /* Sender: the packet, as pieces with its ICRC bytes (icrc: computed),
  * into that destination's ring; a full ring drops it (a full NIC queue:
  * RC retransmits).  The ring's mutex stays held for the next packet to
- * the same ring, until srt_local_flush. */
+ * the same ring, until srt_local_flush.  alone: rnic_tx.alone, which the
+ * entry carries to the receiver (srt_rx_pkt.alone). */
 void srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
-		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc);
+		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone);
 /* ---- the message path (rnic_qp_set_message_path) ----
  *
  * An RC QP whose peer is on this host carries each message as one packet

@@ -90,6 +90,7 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	rx->flow_label = 0;
 	rx->ib = p->data;
 	rx->ib_len = p->len;
+	rx->alone = p->alone;
 	return true;
 }
 

@@ -155,6 +155,7 @@ struct srt_tx_slot {
 	uint16_t sport;                 /* the source port it will carry   */
 	uint8_t tos, ttl;
 	bool plain_ack;                 /* sent after the socket's other packets */
+	bool alone;                     /* rnic_tx.alone: told to a local peer */
 	uint32_t off, len;              /* in buf; len includes the ICRC  */
 	/* Payload by reference (rnic_tx.payload), payload_len > 0: len is
 	 * the whole packet on the wire; buf holds its hdr_len header bytes
@@ -216,6 +217,8 @@ struct srt_rx_pkt {
 	 * message-path entry: remote is set too, and this is not NULL). */
 	const uint8_t *remote_inline;
 	uint32_t remote_inline_len;     /* its length, as checked */
+	bool alone;                     /* the sender's rnic_tx.alone (a ring's
+	                                   packet only) */
 	uint8_t *data;
 };
 struct srt_rx_batch {

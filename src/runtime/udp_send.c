@@ -243,6 +243,7 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 
 	struct srt_tx_slot *slot = &q->slot[q->n++];
 	slot->plain_ack = plain_ack(tx);
+	slot->alone = tx->alone;
 	if (!slot->plain_ack)
 		q->not_acks++;
 	slot->fd = srt_udp_sport_socket(u, tx->sport, &slot->sport);
@@ -559,7 +560,7 @@ static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 		if (with_icrc)
 			store_icrc(u, s, pc, npc, icrc, 0);
 		pc[npc++] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };  /* the pieces stop before it */
-		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len, with_icrc);
+		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len, with_icrc, s->alone);
 	}
 	q->n = kept;
 }

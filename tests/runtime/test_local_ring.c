@@ -6,7 +6,8 @@
  *    page fault for the sender or the receiver;
  *  - 60 000 packets of random sizes (a 12-byte ACK to the largest RoCE
  *    packet), sent in runs of 1-12 and drained at random moments, come
- *    out in order and byte for byte, across many wraps of the area;
+ *    out in order and byte for byte, with the sender's alone hint,
+ *    across many wraps of the area;
  *  - the ICRC flag: a receiver without faults gets "no ICRC" entries, one
  *    with faults gets the ICRC the sender computed;
  *  - a ring left undrained fills: the sender counts tx_ring_full and
@@ -114,7 +115,7 @@ static bool send_one(struct srt_local *tx, uint8_t *pkt, uint32_t len, uint32_t 
 	CHECK(p, "no local route to %s", RX_ADDR);
 	struct wire_piece pc = { pkt, len };
 	srt_local_get_stats(tx, &before);
-	srt_local_send(tx, p, 4791, 0, 64, &pc, 1, len, icrc);
+	srt_local_send(tx, p, 4791, 0, 64, &pc, 1, len, icrc, (seq & 1) != 0);
 	srt_local_get_stats(tx, &after);
 	return after.tx_ring_full == before.tx_ring_full;
 }
@@ -134,6 +135,7 @@ static unsigned drain(struct srt_local *rx, struct srt_rx_batch *b, const struct
 			const struct sent *s = &q[(*next)++];
 			make_packet(want, s->len, s->seq);
 			CHECK(p->len == s->len, "packet %u: length %zu, sent %u", s->seq, p->len, s->len);
+			CHECK(p->alone == ((s->seq & 1) != 0), "packet %u: the sender's alone hint not carried", s->seq);
 			CHECK(!memcmp(p->data, want, s->len), "packet %u: bytes differ", s->seq);
 			CHECK(p->no_icrc == want_no_icrc, "packet %u: no_icrc %d", s->seq, p->no_icrc);
 			CHECK(p->sport == 4791 && p->ttl == 64 && !p->truncated, "packet %u: metadata", s->seq);
