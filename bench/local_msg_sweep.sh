@@ -4,7 +4,7 @@
 # (SOFTRNIC_LOCAL_MSG_MIN=4096: one process_vm_readv by the receiver, or
 # by a READ's requester) against MTU packets through the ring
 # (SOFTRNIC_LOCAL=packets): ib_write_bw, ib_send_bw and ib_read_bw (MB/s)
-# and ib_write_lat, ib_send_lat (typical µs), in interleaved rounds,
+# and ib_write_lat, ib_send_lat, ib_read_lat (typical µs), in interleaved rounds,
 # medians.  A whole message sent alone (a ping-pong's) carries its payload
 # in the ring (local_path.h); the latency tools also run with that off
 # (SOFTRNIC_LOCAL_INLINE_MAX=0: always read by the receiver).  A
@@ -23,7 +23,7 @@ port=16300
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sizes="8192 16384 32768 65536"
-tools="ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat"
+tools="ib_write_bw ib_send_bw ib_read_bw ib_write_lat ib_send_lat ib_read_lat"
 declare -A res
 for r in $(seq "$runs"); do
 	for t in $tools; do

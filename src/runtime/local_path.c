@@ -14,9 +14,9 @@
  * the ring, and out of it by the rnic (into the MR, or the receive WQE's
  * buffers).  A message-path entry (local_path.h) is copied once, by the
  * receiver's process_vm_readv from the sender's buffers after the
- * receiver's rnic has made its checks; up to 8 KiB the two copies
- * through the ring measured faster than that system call
- * (SRT_LOCAL_MSG_MIN_BYTES).  MRs in a
+ * receiver's rnic has made its checks, or, sent alone, copied into the
+ * entry and out of it (local_path.h: payloads in the ring); a message of
+ * one MTU packet stays a packet (SRT_LOCAL_MSG_MIN_BYTES).  MRs in a
  * shared mapping would save the system call too, at the price of mapping
  * every registered buffer into every peer.
  *

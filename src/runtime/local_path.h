@@ -128,12 +128,15 @@ bool srt_local_message_path(struct srt_local *l, struct srt_local_peer *peer);
 /* Messages longer than this go whole (rnic_qp_set_message_path); shorter
  * ones as MTU packets through the ring.  Measured (docs/performance.md,
  * bench/local_msg_sweep.sh, medians of 3 interleaved rounds), with the
- * reads of WRITEs, SENDs and READ responses put off and joined: at 16 KiB
- * whole messages move 1.2x (WRITE) to 2.5x (SEND) the bytes of MTU
- * packets and ib_write_lat takes 5.0 against 4.3 us; at 8 KiB the READ
- * is no faster whole and ib_write_lat takes 4.6 against 2.8 us.  So
- * above 8 KiB.  SOFTRNIC_LOCAL_MSG_MIN=bytes sets it (at least 4096). */
-#define SRT_LOCAL_MSG_MIN_BYTES (8u << 10)
+ * reads of WRITEs, SENDs and READ responses put off and joined, and the
+ * payloads of messages sent alone in the ring: at 8 KiB, whole messages
+ * move 1.1x (WRITE) to 2.2x (SEND) the bytes of two MTU packets, and
+ * ib_write_lat, ib_send_lat and ib_read_lat take 3.5 / 3.8 / 4.8 against
+ * 5.1 / 5.0 / 5.0 us.  So every message of more than one packet: above
+ * 4 KiB.  (Before payloads went in the ring, 8 KiB lost its latency
+ * whole: 4.6 against 2.8 us.)  SOFTRNIC_LOCAL_MSG_MIN=bytes sets it (at
+ * least 4096). */
+#define SRT_LOCAL_MSG_MIN_BYTES (4u << 10)
 uint32_t srt_local_message_min(void);
 /* Sender: a message-path packet: its headers and ICRC room `hdr`, the
  * payload pieces described, not copied.  Dropped (counted as a full
@@ -148,14 +151,18 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *peer, uin
 int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct iovec *dst, unsigned n);
 /* ---- payloads in the ring ----
  *
- * A message-path payload up to srt_local_inline_max() bytes is copied
+ * A message-path payload sent alone (rnic_tx.alone: its QP runs one
+ * message at a time) up to srt_local_inline_max() bytes is copied
  * into the ring entry itself, while the ring stays at most half full with
  * it, and the receiver copies it out (srt_rx_pkt.remote_inline): two
  * memcpys and no system call, which measured faster than one
- * process_vm_readv up to that size (docs/performance.md).  Past the
- * size, or in a ring already half full (a stream of large messages, or a
- * slow receiver), the payload is described as above; so the copies never
- * take the ring's last half from the packets of other senders.  The
+ * process_vm_readv up to that size (docs/performance.md; at 128 KiB and
+ * more the two copies are slower).  A stream's payloads are described
+ * as above, and stay one copy, by the receiver: the sender is free to
+ * post the next (with every 128th of ib_send_bw's 64 KiB SENDs in the
+ * ring it lost 10-20%).  So is a payload past the size, or one for a ring
+ * already half full (a slow receiver): the copies never take the ring's
+ * last half from the packets of other senders.  The
  * sender copies when it sends, as a NIC reads the buffer when it
  * transmits; a retransmission copies again.
  * SOFTRNIC_LOCAL_INLINE_MAX=bytes sets the size (0: always describe). */
