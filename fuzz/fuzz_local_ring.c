@@ -54,15 +54,6 @@
 		abort();                                                \
 	} while (0)
 
-/* The fuzz build has no udp_port.c: local_path.c needs only this. */
-void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid)
-{
-	memset(gid->raw, 0, sizeof(gid->raw));
-	gid->raw[10] = 0xff;
-	gid->raw[11] = 0xff;
-	memcpy(&gid->raw[12], &addr.s_addr, 4);
-}
-
 static struct srt_local *ring;
 static uint8_t *map;            /* the ring's file, mapped as a sender does */
 static size_t map_bytes;
@@ -72,7 +63,6 @@ static struct srt_rx_batch *batch;
 
 static void open_ring(void)
 {
-	char path[128];
 	struct stat st;
 	struct in_addr a;
 
@@ -83,10 +73,7 @@ static void open_ring(void)
 	ring = srt_local_open(a, 0, false, false, -1);
 	if (!ring)
 		FAIL("srt_local_open failed (no /dev/shm?)");
-	if (stat("/proc/self/ns/net", &st))
-		FAIL("netns");
-	snprintf(path, sizeof(path), "/dev/shm/softrnic-local-%u-%lx-%08x-0", (unsigned)getuid(),
-		 (unsigned long)st.st_ino, (unsigned)ntohl(a.s_addr));
+	const char *path = srt_local_file(ring);
 	int fd = open(path, O_RDWR);
 	if (fd < 0 || fstat(fd, &st))
 		FAIL("open %s", path);

@@ -622,6 +622,18 @@ static void commit_entry(struct srt_local *l, struct ring_entry *e, uint32_t byt
 	l->stats.tx_packets++;
 }
 
+/* The pieces, one after another, to `to`; the bytes copied. */
+static uint32_t copy_pieces(uint8_t *to, const struct wire_piece *pc, unsigned n)
+{
+	uint32_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(to + off, pc[i].p, pc[i].len);
+		off += (uint32_t)pc[i].len;
+	}
+	return off;
+}
+
 void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone)
 {
@@ -632,11 +644,7 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 			l->stats.tx_ring_full++;
 		return;
 	}
-	uint32_t off = 0;
-	for (unsigned i = 0; i < npc; i++) {
-		memcpy(e->data + off, pc[i].p, pc[i].len);
-		off += (uint32_t)pc[i].len;
-	}
+	uint32_t off = copy_pieces(e->data, pc, npc);
 	e->len = off;
 	commit_entry(l, e, off, sport, tos, ttl, (icrc ? 0 : ENTRY_NO_ICRC) | (alone ? ENTRY_ALONE : 0));
 }
@@ -651,6 +659,14 @@ static uint32_t remote_at(uint32_t len)
 static uint32_t remote_bytes(uint32_t len, uint32_t nseg)
 {
 	return remote_at(len) + (uint32_t)sizeof(struct srt_local_remote) + nseg * (uint32_t)sizeof(struct srt_local_seg);
+}
+
+/* A message-path entry's headers into e; where its description goes. */
+static struct srt_local_remote *remote_entry(struct ring_entry *e, const uint8_t *hdr, uint32_t hdr_len)
+{
+	memcpy(e->data, hdr, hdr_len);
+	e->len = hdr_len;
+	return (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
 }
 
 /* Where an inline entry's payload starts in its data, after `len` bytes
@@ -679,17 +695,10 @@ static bool send_inline(struct srt_local *l, struct srt_local_peer *p, uint16_t 
 	uint32_t bytes = inline_at(hdr_len) + (uint32_t)total;
 	if (!(e = reserve_entry(l, p, bytes, INLINE_RING_SHARE)))
 		return false;
-	struct srt_local_remote *d = (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
-	uint8_t *to = e->data + inline_at(hdr_len);
-	memcpy(e->data, hdr, hdr_len);
-	e->len = hdr_len;
+	struct srt_local_remote *d = remote_entry(e, hdr, hdr_len);
 	d->pid = 0;
 	d->nseg = 0;
-	d->total = total;
-	for (unsigned i = 0; i < nvec; i++) {
-		memcpy(to, vec[i].p, vec[i].len);
-		to += vec[i].len;
-	}
+	d->total = copy_pieces(e->data + inline_at(hdr_len), vec, nvec);
 	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE | ENTRY_INLINE);
 	l->stats.tx_inline++;
 	return true;
@@ -709,9 +718,7 @@ void srt_local_send_remote(struct srt_local *l, struct srt_local_peer *p, uint16
 			l->stats.tx_ring_full++;
 		return;
 	}
-	struct srt_local_remote *d = (struct srt_local_remote *)(void *)(e->data + remote_at(hdr_len));
-	memcpy(e->data, hdr, hdr_len);
-	e->len = hdr_len;
+	struct srt_local_remote *d = remote_entry(e, hdr, hdr_len);
 	d->pid = l->pid;
 	d->nseg = nvec;
 	d->total = 0;
@@ -1015,6 +1022,11 @@ bool srt_local_sleep(struct srt_local *l, bool sleeping)
 		return false;
 	}
 	return true;
+}
+
+const char *srt_local_file(const struct srt_local *l)
+{
+	return l->path;
 }
 
 void srt_local_get_stats(const struct srt_local *l, struct srt_local_stats *s)

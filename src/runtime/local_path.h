@@ -201,5 +201,8 @@ bool srt_local_pending(const struct srt_local *l);
 bool srt_local_sleep(struct srt_local *l, bool sleeping);
 
 void srt_local_get_stats(const struct srt_local *l, struct srt_local_stats *s);
+/* The path of our ring's file (for tests and tools that map it as a
+ * sender does). */
+const char *srt_local_file(const struct srt_local *l);
 
 #endif

@@ -97,14 +97,6 @@ static const char *source_name(enum srt_addr_source s)
 	}
 }
 
-void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid)
-{
-	memset(gid->raw, 0, sizeof(gid->raw));
-	gid->raw[10] = 0xff;
-	gid->raw[11] = 0xff;
-	memcpy(&gid->raw[12], &addr.s_addr, 4);
-}
-
 bool srt_gid_to_ipv4(const struct rnic_gid *gid, struct in_addr *addr)
 {
 	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };

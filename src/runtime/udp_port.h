@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <netinet/in.h>
 #include <net/if.h>
@@ -116,7 +117,16 @@ void srt_udp_ip_header(const struct srt_udp *u, const struct rnic_gid *dst, uint
 		       uint16_t ip_id, struct wire_ip *ip);
 /* ::ffff:a.b.c.d -> true and the address; anything else -> false. */
 bool srt_gid_to_ipv4(const struct rnic_gid *gid, struct in_addr *addr);
-void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid);
+/* a.b.c.d -> ::ffff:a.b.c.d.  Here, not in udp_port.c: the host-local
+ * ring's reader (local_path.c) needs it, and its fuzz target is built
+ * without the UDP port. */
+static inline void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid)
+{
+	memset(gid->raw, 0, sizeof(gid->raw));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &addr.s_addr, 4);
+}
 
 /* Send one packet: fills in the ICRC for the IP header the kernel will
  * build.  Never blocks; returns 0 or an errno (the packet is then lost and
