@@ -381,6 +381,18 @@ static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
 	enum ibv_wc_status st;
 	bool pulled;
 
+	/* The read lands later: the buffer must take it now, else the READ
+	 * ends with a local protection error, as for a bad lkey.  With
+	 * reads of this QP's responses put off before it (whose completions
+	 * must come first), the response is dropped instead, as if lost:
+	 * the READ is asked again once those are settled and meets the same
+	 * check. */
+	if (mr && !rnic_mem_probe(qp->r, rnic_mr_ptr(mr, w->sge[0].addr), c->pkt->payload_len, true)) {
+		if (qp->comp.pulls)
+			return COMP_EXIT;
+		c->error = IBV_WC_LOC_PROT_ERR;
+		return COMP_LOCAL_ERROR;
+	}
 	/* The WQE retires now, its completion written once the bytes are
 	 * in (pull.c). */
 	if (mr && rnic_pull_put_off_read(qp, w, rnic_mr_ptr(mr, w->sge[0].addr), c->pkt->payload_len, c->now)) {

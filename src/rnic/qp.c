@@ -63,9 +63,8 @@ enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const str
 			n = len;
 		mr = rnic_mr_check(r, pd, sge[i].lkey, IBV_ACCESS_LOCAL_WRITE,
 				   sge[i].addr + offset, n);
-		if (!mr)
+		if (!mr || !rnic_mem_copy(r, rnic_mr_ptr(mr, sge[i].addr + offset), src, n))
 			return IBV_WC_LOC_PROT_ERR;
-		memcpy(rnic_mr_ptr(mr, sge[i].addr + offset), src, n);
 		src += n;
 		len -= n;
 		offset = 0;
@@ -73,18 +72,21 @@ enum ibv_wc_status rnic_scatter_pd(struct rnic *r, struct rnic_pd *pd, const str
 	return len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
-bool rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst)
+enum rnic_rx_copied rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst)
 {
 	if (pkt->payload || !r->rx_remote) {
-		if (pkt->payload_len)
-			memcpy(dst, pkt->payload, pkt->payload_len);
-		return true;
+		if (pkt->payload_len && !rnic_mem_copy(r, dst, pkt->payload, pkt->payload_len))
+			return RNIC_RX_FAULT;
+		return RNIC_RX_COPIED;
 	}
 	struct iovec iov = { .iov_base = dst, .iov_len = pkt->payload_len };
 	if (r->rx_remote->read(r->rx_remote, &iov, 1) == 0)
-		return true;
+		return RNIC_RX_COPIED;
+	/* Which side failed: the port's read reports both alike. */
+	if (!rnic_mem_probe(r, dst, pkt->payload_len, true))
+		return RNIC_RX_FAULT;
 	r->ctr.rx_drop_msg_pull++;
-	return false;
+	return RNIC_RX_NOT_READ;
 }
 
 enum ibv_wc_status rnic_rx_scatter(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge, uint32_t num_sge,
@@ -116,6 +118,10 @@ enum ibv_wc_status rnic_rx_scatter(struct rnic *r, struct rnic_pd *pd, const str
 	if (len)
 		return IBV_WC_LOC_LEN_ERR;
 	if (r->rx_remote->read(r->rx_remote, r->rx_iov, n) != 0) {
+		/* Which side failed: the port's read reports both alike. */
+		for (unsigned i = 0; i < n; i++)
+			if (!rnic_mem_probe(r, r->rx_iov[i].iov_base, r->rx_iov[i].iov_len, true))
+				return IBV_WC_LOC_PROT_ERR;
 		r->ctr.rx_drop_msg_pull++;
 		*pulled = false;
 	}

@@ -241,7 +241,8 @@ static bool sge_pieces(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32
 
 /* Copy `len` payload bytes at message offset `off` straight from the
  * source MRs (or the inline copy) into the packet.  The pieces are
- * listed in r->tx_vec, scratch here: r->tx_nvec stays as it was. */
+ * listed in r->tx_vec, scratch here: r->tx_nvec stays as it was.  false
+ * also when a page of an SGE faulted (rnic_mem_copy). */
 static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
 {
 	unsigned n;
@@ -249,9 +250,23 @@ static bool gather(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t o
 	if (!sge_pieces(qp, w, off, len, qp->r->tx_vec, &n))
 		return false;
 	for (unsigned i = 0; i < n; i++) {
-		memcpy(dst, qp->r->tx_vec[i].p, qp->r->tx_vec[i].len);
+		if (!rnic_mem_copy(qp->r, dst, qp->r->tx_vec[i].p, qp->r->tx_vec[i].len))
+			return false;
 		dst += qp->r->tx_vec[i].len;
 	}
+	return true;
+}
+
+/* Payload pieces the port reads after the rnic returns (by reference,
+ * or by the receiver on the message path): their pages must be there
+ * now (rnic_io.mem_probe).  The inline copy is the rnic's own. */
+static bool pieces_readable(struct rnic *r, const struct rnic_send_wqe *w, const struct wire_piece *pc, unsigned n)
+{
+	if (w->send_flags & IBV_SEND_INLINE)
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (!rnic_mem_probe(r, pc[i].p, pc[i].len, false))
+			return false;
 	return true;
 }
 
@@ -328,7 +343,7 @@ static uint8_t transport_prefix(const struct rnic_qp *qp)
  * port's buffer when it offers one: the payload is copied once, from the
  * MR straight into the batch that goes to the socket).  Returns the
  * encoded length, 0 for a local protection failure (an SGE's key went
- * away). */
+ * away, or a page of it faulted). */
 static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, uint32_t psn, uint32_t off,
 			   bool resend, uint32_t *psns_used, uint32_t *bytes, uint8_t **out, const uint8_t **ref)
 {
@@ -414,6 +429,14 @@ static size_t build_packet(struct rnic_qp *qp, const struct rnic_send_wqe *w, ui
 		return 0;
 	if (!by_vec && payload && r->io.tx_payload_ref && qp->type != IBV_QPT_UD &&
 	    !payload_piece(qp, w, off, payload, ref))
+		return 0;
+	/* A page of the source gone since the post (unmapped, protected):
+	 * a local protection error, as a bad lkey (IBTA 10.6.3.3). */
+	if (by_vec && !pieces_readable(r, w, r->tx_vec, r->tx_nvec)) {
+		r->tx_nvec = 0;
+		return 0;
+	}
+	if (*ref && !pieces_readable(r, w, &(struct wire_piece){ *ref, payload }, 1))
 		return 0;
 	if (payload && !by_vec && !*ref && !gather(qp, w, off, buf + wire_payload_offset(ib.bth.opcode), payload))
 		return 0;

@@ -201,11 +201,20 @@ static void send_read_responses(struct rnic_qp *qp, struct rnic_mr *mr, uint64_t
 		/* The message path: more than a path MTU goes as one piece of
 		 * the MR, which the requester reads (rnic_qp_set_message_path). */
 		bool by_vec = chunk > RNIC_PKT_MAX_PAYLOAD;
-		ib.payload = by_ref ? NULL : data;
+		/* Encoded without its payload, which is then copied in from
+		 * the MR (rnic_mem_copy) unless it goes by reference. */
+		ib.payload = NULL;
 		ib.payload_len = by_vec ? 0 : chunk;
 		/* Built in the port's buffer if it has one (rnic_tx_buffer). */
 		uint8_t *buf = rnic_tx_buffer(qp->r);
 		enc = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
+		/* A page of the region that went away since the READ was
+		 * checked (resp_read_reply probed it): the rest of the
+		 * response is not sent, as if lost; the requester asks again
+		 * and the repeated READ is refused (resp_duplicate). */
+		if (enc > 0 && data && !by_ref && !by_vec &&
+		    !rnic_mem_copy(qp->r, buf + wire_payload_offset(ib.bth.opcode), data, chunk))
+			break;
 		if (enc > 0 && by_vec) {
 			qp->r->tx_vec[0] = (struct wire_piece){ data, chunk };
 			rnic_xmit_vec(qp->r, qp, buf, (size_t)enc, (size_t)wire_payload_offset(ib.bth.opcode),
@@ -499,16 +508,21 @@ static void next_psn(struct rnic_qp *qp, uint32_t n)
 /* The 8 payload bytes land in one store, so no reader of that memory (a
  * CPU in this process) sees half of them.  Memory gets the bytes in wire
  * order, as rxe does.  A target that is not 8-byte aligned in host memory
- * (possible only with an iova unlike its address) falls back to a copy. */
-static void store_atomic_8(uint8_t *dst, const uint8_t *src)
+ * (possible only with an iova unlike its address) falls back to a copy.
+ * false: the page faulted (the port's mem_copy, which stores an aligned
+ * 8 bytes at once too). */
+static bool store_atomic_8(struct rnic *r, uint8_t *dst, const uint8_t *src)
 {
 	uint64_t v;
 
 	memcpy(&v, src, sizeof(v));
+	if (r->io.mem_copy)
+		return rnic_mem_copy(r, dst, &v, sizeof(v));
 	if (((uintptr_t)dst & 7) == 0)
 		__atomic_store_n((uint64_t *)(void *)dst, v, __ATOMIC_RELEASE);
 	else
 		memcpy(dst, &v, sizeof(v));
+	return true;
 }
 
 /* A message-path WRITE Only without immediate data: nothing but memory
@@ -549,10 +563,28 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 	struct rnic_mr *recv_mr =
 		(c->flags & WIRE_F_SEND) && c->wqe_taken ? send_put_off_mr(qp, p, &qp->resp.wqe) : NULL;
 
-	/* Cannot fail: responder_receive made room (pull.c). */
-	if (recv_mr)
-		c->held = rnic_pull_put_off(qp, p->bth.psn, rnic_mr_ptr(recv_mr, qp->resp.wqe.sge[0].addr),
-					    p->payload_len);
+	if (recv_mr) {
+		uint8_t *dst = rnic_mr_ptr(recv_mr, qp->resp.wqe.sge[0].addr);
+
+		/* The read lands later: the buffer must take it now.  A page
+		 * of it gone is the receive buffer's protection error, as a
+		 * bad lkey (resp_err_local).  With reads of this QP put off
+		 * before it (their SENDs' WQEs taken before its own, given
+		 * back if they fail), the packet is dropped instead, as if
+		 * lost, its WQE given back: its resend comes once those are
+		 * settled and meets the same check. */
+		if (!rnic_mem_probe(qp->r, dst, p->payload_len, true)) {
+			if (qp->resp.pulls) {
+				qp->rq.tail--;
+				qp->resp.have_wqe = false;
+				return RESP_EXIT;
+			}
+			c->status = IBV_WC_LOC_PROT_ERR;
+			return RESP_ERR_LOCAL;
+		}
+		/* Cannot fail: responder_receive made room (pull.c). */
+		c->held = rnic_pull_put_off(qp, p->bth.psn, dst, p->payload_len);
+	}
 	if (c->held) {
 		qp->resp.recv_offset += p->payload_len;
 	} else if (c->flags & WIRE_F_SEND) {
@@ -571,14 +603,28 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 		}
 		qp->resp.recv_offset += p->payload_len;
 	} else if (is_atomic_write(p)) {
-		store_atomic_8(rnic_mr_ptr(c->mr, qp->resp.va), p->payload);
+		if (!store_atomic_8(qp->r, rnic_mr_ptr(c->mr, qp->resp.va), p->payload))
+			return RESP_ERR_ACCESS;
 		qp->resp.va += 8;
 		qp->resp.resid -= 8;
 	} else if (p->payload_len) {
 		uint8_t *dst = rnic_mr_ptr(c->mr, qp->resp.va);
 
-		if (!put_off_read(qp, c, dst) && !rnic_rx_copy(qp->r, p, dst))
-			return RESP_EXIT;       /* as above */
+		/* A region whose pages went away after registration: the
+		 * remote access error a NIC gives for memory it may not
+		 * touch (IBTA 9.7.5.2.4), decided before anything moves.  A
+		 * message-path payload lands later (put off) or by the port:
+		 * the pages must take it now. */
+		if (!p->payload && qp->r->rx_remote && !rnic_mem_probe(qp->r, dst, p->payload_len, true))
+			return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
+		if (!put_off_read(qp, c, dst)) {
+			enum rnic_rx_copied got = rnic_rx_copy(qp->r, p, dst);
+
+			if (got == RNIC_RX_FAULT)
+				return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
+			if (got == RNIC_RX_NOT_READ)
+				return RESP_EXIT;       /* as above */
+		}
 		qp->resp.va += p->payload_len;
 		qp->resp.resid -= p->payload_len;
 	}
@@ -601,6 +647,11 @@ static enum resp_state resp_read_reply(struct rnic_qp *qp, struct resp_ctx *c)
 	uint32_t n = read_packets(request_mtu(qp, p), p->reth.dma_len);
 	uint32_t first = p->bth.psn;
 
+	/* The responses are read from the region as they are sent, some
+	 * by the port after this returns: its pages must be there now
+	 * (else a remote access error, as for a write). */
+	if (c->mr && !rnic_mem_probe(qp->r, rnic_mr_ptr(c->mr, p->reth.va), p->reth.dma_len, false))
+		return RESP_ERR_ACCESS;
 	/* A READ consumes one PSN per response packet (IBTA 9.7.1). */
 	save_resource(qp, false, first, wire_psn_add(first, n - 1), 0);
 	next_psn(qp, n);
@@ -618,13 +669,17 @@ static enum resp_state resp_atomic_reply(struct rnic_qp *qp, struct resp_ctx *c)
 	uint64_t orig, val;
 
 	/* Atomic with respect to this rnic: all its calls are serialised.
-	 * Memory holds the operand in host order (IBTA 9.4.5). */
-	memcpy(&orig, ptr, sizeof(orig));
+	 * Memory holds the operand in host order (IBTA 9.4.5).  A page that
+	 * faults on the load or on the store (nothing stored then) is a
+	 * remote access error, before the PSN moves. */
+	if (!rnic_mem_copy(qp->r, &orig, ptr, sizeof(orig)))
+		return RESP_ERR_ACCESS;
 	if ((p->bth.opcode & 0x1f) == WIRE_OP_CMP_SWAP)
 		val = orig == p->atmeth.compare ? p->atmeth.swap_add : orig;
 	else
 		val = orig + p->atmeth.swap_add;
-	memcpy(ptr, &val, sizeof(val));
+	if (!rnic_mem_copy(qp->r, ptr, &val, sizeof(val)))
+		return RESP_ERR_ACCESS;
 	save_resource(qp, true, p->bth.psn, p->bth.psn, orig);
 	next_psn(qp, 1);
 	qp->resp.msn++;
@@ -755,6 +810,10 @@ static enum resp_state resp_duplicate(struct rnic_qp *qp, struct resp_ctx *c)
 				r->ctr.rx_drop_out_of_window++;
 				return RESP_EXIT;
 			}
+			/* The region's pages went away since the READ ran:
+			 * it cannot be answered again (resp_read_reply). */
+			if (!rnic_mem_probe(r, rnic_mr_ptr(mr, p->reth.va), p->reth.dma_len, false))
+				return RESP_ERR_ACCESS;
 		}
 		send_read_responses(qp, mr, p->reth.va, p->reth.dma_len, p->bth.psn, request_mtu(qp, p), false);
 		return RESP_EXIT;

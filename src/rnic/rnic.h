@@ -215,6 +215,23 @@ struct rnic_io {
 	 * packet's rnic_rx.remote valid until then.  NULL: every payload is
 	 * read as its packet is received. */
 	void (*pull_batch)(void *ctx, struct rnic_pull *pulls, unsigned n);
+	/* Region memory may vanish under the rnic: a program may unmap or
+	 * protect pages it registered (a NIC keeps them pinned; softrnic, in
+	 * the process, would fault).  Every copy into or out of an MR goes
+	 * through mem_copy, which returns false when a page of either side
+	 * faulted (bytes before the fault may have been copied); an 8-byte
+	 * copy to an 8-byte aligned dst must be one store (ATOMIC WRITE).
+	 * mem_probe says whether [addr, addr+len) can be read, or written
+	 * when `write`, now: the rnic asks it before it hands MR memory to
+	 * someone else to read or fill later (a payload sent by reference, a
+	 * READ response, a message-path read).  On false the rnic ends the
+	 * access as a protection error at that point, before its state moves
+	 * (remote access error NAK for a peer's request, IBTA 9.7.5.2.4;
+	 * local protection error for a local SGE, IBTA 10.6.3.3) and counts
+	 * mr_fault.  NULL: memcpy, and every range is accessible (ports
+	 * whose regions never go away: the seeded pair, the simulator). */
+	bool (*mem_copy)(void *ctx, void *dst, const void *src, size_t len);
+	bool (*mem_probe)(void *ctx, const void *addr, size_t len, bool write);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -323,7 +340,7 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)    \
 	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)                \
 	X(rx_msg_pulls_put_off) X(rx_msg_pull_batches) X(rx_msg_sends_put_off) \
-	X(rx_msg_reads_put_off)
+	X(rx_msg_reads_put_off) X(mr_fault)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -345,6 +362,13 @@ int rnic_pd_free(struct rnic_pd *pd);               /* EBUSY if in use */
  * local write: EINVAL otherwise).  Keys: index in the high 24 bits, an
  * 8-bit generation in the low bits, so a stale key fails. */
 struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t iova, int access);
+/* rnic_mr_reg's argument checks alone (no state read): 0 or EINVAL.
+ * Whether the memory is there is the port's to say (the runtime's
+ * mem_guard.h) and goes after these, as the kernel checks the access
+ * flags before it pins a page. */
+int rnic_mr_reg_check(void *addr, size_t len, uint64_t iova, int access);
+/* The access flags in force. */
+int rnic_mr_access(const struct rnic_mr *mr);
 int rnic_mr_dereg(struct rnic_mr *mr);
 /* ibv_rereg_mr: flags is a mix of RNIC_REREG_* (the values of
  * IBV_REREG_MR_CHANGE_*); fields not named by a flag keep their value.

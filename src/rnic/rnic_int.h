@@ -168,13 +168,40 @@ void rnic_xmit_vec(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len,
 		   const struct wire_piece *vec, unsigned nvec, size_t payload_len, bool alone);
 /* rnic_xmit_buf, with rnic_tx.alone as given. */
 void rnic_xmit_buf_alone(struct rnic *r, struct rnic_qp *qp, const uint8_t *buf, size_t len, bool alone);
-/* The received packet's payload into dst (memory the caller checked):
- * copied from the packet, or read from the sender on the message path.
- * false: the sender's memory could not be read; the packet must be
- * dropped as if lost (counted). */
-bool rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst);
-/* rnic_scatter_pd of the received packet's payload.  *pulled false: as
- * for rnic_rx_copy (the status is then meaningless). */
+/* Region memory, through the port's guarded hooks (rnic_io.mem_copy,
+ * mem_probe): false when a page faulted (counted in mr_fault).  Every
+ * load or store of MR memory in the rnic goes through one of these. */
+static inline bool rnic_mem_copy(struct rnic *r, void *dst, const void *src, size_t len)
+{
+	if (!r->io.mem_copy) {
+		memcpy(dst, src, len);
+		return true;
+	}
+	if (r->io.mem_copy(r->io.ctx, dst, src, len))
+		return true;
+	r->ctr.mr_fault++;
+	return false;
+}
+static inline bool rnic_mem_probe(struct rnic *r, const void *addr, size_t len, bool write)
+{
+	if (!r->io.mem_probe || !len || r->io.mem_probe(r->io.ctx, addr, len, write))
+		return true;
+	r->ctr.mr_fault++;
+	return false;
+}
+/* The received packet's payload into dst (MR memory the caller checked):
+ * copied from the packet, or read from the sender on the message path. */
+enum rnic_rx_copied {
+	RNIC_RX_COPIED,
+	RNIC_RX_NOT_READ,       /* the sender's memory could not be read: drop
+	                           the packet as if lost (counted) */
+	RNIC_RX_FAULT,          /* dst faulted (mr_fault): a protection error */
+};
+enum rnic_rx_copied rnic_rx_copy(struct rnic *r, const struct wire_ib *pkt, uint8_t *dst);
+/* rnic_scatter_pd of the received packet's payload (a page of the SGEs
+ * that faults is IBV_WC_LOC_PROT_ERR, as a bad key).  *pulled false: the
+ * sender's memory could not be read, as for rnic_rx_copy (the status is
+ * then meaningless). */
 enum ibv_wc_status rnic_rx_scatter(struct rnic *r, struct rnic_pd *pd, const struct rnic_sge *sge, uint32_t num_sge,
 				   uint32_t offset, const struct wire_ib *pkt, bool *pulled);
 void rnic_xmit_ref(struct rnic *r, struct rnic_qp *qp, uint8_t *buf, size_t len, size_t hdr_len,
@@ -541,7 +568,8 @@ bool rnic_qp_can_send(const struct rnic_qp *qp);
 bool rnic_qp_can_receive(const struct rnic_qp *qp);
 /* Scatter `len` bytes into a list of SGEs starting at byte `offset` of
  * the list, checking every lkey (local write).  Returns an ibv_wc_status
- * (IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR or IBV_WC_LOC_PROT_ERR). */
+ * (IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR or IBV_WC_LOC_PROT_ERR: a bad key,
+ * or a page that faulted, rnic_mem_copy). */
 enum ibv_wc_status rnic_scatter(struct rnic_qp *qp, const struct rnic_sge *sge, uint32_t num_sge,
 				uint32_t offset, const uint8_t *src, uint32_t len);
 /* The same, checking lkeys against `pd` (a receive WQE from an SRQ is

@@ -37,6 +37,7 @@
 #include "runtime/cc_env.h"
 #include "runtime/device_int.h"
 #include "runtime/local_path.h"
+#include "runtime/mem_guard.h"
 #include "runtime/share_steer.h"
 
 #define SRT_DEVICE_NAME "softrnic0"
@@ -292,6 +293,7 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	c.mr_fault += dev->udp.tx_mr_fault;
 	struct srt_runtime_counters rt;
 	runtime_counters(dev, &rt);
 	dev->last_publish_ns = now;
@@ -583,7 +585,13 @@ static struct srt_device *create_device(void)
 		 * srt_udp_queue copies those for the socket unless
 		 * SOFTRNIC_TX_COPY=0 (udp_send.c). */
 		.tx_payload_ref = dev->udp.txq && (dev->udp.tx_payload_ref || dev->udp.local),
+		/* Region memory a program unmapped stays its own problem
+		 * (mem_guard.h). */
+		.mem_copy = srt_io_mem_copy, .mem_probe = srt_io_mem_probe,
 	};
+	if ((e = srt_guard_install()) != 0)
+		fprintf(stderr, "softrnic: no fault handler (%s): an unmapped region's page kills the process\n",
+			strerror(e));
 	dev->rnic = rnic_create(&cfg, &io);
 	if (!dev->rnic) {
 		e = errno ? errno : ENOMEM;

@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/mem_guard.h"
 #include "runtime/share_steer.h"
 #include "runtime/udp_port.h"
 #include "wire/mad.h"
@@ -622,19 +623,18 @@ static void commit_entry(struct srt_local *l, struct ring_entry *e, uint32_t byt
 	l->stats.tx_packets++;
 }
 
-/* The pieces, one after another, to `to`; the bytes copied. */
+/* The pieces, one after another, to `to`; the bytes copied, or 0 when a
+ * page of a piece faulted (a payload in region memory, mem_guard.h). */
 static uint32_t copy_pieces(uint8_t *to, const struct wire_piece *pc, unsigned n)
 {
 	uint32_t off = 0;
 
-	for (unsigned i = 0; i < n; i++) {
-		memcpy(to + off, pc[i].p, pc[i].len);
+	for (unsigned i = 0; i < n; i++)
 		off += (uint32_t)pc[i].len;
-	}
-	return off;
+	return srt_guard_gather(to, pc, n) ? off : 0;
 }
 
-void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
+bool srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone)
 {
 	struct ring_entry *e;
@@ -642,11 +642,14 @@ void srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	if (len > ENTRY_DATA || !(e = reserve_entry(l, p, len, 0))) {
 		if (len > ENTRY_DATA)
 			l->stats.tx_ring_full++;
-		return;
+		return true;
 	}
 	uint32_t off = copy_pieces(e->data, pc, npc);
+	if (!off)
+		return false;   /* not committed: the entry's room stays free */
 	e->len = off;
 	commit_entry(l, e, off, sport, tos, ttl, (icrc ? 0 : ENTRY_NO_ICRC) | (alone ? ENTRY_ALONE : 0));
+	return true;
 }
 
 /* Where a remote entry's description starts, after `len` bytes of
@@ -699,6 +702,8 @@ static bool send_inline(struct srt_local *l, struct srt_local_peer *p, uint16_t 
 	d->pid = 0;
 	d->nseg = 0;
 	d->total = copy_pieces(e->data + inline_at(hdr_len), vec, nvec);
+	if (!d->total)
+		return false;   /* faulted: described instead, the reader finds out */
 	commit_entry(l, e, bytes, sport, tos, ttl, ENTRY_NO_ICRC | ENTRY_REMOTE | ENTRY_INLINE);
 	l->stats.tx_inline++;
 	return true;
@@ -764,7 +769,8 @@ int srt_local_pull_inline(const uint8_t *src, uint32_t len, const struct iovec *
 	if (want != len)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
-		memcpy(dst[i].iov_base, src, dst[i].iov_len);
+		if (!srt_guard_copy(dst[i].iov_base, src, dst[i].iov_len))
+			return -EFAULT;         /* our region's page went away */
 		src += dst[i].iov_len;
 	}
 	return 0;

@@ -83,8 +83,9 @@ bool srt_local_wants_icrc(const struct srt_local_peer *peer);
  * into that destination's ring; a full ring drops it (a full NIC queue:
  * RC retransmits).  The ring's mutex stays held for the next packet to
  * the same ring, until srt_local_flush.  alone: rnic_tx.alone, which the
- * entry carries to the receiver (srt_rx_pkt.alone). */
-void srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
+ * entry carries to the receiver (srt_rx_pkt.alone).  false: a page of a
+ * piece faulted (region memory, mem_guard.h), nothing written. */
+bool srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone);
 /* ---- the message path (rnic_qp_set_message_path) ----
  *
@@ -169,7 +170,8 @@ int srt_local_pull(const struct srt_local_remote *d, uint32_t nseg, const struct
 #define SRT_LOCAL_INLINE_MAX_BYTES (64u << 10)
 uint32_t srt_local_inline_max(void);
 /* Receiver: an inline payload into dst[0..n), whose lengths must add up
- * to len (the length srt_local_recv checked).  0, or -EINVAL. */
+ * to len (the length srt_local_recv checked).  0, -EINVAL, or -EFAULT
+ * when a page of dst faulted (mem_guard.h). */
 int srt_local_pull_inline(const uint8_t *src, uint32_t len, const struct iovec *dst, unsigned n);
 /* Receiver: several payloads, each whole into its one dst; `ok` says
  * which landed.  Reads of one sender in a row go in one process_vm_readv

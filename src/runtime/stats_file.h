@@ -17,10 +17,11 @@
 
 #include "runtime/runtime.h"
 
-#define SRT_STATS_VERSION 6u    /* 2: the agent's counters; 3: QPs, CC counters;
+#define SRT_STATS_VERSION 7u    /* 2: the agent's counters; 3: QPs, CC counters;
                                    4: the runtime's counters (faults, capture);
                                    5: the message path's put-off reads;
-                                   6: its payloads carried in the ring */
+                                   6: its payloads carried in the ring;
+                                   7: mr_fault */
 #define SRT_STATS_DIR "/dev/shm"
 #define SRT_STATS_PREFIX "softrnic-"
 

@@ -48,6 +48,8 @@ struct srt_udp {
 	enum ibv_mtu active_mtu;        /* largest IB MTU that fits       */
 	uint64_t tx_errors;             /* sendmsg failures (packet lost) */
 	uint64_t tx_unroutable;         /* destination GID not of our family */
+	uint64_t tx_mr_fault;           /* packets not sent: a page of their payload
+	                                   by reference faulted (mem_guard.h) */
 	/* Batching (srt_udp_queue / srt_udp_flush).  gso: runs of equal-sized
 	 * packets to one destination leave as one UDP GSO send; gro: the
 	 * socket takes such runs whole (UDP_GRO).  Both on unless the kernel

@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 
 #include "runtime/capture.h"
+#include "runtime/mem_guard.h"
 
 /* A packet as pieces up to its ICRC, for wire_icrc_udp_payload_pieces
  * and the iovecs of a send: `ib` (ib_len bytes, ICRC room included)
@@ -157,7 +158,16 @@ int srt_udp_send(struct srt_udp *u, const struct rnic_tx *tx)
 	struct wire_piece pc[3];
 	unsigned npc = packet_pieces(tx->ib, tx->ib_len, tx->payload, tx->payload_len, tx->hdr_len, pc);
 	uint8_t icrc[WIRE_ICRC_LEN];
-	wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, sport, pc, npc));
+	uint32_t crc;
+	/* A payload by reference is region memory, which may have gone
+	 * (mem_guard.h): the packet is then not sent, as if lost. */
+	if (!tx->payload_len)
+		crc = wire_icrc_udp_payload_pieces(&ip, sport, pc, npc);
+	else if (!srt_guard_icrc(&ip, sport, pc, npc, &crc)) {
+		u->tx_mr_fault++;
+		return EFAULT;
+	}
+	wire_icrc_store(icrc, crc);
 
 	/* No copy of the packet: it goes out from the rnic's buffer (and
 	 * the payload from wherever it lies), the ICRC from ours. */
@@ -263,7 +273,14 @@ int srt_udp_queue(struct srt_udp *u, const struct rnic_tx *tx)
 		/* headers | pad + ICRC  ->  headers | payload | pad + ICRC */
 		uint8_t *pkt = q->buf + q->used;
 		memmove(pkt + slot->hdr_len + tx->payload_len, pkt + slot->hdr_len, tx->ib_len - slot->hdr_len);
-		memcpy(pkt + slot->hdr_len, tx->payload, tx->payload_len);
+		/* The payload is region memory, which may have gone
+		 * (mem_guard.h): the packet is then not sent, as if lost. */
+		if (!srt_guard_copy(pkt + slot->hdr_len, tx->payload, tx->payload_len)) {
+			q->n--;
+			q->not_acks--;          /* a packet with payload is no plain ACK */
+			u->tx_mr_fault++;
+			return EFAULT;
+		}
 		slot->payload = NULL;
 		slot->payload_len = 0;
 		slot->hdr_len = 0;
@@ -359,7 +376,29 @@ static void store_icrc(const struct srt_udp *u, const struct srt_tx_slot *s, con
 	wire_icrc_store(icrc, wire_icrc_udp_payload_pieces(&ip, s->sport, pc, npc));
 }
 
-static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned n)
+/* The ICRC of slot s, reading a payload by reference under the guard
+ * (region memory may have gone, mem_guard.h): false if it faulted. */
+static bool store_icrc_guarded(struct srt_udp *u, const struct srt_tx_slot *s, const struct wire_piece *pc,
+			       unsigned npc, uint8_t *icrc, uint16_t ip_id)
+{
+	struct wire_ip ip;
+	uint32_t crc;
+
+	if (!s->payload_len) {
+		store_icrc(u, s, pc, npc, icrc, ip_id);
+		return true;
+	}
+	srt_udp_ip_header(u, &s->dst, s->tos, s->ttl, ip_id, &ip);
+	if (!srt_guard_icrc(&ip, s->sport, pc, npc, &crc))
+		return false;
+	wire_icrc_store(icrc, crc);
+	return true;
+}
+
+/* false: a payload by reference of the run faulted; the run is not sent
+ * (its packets are lost, RC retransmission recovers or the rnic then
+ * finds the fault). */
+static bool fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t *order, unsigned n)
 {
 	for (unsigned k = 0; k < n; k++) {
 		struct srt_tx_slot *s = &q->slot[order[k]];
@@ -367,8 +406,10 @@ static void fill_icrcs(struct srt_udp *u, struct srt_tx_queue *q, const uint16_t
 		uint8_t *icrc;
 		unsigned npc = slot_pieces(q, s, pc, &icrc);
 
-		store_icrc(u, s, pc, npc, icrc, n > 1 ? (uint16_t)k : 0);
+		if (!store_icrc_guarded(u, s, pc, npc, icrc, n > 1 ? (uint16_t)k : 0))
+			return false;
 	}
+	return true;
 }
 
 /* Control messages of one send: GSO segment size, TOS, TTL. */
@@ -557,10 +598,13 @@ static void take_local(struct srt_udp *u, struct srt_tx_queue *q)
 			continue;
 		}
 		bool with_icrc = srt_local_wants_icrc(peer);
-		if (with_icrc)
-			store_icrc(u, s, pc, npc, icrc, 0);
+		if (with_icrc && !store_icrc_guarded(u, s, pc, npc, icrc, 0)) {
+			u->tx_mr_fault++;
+			continue;
+		}
 		pc[npc++] = (struct wire_piece){ icrc, WIRE_ICRC_LEN };  /* the pieces stop before it */
-		srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len, with_icrc, s->alone);
+		if (!srt_local_send(u->local, peer, s->sport, s->tos, s->ttl, pc, npc, s->len, with_icrc, s->alone))
+			u->tx_mr_fault++;
 	}
 	q->n = kept;
 }
@@ -595,7 +639,11 @@ static unsigned flush_queue(struct srt_udp *u)
 
 			unsigned first_iov = niov;
 
-			fill_icrcs(u, q, order + i, n);
+			if (!fill_icrcs(u, q, order + i, n)) {
+				u->tx_mr_fault += n;
+				i += n;
+				continue;
+			}
 			for (unsigned k = 0; k < n; k++)
 				niov = push_slot(q, &q->slot[order[i + k]], iov, niov, first_iov);
 			memset(&msgs[nmsg], 0, sizeof(msgs[nmsg]));

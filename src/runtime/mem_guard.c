@@ -1,0 +1,344 @@
+/*
+ * mem_guard.c — guarded copies into and out of region memory, and the
+ * mapping check of registration (mem_guard.h says why).
+ *
+ * How a guarded operation works: it fills a struct guard on its own
+ * stack (a sigjmp_buf and the address ranges it may fault in), points the
+ * thread's `armed_guard` at it, does its loads and stores, and clears the
+ * pointer.  The handler reads the pointer (an initial-exec thread-local:
+ * one load, safe in a signal handler, no allocation): a SIGSEGV or SIGBUS
+ * raised by the hardware at an address in one of the guard's pages jumps
+ * back to the operation's sigsetjmp, which returns false.  sigsetjmp saves
+ * no signal mask (no system call); the handler is installed with
+ * SA_NODEFER so that leaving it by siglongjmp leaves the signal unblocked.
+ * Anything else (no guard armed, a fault elsewhere, a signal sent by
+ * kill) goes on to the handler installed before softrnic's.
+ */
+#include "runtime/mem_guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct guard {
+	sigjmp_buf env;
+	const struct wire_piece *ranges;        /* a fault in their pages is ours */
+	unsigned nranges;
+	struct guard *outer;                    /* the guard armed before, if any */
+};
+
+static __thread struct guard *armed_guard __attribute__((tls_model("initial-exec")));
+static struct sigaction prev_segv, prev_bus;
+static uintptr_t page_mask = 4095;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int install_error;
+
+static inline void arm(struct guard *g)
+{
+	g->outer = armed_guard;
+	armed_guard = g;
+	/* The handler, on this thread, sees the guard before the first
+	 * access of the operation, and until its last. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void disarm(struct guard *g)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	armed_guard = g->outer;
+}
+
+/* Does the page of address a belong to one of g's ranges? */
+static bool guard_covers(const struct guard *g, uintptr_t a)
+{
+	for (unsigned i = 0; i < g->nranges; i++) {
+		uintptr_t lo = (uintptr_t)g->ranges[i].p;
+		size_t len = g->ranges[i].len;
+
+		if (len && a >= (lo & ~page_mask) && a <= ((lo + len - 1) | page_mask))
+			return true;
+	}
+	return false;
+}
+
+/* The signal is not ours: do what would have happened without us. */
+static void pass_on(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *prev = sig == SIGBUS ? &prev_bus : &prev_segv;
+	struct sigaction dfl;
+
+	if (prev->sa_flags & SA_SIGINFO) {
+		prev->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+		prev->sa_handler(sig);
+		return;
+	}
+	/* The default action (a hardware fault is not ignorable either):
+	 * put it back.  A fault happens again as the handler returns and
+	 * ends the process where it faulted; a signal sent by kill() is
+	 * sent again. */
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	struct guard *g = armed_guard;
+
+	/* si_code > 0: raised by the kernel for a fault, si_addr valid. */
+	if (g && si->si_code > 0 && guard_covers(g, (uintptr_t)si->si_addr)) {
+		armed_guard = g->outer;
+		siglongjmp(g->env, 1);
+	}
+	pass_on(sig, si, uc);
+}
+
+static int install_one(int sig, struct sigaction *prev)
+{
+	struct sigaction sa, old;
+
+	if (sigaction(sig, NULL, &old) != 0)
+		return errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sigemptyset(&sa.sa_mask);
+	/* SA_NODEFER: see the top of this file.  SA_ONSTACK as the handler
+	 * replaced had it (a sanitizer's, or a program's that catches stack
+	 * overflows, which need the alternate stack). */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | (old.sa_flags & SA_ONSTACK);
+	*prev = old;
+	if (sigaction(sig, &sa, prev) != 0)
+		return errno;
+	return 0;
+}
+
+static void install(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	page_mask = (ps > 0 ? (uintptr_t)ps : 4096u) - 1;
+	install_error = install_one(SIGSEGV, &prev_segv);
+	if (!install_error)
+		install_error = install_one(SIGBUS, &prev_bus);
+}
+
+int srt_guard_install(void)
+{
+	pthread_once(&install_once, install);
+	return install_error;
+}
+
+/* The guarded operations.  Each arms a guard on its own stack around its
+ * accesses; nothing it changed before a fault needs undoing. */
+
+bool srt_guard_copy(void *dst, const void *src, size_t n)
+{
+	const struct wire_piece ranges[2] = { { src, n }, { dst, n } };
+	struct guard g = { .ranges = ranges, .nranges = 2 };
+
+	if (sigsetjmp(g.env, 0))
+		return false;
+	arm(&g);
+	if (n == 8 && ((uintptr_t)dst & 7) == 0) {
+		uint64_t v;
+
+		memcpy(&v, src, sizeof(v));
+		__atomic_store_n((uint64_t *)dst, v, __ATOMIC_RELEASE);
+	} else {
+		memcpy(dst, src, n);
+	}
+	disarm(&g);
+	return true;
+}
+
+/* Loops that run under a guard live in functions of their own: a local
+ * that changes after sigsetjmp in the guard's frame would have to be
+ * volatile. */
+__attribute__((noinline)) static void gather_pieces(uint8_t *to, const struct wire_piece *pc, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(to, pc[i].p, pc[i].len);
+		to += pc[i].len;
+	}
+}
+
+bool srt_guard_gather(uint8_t *to, const struct wire_piece *pc, unsigned n)
+{
+	struct guard g = { .ranges = pc, .nranges = n };
+
+	if (sigsetjmp(g.env, 0))
+		return false;
+	arm(&g);
+	gather_pieces(to, pc, n);
+	disarm(&g);
+	return true;
+}
+
+/* One access per page, uninstrumented: under AddressSanitizer the
+ * access itself must be what faults (and no shadow check of an address
+ * the program never mapped). */
+__attribute__((noinline, no_sanitize("address"))) static void touch_pages(uintptr_t a, uintptr_t last, bool write)
+{
+	for (;;) {
+		if (write)
+			__atomic_fetch_add((uint8_t *)a, 0, __ATOMIC_RELAXED);
+		else
+			(void)*(volatile const uint8_t *)a;
+		if ((a | page_mask) >= last)
+			break;
+		a = (a | page_mask) + 1;
+	}
+}
+
+bool srt_guard_touch(const void *p, size_t n, bool write)
+{
+	const struct wire_piece range = { p, n };
+	struct guard g = { .ranges = &range, .nranges = 1 };
+
+	if (!n)
+		return true;
+	if ((uintptr_t)p + n - 1 < (uintptr_t)p)
+		return false;
+	if (sigsetjmp(g.env, 0))
+		return false;
+	arm(&g);
+	touch_pages((uintptr_t)p, (uintptr_t)p + n - 1, write);
+	disarm(&g);
+	return true;
+}
+
+bool srt_guard_icrc(const struct wire_ip *ip, uint16_t sport, const struct wire_piece *pc, unsigned n,
+		    uint32_t *crc)
+{
+	struct guard g = { .ranges = pc, .nranges = n };
+
+	if (sigsetjmp(g.env, 0))
+		return false;
+	arm(&g);
+	*crc = wire_icrc_udp_payload_pieces(ip, sport, pc, n);
+	disarm(&g);
+	return true;
+}
+
+/* ---- registration --------------------------------------------------------- */
+
+/* Ranges of at most this many pages are checked by touching them (for a
+ * writable registration, by an atomic add of 0 to each page), which also
+ * faults them in, as the kernel's pinning does; longer ones by reading
+ * /proc/self/maps once, whose cost does not grow with the range's size
+ * and which leaves the pages alone (pinning 1 GiB would populate it). */
+#define CHECK_TOUCH_MAX_PAGES 64u
+
+/* One line of /proc/self/maps: "start-end perms ...".  false if it does
+ * not parse. */
+static bool parse_maps_line(const char *line, uintptr_t *start, uintptr_t *end, const char **perms)
+{
+	char *p;
+
+	*start = (uintptr_t)strtoull(line, &p, 16);
+	if (*p != '-')
+		return false;
+	*end = (uintptr_t)strtoull(p + 1, &p, 16);
+	if (*p != ' ' || strlen(p + 1) < 4)
+		return false;
+	*perms = p + 1;
+	return true;
+}
+
+/* [lo, hi) lies in mappings back to back, each readable, or writable when
+ * `write` (the kernel's check_vma_flags for a pin: FOLL_WRITE needs
+ * VM_WRITE, a read needs VM_READ).  0 or EFAULT; -1 when /proc cannot be
+ * read. */
+static int check_maps(uintptr_t lo, uintptr_t hi, bool write)
+{
+	char buf[8192];
+	size_t have = 0;
+	uintptr_t covered = lo;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		while ((nl = memchr(line, '\n', (size_t)(buf + have - line))) != NULL) {
+			uintptr_t start, end;
+			const char *perms;
+
+			*nl = '\0';
+			if (!parse_maps_line(line, &start, &end, &perms))
+				goto done;
+			line = nl + 1;
+			if (end <= covered)
+				continue;
+			if (start > covered || (write ? perms[1] != 'w' : perms[0] != 'r'))
+				goto done;      /* a hole, or a page we may not touch */
+			covered = end;
+			if (covered >= hi) {
+				close(fd);
+				return 0;
+			}
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			break;          /* a line longer than the buffer: not maps */
+	}
+done:
+	close(fd);
+	return EFAULT;
+}
+
+int srt_mem_check(const void *addr, size_t len, bool write)
+{
+	uintptr_t a = (uintptr_t)addr, last;
+
+	if (!len)
+		return 0;
+	if (srt_guard_install())
+		return EFAULT;
+	last = a + len - 1;
+	/* The kernel refuses a range whose end, rounded up to a page, wraps
+	 * around (EINVAL) before it looks at a page. */
+	if (last < a || (last | page_mask) == UINTPTR_MAX)
+		return EINVAL;
+	if ((last >> 12) - (a >> 12) < CHECK_TOUCH_MAX_PAGES) {
+		/* (4 KiB pages counted: on larger pages, even fewer.) */
+		return srt_guard_touch(addr, len, write) ? 0 : EFAULT;
+	}
+	int e = check_maps(a, last + 1, write);
+	if (e >= 0)
+		return e;
+	return srt_guard_touch(addr, len, write) ? 0 : EFAULT;     /* no /proc */
+}
+
+/* ---- the rnic's hooks ------------------------------------------------------ */
+
+bool srt_io_mem_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+	(void)ctx;
+	return srt_guard_copy(dst, src, len);
+}
+
+bool srt_io_mem_probe(void *ctx, const void *addr, size_t len, bool write)
+{
+	(void)ctx;
+	return srt_guard_touch(addr, len, write);
+}
