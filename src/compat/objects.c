@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "compat/compat.h"
+#include "runtime/mem_guard.h"
 
 static struct srt_device *dev_of(struct ibv_context *c)
 {
@@ -83,6 +84,25 @@ SR_EXPORT_1_1(ibv_dealloc_pd);
 
 /* ---- memory regions ----------------------------------------------------- */
 
+/* The kernel pins every page of a region when it is registered
+ * (ib_umem_get), for writing when the access may write (ib_access_
+ * writable: memory window binds count), and so refuses with EFAULT a
+ * range with a page that is not mapped, PROT_NONE, or read-only where it
+ * would be written.  softrnic pins nothing but gives the same answers
+ * (srt_mem_check), after the argument checks the kernel makes first.
+ * ODP regions are not pinned by the kernel either: no check. */
+static int check_pinnable(void *addr, size_t length, uint64_t iova, unsigned int access)
+{
+	const unsigned int writes = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+				    IBV_ACCESS_MW_BIND;
+	int e;
+
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
+	e = rnic_mr_reg_check(addr, length, iova, (int)access);
+	return e ? e : srt_mem_check(addr, length, (access & writes) != 0);
+}
+
 static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			     uint64_t iova, unsigned int access)
 {
@@ -95,10 +115,16 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	}
 	/* IBV_ACCESS_ON_DEMAND is accepted: softrnic never pins, and the
 	 * rnic probes ODP ranges before touching them (src/rnic/odp.c).
-	 * Implicit ODP is (NULL, SIZE_MAX). */
+	 * Implicit ODP is (NULL, SIZE_MAX).  Any other region must be
+	 * there (check_pinnable). */
 	/* The optional range (relaxed ordering, ...) is best effort by
 	 * definition: a device that cannot honour a bit ignores it. */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	int e = check_pinnable(addr, length, iova, access);
+	if (e) {
+		errno = e;
+		return NULL;
+	}
 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
@@ -208,6 +234,19 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr
 		access &= ~IBV_ACCESS_OPTIONAL_RANGE;   /* best effort, as in reg_mr */
 
 	mr = to_sr_mr(ibmr);
+	/* A new translation is pinned anew: the rule of registration (a
+	 * range the kernel cannot pin fails the command with EFAULT; here
+	 * it is found before anything changes, so the old registration
+	 * stands, which is what IBV_REREG_MR_ERR_INPUT promises). */
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		int e = check_pinnable(addr, length, (uintptr_t)addr,
+				       (unsigned int)((flags & IBV_REREG_MR_CHANGE_ACCESS) ? access
+										: rnic_mr_access(mr->mr)));
+		if (e) {
+			errno = e;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+	}
 	dev = dev_of(ibmr->context);
 	srt_lock(dev);
 	ret = rnic_mr_rereg(mr->mr, flags, new_pd, addr, length, (uintptr_t)addr, access);

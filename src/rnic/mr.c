@@ -39,30 +39,32 @@ uint32_t rnic_key_slot_alloc(struct rnic *r)
 	return find_free_slot(r);
 }
 
+int rnic_mr_reg_check(void *addr, size_t len, uint64_t iova, int access)
+{
+	if (access & ~MR_KNOWN_ACCESS)
+		return EINVAL;
+	/* A NULL address is only meaningful as implicit ODP: the whole
+	 * address space, length SIZE_MAX (rdma-core's convention). */
+	if (!addr && len && !(len == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND)))
+		return EINVAL;
+	/* Remote write or atomic requires local write (IBTA 10.6.3.1 C10-35). */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	if (iova + len < iova)
+		return EINVAL;
+	return 0;
+}
+
 struct rnic_mr *rnic_mr_reg(struct rnic_pd *pd, void *addr, size_t len, uint64_t iova, int access)
 {
 	struct rnic_mr *mr;
 	struct rnic *r;
 	uint32_t slot;
+	int e = pd ? rnic_mr_reg_check(addr, len, iova, access) : EINVAL;
 
-	if (!pd || (access & ~MR_KNOWN_ACCESS)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	/* A NULL address is only meaningful as implicit ODP: the whole
-	 * address space, length SIZE_MAX (rdma-core's convention). */
-	if (!addr && len && !(len == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	/* Remote write or atomic requires local write (IBTA 10.6.3.1 C10-35). */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (iova + len < iova) {
-		errno = EINVAL;
+	if (e) {
+		errno = e;
 		return NULL;
 	}
 	r = pd->r;
@@ -183,6 +185,11 @@ int rnic_mr_dereg(struct rnic_mr *mr)
 	r->n_mr--;
 	free(mr);
 	return 0;
+}
+
+int rnic_mr_access(const struct rnic_mr *mr)
+{
+	return mr->access;
 }
 
 uint32_t rnic_mr_lkey(const struct rnic_mr *mr)
