@@ -398,8 +398,13 @@ void *srt_progress_main(void *arg)
 	struct srt_device *dev = arg;
 	sigset_t all;
 
-	/* Signals belong to the application's threads. */
+	/* Signals belong to the application's threads; not the faults of
+	 * this thread's own accesses, which the kernel delivers here or,
+	 * when blocked, turns into the process's death (mem_guard.h catches
+	 * a region's pages gone under a copy). */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	ask_short_slice();
 
