@@ -3,7 +3,7 @@
  * header and our libibverbs.so.1: on-demand paging, ibv_advise_mr,
  * ibv_rereg_mr, thread and parent domains.
  *
- * usage: mr_ex_test [odp|rereg|domains]
+ * usage: mr_ex_test [odp|rereg|domains|pin]
  *   odp      ODP caps; explicit and implicit ODP MRs carry RDMA WRITE,
  *            READ and SEND; an unmapped or read-only page inside an
  *            implicit MR ends in an error completion (remote access error,
@@ -14,6 +14,11 @@
  *            _ACCESS seen by traffic
  *   domains  ibv_alloc_td / ibv_alloc_parent_domain: EBUSY ordering,
  *            CQ ex / QP / MR on a parent domain, traffic over it
+ *   pin      registration refuses, EFAULT, what the kernel could not pin:
+ *            unmapped pages (1 GiB over a 4 KiB malloc, 64 TiB, address
+ *            0x1000, a hole), PROT_NONE, a read-only mapping for writing;
+ *            through ibv_reg_mr, _iova, _iova2 and ibv_rereg_mr (the old
+ *            registration stands); ODP and valid mappings still register
  *
  * Every mode connects two RC QPs of one context to each other over our own
  * GID (as verbs_api_test loopback) and busy-polls with a deadline; a QP
@@ -353,6 +358,176 @@ static int run_rereg(void)
 	return vt_failures != 0;
 }
 
+/* ---- pin ------------------------------------------------------------------ */
+
+/* ibv_reg_mr(pd, addr, len, access) fails with EFAULT. */
+#define CHECK_EFAULT(call)                                                     \
+	do {                                                                   \
+		struct ibv_mr *mr_;                                            \
+		errno = 0;                                                     \
+		mr_ = (call);                                                  \
+		CHECK(!mr_ && errno == EFAULT);                                \
+		if (mr_)                                                       \
+			ibv_dereg_mr(mr_);                                     \
+	} while (0)
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Registers [p, p+len) with `access` (must work) and deregisters it. */
+static void check_registers(struct ibv_pd *pd, void *p, size_t len, int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, p, len, access);
+
+	CHECK(mr != NULL);
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0);
+}
+
+/* A mapping of `len` bytes with protection `prot`, not populated. */
+static char *map(size_t len, int prot)
+{
+	char *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	REQUIRE(p != MAP_FAILED);
+	return p;
+}
+
+static int run_pin(void)
+{
+	struct ibv_context *ctx = vt_open_device("softrnic0");
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		       IBV_ACCESS_REMOTE_ATOMIC;
+	const size_t ps = (size_t)sysconf(_SC_PAGESIZE), small = 4 * ps, large = 1024 * ps;
+	const size_t gib = (size_t)1 << 30;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	char *heap = malloc(4096), *src = calloc(1, BUF);
+	struct ibv_mr *mr, *src_mr;
+	struct pair p;
+	struct ibv_wc wc;
+
+	REQUIRE(pd && heap && src);
+
+	/* Unmapped: running off a 4 KiB malloc for 1 GiB; 64 TiB, past the
+	 * end of the address space; a page nobody maps. */
+	CHECK_EFAULT(ibv_reg_mr(pd, heap, gib, rw));
+	CHECK_EFAULT(ibv_reg_mr(pd, heap, (size_t)64 << 40, rw));
+	CHECK_EFAULT(ibv_reg_mr(pd, heap, (size_t)64 << 40, IBV_ACCESS_REMOTE_READ));
+	CHECK_EFAULT(ibv_reg_mr(pd, (void *)0x1000, 4096, IBV_ACCESS_LOCAL_WRITE));
+	CHECK_EFAULT(ibv_reg_mr(pd, (void *)0x1000, 4096, 0));
+	CHECK_EFAULT(ibv_reg_mr_iova(pd, heap, gib, 0x10000, rw));
+	CHECK_EFAULT(ibv_reg_mr_iova2(pd, (void *)0x1000, 4096, 0, IBV_ACCESS_LOCAL_WRITE));
+	/* The kernel's order: argument errors before any page is looked at. */
+	errno = 0;
+	CHECK(!ibv_reg_mr(pd, (void *)0x1000, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL);
+
+	/* A hole in the middle, in a short range (touched page by page) and a
+	 * long one (checked against /proc/self/maps). */
+	for (int i = 0; i < 2; i++) {
+		size_t len = i ? large : small;
+		char *m = map(len, PROT_READ | PROT_WRITE);
+
+		check_registers(pd, m, len, rw);
+		REQUIRE(munmap(m + len / 2, ps) == 0);
+		CHECK_EFAULT(ibv_reg_mr(pd, m, len, rw));
+		CHECK_EFAULT(ibv_reg_mr(pd, m, len, IBV_ACCESS_REMOTE_READ));
+		check_registers(pd, m, len / 2, rw);                    /* the part before it */
+		REQUIRE(munmap(m, len) == 0);
+	}
+
+	/* PROT_READ: no writable access (local write, remote write or
+	 * atomic, window bind); read-only access is fine.  PROT_NONE: none. */
+	for (int i = 0; i < 2; i++) {
+		size_t len = i ? large : small;
+		char *ro = map(len, PROT_READ), *none = map(len, PROT_NONE);
+
+		CHECK_EFAULT(ibv_reg_mr(pd, ro, len, IBV_ACCESS_LOCAL_WRITE));
+		CHECK_EFAULT(ibv_reg_mr(pd, ro, len, rw));
+		CHECK_EFAULT(ibv_reg_mr(pd, ro, len, IBV_ACCESS_MW_BIND));
+		check_registers(pd, ro, len, IBV_ACCESS_REMOTE_READ);
+		check_registers(pd, ro, len, 0);
+		CHECK_EFAULT(ibv_reg_mr(pd, none, len, 0));
+		CHECK_EFAULT(ibv_reg_mr(pd, none, len, IBV_ACCESS_REMOTE_READ));
+		CHECK_EFAULT(ibv_reg_mr(pd, none, len, rw));
+		/* Writable in part: only the part. */
+		REQUIRE(mprotect(ro, ps, PROT_READ | PROT_WRITE) == 0);
+		check_registers(pd, ro, ps, IBV_ACCESS_LOCAL_WRITE);
+		CHECK_EFAULT(ibv_reg_mr(pd, ro, 2 * ps, IBV_ACCESS_LOCAL_WRITE));
+		REQUIRE(munmap(ro, len) == 0 && munmap(none, len) == 0);
+	}
+
+	/* Valid mappings still register: the heap buffer, and 1 GiB never
+	 * touched (checked without faulting it in: it stays unpopulated). */
+	check_registers(pd, heap, 4096, rw);
+	char *big = map(gib, PROT_READ | PROT_WRITE);
+	double t0 = now_ms();
+	mr = ibv_reg_mr(pd, big, gib, rw);
+	double t1 = now_ms();
+	CHECK(mr != NULL);
+	unsigned char resident = 1;
+	CHECK(mincore(big + gib / 2, ps, &resident) == 0 && !(resident & 1));
+	printf("pin: ibv_reg_mr of 1 GiB took %.3f ms\n", t1 - t0);
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0);
+
+	/* ODP regions are not pinned: they keep their rules. */
+	check_registers(pd, (void *)0x1000, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	check_registers(pd, heap, gib, rw | IBV_ACCESS_ON_DEMAND);
+
+	/* ibv_rereg_mr to a translation that cannot be pinned: refused with
+	 * EFAULT before anything changes (IBV_REREG_MR_ERR_INPUT: "Old MR is
+	 * valid"), and the old registration still carries a WRITE. */
+	char *target = calloc(1, BUF);
+	REQUIRE(target);
+	mr = ibv_reg_mr(pd, target, BUF, rw);
+	src_mr = ibv_reg_mr(pd, src, BUF, rw);
+	REQUIRE(mr && src_mr);
+	uint32_t rkey = mr->rkey;
+	errno = 0;
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, (void *)0x1000, 4096, 0) ==
+	      IBV_REREG_MR_ERR_INPUT && errno == EFAULT);
+	errno = 0;
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, heap, gib, 0) ==
+	      IBV_REREG_MR_ERR_INPUT && errno == EFAULT);
+	char *ro = map(small, PROT_READ);
+	errno = 0;
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, ro, small, 0) ==
+	      IBV_REREG_MR_ERR_INPUT && errno == EFAULT);
+	errno = 0;
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL, ro, small,
+			   IBV_ACCESS_LOCAL_WRITE) == IBV_REREG_MR_ERR_INPUT && errno == EFAULT);
+	/* Read-only access over the read-only mapping is fine. */
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL, ro, small,
+			   IBV_ACCESS_REMOTE_READ) == 0);
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS, NULL, target, BUF,
+			   rw) == 0);
+	errno = 0;
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, (void *)0x1000, 4096, 0) ==
+	      IBV_REREG_MR_ERR_INPUT && errno == EFAULT);
+	CHECK(mr->addr == target && mr->length == BUF && mr->rkey == rkey);
+	pair_open(ctx, pd, &p);
+	fill(src, 1000, 8);
+	wc = post_one(p.qp[0], p.cq[0], IBV_WR_RDMA_WRITE, src, 1000, src_mr->lkey, (uintptr_t)target + 100,
+		      rkey);
+	CHECK(wc.status == IBV_WC_SUCCESS && memcmp(src, target + 100, 1000) == 0);
+	pair_close(&p);
+
+	CHECK(ibv_dereg_mr(mr) == 0);
+	CHECK(ibv_dereg_mr(src_mr) == 0);
+	CHECK(munmap(ro, small) == 0 && munmap(big, gib) == 0);
+	CHECK(ibv_dealloc_pd(pd) == 0);
+	CHECK(ibv_close_device(ctx) == 0);
+	free(target);
+	free(src);
+	free(heap);
+	return vt_failures != 0;
+}
+
 /* ---- domains -------------------------------------------------------------- */
 
 static void *never_alloc(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
@@ -476,6 +651,7 @@ int main(int argc, char **argv)
 		{ "odp", run_odp },
 		{ "rereg", run_rereg },
 		{ "domains", run_domains },
+		{ "pin", run_pin },
 	};
 
 	return vt_main(argc, argv, modes, sizeof(modes) / sizeof(modes[0]));
