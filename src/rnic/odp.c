@@ -18,12 +18,20 @@
  * of raising a signal, and they fault pages in as a side effect, which is
  * what a prefetch wants too.
  *
+ * Every MR access, ODP or not, is also a guarded copy (rnic_io.mem_copy:
+ * in the runtime, a fault in the copy ends it with the same errors,
+ * runtime/mem_guard.h); the probe is what lets an ODP range that was
+ * never mapped be refused without a fault at all, and what a port
+ * without the guard (the seeded pair, the simulator) relies on.
+ *
  * Trade-offs, chosen deliberately:
  *  - Only ODP MRs pay for the probe (two syscalls per page); ordinary MRs
- *    keep a plain memcpy, so the fast path is unchanged.
- *  - The probe and the later memcpy are not atomic: a thread that unmaps
- *    the buffer between the two still crashes the process.  Hardware ODP
- *    tolerates that race through MMU notifiers; a user-space NIC cannot.
+ *    were checked at registration (the kernel's pinning rule) and keep
+ *    the guarded copy, whose cost is a sigsetjmp.
+ *  - The probe and the later copy are not atomic: a thread may unmap the
+ *    buffer between the two.  Hardware ODP tolerates that race through
+ *    MMU notifiers; in the runtime the guarded copy catches it and the
+ *    access ends in the same error; without the guard it would fault.
  *  - The write probe stores back the byte it just read.  The byte lies
  *    inside the range the operation is about to overwrite, whose contents
  *    the application may not rely on meanwhile, so the store is harmless.

@@ -22,15 +22,23 @@
  *            the peer's SEND with IBV_WC_REM_OP_ERR (a NAK remote
  *            operational error, as for a receive buffer with a bad lkey);
  * afterwards a WRITE into the owner's mapped buffer still lands, and both
- * processes count mr_fault.  CTest runs it in each transport mode
- * (default, SOFTRNIC_LOCAL=packets, SOFTRNIC_LOCAL=0).
+ * processes count mr_fault.  Before that, the guard's handler is seen to
+ * pass on the faults that are not its own: to a handler the program
+ * installed before the device opened, and without one, to the default
+ * action (the process dies of SIGSEGV; under AddressSanitizer, of its
+ * report).  CTest runs it in each transport mode (default,
+ * SOFTRNIC_LOCAL=packets, SOFTRNIC_LOCAL=0).
  *
  *   test_mr_fault          all cases
  *   test_mr_fault N        case N only (0-based, as printed)
  */
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_util.h"
@@ -323,6 +331,83 @@ static int peer_side(int fd, struct srt_device *dev)
 	return 0;
 }
 
+/* ---- faults that are not the guard's ---------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+static sigjmp_buf program_env;
+static volatile sig_atomic_t program_caught;
+
+static void program_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	program_caught = 1;
+	siglongjmp(program_env, 1);
+}
+
+/* An address nobody maps. */
+static volatile uint8_t *gone_page(void)
+{
+	uint8_t *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(p != MAP_FAILED && munmap(p, 4096) == 0, "mmap/munmap: %s", strerror(errno));
+	return p;
+}
+
+/* A child that opens a device and then faults outside any guard: with
+ * `own_handler`, the program's handler (installed first) must get it
+ * (the child exits 0); without, the child must die of it. */
+static void fault_in_child(bool own_handler)
+{
+	pid_t child = fork();
+	int status = 0;
+
+	CHECK(child >= 0, "fork: %s", strerror(errno));
+	if (!own_handler && child > 0)
+		fprintf(stderr, "a child faults on purpose now, outside the guard (a sanitizer reports it)\n");
+	if (child == 0) {
+		struct rlimit no_core = { 0, 0 };
+
+		(void)setrlimit(RLIMIT_CORE, &no_core);
+		if (own_handler) {
+			struct sigaction sa;
+
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_sigaction = program_handler;
+			sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+			sigemptyset(&sa.sa_mask);
+			CHECK(sigaction(SIGSEGV, &sa, NULL) == 0, "sigaction");
+		}
+		struct srt_device *dev = srt_open();
+		CHECK(dev != NULL, "srt_open: %s", strerror(errno));
+		volatile uint8_t *bad = gone_page();
+		if (!sigsetjmp(program_env, 1))
+			(void)*bad;
+		_exit(own_handler && program_caught ? 0 : 3);
+	}
+	CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+	if (own_handler) {
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the program's own SIGSEGV handler did not get its fault (status %#x)", status);
+		return;
+	}
+#ifdef UNDER_ASAN
+	CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 3, "a fault outside the guard was survived (status %#x)",
+	      status);
+#else
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+	      "a fault outside the guard did not end the process with SIGSEGV (status %#x)", status);
+#endif
+}
+
 static int run_side(int fd, bool server, void *arg)
 {
 	struct srt_device *dev = srt_open();
@@ -342,6 +427,8 @@ int main(int argc, char **argv)
 		CHECK(first_case < NCASES, "case %u: there are %zu", first_case, NCASES);
 		end_case = first_case + 1;
 	}
+	fault_in_child(true);
+	fault_in_child(false);
 	rt_run_two_processes(run_side, NULL);
 	printf("test_mr_fault: %u cases passed\n", end_case - first_case);
 	return 0;
