@@ -49,9 +49,9 @@ bool srt_guard_copy(void *dst, const void *src, size_t n);
 /* The pieces, one after another, to `to`; false if a page of a piece
  * faulted.  A fault in `to` is not caught: it is the caller's memory. */
 bool srt_guard_gather(uint8_t *to, const struct wire_piece *pc, unsigned n);
-/* Touch one byte of every page of [p, p+n): read it, or with `write` add
- * 0 to it atomically (a store that changes nothing, even against a
- * concurrent writer).  false if a page faulted. */
+/* Touch one byte of every page of [p, p+n): read it, and with `write`
+ * store it back by a compare-and-swap (a store that changes nothing, even
+ * against a concurrent writer).  false if a page faulted. */
 bool srt_guard_touch(const void *p, size_t n, bool write);
 /* wire_icrc_udp_payload_pieces into *crc; false if a page of a piece
  * faulted. */

@@ -13,10 +13,13 @@
  *   remote   the peer's RDMA WRITE and READ (64 B; 64 KiB, which the
  *            default mode carries on the message path), fetch-and-add
  *            and compare-and-swap into the gone region complete with
- *            IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.2.4);
+ *            IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.2.4); so do WRITEs and
+ *            atomics into a region the owner made read-only (mprotect)
+ *            after registering it, whose READ still succeeds;
  *   local    the peer's SEND and RDMA WRITE from, and RDMA READ into, an
  *            SGE of its own whose pages it unmapped after registering
- *            complete with IBV_WC_LOC_PROT_ERR (IBTA 10.6.3.3);
+ *            complete with IBV_WC_LOC_PROT_ERR (IBTA 10.6.3.3); so does a
+ *            READ into an SGE it made read-only;
  *   receive  the peer's SEND into an owner's receive buffer that went
  *            away: the owner's receive completes with IBV_WC_LOC_PROT_ERR,
  *            the peer's SEND with IBV_WC_REM_OP_ERR (a NAK remote
@@ -53,26 +56,35 @@ enum kind { REMOTE, LOCAL, RECEIVE };
 
 struct fault_case {
 	const char *name;
-	enum kind kind;
+	enum kind kind;                 /* whose memory faults */
+	bool read_only;                 /* made read-only, not unmapped */
 	enum ibv_wr_opcode op;
 	uint32_t len;
 	enum ibv_wc_status want;        /* the peer's completion */
 };
 
 static const struct fault_case cases[] = {
-	{ "RDMA WRITE 64 B into the gone region", REMOTE, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA WRITE 64 KiB into the gone region", REMOTE, IBV_WR_RDMA_WRITE, BIG, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA READ 64 B of the gone region", REMOTE, IBV_WR_RDMA_READ, 64, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA READ 64 KiB of the gone region", REMOTE, IBV_WR_RDMA_READ, BIG, IBV_WC_REM_ACCESS_ERR },
-	{ "fetch-and-add on the gone region", REMOTE, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_REM_ACCESS_ERR },
-	{ "compare-and-swap on the gone region", REMOTE, IBV_WR_ATOMIC_CMP_AND_SWP, 8, IBV_WC_REM_ACCESS_ERR },
-	{ "SEND 64 B from a gone SGE", LOCAL, IBV_WR_SEND, 64, IBV_WC_LOC_PROT_ERR },
-	{ "SEND 64 KiB from a gone SGE", LOCAL, IBV_WR_SEND, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA WRITE 64 KiB from a gone SGE", LOCAL, IBV_WR_RDMA_WRITE, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 B into a gone SGE", LOCAL, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 KiB into a gone SGE", LOCAL, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "SEND 64 B into a gone receive buffer", RECEIVE, IBV_WR_SEND, 64, IBV_WC_REM_OP_ERR },
-	{ "SEND 64 KiB into a gone receive buffer", RECEIVE, IBV_WR_SEND, BIG, IBV_WC_REM_OP_ERR },
+	{ "RDMA WRITE 64 B into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA WRITE 64 KiB into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA READ 64 B of the gone region", REMOTE, false, IBV_WR_RDMA_READ, 64, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA READ 64 KiB of the gone region", REMOTE, false, IBV_WR_RDMA_READ, BIG, IBV_WC_REM_ACCESS_ERR },
+	{ "fetch-and-add on the gone region", REMOTE, false, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_REM_ACCESS_ERR },
+	{ "compare-and-swap on the gone region", REMOTE, false, IBV_WR_ATOMIC_CMP_AND_SWP, 8, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA WRITE 64 B into the read-only region", REMOTE, true, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA WRITE 64 KiB into the read-only region", REMOTE, true, IBV_WR_RDMA_WRITE, BIG,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "fetch-and-add on the read-only region", REMOTE, true, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+	  IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA READ 64 KiB of the read-only region", REMOTE, true, IBV_WR_RDMA_READ, BIG, IBV_WC_SUCCESS },
+	{ "SEND 64 B from a gone SGE", LOCAL, false, IBV_WR_SEND, 64, IBV_WC_LOC_PROT_ERR },
+	{ "SEND 64 KiB from a gone SGE", LOCAL, false, IBV_WR_SEND, BIG, IBV_WC_LOC_PROT_ERR },
+	{ "RDMA WRITE 64 KiB from a gone SGE", LOCAL, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_LOC_PROT_ERR },
+	{ "RDMA READ 64 B into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR },
+	{ "RDMA READ 64 KiB into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR },
+	{ "RDMA READ 64 B into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR },
+	{ "RDMA READ 64 KiB into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR },
+	{ "SEND 64 B into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, 64, IBV_WC_REM_OP_ERR },
+	{ "SEND 64 KiB into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, BIG, IBV_WC_REM_OP_ERR },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -107,11 +119,19 @@ static void unmap_region(struct region *g)
 	CHECK(munmap(g->p, REGION_LEN) == 0, "munmap: %s", strerror(errno));
 }
 
-static void region_fini(struct rt_endpoint *ep, struct region *g)
+static void protect_region(struct region *g)
+{
+	CHECK(mprotect(g->p, REGION_LEN, PROT_READ) == 0, "mprotect: %s", strerror(errno));
+}
+
+/* Deregistered at last; a region made read-only is unmapped too. */
+static void region_fini(struct rt_endpoint *ep, struct region *g, bool mapped)
 {
 	srt_lock(ep->dev);
 	CHECK(rnic_mr_dereg(g->mr) == 0, "dereg of a gone region");
 	srt_unlock(ep->dev);
+	if (mapped)
+		unmap_region(g);
 }
 
 /* RESET -> RTS as rt_qp_connect, with remote atomics allowed, and the
@@ -232,22 +252,24 @@ static uint64_t published_mr_faults(void)
 static int owner(int fd, struct srt_device *dev)
 {
 	struct rt_endpoint ep;
-	struct region target, recv;
+	struct region target, recv, ro;
 	unsigned remote = 0, receive = 0;
 
 	rt_endpoint_init(&ep, dev, BUF_LEN);
 	region_init(&ep, &target, 0);
 	region_init(&ep, &recv, 1);
+	region_init(&ep, &ro, 2);
 	unmap_region(&target);
 	unmap_region(&recv);
+	protect_region(&ro);
 	for (unsigned i = first_case; i < end_case; i++) {
 		const struct fault_case *c = &cases[i];
 		struct rt_qp_info peer;
 		/* The peer's READ into its gone SGE reads our mapped buffer. */
-		bool ours = c->kind == LOCAL;
-		struct rnic_qp *qp = new_qp(&ep, fd, 0x1000 * (i + 1), ours ? (uint64_t)(uintptr_t)ep.buf
-						 : (uint64_t)(uintptr_t)target.p,
-					    rnic_mr_rkey(ours ? ep.mr : target.mr), &peer);
+		const struct region ours = { ep.buf, ep.mr };
+		const struct region *g = c->kind == LOCAL ? &ours : c->read_only ? &ro : &target;
+		struct rnic_qp *qp = new_qp(&ep, fd, 0x1000 * (i + 1), (uint64_t)(uintptr_t)g->p, rnic_mr_rkey(g->mr),
+					    &peer);
 
 		if (c->kind == RECEIVE) {
 			struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)recv.p, .length = REGION_LEN,
@@ -263,7 +285,7 @@ static int owner(int fd, struct srt_device *dev)
 			expect_status(&ep, "owner", c, IBV_WC_LOC_PROT_ERR);
 			receive++;
 		}
-		remote += c->kind == REMOTE;
+		remote += c->kind == REMOTE && c->want != IBV_WC_SUCCESS;
 		rt_barrier(fd);         /* the peer has its completion */
 		destroy_qp(&ep, qp);
 	}
@@ -280,8 +302,10 @@ static int owner(int fd, struct srt_device *dev)
 	fprintf(stderr, "owner: pid %d alive, mr_fault %llu\n", (int)getpid(), (unsigned long long)faults);
 	CHECK(faults >= remote + receive, "owner: mr_fault %llu, expected at least %u", (unsigned long long)faults,
 	      remote + receive);
-	region_fini(&ep, &recv);
-	region_fini(&ep, &target);
+	CHECK(ro.p[0] == 0x5a && ro.p[REGION_LEN - 1] == 0x5a, "owner: the read-only region changed");
+	region_fini(&ep, &ro, true);
+	region_fini(&ep, &recv, false);
+	region_fini(&ep, &target, false);
 	rt_endpoint_fini(&ep);
 	return 0;
 }
@@ -290,23 +314,28 @@ static int owner(int fd, struct srt_device *dev)
 static int peer_side(int fd, struct srt_device *dev)
 {
 	struct rt_endpoint ep;
-	struct region gone;
+	struct region gone, ro;
 	unsigned local = 0;
 
 	rt_endpoint_init(&ep, dev, BUF_LEN);
-	region_init(&ep, &gone, 2);
+	region_init(&ep, &gone, 3);
+	region_init(&ep, &ro, 4);
 	unmap_region(&gone);
+	protect_region(&ro);
 	for (unsigned i = first_case; i < end_case; i++) {
 		const struct fault_case *c = &cases[i];
 		struct rt_qp_info owner_qp;
 		struct rnic_qp *qp = new_qp(&ep, fd, 0x800000 + 0x1000 * i, 0, 0, &owner_qp);
-		bool from_gone = c->kind == LOCAL;
+		const struct region ours = { ep.buf, ep.mr };
+		const struct region *g = c->kind != LOCAL ? &ours : c->read_only ? &ro : &gone;
 
 		rt_barrier(fd);         /* the owner's receive is posted */
-		CHECK(post(&ep, qp, c, from_gone ? gone.p : ep.buf, rnic_mr_lkey(from_gone ? gone.mr : ep.mr),
-			   owner_qp.addr, owner_qp.rkey) == 0, "%s: post_send", c->name);
+		CHECK(post(&ep, qp, c, g->p, rnic_mr_lkey(g->mr), owner_qp.addr, owner_qp.rkey) == 0, "%s: post_send",
+		      c->name);
 		expect_status(&ep, "peer", c, c->want);
 		fprintf(stderr, "peer: %u %s: %s\n", i, c->name, rt_wc_status(c->want));
+		if (c->want == IBV_WC_SUCCESS && c->op == IBV_WR_RDMA_READ)
+			CHECK(ep.buf[0] == 0x5a && ep.buf[c->len - 1] == 0x5a, "peer: %s: wrong data", c->name);
 		local += c->kind == LOCAL;
 		rt_barrier(fd);
 		destroy_qp(&ep, qp);
@@ -314,8 +343,8 @@ static int peer_side(int fd, struct srt_device *dev)
 
 	struct rt_qp_info owner_qp;
 	struct rnic_qp *qp = new_qp(&ep, fd, 0x88000, 0, 0, &owner_qp);
-	const struct fault_case write = { "RDMA WRITE 5000 B after the faults", REMOTE, IBV_WR_RDMA_WRITE, 5000,
-					  IBV_WC_SUCCESS };
+	const struct fault_case write = { "RDMA WRITE 5000 B after the faults", REMOTE, false, IBV_WR_RDMA_WRITE,
+					  5000, IBV_WC_SUCCESS };
 	rt_barrier(fd);
 	rt_fill(ep.buf, 5000, 42);
 	CHECK(post(&ep, qp, &write, ep.buf, rnic_mr_lkey(ep.mr), owner_qp.addr + 100, owner_qp.rkey) == 0,
@@ -326,7 +355,8 @@ static int peer_side(int fd, struct srt_device *dev)
 
 	uint64_t faults = published_mr_faults();
 	CHECK(faults >= local, "peer: mr_fault %llu, expected at least %u", (unsigned long long)faults, local);
-	region_fini(&ep, &gone);
+	region_fini(&ep, &ro, true);
+	region_fini(&ep, &gone, false);
 	rt_endpoint_fini(&ep);
 	return 0;
 }
