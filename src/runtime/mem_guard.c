@@ -38,8 +38,13 @@ static uintptr_t page_mask = 4095;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_error;
 
-static inline void arm(struct guard *g)
+/* g's sigjmp_buf is filled by sigsetjmp, the rest here: a guard is not
+ * zero-initialised (its 200-byte buffer would cost more than the copy it
+ * guards). */
+static inline void arm(struct guard *g, const struct wire_piece *ranges, unsigned nranges)
 {
+	g->ranges = ranges;
+	g->nranges = nranges;
 	g->outer = armed_guard;
 	armed_guard = g;
 	/* The handler, on this thread, sees the guard before the first
@@ -145,11 +150,11 @@ int srt_guard_install(void)
 bool srt_guard_copy(void *dst, const void *src, size_t n)
 {
 	const struct wire_piece ranges[2] = { { src, n }, { dst, n } };
-	struct guard g = { .ranges = ranges, .nranges = 2 };
+	struct guard g;
 
 	if (sigsetjmp(g.env, 0))
 		return false;
-	arm(&g);
+	arm(&g, ranges, 2);
 	if (n == 8 && ((uintptr_t)dst & 7) == 0) {
 		uint64_t v;
 
@@ -175,11 +180,11 @@ __attribute__((noinline)) static void gather_pieces(uint8_t *to, const struct wi
 
 bool srt_guard_gather(uint8_t *to, const struct wire_piece *pc, unsigned n)
 {
-	struct guard g = { .ranges = pc, .nranges = n };
+	struct guard g;
 
 	if (sigsetjmp(g.env, 0))
 		return false;
-	arm(&g);
+	arm(&g, pc, n);
 	gather_pieces(to, pc, n);
 	disarm(&g);
 	return true;
@@ -208,7 +213,7 @@ __attribute__((noinline, no_sanitize("address"))) static void touch_pages(uintpt
 bool srt_guard_touch(const void *p, size_t n, bool write)
 {
 	const struct wire_piece range = { p, n };
-	struct guard g = { .ranges = &range, .nranges = 1 };
+	struct guard g;
 
 	if (!n)
 		return true;
@@ -216,7 +221,7 @@ bool srt_guard_touch(const void *p, size_t n, bool write)
 		return false;
 	if (sigsetjmp(g.env, 0))
 		return false;
-	arm(&g);
+	arm(&g, &range, 1);
 	touch_pages((uintptr_t)p, (uintptr_t)p + n - 1, write);
 	disarm(&g);
 	return true;
@@ -225,11 +230,11 @@ bool srt_guard_touch(const void *p, size_t n, bool write)
 bool srt_guard_icrc(const struct wire_ip *ip, uint16_t sport, const struct wire_piece *pc, unsigned n,
 		    uint32_t *crc)
 {
-	struct guard g = { .ranges = pc, .nranges = n };
+	struct guard g;
 
 	if (sigsetjmp(g.env, 0))
 		return false;
-	arm(&g);
+	arm(&g, pc, n);
 	*crc = wire_icrc_udp_payload_pieces(ip, sport, pc, n);
 	disarm(&g);
 	return true;
