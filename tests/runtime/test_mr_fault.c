@@ -24,6 +24,9 @@
  *            away: the owner's receive completes with IBV_WC_LOC_PROT_ERR,
  *            the peer's SEND with IBV_WC_REM_OP_ERR (a NAK remote
  *            operational error, as for a receive buffer with a bad lkey);
+ * and each once more behind three good WQEs of its kind posted at once
+ * (on the message path their reads are put off when the bad one comes:
+ * the good ones complete first, successfully);
  * afterwards a WRITE into the owner's mapped buffer still lands, and both
  * processes count mr_fault.  Before that, the guard's handler is seen to
  * pass on the faults that are not its own: to a handler the program
@@ -61,30 +64,40 @@ struct fault_case {
 	enum ibv_wr_opcode op;
 	uint32_t len;
 	enum ibv_wc_status want;        /* the peer's completion */
+	/* WQEs of the same kind into mapped memory posted first, in one go:
+	 * on the message path, their reads are put off (pull.c) when the
+	 * faulting one arrives, which must not pass them. */
+	unsigned good;
 };
 
 static const struct fault_case cases[] = {
-	{ "RDMA WRITE 64 B into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA WRITE 64 KiB into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA READ 64 B of the gone region", REMOTE, false, IBV_WR_RDMA_READ, 64, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA READ 64 KiB of the gone region", REMOTE, false, IBV_WR_RDMA_READ, BIG, IBV_WC_REM_ACCESS_ERR },
-	{ "fetch-and-add on the gone region", REMOTE, false, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_REM_ACCESS_ERR },
-	{ "compare-and-swap on the gone region", REMOTE, false, IBV_WR_ATOMIC_CMP_AND_SWP, 8, IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA WRITE 64 B into the read-only region", REMOTE, true, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR },
+	{ "RDMA WRITE 64 B into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "RDMA WRITE 64 KiB into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "RDMA READ 64 B of the gone region", REMOTE, false, IBV_WR_RDMA_READ, 64, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "RDMA READ 64 KiB of the gone region", REMOTE, false, IBV_WR_RDMA_READ, BIG, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "fetch-and-add on the gone region", REMOTE, false, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "compare-and-swap on the gone region", REMOTE, false, IBV_WR_ATOMIC_CMP_AND_SWP, 8, IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "RDMA WRITE 64 B into the read-only region", REMOTE, true, IBV_WR_RDMA_WRITE, 64, IBV_WC_REM_ACCESS_ERR, 0 },
 	{ "RDMA WRITE 64 KiB into the read-only region", REMOTE, true, IBV_WR_RDMA_WRITE, BIG,
-	  IBV_WC_REM_ACCESS_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0 },
 	{ "fetch-and-add on the read-only region", REMOTE, true, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
-	  IBV_WC_REM_ACCESS_ERR },
-	{ "RDMA READ 64 KiB of the read-only region", REMOTE, true, IBV_WR_RDMA_READ, BIG, IBV_WC_SUCCESS },
-	{ "SEND 64 B from a gone SGE", LOCAL, false, IBV_WR_SEND, 64, IBV_WC_LOC_PROT_ERR },
-	{ "SEND 64 KiB from a gone SGE", LOCAL, false, IBV_WR_SEND, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA WRITE 64 KiB from a gone SGE", LOCAL, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 B into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 KiB into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 B into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR },
-	{ "RDMA READ 64 KiB into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR },
-	{ "SEND 64 B into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, 64, IBV_WC_REM_OP_ERR },
-	{ "SEND 64 KiB into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, BIG, IBV_WC_REM_OP_ERR },
+	  IBV_WC_REM_ACCESS_ERR, 0 },
+	{ "RDMA READ 64 KiB of the read-only region", REMOTE, true, IBV_WR_RDMA_READ, BIG, IBV_WC_SUCCESS, 0 },
+	{ "SEND 64 B from a gone SGE", LOCAL, false, IBV_WR_SEND, 64, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "SEND 64 KiB from a gone SGE", LOCAL, false, IBV_WR_SEND, BIG, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "RDMA WRITE 64 KiB from a gone SGE", LOCAL, false, IBV_WR_RDMA_WRITE, BIG, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "RDMA READ 64 B into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "RDMA READ 64 KiB into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "RDMA READ 64 B into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, 64, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "RDMA READ 64 KiB into a read-only SGE", LOCAL, true, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR, 0 },
+	{ "SEND 64 B into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, 64, IBV_WC_REM_OP_ERR, 0 },
+	{ "SEND 64 KiB into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, BIG, IBV_WC_REM_OP_ERR, 0 },
+	{ "3 RDMA WRITEs 64 KiB, then one into the gone region", REMOTE, false, IBV_WR_RDMA_WRITE, BIG,
+	  IBV_WC_REM_ACCESS_ERR, 3 },
+	{ "3 SENDs 64 KiB, then one into a gone receive buffer", RECEIVE, false, IBV_WR_SEND, BIG, IBV_WC_REM_OP_ERR,
+	  3 },
+	{ "3 RDMA READs 64 KiB, then one into a gone SGE", LOCAL, false, IBV_WR_RDMA_READ, BIG, IBV_WC_LOC_PROT_ERR,
+	  3 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -248,6 +261,12 @@ static uint64_t published_mr_faults(void)
 	return st.counters.mr_fault;
 }
 
+/* A region as the other side names it. */
+struct region_info {
+	uint64_t addr;
+	uint32_t rkey, pad;
+};
+
 /* The owner: its regions go away, its process stays. */
 static int owner(int fd, struct srt_device *dev)
 {
@@ -270,8 +289,13 @@ static int owner(int fd, struct srt_device *dev)
 		const struct region *g = c->kind == LOCAL ? &ours : c->read_only ? &ro : &target;
 		struct rnic_qp *qp = new_qp(&ep, fd, 0x1000 * (i + 1), (uint64_t)(uintptr_t)g->p, rnic_mr_rkey(g->mr),
 					    &peer);
+		/* Where the good WQEs go: our mapped buffer. */
+		const struct region_info mapped = { (uint64_t)(uintptr_t)ep.buf, rnic_mr_rkey(ep.mr), 0 };
 
+		rt_write_all(fd, &mapped, sizeof(mapped));
 		if (c->kind == RECEIVE) {
+			for (unsigned k = 0; k < c->good; k++)
+				CHECK(rt_post_recv(&ep, qp, k * BIG, BIG, 8) == 0, "post_recv");
 			struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)recv.p, .length = REGION_LEN,
 					       .lkey = rnic_mr_lkey(recv.mr) };
 			struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -282,6 +306,8 @@ static int owner(int fd, struct srt_device *dev)
 		}
 		rt_barrier(fd);         /* the peer posts */
 		if (c->kind == RECEIVE) {
+			for (unsigned k = 0; k < c->good; k++)
+				expect_status(&ep, "owner", c, IBV_WC_SUCCESS);
 			expect_status(&ep, "owner", c, IBV_WC_LOC_PROT_ERR);
 			receive++;
 		}
@@ -328,10 +354,17 @@ static int peer_side(int fd, struct srt_device *dev)
 		struct rnic_qp *qp = new_qp(&ep, fd, 0x800000 + 0x1000 * i, 0, 0, &owner_qp);
 		const struct region ours = { ep.buf, ep.mr };
 		const struct region *g = c->kind != LOCAL ? &ours : c->read_only ? &ro : &gone;
+		struct region_info mapped;
 
-		rt_barrier(fd);         /* the owner's receive is posted */
+		rt_read_all(fd, &mapped, sizeof(mapped));
+		rt_barrier(fd);         /* the owner's receives are posted */
+		for (unsigned k = 0; k < c->good; k++)
+			CHECK(post(&ep, qp, c, ep.buf + k * BIG, rnic_mr_lkey(ep.mr), mapped.addr + k * BIG,
+				   mapped.rkey) == 0, "%s: post_send", c->name);
 		CHECK(post(&ep, qp, c, g->p, rnic_mr_lkey(g->mr), owner_qp.addr, owner_qp.rkey) == 0, "%s: post_send",
 		      c->name);
+		for (unsigned k = 0; k < c->good; k++)
+			expect_status(&ep, "peer", c, IBV_WC_SUCCESS);
 		expect_status(&ep, "peer", c, c->want);
 		fprintf(stderr, "peer: %u %s: %s\n", i, c->name, rt_wc_status(c->want));
 		if (c->want == IBV_WC_SUCCESS && c->op == IBV_WR_RDMA_READ)
@@ -344,7 +377,7 @@ static int peer_side(int fd, struct srt_device *dev)
 	struct rt_qp_info owner_qp;
 	struct rnic_qp *qp = new_qp(&ep, fd, 0x88000, 0, 0, &owner_qp);
 	const struct fault_case write = { "RDMA WRITE 5000 B after the faults", REMOTE, false, IBV_WR_RDMA_WRITE,
-					  5000, IBV_WC_SUCCESS };
+					  5000, IBV_WC_SUCCESS, 0 };
 	rt_barrier(fd);
 	rt_fill(ep.buf, 5000, 42);
 	CHECK(post(&ep, qp, &write, ep.buf, rnic_mr_lkey(ep.mr), owner_qp.addr + 100, owner_qp.rkey) == 0,
