@@ -22,7 +22,10 @@
  * device opened, without chaining to the one it replaced, takes faults
  * away from the guard (such a fault then ends the process as before).
  * The handler it chains to runs with softrnic's signal mask, not with the
- * sa_mask that handler was installed with.
+ * sa_mask that handler was installed with.  A program whose own handler
+ * maps or unprotects pages on demand (user-space paging) does not get
+ * the faults of softrnic's copies in its regions: the access fails
+ * instead, as it would on an ODP region whose page is not there.
  *
  * srt_mem_check is registration's rule (ibv_reg_mr, ibv_rereg_mr): the
  * kernel pins every page of a region (ib_umem_get) and refuses, EFAULT, a
