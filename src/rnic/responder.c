@@ -938,8 +938,12 @@ static enum resp_state resp_err_local(struct rnic_qp *qp, struct resp_ctx *c)
 {
 	if (!settle_before_nak(qp, c))
 		return RESP_ERR_SEQ;
-	/* Our receive buffer failed (bad lkey): remote operational error for
-	 * the sender, the local status for us (IBTA 9.9.3.1.3). */
+	/* Our receive buffer failed (a bad lkey, or pages the program
+	 * unmapped or protected after registering them, rnic_mem_copy):
+	 * remote operational error for the sender, the local status for us
+	 * (IBTA 9.9.3.1.3), IBV_WC_LOC_PROT_ERR for both kinds of buffer
+	 * failure.  rxe NAKs the same and reports IBV_WC_LOC_QP_OP_ERR for
+	 * any copy into the receive buffer that fails. */
 	if (is_rc(qp)) {
 		qp->r->ctr.tx_nak_remote_op++;
 		send_nak(qp, WIRE_NAK_REM_OP_ERR, c->pkt->bth.psn);
