@@ -363,7 +363,7 @@ static struct rnic_mr *read_put_off_mr(const struct rnic_qp *qp, const struct wi
 {
 	struct rnic *r = qp->r;
 
-	if (!r->io.pull_batch || !r->rx_remote || pkt->payload || !pkt->payload_len ||
+	if (!r->io.pull_batch || !r->rx_remote || pkt->payload || !pkt->payload_len || qp->comp.read_at_once ||
 	    pkt->bth.opcode != (WIRE_TR_RC | WIRE_OP_READ_RESP_ONLY) || w->opcode != IBV_WR_RDMA_READ ||
 	    !w->psn_valid || pkt->bth.psn != qp->comp.psn || pkt->bth.psn != w->first_psn ||
 	    w->first_psn != w->last_psn || pkt->payload_len != w->length || !w->num_sge ||
@@ -381,18 +381,6 @@ static enum comp_state comp_read(struct rnic_qp *qp, struct comp_ctx *c)
 	enum ibv_wc_status st;
 	bool pulled;
 
-	/* The read lands later: the buffer must take it now, else the READ
-	 * ends with a local protection error, as for a bad lkey.  With
-	 * reads of this QP's responses put off before it (whose completions
-	 * must come first), the response is dropped instead, as if lost:
-	 * the READ is asked again once those are settled and meets the same
-	 * check. */
-	if (mr && !rnic_mem_probe(qp->r, rnic_mr_ptr(mr, w->sge[0].addr), c->pkt->payload_len, true)) {
-		if (qp->comp.pulls)
-			return COMP_EXIT;
-		c->error = IBV_WC_LOC_PROT_ERR;
-		return COMP_LOCAL_ERROR;
-	}
 	/* The WQE retires now, its completion written once the bytes are
 	 * in (pull.c). */
 	if (mr && rnic_pull_put_off_read(qp, w, rnic_mr_ptr(mr, w->sge[0].addr), c->pkt->payload_len, c->now)) {
@@ -723,4 +711,5 @@ void completer_reset(struct rnic_qp *qp)
 	qp->comp.timeout_probe = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.read_at_once = false;
 }

@@ -42,6 +42,14 @@
  *     out of sequence, as they would have been.
  * The data of a WRITE dropped that way may have landed in the region
  * already; its resend writes the same bytes again, as after a loss.
+ *
+ * A read that fails because our own buffer faulted (pages the program
+ * unmapped or protected after registering them), not the sender's
+ * memory, is a loss too; but from then on its QP's responder (or
+ * completer) reads at once (read_at_once), so the resend meets the fault
+ * where it is the access or protection error it is (rnic_rx_copy,
+ * rnic_rx_scatter).  Nothing is probed before a read is put off: the
+ * buffers of a stream cost nothing extra, an error costs one resend.
  */
 #include "rnic/rnic_int.h"
 
@@ -140,6 +148,13 @@ void rnic_pulls_settle(struct rnic *r)
 		} else if (!r->pull[i].ok) {
 			*failed = true;
 			*dropped = 1;
+			/* Whose memory failed: ours makes the QP read at once. */
+			if (!rnic_mem_probe(r, r->pull[i].dst.iov_base, r->pull[i].dst.iov_len, true)) {
+				if (r->pull_read[i])
+					qp->comp.read_at_once = true;
+				else
+					qp->resp.read_at_once = true;
+			}
 			if (r->pull_read[i])
 				qp->comp.pull_rewind_psn = r->pull_psn[i];
 			else

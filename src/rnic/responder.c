@@ -535,7 +535,7 @@ static bool put_off_read(struct rnic_qp *qp, const struct resp_ctx *c, uint8_t *
 	const struct wire_ib *p = c->pkt;
 
 	return is_rc(qp) && qp->r->rx_remote && !p->payload && (c->flags & WIRE_F_ONLY) &&
-	       !(c->flags & WIRE_F_IMM) && reorder_empty(qp) &&
+	       !(c->flags & WIRE_F_IMM) && reorder_empty(qp) && !qp->resp.read_at_once &&
 	       rnic_pull_put_off(qp, p->bth.psn, dst, p->payload_len);
 }
 
@@ -551,6 +551,7 @@ static struct rnic_mr *send_put_off_mr(const struct rnic_qp *qp, const struct wi
 	struct rnic *r = qp->r;
 
 	if (!is_rc(qp) || qp->srq || !r->io.pull_batch || !r->rx_remote || pkt->payload || !pkt->payload_len ||
+	    qp->resp.read_at_once ||
 	    pkt->bth.opcode != (WIRE_TR_RC | WIRE_OP_SEND_ONLY) || !reorder_empty(qp) || !w->num_sge ||
 	    w->sge[0].length < pkt->payload_len)
 		return NULL;
@@ -563,28 +564,10 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 	struct rnic_mr *recv_mr =
 		(c->flags & WIRE_F_SEND) && c->wqe_taken ? send_put_off_mr(qp, p, &qp->resp.wqe) : NULL;
 
-	if (recv_mr) {
-		uint8_t *dst = rnic_mr_ptr(recv_mr, qp->resp.wqe.sge[0].addr);
-
-		/* The read lands later: the buffer must take it now.  A page
-		 * of it gone is the receive buffer's protection error, as a
-		 * bad lkey (resp_err_local).  With reads of this QP put off
-		 * before it (their SENDs' WQEs taken before its own, given
-		 * back if they fail), the packet is dropped instead, as if
-		 * lost, its WQE given back: its resend comes once those are
-		 * settled and meets the same check. */
-		if (!rnic_mem_probe(qp->r, dst, p->payload_len, true)) {
-			if (qp->resp.pulls) {
-				qp->rq.tail--;
-				qp->resp.have_wqe = false;
-				return RESP_EXIT;
-			}
-			c->status = IBV_WC_LOC_PROT_ERR;
-			return RESP_ERR_LOCAL;
-		}
-		/* Cannot fail: responder_receive made room (pull.c). */
-		c->held = rnic_pull_put_off(qp, p->bth.psn, dst, p->payload_len);
-	}
+	/* Cannot fail: responder_receive made room (pull.c). */
+	if (recv_mr)
+		c->held = rnic_pull_put_off(qp, p->bth.psn, rnic_mr_ptr(recv_mr, qp->resp.wqe.sge[0].addr),
+					    p->payload_len);
 	if (c->held) {
 		qp->resp.recv_offset += p->payload_len;
 	} else if (c->flags & WIRE_F_SEND) {
@@ -612,11 +595,9 @@ static enum resp_state resp_execute(struct rnic_qp *qp, struct resp_ctx *c)
 
 		/* A region whose pages went away after registration: the
 		 * remote access error a NIC gives for memory it may not
-		 * touch (IBTA 9.7.5.2.4), decided before anything moves.  A
-		 * message-path payload lands later (put off) or by the port:
-		 * the pages must take it now. */
-		if (!p->payload && qp->r->rx_remote && !rnic_mem_probe(qp->r, dst, p->payload_len, true))
-			return is_rc(qp) ? RESP_ERR_ACCESS : RESP_DROP_MESSAGE;
+		 * touch (IBTA 9.7.5.2.4), decided before anything moves.  (A
+		 * read put off that meets it is a loss, after which this QP
+		 * reads at once and its resend comes here: pull.c.) */
 		if (!put_off_read(qp, c, dst)) {
 			enum rnic_rx_copied got = rnic_rx_copy(qp->r, p, dst);
 

@@ -417,6 +417,10 @@ struct rnic_comp_state {
 	uint32_t pull_rewind_psn;
 	uint32_t pull_dropped;
 	uint64_t pull_now;
+	/* A read put off faulted in our own buffer: READ responses are read
+	 * as they come from now on (pull.c), where the fault is a local
+	 * protection error. */
+	bool read_at_once;
 };
 
 /* A recent READ or ATOMIC, kept so a duplicate is answered correctly
@@ -459,6 +463,10 @@ struct rnic_resp_state {
 	bool pull_failed;
 	uint32_t pull_rewind_psn;       /* the first failed one's PSN */
 	uint32_t pull_dropped;          /* it and every later one      */
+	/* A read put off faulted in our own buffer: payloads are read as
+	 * they come from now on (pull.c), where the fault is an access
+	 * error. */
+	bool read_at_once;
 };
 
 /* Congestion control and rate limiting of one QP (cc.c). */
