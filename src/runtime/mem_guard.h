@@ -54,7 +54,9 @@ int srt_guard_install(void);
  * aligned dst is one store (an ATOMIC WRITE's, IBTA 9.4.5). */
 bool srt_guard_copy(void *dst, const void *src, size_t n);
 /* The pieces, one after another, to `to`; false if a page of a piece
- * faulted.  A fault in `to` is not caught: it is the caller's memory. */
+ * faulted.  `to` is the caller's memory: a fault there is a fault of the
+ * program (passed on) under the sigsetjmp guard; the x86-64 routine
+ * cannot tell the sides apart and returns false for it too. */
 bool srt_guard_gather(uint8_t *to, const struct wire_piece *pc, unsigned n);
 /* Touch one byte of every page of [p, p+n): read it, and with `write`
  * store it back by a compare-and-swap (a store that changes nothing, even
