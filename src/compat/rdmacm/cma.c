@@ -287,36 +287,6 @@ int rcm_init(void)
 	return e;
 }
 
-/* Ports this process listened on (their registry entries stay, closed,
- * until exit: addr.c). */
-#define RCM_MAX_PORTS 64
-static struct { uint16_t ps, port; } listened[RCM_MAX_PORTS];
-static unsigned n_listened;
-
-static void remember_port(uint16_t ps, uint16_t port)
-{
-	pthread_mutex_lock(&list_lock);
-	for (unsigned i = 0; i < n_listened; i++)
-		if (listened[i].ps == ps && listened[i].port == port)
-			goto out;
-	if (n_listened < RCM_MAX_PORTS) {
-		listened[n_listened].ps = ps;
-		listened[n_listened].port = port;
-		n_listened++;
-	}
-out:
-	pthread_mutex_unlock(&list_lock);
-}
-
-/* At exit, this process's entries leave the loopback registry. */
-__attribute__((destructor)) static void rcm_fini(void)
-{
-	pthread_mutex_lock(&list_lock);
-	for (unsigned i = 0; i < n_listened; i++)
-		rcm_remove_listener_entry(listened[i].ps, listened[i].port);
-	pthread_mutex_unlock(&list_lock);
-}
-
 /* ---- event channels ------------------------------------------------------ */
 
 static struct rcm_channel *channel_create(bool internal)
@@ -683,6 +653,8 @@ static void request_received(const struct cm_event *ev)
 	struct rcm_event *e;
 	bool sidr = ev->type == CM_EV_SIDR_REQ_RECEIVED;
 
+	/* The client looked this host's port up just before (port_registry.c). */
+	rcm_registry_drain();
 	if (!l || l->state != RCM_LISTEN || !ev->private_data ||
 	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &hdr) != 0) {
 		/* Not an RDMA-CM IP request (or nobody to give it to). */
@@ -1010,8 +982,7 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	e = rcm_register_listener(id);
 	if (e)
 		return rcm_fail(e);
-	if (id->registered)
-		remember_port(rcm_ps(id), rcm_src_port(id));
+	rcm_registry_drain();
 	uint64_t service_id = wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id));
 	/* On a shared host address, REQs for the service must come to us:
 	 * another process of the host listening on it is EADDRINUSE, as

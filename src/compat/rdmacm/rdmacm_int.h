@@ -184,12 +184,19 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr);
 int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16]);
 int rcm_register_listener(struct rcm_id *id);
 void rcm_unregister_listener(struct rcm_id *id);
-/* At exit: drop this process's entry for (ps, port), open or closed. */
-void rcm_remove_listener_entry(uint16_t ps, uint16_t port);
 void rcm_fill_route(struct rcm_id *id);
 uint16_t rcm_src_port(const struct rcm_id *id);
 uint16_t rcm_dst_port(const struct rcm_id *id);
 uint16_t rcm_ps(const struct rcm_id *id);
+
+/* port_registry.c: the host's loopback port space, kept in abstract Unix
+ * socket names (the file's comment says how). */
+int rcm_registry_listen(uint16_t ps, uint16_t port, uint32_t device_ip);
+void rcm_registry_unlisten(uint16_t ps, uint16_t port, uint32_t device_ip);
+bool rcm_registry_lookup(uint16_t ps, uint16_t port, uint32_t *device_ip);
+bool rcm_registry_port_free(uint16_t ps, uint16_t port);
+/* Empties the queues lookups leave on this process's names. */
+void rcm_registry_drain(void);
 
 /* misc.c: forget the groups the id joined (rdma_destroy_id). */
 void rcm_leave_all(struct rcm_id *id);
