@@ -65,8 +65,8 @@ static uint32_t rec_crc(const struct kv_aof_rec *r, const uint8_t *key, const ui
 
 /* CRC-7, polynomial x^7 + x^3 + 1 (the one of SD cards' commands), most
  * significant bit first: crc7_step[(crc << 1) ^ byte] is the CRC after one
- * more byte.  It finds every error of up to 7 bits in a row, so any
- * single-bit or single-byte-field slip in a header's lengths. */
+ * more byte.  It finds every error confined to 7 bits in a row (so every
+ * single-bit error), 63 in 64 of 8 bits in a row, 127 in 128 of others. */
 static const uint8_t crc7_step[256] = {
 	0x00, 0x09, 0x12, 0x1b, 0x24, 0x2d, 0x36, 0x3f, 0x48, 0x41, 0x5a, 0x53, 0x6c, 0x65, 0x7e, 0x77,
 	0x19, 0x10, 0x0b, 0x02, 0x3d, 0x34, 0x2f, 0x26, 0x51, 0x58, 0x43, 0x4a, 0x75, 0x7c, 0x67, 0x6e,
@@ -178,7 +178,7 @@ static enum rec_shape rec_look(const uint8_t *buf, uint64_t len, struct kv_aof_v
 		memcpy(&klen, buf + 6, 2);
 		return say(REC_BAD, why, cap, "key length %u (it is 1 to %u)", klen, KV_MAX_KEY);
 	}
-	uint32_t vmax = buf[4] == KV_AOF_DEL ? 0 : KV_MAX_VALUE;     /* have > 8 here: the op is there */
+	uint32_t vmax = have > 4 && buf[4] == KV_AOF_DEL ? 0 : KV_MAX_VALUE;
 	if (have > 8 && !field_may_be(buf + 8, have >= 12 ? 4 : have - 8, 4, 0, vmax)) {
 		if (have < 12)
 			return say(REC_BAD, why, cap, "a value length that cannot be 0 to %u", vmax);
