@@ -23,8 +23,9 @@
  * --transport send|write picks how requests travel (proto.h).
  *
  * Exit status: 0 success, 1 no such key (get, del) or a log that is not
- * valid (check-aof), 2 any error (with a one-line message on stderr).  Connections go through librdmacm, so the
- * server may be on another host as on loopback.  The default port is 18860.
+ * valid (check-aof), 2 any error (with a one-line message on stderr).
+ * Connections go through librdmacm, so the server may be on another host
+ * as on loopback.  The default port is 18860.
  */
 #include <errno.h>
 #include <inttypes.h>

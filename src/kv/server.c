@@ -14,7 +14,8 @@
  * accept's private data, for the one-sided GET (table.h).
  *
  * With an append-only file (aof.h) every change is logged before it is
- * answered, and the log is replayed when the server starts.
+ * answered, and the log is replayed when the server starts; a log that
+ * does not parse is refused, untouched (only a torn last record is cut).
  *
  * Faults.  A malformed request gets KV_BAD_REQUEST and the connection
  * goes on.  A connection is reclaimed — its QP, buffers and slot in
