@@ -164,6 +164,7 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 
 	if (!addr)
 		return rcm_fail(EINVAL);
+	id->bound_family = addr->sa_family;
 	if (device_v6())
 		return bind6(id, addr);
 	if (addr->sa_family == AF_INET6) {

@@ -66,6 +66,7 @@ struct held {
 	uint16_t ps, port;
 	int lock_fd;            /* the port itself; -1 once released */
 	int addr_fd;            /* "@<address>#<random>" while listening, "~..." after; -1 none */
+	unsigned listeners;     /* ids listening on it (two: one per family, AFONLY) */
 };
 
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -211,8 +212,10 @@ int rcm_registry_listen(uint16_t ps, uint16_t port, uint32_t device_ip)
 	port_name(name, sizeof(name), ps, port);
 	pthread_mutex_lock(&held_lock);
 	h = find_held(ps, port);
-	if (h && h->lock_fd >= 0)
-		goto out;       /* listening already: the cm says whether twice is allowed */
+	if (h && h->lock_fd >= 0) {
+		h->listeners++; /* listening already: rdma_listen says whether twice is allowed */
+		goto out;
+	}
 	lock_fd = hold_name(name);
 	if (lock_fd < 0) {
 		e = errno == EADDRINUSE ? EADDRINUSE : errno;
@@ -229,6 +232,7 @@ int rcm_registry_listen(uint16_t ps, uint16_t port, uint32_t device_ip)
 	}
 	close_fd(&h->addr_fd);
 	h->lock_fd = lock_fd;
+	h->listeners = 1;
 	h->addr_fd = hold_address(ps, port, device_ip, '@');
 out:
 	pthread_mutex_unlock(&held_lock);
@@ -241,7 +245,7 @@ void rcm_registry_unlisten(uint16_t ps, uint16_t port, uint32_t device_ip)
 
 	pthread_mutex_lock(&held_lock);
 	h = find_held(ps, port);
-	if (h && h->lock_fd >= 0) {
+	if (h && h->lock_fd >= 0 && --h->listeners == 0) {
 		close_fd(&h->lock_fd);
 		close_fd(&h->addr_fd);
 		h->addr_fd = hold_address(ps, port, device_ip, '~');

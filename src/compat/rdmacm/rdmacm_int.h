@@ -88,7 +88,17 @@ struct rcm_id {
 	uint64_t service_id;            /* listening ids: what listen registered */
 	struct rcm_id *listener;        /* passive ids: the listening id */
 	int backlog;
-	bool registered;                /* has an open loopback registry entry */
+	bool registered;                /* holds its port in the loopback port space */
+	/* The family of the address the program bound (an IPv6 "any" on an
+	 * IPv4 device is kept as IPv4 in the route, but the program listens
+	 * for IPv6), and RDMA_OPTION_ID_AFONLY. */
+	sa_family_t bound_family;
+	bool afonly;
+	/* Two listeners on one port, one per family, both AFONLY (the
+	 * kernel's cma_check_port allows it): they share the cm's listen,
+	 * held by one of them, and each REQ goes to the one of its IP
+	 * version. */
+	struct rcm_id *twin;
 	/* Connection parameters. */
 	/* The QP's attributes, set from the REQ and REP by cm_qp_attr_active
 	 * / _passive (cm/cm_qp_attr.c has the rules: the Starting PSN a side
