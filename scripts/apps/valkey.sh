@@ -10,11 +10,15 @@
 # runs what Valkey's tests/rdma/run.py runs, with softrnic's libraries on
 # LD_LIBRARY_PATH instead of a kernel rxe device:
 #
-#   valkey-server --port 0 --loglevel verbose --protected-mode yes
+#   valkey-server --port 0 --loglevel verbose --protected-mode PM
 #       --appendonly no --daemonize no --dir TMP
 #       --loadmodule src/valkey-rdma.so port=PORT bind=127.0.0.1
 #   rdma-test --thread 4 -h 127.0.0.1 -p PORT      (60 s, as run.py)
 #
+# PM is what the tree's run.py passes: "yes" since Valkey gave its RDMA
+# connections an is_local check (commit a7cbca406, September 2024, after
+# 8.0.1), "no" before (8.0.x has none, so its protected mode refuses
+# every RDMA client, on any device).
 # A run passes when rdma-test exits 0 having printed "Valkey Over RDMA
 # test [OK]" (4 threads: PING, SET and GET of 128-8191 random 1 KiB
 # values each, one BGSAVE, every value read back checked).  The server is
@@ -60,7 +64,10 @@ fi
 
 version=$(sed -n 's/^#define VALKEY_VERSION "\(.*\)"/\1/p' "$src/src/version.h" 2>/dev/null)
 commit=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo "not a git tree")
+protected=$(sed -n 's/.*"--protected-mode", *"\([a-z]*\)".*/\1/p' "$src/tests/rdma/run.py" 2>/dev/null | head -1)
+protected=${protected:-yes}
 echo "valkey: source $src, version ${version:-?}, commit $commit"
+echo "valkey: protected mode $protected (as its tests/rdma/run.py)"
 echo "valkey: softrnic libraries $lib"
 
 logs=$(mktemp -d /tmp/softrnic-valkey.XXXXXX)
@@ -106,7 +113,7 @@ in_mode() {
 run_once() {
 	local mode=$1 dir=$2 i t0 t1 rc
 	mkdir -p "$dir/data"
-	( in_mode "$mode" "$server" --port 0 --loglevel verbose --protected-mode yes --appendonly no \
+	( in_mode "$mode" "$server" --port 0 --loglevel verbose --protected-mode "$protected" --appendonly no \
 		--daemonize no --dir "$dir/data" \
 		--loadmodule "$module" port="$port" bind=127.0.0.1 ) >"$dir/server.log" 2>&1 &
 	server_pid=$!
