@@ -197,10 +197,26 @@ static int create_resources(struct conn *c, struct rdma_cm_id *id, unsigned sign
 	return c->rx_mr ? 0 : -1;
 }
 
-/* What the CQs keep, and the QP (destroying the QP flushes nothing that
- * is looked at any more). */
+/* The CQs, their channels and PDs left to the process's exit (acked more
+ * than reported, a CQ cannot be destroyed), kept reachable here. */
+static struct {
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+} left_to_exit[MAX_CONNS * 2];
+static atomic_uint left_count;
+
+/* Everything but the CQ, its channel and the PD (destroying the QP
+ * flushes nothing that is looked at any more). */
 static void release_resources(struct conn *c)
 {
+	unsigned k = atomic_fetch_add(&left_count, 1);
+
+	if (k < MAX_CONNS * 2) {
+		left_to_exit[k].pd = c->pd;
+		left_to_exit[k].channel = c->channel;
+		left_to_exit[k].cq = c->cq;
+	}
 	if (c->id && c->id->qp)
 		rdma_destroy_qp(c->id);
 	if (c->tx_mr)
