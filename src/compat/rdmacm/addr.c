@@ -303,6 +303,24 @@ void rcm_fill_route(struct rcm_id *id)
 	r->num_paths = 1;
 }
 
+/* A destination on this host's loopback: 127.0.0.0/8, ::1, or an
+ * IPv4-mapped 127.0.0.0/8 address. */
+static bool is_loopback_dst(const struct sockaddr *dst)
+{
+	if (dst->sa_family == AF_INET)
+		return is_loopback(((const struct sockaddr_in *)dst)->sin_addr.s_addr);
+	if (dst->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)dst)->sin6_addr;
+		uint32_t v4;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		memcpy(&v4, a->s6_addr + 12, 4);
+		return IN6_IS_ADDR_V4MAPPED(a) && is_loopback(v4);
+	}
+	return false;
+}
+
 /* rdma-core's ucma_addrlen: the families librdmacm passes on. */
 static bool known_family(const struct sockaddr *a)
 {
@@ -328,8 +346,24 @@ int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct
 			return -1;
 	}
 	/* A connecting id speaks from our device's own address (a
-	 * device-less loopback bind, above, takes the device now). */
-	if (device_v6())
+	 * device-less loopback bind, above, takes the device now), except
+	 * towards this host's loopback.  There the kernel's route lookup
+	 * gives an unbound id the loopback route's preferred source,
+	 * 127.0.0.1 (::1), whichever device carries the connection, so the
+	 * two ends of a connection on one host name the same address, and
+	 * programs rely on it: Valkey's RDMA module takes a connection as
+	 * local, for its protected mode, only when the peer's address is its
+	 * own (connRdmaIsLocal).  softrnic gives each process its own
+	 * 127.0.0.N only to keep their UDP sockets apart; these addresses are
+	 * what the program sees (and the REQ's RDMA-CM header carries), the
+	 * packets go by GID. */
+	if (is_loopback_dst(dst_addr)) {
+		if (device_v6() && IN6_IS_ADDR_UNSPECIFIED(&id->id.route.addr.src_sin6.sin6_addr))
+			set_addr6(&id->id.route.addr.src_storage, in6addr_loopback.s6_addr,
+				  id->id.route.addr.src_sin6.sin6_port);
+		else if (!device_v6() && id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY)
+			id->id.route.addr.src_sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
+	} else if (device_v6())
 		set_addr6(&id->id.route.addr.src_storage, srt_gid(rcm.dev)->raw, id->id.route.addr.src_sin6.sin6_port);
 	else if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()) ||
 		 !id->id.verbs)
