@@ -168,9 +168,11 @@ int srt_runtime_dir_open(bool create)
 		if (e == ENOENT && !create)
 			return -1;
 		if (e == ELOOP || e == ENOTDIR) {
-			bool have = !lstat(path, &st);
-			refuse(path, have && S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory",
-			       have ? &st : NULL);
+			/* (a link to a directory opened O_DIRECTORY|O_NOFOLLOW
+			 * is ENOTDIR) */
+			bool have = !lstat(path, &st), link = have && S_ISLNK(st.st_mode);
+			refuse(path, link ? "a symbolic link" : "not a directory", have ? &st : NULL);
+			e = link ? ELOOP : ENOTDIR;
 		} else {
 			refuse(path, strerror(e), NULL);
 		}
