@@ -27,9 +27,11 @@
  * bits, and the CRC was two passes over every payload.
  *
  * A full ring drops the packet (a full NIC queue; RC retransmits).  A
- * ring whose owner died stays until its address is taken again; senders
- * check a cached ring's owner and inode every SRT_LOCAL_RECHECK_NS and
- * drop it when either changed.
+ * ring whose owner died stays until the next device of the user opens
+ * (remove_dead_rings) or its address is taken again; senders check a
+ * cached ring's owner and inode every SRT_LOCAL_RECHECK_NS and drop it
+ * when either changed.  The rings are files of the user's runtime
+ * directory (runtime_dir.h), opened only through its helpers.
  */
 #include "runtime/local_path.h"
 
