@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,16 +74,21 @@ static int run_as_nobody(const char *args, char *out, size_t cap)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* A process of user nobody that sleeps until killed. */
+/* A process of user nobody that sleeps until killed, or until the test
+ * ends (a failed check exits at once). */
 static pid_t start_nobody_sleeper(void)
 {
 	int p[2];
+	pid_t parent = getpid();
 	CHECK(pipe(p) == 0, "pipe");
 	pid_t child = fork();
 	CHECK(child >= 0, "fork");
 	if (child == 0) {
 		close(p[0]);
 		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(1);
+		/* (after the change of uid, which clears it) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 			_exit(1);
 		(void)!write(p[1], "x", 1);
 		for (;;)
