@@ -36,7 +36,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -357,8 +356,9 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
 /* ---- open / close --------------------------------------------------------- */
 
 /* SOFTRNIC_STATS_AT_EXIT=1: when the device closes (or the process exits
- * with it open: device_at_exit), print its non-zero counters to stderr, so a short-lived program (a demo, a test) shows what
- * the NIC did without racing `softrnic stats` against its exit.  A second
+ * with it open: device_at_exit), print its non-zero counters to stderr,
+ * so a short-lived program (a demo, a test) shows what the NIC did
+ * without racing `softrnic stats` against its exit.  A second
  * line tells how the progress model behaved: packets read by polling
  * application threads vs the progress thread, the thread's wake-ups
  * (hand-off timeouts among them), send system calls (GSO sends among
