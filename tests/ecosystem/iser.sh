@@ -67,9 +67,9 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/iscsi_check" "$SRC/iscsi_check.c"
 # host-wide (network namespaces do not separate it), so N starts from this
 # script's pid and moves on past any socket someone listens on.
 mkdir -p /var/run/tgtd
-CTL=$(( $$ % 40000 + 20000 ))
+CTL=$(( $$ % 30000 + 1000 ))   # tgtd takes a short
 while ss -xlH | awk '{ print $5 }' | grep -qx "/var/run/tgtd/socket.$CTL"; do
-	CTL=$((CTL + 1))
+	CTL=$(( (CTL + 1 - 1000) % 30000 + 1000 ))
 done
 adm() { tgtadm -C "$CTL" "$@"; }
 
