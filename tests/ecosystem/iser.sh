@@ -196,15 +196,27 @@ outcome() {
 }
 start=$SECONDS
 n=0
+retried=
 same_fail=
 for s in $SUITES; do
 	timeout -k 5 60 iscsi-test-cu -d -n -t ALL.$s "$TCP_URL" > "$dir/cu.$s.tcp" 2>&1
+	tcp=$(outcome "$dir/cu.$s.tcp")
+	[ -n "$tcp" ] || { cat "$dir/cu.$s.tcp" >&2; fail "iscsi-test-cu $s over TCP printed no summary"; }
 	# The CM trace goes to the log, shown if the suite's results differ.
 	SOFTRNIC_CM_TRACE=1 timeout -k 5 60 iscsi-test-cu -d -n -t ALL.$s "$ISER_URL" > "$dir/cu.$s.iser" 2>&1
 	rc=$?
-	tcp=$(outcome "$dir/cu.$s.tcp")
 	iser=$(outcome "$dir/cu.$s.iser")
-	[ -n "$tcp" ] || { cat "$dir/cu.$s.tcp" >&2; fail "iscsi-test-cu $s over TCP printed no summary"; }
+	# libiscsi's synchronous loop fails any iSER command or login that
+	# takes over 1 s ("revents is not POLLIN", above); on a loaded machine
+	# a login can.  Such a run is tried again, once per run of this test.
+	if [ "$tcp" != "$iser" ] && [ -z "$retried" ] && grep -q "revents is not POLLIN\|Login Failed" "$dir/cu.$s.iser"; then
+		retried=$s
+		echo "iser: note: iscsi-test-cu $s over iSER: $(grep -m1 "revents is not POLLIN\|Login Failed" "$dir/cu.$s.iser"); tried again"
+		settle 1 || fail "connections or sessions left after the failed $s"
+		SOFTRNIC_CM_TRACE=1 timeout -k 5 60 iscsi-test-cu -d -n -t ALL.$s "$ISER_URL" > "$dir/cu.$s.iser" 2>&1
+		rc=$?
+		iser=$(outcome "$dir/cu.$s.iser")
+	fi
 	if [ "$tcp" != "$iser" ]; then
 		cat "$dir/cu.$s.iser" >&2
 		fail "iscsi-test-cu $s: over TCP [$tcp], over iSER (exit $rc) [$iser]"
