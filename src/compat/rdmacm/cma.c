@@ -250,6 +250,12 @@ static int init_locked(void)
 	 * 20 and 15, would take over a minute). */
 	cfg.cm_response_timeout = (uint8_t)env_uint("SOFTRNIC_CM_RESPONSE_TIMEOUT", 16, 31);
 	cfg.max_cm_retries = (uint8_t)env_uint("SOFTRNIC_CM_RETRIES", 5, 15);
+	/* A consumer that is only slow to take its REQ or REP event (a
+	 * loaded host) is waited for as the kernel's rdma_cm does: once the
+	 * request comes again, an MRA with its service timeout 24 (68.7 s,
+	 * CMA_CM_MRA_SETTING).  A peer that never answers is still found
+	 * after the tries above: nobody sends it an MRA. */
+	cfg.mra_service_timeout = 24;
 	cfg.timewait_ns = 200ull * 1000 * 1000;
 	/* A shared host address: our slot in the top bits of every comm ID
 	 * (runtime/share_steer.h), so that answers reach this process. */
