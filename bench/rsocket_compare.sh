@@ -23,6 +23,7 @@
 # both sides.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../tests/lib.sh"
 # shellcheck source=bench/common.sh
 . "$here/common.sh"
 bench_parse_args "$here/../build/rsocket_compare" "$@"
@@ -51,7 +52,7 @@ iperf3_rate() {
 	$run iperf3 -s -1 -B 127.0.0.1 -p $port > "$out/iperf3_srv.log" 2>&1 &
 	local spid=$! i=0
 	# Over rsockets the listener is in softrnic's CM registry; over TCP in ss.
-	until { [ "$side" = rsocket ] && [ -f /dev/shm/softrnic-cm-262-$port ]; } ||
+	until { [ "$side" = rsocket ] && cm_listening 262 "$port"; } ||
 	      { [ "$side" = tcp ] && ss -ltnH "sport = :$port" | grep -q .; }; do
 		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || break
 	done
@@ -74,7 +75,7 @@ rstream_col() {
 		bench_wait_listen $port 10 || true
 	else
 		local i=0
-		until [ -f /dev/shm/softrnic-cm-262-$port ] || [ $i -ge 200 ]; do sleep 0.05; i=$((i + 1)); done
+		until cm_listening 262 "$port" || [ $i -ge 200 ]; do sleep 0.05; i=$((i + 1)); done
 	fi
 	$run timeout 60 rstream -s 127.0.0.1 -p $port $extra "$@" > "$out/rstream_cli.log" 2>&1
 	wait $spid 2>/dev/null
@@ -91,7 +92,7 @@ redis_rps() {
 	$run timeout 120 redis-server --port $port --bind 127.0.0.1 --protected-mode no --save '' \
 		--appendonly no --dir "$out" > "$out/redis_srv.log" 2>&1 &
 	local spid=$! i=0
-	until { [ "$side" = rsocket ] && [ -f /dev/shm/softrnic-cm-262-$port ]; } ||
+	until { [ "$side" = rsocket ] && cm_listening 262 "$port"; } ||
 	      { [ "$side" = tcp ] && ss -ltnH "sport = :$port" | grep -q .; }; do
 		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || break
 	done

@@ -7,6 +7,10 @@
  *   kv_item_check   bytes a one-sided reader got: if accepted, the value
  *                   lies inside them and the key is the one asked for
  *   kv_aof_parse    a log record: if accepted, it lies inside the input
+ *   kv_aof_check    the input as a whole log: its verdict's offsets lie
+ *                   inside it, every record it applies lies inside it and
+ *                   ends where the next begins, and a VALID log is all
+ *                   records, to the last byte
  *   the table       the input as a program of SET/GET/DEL/INCR on a small
  *                   arena (eviction all the time); GET returns what the
  *                   last SET of that key stored unless an eviction
@@ -45,6 +49,20 @@ static void on_evict(void *ctx, const uint8_t *key, uint32_t klen)
 	int k = key_index(key, klen);
 	if (k >= 0)
 		m.present[k] = false;
+}
+
+struct walk {
+	const uint8_t *base;
+	uint64_t size, at, records;
+};
+
+static void on_record(void *ctx, const struct kv_aof_view *v)
+{
+	struct walk *w = ctx;
+
+	FUZZ_ASSERT(v->key >= w->base + w->at && v->val + v->vlen <= w->base + w->size);
+	w->at = (uint64_t)(v->val + v->vlen - w->base);
+	w->records++;
 }
 
 static void run_table(const uint8_t *data, size_t size)
@@ -132,6 +150,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(n <= size && v.key >= data && v.val + v.vlen <= data + n);
 		FUZZ_ASSERT(v.klen >= 1 && v.klen <= KV_MAX_KEY);
 	}
+	/* A whole log. */
+	struct kv_aof_check c;
+	struct walk w = { .base = data, .size = size };
+	kv_aof_check(data, size, &c, on_record, &w);
+	FUZZ_ASSERT(c.good <= size && c.records == w.records && w.at <= c.good);
+	if (c.state == KV_AOF_VALID)
+		FUZZ_ASSERT(c.good == size);
+	if (c.state == KV_AOF_CORRUPT && c.resync)
+		FUZZ_ASSERT(c.resync > c.good && c.resync < size);
 	/* The table. */
 	run_table(data, size);
 	return 0;

@@ -5,9 +5,9 @@
  * A ring's entries are written by other processes of the same user, so
  * they are hostile input like any datagram: a buggy or malicious sender
  * can put any bytes between the ring's tail and head.  Each input is laid
- * into the ring of one device opened once (its 8 MiB area in a /dev/shm
- * file, mapped a second time here, as a sender maps it): the first 8
- * bytes choose where the tail lies in the area (a 64-byte aligned offset),
+ * into the ring of one device opened once (its 8 MiB area in a file of
+ * the runtime directory, mapped a second time here, as a sender maps
+ * it): the first 8 bytes choose where the tail lies in the area (a 64-byte aligned offset),
  * how far ahead the head is, and how the rest is read: as the bytes
  * written from the tail on, or as entries laid the way a sender lays
  * them, with fuzzed lengths, flags, descriptions and places
@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "runtime/local_path.h"
+#include "runtime/runtime_dir.h"
 #include "runtime/udp_port.h"
 
 #define AREA (8u << 20)
@@ -70,9 +71,10 @@ static void open_ring(void)
 	/* An address of our own per process: parallel fuzzing jobs do not
 	 * share a ring. */
 	a.s_addr = htonl(0x7f000000u | (0x10000u + ((unsigned)getpid() & 0xffffu)));
-	ring = srt_local_open(a, 0, false, false, -1);
+	/* The runtime directory stays open for the ring's (the process's) life. */
+	ring = srt_local_open(srt_runtime_dir_open(true), a, 0, false, false, -1);
 	if (!ring)
-		FAIL("srt_local_open failed (no /dev/shm?)");
+		FAIL("srt_local_open failed (no runtime directory, or no room in it?)");
 	const char *path = srt_local_file(ring);
 	int fd = open(path, O_RDWR);
 	if (fd < 0 || fstat(fd, &st))

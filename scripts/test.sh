@@ -10,7 +10,9 @@
 #   3. ASan + UBSan build and its full CTest suite;
 #   4. the libFuzzer targets for a bounded time (FUZZ_SECONDS, default 60).
 # Ends with one summary line: "tests: N passed, M failed".
-# Installs missing Debian packages first (scripts/deps.sh).
+# Installs missing Debian packages first (scripts/deps.sh).  Each CTest
+# run has a network namespace and a runtime directory of its own
+# (scripts/run_ctest.sh), so it does not meet another run on this host.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -37,7 +39,7 @@ step() { echo; echo "=== $* ==="; }
 step "release build (gcc)"
 if bash scripts/build.sh release; then
   step "release tests"
-  (cd build && ctest --output-on-failure --timeout 600 -j1) 2>&1 | tee "$log_dir/release.log"
+  bash scripts/run_ctest.sh build --output-on-failure --timeout 600 -j1 2>&1 | tee "$log_dir/release.log"
   count_ctest "$log_dir/release.log"
   # The same suite twice more: with the host-local path's rings carrying
   # MTU packets, not whole messages (runtime/local_path.h), and with the
@@ -45,10 +47,10 @@ if bash scripts/build.sh release; then
   # simulator's tests (label sim): they never touch the runtime, and ran
   # above.
   step "release tests over the host-local packet ring (SOFTRNIC_LOCAL=packets)"
-  (cd build && SOFTRNIC_LOCAL=packets ctest --output-on-failure --timeout 600 -j1 -LE '^sim$') 2>&1 | tee "$log_dir/release-packets.log"
+  SOFTRNIC_LOCAL=packets bash scripts/run_ctest.sh build --output-on-failure --timeout 600 -j1 -LE '^sim$' 2>&1 | tee "$log_dir/release-packets.log"
   count_ctest "$log_dir/release-packets.log"
   step "release tests over UDP only (SOFTRNIC_LOCAL=0)"
-  (cd build && SOFTRNIC_LOCAL=0 ctest --output-on-failure --timeout 600 -j1 -LE '^sim$') 2>&1 | tee "$log_dir/release-udp.log"
+  SOFTRNIC_LOCAL=0 bash scripts/run_ctest.sh build --output-on-failure --timeout 600 -j1 -LE '^sim$' 2>&1 | tee "$log_dir/release-udp.log"
   count_ctest "$log_dir/release-udp.log"
 else
   failed=$((failed + 1)); failed_steps+=("release build")
@@ -78,8 +80,8 @@ if bash scripts/build.sh clang; then passed=$((passed + 1)); else failed=$((fail
 step "ASan + UBSan build"
 if bash scripts/build.sh asan; then
   step "ASan + UBSan tests"
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-     ctest --output-on-failure --timeout 900 -j1 -LE no_sanitize) 2>&1 | tee "$log_dir/asan.log"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     bash scripts/run_ctest.sh build-asan --output-on-failure --timeout 900 -j1 -LE no_sanitize 2>&1 | tee "$log_dir/asan.log"
   count_ctest "$log_dir/asan.log"
 else
   failed=$((failed + 1)); failed_steps+=("ASan build")

@@ -30,6 +30,22 @@ wait_server() {
 	done
 }
 
+# cm_listener PS PORT: the pid of the process whose librdmacm listens on
+# PORT of port space PS (262 = RDMA_PS_TCP) on a loopback device: the
+# holder of the abstract socket softrnic-cm-<ps>-<port>
+# (src/compat/rdmacm/port_registry.c).  Prints nothing when nobody does.
+cm_listener() {
+	ss -xlpH 2>/dev/null | awk -v n="@softrnic-cm-$1-$2" \
+		'$5 == n { if (match($0, /pid=[0-9]+/)) print substr($0, RSTART + 4, RLENGTH - 4); exit }'
+}
+
+# cm_listening PS PORT [PID]: true while someone (PID, if given) listens
+# there.
+cm_listening() {
+	_cl_p=$(cm_listener "$1" "$2")
+	[ -n "$_cl_p" ] && { [ -z "${3:-}" ] || [ "$_cl_p" = "$3" ]; }
+}
+
 # start_rsocket_server LIBDIR PRELOAD PORT SECONDS LOG COMMAND...: starts
 # COMMAND in the background with softrnic's libraries from LIBDIR and the
 # preload library PRELOAD (after SOFTRNIC_PRELOAD, a sanitizer runtime, if
@@ -39,13 +55,12 @@ wait_server() {
 # rsockets and not the kernel; 1, after saying so and printing LOG, if it
 # exits first or 10 s pass.
 start_rsocket_server() {
-	local lib=$1 pre=$2 port=$3 secs=$4 log=$5 reg i=0
+	local lib=$1 pre=$2 port=$3 secs=$4 log=$5 i=0
 	shift 5
 	env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 	    LD_PRELOAD="${SOFTRNIC_PRELOAD:+$SOFTRNIC_PRELOAD }$pre" timeout -k 5 "$secs" "$@" > "$log" 2>&1 &
 	spid=$!
-	reg=/dev/shm/softrnic-cm-262-$port
-	until [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; do
+	until cm_listening 262 "$port"; do
 		if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then
 			echo "FAIL: $1 never listened through softrnic's rsockets"
 			cat "$log"

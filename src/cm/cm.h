@@ -148,8 +148,14 @@ struct cm_config {
 	                                   and in the ARI of REJ "timeout"      */
 	uint32_t seed;                  /* comm IDs and transaction IDs         */
 	uint8_t cm_response_timeout;    /* IBTA 5-bit code: the default for
-	                                   cm_req_param_init's timeouts and the
-	                                   service timeout of automatic MRAs    */
+	                                   cm_req_param_init's timeouts and, when
+	                                   mra_service_timeout is 0, the service
+	                                   timeout of automatic MRAs            */
+	uint8_t mra_service_timeout;    /* IBTA 5-bit code: the service timeout
+	                                   of the automatic MRA for a duplicate
+	                                   REQ or REP the consumer has not yet
+	                                   answered (12.6.6); 0: as
+	                                   cm_response_timeout                  */
 	uint8_t max_cm_retries;         /* default for cm_req_param_init (4 bits
 	                                   on the wire: 0..15)                  */
 	uint64_t timewait_ns;           /* time an id stays in TimeWait         */
@@ -162,7 +168,7 @@ struct cm_config {
 };
 /* gid all zero, ca_guid 1, seed 1, cm_response_timeout 20 (~4.3 s) and
  * max_cm_retries 15 (librdmacm's CMA_CM_RESPONSE_TIMEOUT and
- * CMA_MAX_CM_RETRIES), timewait 1 s. */
+ * CMA_MAX_CM_RETRIES), mra_service_timeout 0, timewait 1 s. */
 void cm_config_default(struct cm_config *cfg);
 
 struct cm_event;

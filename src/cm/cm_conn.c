@@ -122,6 +122,14 @@ static void start_request(struct cm_id *id, struct cm_in *in, const struct wire_
 	cm_timer_set(id, in->now + id->timeout_ns);
 }
 
+/* The service timeout of the MRA sent on its own for a consumer that has
+ * not answered a REQ or REP that came again (12.6.6). */
+static uint8_t auto_mra_timeout(const struct cm_id *id)
+{
+	const struct cm_config *cfg = &id->cm->cfg;
+	return cfg->mra_service_timeout ? cfg->mra_service_timeout : cfg->cm_response_timeout;
+}
+
 /* Send a response (RTU, MRA, REJ, DREP), keeping it to answer duplicates. */
 static void respond(struct cm_id *id, const struct wire_cm_msg *m)
 {
@@ -356,7 +364,7 @@ static enum cm_state st_rep_rcvd(struct cm_id *id, struct cm_in *in)
 			/* 12.6.6: the consumer has not answered and the REP
 			 * came again: tell the passive side to wait (MRA). */
 			if (id->state == CM_ST_REP_RCVD) {
-				cm_fmt_mra(id, WIRE_CM_MSG_REP, id->cm->cfg.cm_response_timeout, &m);
+				cm_fmt_mra(id, WIRE_CM_MSG_REP, auto_mra_timeout(id), &m);
 				respond(id, &m);
 				in->disp = CM_DISP_DUP;
 				return CM_ST_MRA_REP_SENT;
@@ -398,7 +406,7 @@ static enum cm_state st_req_rcvd(struct cm_id *id, struct cm_in *in)
 			 * MRA, so the active side waits instead of giving up
 			 * (rdma_cm arms this with IB_CM_MRA_FLAG_DELAY). */
 			if (id->state == CM_ST_REQ_RCVD) {
-				cm_fmt_mra(id, WIRE_CM_MSG_REQ, id->cm->cfg.cm_response_timeout, &m);
+				cm_fmt_mra(id, WIRE_CM_MSG_REQ, auto_mra_timeout(id), &m);
 				respond(id, &m);
 				in->disp = CM_DISP_DUP;
 				return CM_ST_MRA_REQ_SENT;

@@ -214,9 +214,10 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int bench_usage(void)
+/* The usage on out (stdout for --help, exit 0; stderr for a mistake, exit 2). */
+static int bench_usage_to(FILE *out, int rc)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: softrnic-kv bench [--server A[:P]] [--op get|set] [--one-sided] [--clients N]\n"
 		"                         [--requests R] [--keys K] [--value-size BYTES] [--pipeline D]\n"
 		"                         [--transport send|write] [--spin-us U] [--threads T] [--no-preload] [--csv]\n"
@@ -225,7 +226,12 @@ static int bench_usage(void)
 		"  1000), D in flight per connection (1..%u; default 1); GETs preload the keys.\n"
 		"  Prints requests/s, p50 and p99 latency, and the server's CPU per operation.\n",
 		KV_DEPTH);
-	return 2;
+	return rc;
+}
+
+static int bench_usage(void)
+{
+	return bench_usage_to(stderr, 2);
 }
 
 int kv_bench_main(int argc, char **argv)
@@ -238,7 +244,9 @@ int kv_bench_main(int argc, char **argv)
 	for (int i = 1; i < argc;) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int used = 2;
-		if (!strcmp(a, "--server") && v) {
+		if (!strcmp(a, "--help")) {
+			return bench_usage_to(stdout, 0);
+		} else if (!strcmp(a, "--server") && v) {
 			kv_cli_server(v, b.host, sizeof(b.host), &b.port);
 		} else if (!strcmp(a, "--op") && v) {
 			if (strcmp(v, "get") && strcmp(v, "set"))

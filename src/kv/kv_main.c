@@ -13,16 +13,22 @@
  *   softrnic-kv incr  [--server A[:P]] KEY [DELTA]    new value to stdout
  *   softrnic-kv stats [--server A[:P]]
  *   softrnic-kv bench [--server A[:P]] ...            (bench.c)
+ *   softrnic-kv check-aof [--fix] FILE                 is FILE a whole log (aof.h)?
+ *                     --fix: copy it to FILE.bak-<unix time>, then cut
+ *                     it at its first bad record
+ *   softrnic-kv [COMMAND] --help                       the usage, on stdout
  *
  * --server takes a list, A[:P],B[:P],...: the keys are then sharded over
  * those servers by consistent hashing (cluster.h); stats prints each.
  * --transport send|write picks how requests travel (proto.h).
  *
- * Exit status: 0 success, 1 no such key (get, del), 2 any error (with a
- * one-line message on stderr).  Connections go through librdmacm, so the
- * server may be on another host as on loopback.  The default port is 18860.
+ * Exit status: 0 success, 1 no such key (get, del) or a log that is not
+ * valid (check-aof), 2 any error (with a one-line message on stderr).
+ * Connections go through librdmacm, so the server may be on another host
+ * as on loopback.  The default port is 18860.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +53,10 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-static int usage(void)
+/* The usage on out: stdout for --help (exit 0), stderr after a mistake (exit 2). */
+static int usage_to(FILE *out, int rc)
 {
-	fprintf(stderr, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
+	fprintf(out, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
 			"                         [--appendfsync always|everysec|no] [--aof-rewrite-min SIZE]]\n"
 			"                         [--busy-poll] [--probe-ms MS] [-v]\n"
 			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
@@ -59,8 +66,14 @@ static int usage(void)
 			"       softrnic-kv incr [--server A[:P]] KEY [DELTA]\n"
 			"       softrnic-kv stats [--server A[:P]]\n"
 			"       softrnic-kv bench [--server A[:P]] ... (softrnic-kv bench --help)\n"
+			"       softrnic-kv check-aof [--fix] FILE (softrnic-kv check-aof --help)\n"
 			"  client commands also take --transport send|write (default write)\n");
-	return 2;
+	return rc;
+}
+
+static int usage(void)
+{
+	return usage_to(stderr, 2);
 }
 
 static bool parse_size(const char *s, size_t *out)
@@ -96,7 +109,9 @@ static int serve(int argc, char **argv)
 	struct sigaction sa;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--addr") && i + 1 < argc) {
+		if (!strcmp(argv[i], "--help")) {
+			return usage_to(stdout, 0);
+		} else if (!strcmp(argv[i], "--addr") && i + 1 < argc) {
 			o.addr = argv[++i];
 		} else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
 			long p = strtol(argv[++i], NULL, 10);
@@ -400,10 +415,98 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	return rc;
 }
 
+static int check_aof_usage(FILE *out, int rc)
+{
+	fprintf(out, "usage: softrnic-kv check-aof [--fix] FILE\n"
+		     "  Checks that FILE, a softrnic-kv append-only file, is whole records to its end.\n"
+		     "  Exit 0: it is; 1: it is not, and the offset of its first bad record (or of a torn\n"
+		     "  last record, which serve cuts) and how much before it is valid are printed.\n"
+		     "  --fix: if it is not valid, first copy it to FILE.bak-<unix time> (a new file,\n"
+		     "  never over an existing one), then cut FILE at its first bad record, and say\n"
+		     "  what was kept and what dropped.  Exit 0 when FILE is valid after it.\n"
+		     "  Exit 2: FILE could not be read, or fixed (a server holding it, a copy that could\n"
+		     "  not be made, a file with no log record in it at all): then it is left as it is.\n");
+	return rc;
+}
+
+/* check-aof [--fix] FILE (the rules are aof.h's). */
+static int check_aof(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool fix = false, options = true;
+
+	for (int i = 1; i < argc; i++) {
+		if (options && !strcmp(argv[i], "--help"))
+			return check_aof_usage(stdout, 0);
+		else if (options && !strcmp(argv[i], "--fix"))
+			fix = true;
+		else if (options && !strcmp(argv[i], "--"))
+			options = false;
+		else if (!path && (!options || argv[i][0] != '-'))
+			path = argv[i];
+		else
+			return check_aof_usage(stderr, 2);
+	}
+	if (!path)
+		return check_aof_usage(stderr, 2);
+
+	struct kv_aof_check c;
+	char what[512], bak[4200] = "";
+	uint64_t now = (uint64_t)time(NULL);
+	int err = fix ? kv_aof_fix_path(path, now, &c, bak, sizeof(bak)) : kv_aof_check_path(path, &c);
+	if (err == EEXIST) {
+		fprintf(stderr, "softrnic-kv: check-aof: %s.bak-%" PRIu64 " exists: not overwritten; %s is left as "
+			"it is (run it again in a second)\n", path, now, path);
+		return 2;
+	}
+	if (fix && err && bak[0]) {
+		fprintf(stderr, "softrnic-kv: check-aof: %s was copied to %s, but cutting it failed: %s\n", path, bak,
+			strerror(err));
+		return 2;
+	}
+	if (err) {
+		fprintf(stderr, "softrnic-kv: check-aof: %s: %s%s\n", path, kv_aof_strerror(err),
+			fix ? "; left as it is" : "");
+		return 2;
+	}
+	kv_aof_describe(&c, what, sizeof(what));
+	if (c.state == KV_AOF_VALID) {
+		printf("%s %s%s\n", path, what, fix ? "; nothing to fix" : "");
+		return 0;
+	}
+	if (fix) {
+		printf("%s: kept %" PRIu64 " records (%" PRIu64 " bytes); dropped %" PRIu64 " bytes from byte %"
+		       PRIu64 " (%s", path, c.records, c.good, c.size - c.good, c.good, c.why);
+		if (c.resync)
+			printf("; whole records start again at byte %" PRIu64 ", %" PRIu64 " in a row, dropped too",
+			       c.resync, c.resync_records);
+		printf("); the whole file as it was is in %s\n", bak);
+		return 0;
+	}
+	printf("%s %s\n", path, what);
+	if (c.state == KV_AOF_TORN)
+		printf("%s: softrnic kv serve cuts the torn %" PRIu64 " bytes when it starts; check-aof --fix cuts "
+		       "them now, keeping a copy\n", path, c.size - c.good);
+	else if (!c.records && !c.resync)
+		printf("%s: no whole record in it at all: is it a softrnic-kv log? (check-aof --fix leaves it)\n",
+		       path);
+	else
+		printf("%s: softrnic kv serve refuses it; check-aof --fix keeps a copy and cuts it at byte %" PRIu64
+		       " (dropping %" PRIu64 " bytes)\n", path, c.good, c.size - c.good);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage();
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
+		return usage_to(stdout, 0);
+	if (!strcmp(argv[1], "check-aof"))
+		return check_aof(argc - 1, argv + 1);
+	/* A client command's first word is --help: its usage (not a key). */
+	if (argc > 2 && !strcmp(argv[2], "--help") && strcmp(argv[1], "bench"))
+		return usage_to(stdout, 0);
 	if (!strcmp(argv[1], "serve"))
 		return serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mget"))

@@ -14,7 +14,8 @@
  * accept's private data, for the one-sided GET (table.h).
  *
  * With an append-only file (aof.h) every change is logged before it is
- * answered, and the log is replayed when the server starts.
+ * answered, and the log is replayed when the server starts; a log that
+ * does not parse is refused, untouched (only a torn last record is cut).
  *
  * Faults.  A malformed request gets KV_BAD_REQUEST and the connection
  * goes on.  A connection is reclaimed — its QP, buffers and slot in
@@ -522,7 +523,10 @@ static void maybe_rewrite(struct server *s)
 		return;
 	uint64_t before = s->aof.bytes;
 	int e = kv_aof_rewrite(&s->aof, &s->table, now_ns());
-	if (e)
+	if (e == EEXIST)
+		fprintf(stderr, "kv: rewriting %s failed: %s.rewrite exists and is not a regular file of this user: "
+			"left alone (the old log stays)\n", s->aof.path, s->aof.path);
+	else if (e)
 		fprintf(stderr, "kv: rewriting %s failed: %s (the old log stays)\n", s->aof.path, strerror(e));
 	else if (s->verbose)
 		fprintf(stderr, "kv: %s rewritten: %" PRIu64 " -> %" PRIu64 " bytes\n", s->aof.path, before,
@@ -550,15 +554,28 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 		return EINVAL;
 	}
 	if (o->aof_path) {
-		uint64_t replayed, cut;
-		err = kv_aof_open(&s.aof, o->aof_path, o->fsync, &s.table, now_ns(), &replayed, &cut);
+		struct kv_aof_check c;
+		char what[512];
+		err = kv_aof_open(&s.aof, o->aof_path, o->fsync, &s.table, now_ns(), &c);
+		kv_aof_describe(&c, what, sizeof(what));
+		if (err == EBADMSG && !c.records && !c.resync)
+			fprintf(stderr, "kv: refusing to start: the log %s %s; it is left as it was (no whole record "
+				"in it at all: is it a softrnic-kv log?)\n", o->aof_path, what);
+		else if (err == EBADMSG)
+			fprintf(stderr, "kv: refusing to start: the log %s %s; it is left as it was (softrnic kv "
+				"check-aof --fix %s cuts it at byte %" PRIu64 ", keeping a copy)\n", o->aof_path, what,
+				o->aof_path, c.good);
+		else if (err)
+			fprintf(stderr, "kv: cannot open the log %s: %s\n", o->aof_path, kv_aof_strerror(err));
 		if (err) {
-			fprintf(stderr, "kv: cannot open the log %s: %s\n", o->aof_path, strerror(err));
 			free(s.arena);
 			return err;
 		}
-		fprintf(stderr, "kv: %s: %" PRIu64 " records replayed, %" PRIu64 " items%s\n", o->aof_path, replayed,
-			s.table.stats.items, cut ? ", a torn last record cut" : "");
+		if (c.state == KV_AOF_TORN)
+			fprintf(stderr, "kv: %s %s; cut %" PRIu64 " bytes at offset %" PRIu64 "\n", o->aof_path, what,
+				c.size - c.good, c.good);
+		fprintf(stderr, "kv: %s: %" PRIu64 " records replayed, %" PRIu64 " items%s\n", o->aof_path,
+			c.records, s.table.stats.items, c.state == KV_AOF_TORN ? ", a torn last record cut" : "");
 		err = 0;
 		s.aof_rewrite_min = o->aof_rewrite_min ? o->aof_rewrite_min : 64ull << 20;
 		/* A log mostly of overwritten records is compacted before

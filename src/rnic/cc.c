@@ -175,7 +175,7 @@ bool cc_may_send(struct rnic_qp *qp, uint64_t now)
 	if (pacer_ready(&qp->cc.pacer, now, burst))
 		return true;
 	qp->cc.pace_until = pacer_ready_at(&qp->cc.pacer, burst);
-	rnic_timer_armed(qp->r, qp->cc.pace_until);
+	rnic_qp_timer_armed(qp, qp->cc.pace_until);
 	return false;
 }
 
@@ -187,7 +187,7 @@ void cc_on_sent(struct rnic_qp *qp, size_t wire_bytes, uint64_t now)
 	if (rate)
 		pacer_sent(&qp->cc.pacer, now, bytes, rate);
 	dcqcn_on_sent(&qp->cc.rp, bytes, now);
-	rnic_timer_armed(qp->r, cc_next_deadline(qp));
+	rnic_qp_timer_armed(qp, cc_next_deadline(qp));
 }
 
 /* Packets the QP has sent (new ones): acknowledged plus in flight. */
@@ -314,7 +314,7 @@ void cc_receive_cnp(struct rnic *r, const struct wire_ib *pkt, const struct rnic
 	uint64_t cuts = qp->cc.rp.cuts;
 	dcqcn_on_cnp(&qp->cc.rp, now);
 	r->ctr.rate_decreases += qp->cc.rp.cuts - cuts;
-	rnic_timer_armed(r, cc_next_deadline(qp));
+	rnic_qp_timer_armed(qp, cc_next_deadline(qp));
 }
 
 /* ---- timers ----------------------------------------------------------------- */
@@ -337,12 +337,12 @@ static void repace(struct rnic_qp *qp, uint64_t now)
 	rate = pace_rate(qp);
 	if (!rate) {
 		qp->cc.pace_until = now;
-		rnic_timer_armed(qp->r, now);
+		rnic_qp_timer_armed(qp, now);
 		return;
 	}
 	pacer_set_rate(&qp->cc.pacer, now, rate);
 	qp->cc.pace_until = pacer_ready_at(&qp->cc.pacer, burst_ns(qp, rate));
-	rnic_timer_armed(qp->r, qp->cc.pace_until);
+	rnic_qp_timer_armed(qp, qp->cc.pace_until);
 }
 
 /* DCTCP, TIMELY or HPCC moved the rate: count the cuts, and a requester
@@ -364,7 +364,7 @@ void cc_advance(struct rnic_qp *qp, uint64_t now)
 		qp->cc.pace_until = RNIC_NO_DEADLINE;
 		requester_run(qp, now);
 	}
-	rnic_timer_armed(qp->r, cc_next_deadline(qp));
+	rnic_qp_timer_armed(qp, cc_next_deadline(qp));
 }
 
 /* ---- the application's rate limit ------------------------------------------- */

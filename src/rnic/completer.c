@@ -188,7 +188,7 @@ static bool spend_retry(struct rnic_qp *qp)
 static void arm_retx(struct rnic_qp *qp, uint64_t now)
 {
 	qp->comp.retx_deadline = now + retx_wait_ns(qp);
-	rnic_timer_armed(qp->r, qp->comp.retx_deadline);
+	rnic_qp_timer_armed(qp, qp->comp.retx_deadline);
 }
 
 static bool outstanding(const struct rnic_qp *qp)

@@ -344,6 +344,7 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 		return NULL;
 	}
 	qp->qpn = alloc_qpn(r);
+	qp->timer_key = RNIC_NO_DEADLINE;
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.path_mtu = IBV_MTU_1024;

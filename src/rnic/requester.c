@@ -698,7 +698,7 @@ void requester_rnr_wait(struct rnic_qp *qp, uint32_t psn, uint64_t until)
 {
 	requester_rewind(qp, psn);
 	qp->req.rnr_until = until;
-	rnic_timer_armed(qp->r, until);
+	rnic_qp_timer_armed(qp, until);
 }
 
 void requester_timer(struct rnic_qp *qp, uint64_t now)

@@ -748,7 +748,7 @@ static enum resp_state resp_acknowledge(struct rnic_qp *qp, struct resp_ctx *c)
 			send_ack(qp, wire_psn_add(qp->resp.epsn, WIRE_PSN_MASK));
 	} else if (qp->resp.ack_deadline == RNIC_NO_DEADLINE) {
 		qp->resp.ack_deadline = c->now + RNIC_DELAYED_ACK_NS;
-		rnic_timer_armed(qp->r, qp->resp.ack_deadline);
+		rnic_qp_timer_armed(qp, qp->resp.ack_deadline);
 	}
 	return RESP_EXIT;
 }

@@ -23,7 +23,10 @@ void rnic_config_default(struct rnic_config *cfg)
 	cfg->gid.raw[12] = 127;
 	cfg->gid.raw[15] = 1;
 	cfg->max_mtu = IBV_MTU_4096;
-	cfg->max_qp = 1024;
+	/* As the kernel's rxe (RXE_MAX_QP).  The QP table is one pointer per
+	 * slot (512 KiB, calloc'ed: untouched pages cost nothing) and timers
+	 * cost what the QPs that have them cost (timers.c). */
+	cfg->max_qp = 65536;
 	cfg->max_qp_wr = 16384;
 	/* mlx5's limit (2^22 - 1): libfabric's ofi_rxm sizes one CQ for
 	 * every peer it may talk to (its universe size) and fails when the
@@ -138,6 +141,7 @@ void rnic_destroy(struct rnic *r)
 		for (uint32_t i = 0; i <= r->cfg.max_mr; i++)
 			free(r->mrs[i]);
 	ud_fini(r);
+	rnic_timers_free(r);
 	free(r->qps);
 	free(r->mrs);
 	free(r->mr_gen);
@@ -372,74 +376,6 @@ void rnic_receive(struct rnic *r, const struct rnic_rx *rx, uint64_t now)
 		completer_receive(qp, &pkt, now);
 	r->rx_remote = NULL;
 	r->rx_alone = false;
-}
-
-/* ---- timers ------------------------------------------------------------ */
-
-static uint64_t qp_deadline(const struct rnic_qp *qp)
-{
-	uint64_t best = qp->comp.retx_deadline;
-
-	if (qp->req.rnr_until < best)
-		best = qp->req.rnr_until;
-	if (qp->resp.ack_deadline < best)
-		best = qp->resp.ack_deadline;
-	uint64_t cc = cc_next_deadline(qp);
-	return cc < best ? cc : best;
-}
-
-/* The earliest time any QP's timer may be due.  O(1): a lower bound kept
- * by rnic_timer_armed (so it may be early, after a timer was moved later
- * or cleared, and the caller's advance then finds nothing due and makes
- * it exact again), never late.  The runtime asks after every post and the
- * simulator after every packet; with a scan of every QP they spent a
- * tenth of their time here once a host had a few hundred QPs.  Sanitizer
- * builds (RNIC_CHECK_DEADLINES) check the bound against that scan on
- * every call: a timer armed without rnic_timer_armed aborts them. */
-uint64_t rnic_next_deadline(const struct rnic *r)
-{
-#ifdef RNIC_CHECK_DEADLINES
-	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
-		if (r->qps[i] && qp_deadline(r->qps[i]) < r->deadline_bound) {
-			fprintf(stderr, "rnic: QP 0x%06x has a timer at %llu before the bound %llu\n",
-				(unsigned)r->qps[i]->qpn, (unsigned long long)qp_deadline(r->qps[i]),
-				(unsigned long long)r->deadline_bound);
-			abort();
-		}
-	}
-#endif
-	return r->deadline_bound;
-}
-
-/* Fire what is due and make the bound exact: a linear scan over the QP
- * table, simple and deterministic (a timer heap would make this O(log n)
- * too; it pays off only with thousands of QPs). */
-void rnic_advance(struct rnic *r, uint64_t now)
-{
-	uint32_t seen = 0;
-
-	rnic_pulls_settle(r);           /* a delayed ACK must not run ahead */
-	/* Timers armed while we walk (by the QPs we advance) lower it.  A
-	 * timer creates and destroys no QP, so the walk may stop once it has
-	 * seen them all. */
-	r->deadline_bound = RNIC_NO_DEADLINE;
-	for (uint32_t i = 0; i < r->cfg.max_qp && seen < r->n_qp; i++) {
-		struct rnic_qp *qp = r->qps[i];
-		if (!qp)
-			continue;
-		seen++;
-		if (qp->resp.ack_deadline <= now)
-			responder_timer(qp, now);
-		if (qp->req.rnr_until <= now)
-			requester_timer(qp, now);
-		if (qp->comp.retx_deadline <= now)
-			completer_timer(qp, now);
-		if (cc_next_deadline(qp) <= now)
-			cc_advance(qp, now);
-		/* A QP may still be due (a timer re-armed for `now`): the
-		 * bound says so and the caller advances again. */
-		rnic_timer_armed(r, qp_deadline(qp));
-	}
 }
 
 /* ---- tracing -------------------------------------------------------------- */

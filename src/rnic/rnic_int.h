@@ -77,6 +77,11 @@
 
 /* ---- device ------------------------------------------------------------- */
 
+struct rnic_timer_entry {
+	uint64_t at;
+	uint32_t qpn;
+};
+
 struct rnic {
 	struct rnic_config cfg;
 	struct rnic_io io;
@@ -96,9 +101,18 @@ struct rnic {
 	uint32_t gsi_psn;               /* PSN of the next MAD QP1 sends (gsi.c) */
 	uint64_t reorder_bytes;         /* held by reorder buffers (selective.c) */
 	/* No QP timer is due before this (rnic_next_deadline): lowered by
-	 * rnic_timer_armed whenever one is armed, made exact again by each
+	 * rnic_qp_timer_armed whenever one is armed, made exact again by each
 	 * rnic_advance, never later than the true earliest. */
 	uint64_t deadline_bound;
+	/* The QPs' timers (timers.c): a min-heap of (time, QPN), and the
+	 * slots due at one advance; timer_scan_all when the heap could not
+	 * grow and the QP table is scanned instead. */
+	struct rnic_timer_entry *timer_heap;
+	size_t timer_n, timer_cap;
+	uint32_t *timer_due;
+	uint32_t timer_due_cap;
+	bool timer_scan_all;
+	uint64_t timer_visits;          /* QPs looked at by rnic_advance (tests) */
 	/* The message path (rnic_qp_set_message_path): the payload pieces
 	 * of the packet being sent (cfg.max_sge of them), and the payload of
 	 * the packet being received, NULL when it is in the packet. */
@@ -131,13 +145,12 @@ struct rnic {
 bool gsi_receive(struct rnic *r, const struct wire_ib *pkt, const struct rnic_rx *rx);
 
 uint64_t rnic_random(struct rnic *r);
-/* Every write of a QP timer (retransmit, RNR, delayed ACK, pacer, DCQCN)
- * to a time `at` must tell the device, so rnic_next_deadline stays O(1). */
-static inline void rnic_timer_armed(struct rnic *r, uint64_t at)
-{
-	if (at < r->deadline_bound)
-		r->deadline_bound = at;
-}
+/* timers.c.  Every write of a QP timer (retransmit, RNR, delayed ACK,
+ * pacer, DCQCN) to a time `at` must tell the device, so that
+ * rnic_next_deadline stays O(1) and rnic_advance finds the QP. */
+void rnic_qp_timer_armed(struct rnic_qp *qp, uint64_t at);
+uint64_t rnic_qp_deadline(const struct rnic_qp *qp);
+void rnic_timers_free(struct rnic *r);
 /* The send window of each QP now (see RNIC_DEVICE_WINDOW). */
 static inline uint32_t rnic_send_window(const struct rnic *r)
 {
@@ -502,6 +515,7 @@ struct rnic_qp {
 	void *ctx;
 	enum ibv_qp_type type;
 	uint32_t qpn;
+	uint64_t timer_key;             /* its earliest entry in the device's timer heap (timers.c) */
 	bool sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */

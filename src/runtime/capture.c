@@ -33,9 +33,16 @@
  * an unlimited capture into tmpfs (docs/capture_and_faults.md).  Past the
  * limit a packet costs one atomic increment.
  *
- * A process's first capture truncates FILE; a later one (the program
- * closed its device and opened another: ibv_get_device_guid does that,
- * before the program's own open) appends to it, so FILE is the whole run.
+ * A process's first capture creates FILE, new (O_EXCL, mode 0600): an
+ * existing file is an error naming it, unless SOFTRNIC_PCAP_OVERWRITE=1,
+ * and then only a regular file of ours is truncated.  The last component
+ * is never followed if it is a link (O_NOFOLLOW), and nothing waits on a
+ * FIFO: a capture named in a shared directory (/tmp) cannot be turned
+ * against another file, nor another user's file be clobbered by root.  A
+ * later capture of the process to the same FILE (the program closed its
+ * device and opened another: ibv_get_device_guid does that, before the
+ * program's own open) appends to the file it made, so FILE is the whole
+ * run.
  */
 #include "runtime/capture.h"
 
@@ -85,6 +92,8 @@ static bool exit_handler_set;
 /* The file this process started (srt_capture_from_env). */
 static pid_t started_pid;
 static char started_path[PATH_MAX];
+static dev_t started_dev;
+static ino_t started_ino;
 
 static void flush_locked(struct srt_capture *c);
 
@@ -186,6 +195,80 @@ static void flush_locked(struct srt_capture *c)
 	c->used = 0;
 }
 
+/* SOFTRNIC_PCAP_OVERWRITE set and not 0. */
+static bool overwrite_allowed(void)
+{
+	const char *v = getenv("SOFTRNIC_PCAP_OVERWRITE");
+
+	return v && *v && strcmp(v, "0");
+}
+
+/* A regular file owned by us (what overwriting and appending accept). */
+static bool ours(int fd, struct stat *st)
+{
+	return !fstat(fd, st) && S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
+/* Opens the capture's file (live_lock held): continues the one this
+ * process started (again, and still that file), else creates it new, or
+ * with SOFTRNIC_PCAP_OVERWRITE truncates a file of ours.  The descriptor,
+ * *appended and the file's identity in *st; or -1 with err said. */
+static int open_file(const char *pattern, const char *path, bool again, bool *appended, struct stat *st, char *err,
+		     size_t errlen)
+{
+	int fd;
+
+	*appended = false;
+	if (again) {
+		fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && ours(fd, st) && st->st_dev == started_dev && st->st_ino == started_ino) {
+			*appended = true;
+			return fd;
+		}
+		if (fd >= 0)    /* another file at the name now: as for a first capture */
+			close(fd);
+	}
+	if (overwrite_allowed()) {
+		fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			int e = errno;
+			snprintf(err, errlen, "SOFTRNIC_PCAP=%s: cannot create %s: %s", pattern, path,
+				 e == ELOOP ? "it is a symbolic link" : e == ENXIO ? "it is a FIFO" : strerror(e));
+			errno = e;
+			return -1;
+		}
+		if (!ours(fd, st)) {
+			close(fd);
+			snprintf(err, errlen, "SOFTRNIC_PCAP=%s: %s is not a regular file of ours: not overwritten", pattern,
+				 path);
+			errno = EPERM;
+			return -1;
+		}
+		if (ftruncate(fd, 0)) {
+			int e = errno;
+			close(fd);
+			snprintf(err, errlen, "SOFTRNIC_PCAP=%s: cannot truncate %s: %s", pattern, path, strerror(e));
+			errno = e;
+			return -1;
+		}
+		return fd;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+		if (e == EEXIST)
+			snprintf(err, errlen, "SOFTRNIC_PCAP=%s: %s exists; softrnic does not overwrite it (remove it, "
+				 "put %%p in the name, or set SOFTRNIC_PCAP_OVERWRITE=1)", pattern, path);
+		else
+			snprintf(err, errlen, "SOFTRNIC_PCAP=%s: cannot create %s: %s", pattern, path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, st))
+		memset(st, 0, sizeof(*st));
+	return fd;
+}
+
 static void put(struct srt_capture *c, const void *p, size_t len)
 {
 	if (c->used + len > CAPTURE_BUF_BYTES)
@@ -221,25 +304,25 @@ int srt_capture_from_env(struct srt_capture **out, bool udp_csum, char *err, siz
 		snprintf(err, errlen, "SOFTRNIC_PCAP=%s: name too long", pattern);
 		goto fail;
 	}
-	/* The first device of the process starts the file afresh; a later
-	 * one (the program closed its last context and opens another)
+	/* The first device of the process starts the file; a later one
+	 * (the program closed its last context and opens another)
 	 * continues it, so a capture is the whole run. */
 	pthread_mutex_lock(&live_lock);
-	bool again = started_pid == getpid() && !strcmp(started_path, c->path);
-	c->fd = open(c->path, O_WRONLY | O_CREAT | O_CLOEXEC | (again ? O_APPEND : O_TRUNC), 0644);
-	e = errno;
+	bool again = started_pid == getpid() && !strcmp(started_path, c->path), appended;
 	struct stat st;
-	if (c->fd >= 0 && again && fstat(c->fd, &st) == 0 && st.st_size >= (off_t)PCAP_FILE_HEADER)
+	c->fd = open_file(pattern, c->path, again, &appended, &st, err, errlen);
+	e = errno;
+	if (c->fd >= 0 && appended && st.st_size >= (off_t)PCAP_FILE_HEADER)
 		c->file_bytes = (uint64_t)st.st_size;
 	if (c->fd >= 0) {
 		started_pid = getpid();
 		snprintf(started_path, sizeof(started_path), "%s", c->path);
+		started_dev = st.st_dev;
+		started_ino = st.st_ino;
 	}
 	pthread_mutex_unlock(&live_lock);
-	if (c->fd < 0) {
-		snprintf(err, errlen, "SOFTRNIC_PCAP=%s: cannot create %s: %s", pattern, c->path, strerror(e));
+	if (c->fd < 0)
 		goto fail;
-	}
 	pthread_mutex_init(&c->lock, NULL);
 	c->owner = getpid();
 	c->udp_csum = udp_csum;

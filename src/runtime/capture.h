@@ -62,8 +62,11 @@ struct srt_capture_stats {
  * SOFTRNIC_PCAP unset or empty: 0 and *out NULL.  Otherwise 0 and the
  * capture, or an errno value and a one-line explanation in err (a bad
  * limit, a file that cannot be created).  The process's first capture
- * creates (truncates) the file; a later one to the same file (the program
- * closed its device and opened another) continues it. */
+ * creates the file, mode 0600, and refuses one that exists (EEXIST)
+ * unless SOFTRNIC_PCAP_OVERWRITE=1, which truncates it if it is a regular
+ * file of ours; a link at the name is never followed (capture.c).  A
+ * later capture of the process to the same file (the program closed its
+ * device and opened another) continues it. */
 int srt_capture_from_env(struct srt_capture **out, bool udp_csum, char *err, size_t errlen);
 /* Flush and close (NULL: nothing). */
 void srt_capture_close(struct srt_capture *c);

@@ -14,6 +14,13 @@
  * rnic: it reads the clock, seeds the rnic from pid and time, and owns
  * every system call.
  *
+ * Files: the device's stats file and host-local ring live in the user's
+ * runtime directory (runtime_dir.h), which the device holds open for its
+ * life; when it opens, it first removes what dead processes of the user
+ * left there, and a process that exits with its device still open (every
+ * librdmacm program: librdmacm never closes it) removes its own at exit
+ * (device_at_exit).
+ *
  * Debugging aids on the real path (docs/capture_and_faults.md), each one
  * pointer test when off: SOFTRNIC_FAULTS (faults.h) sits between the
  * socket and the ICRC check, holding packets back in its own queue whose
@@ -38,6 +45,7 @@
 #include "runtime/device_int.h"
 #include "runtime/local_path.h"
 #include "runtime/mem_guard.h"
+#include "runtime/runtime_dir.h"
 #include "runtime/share_steer.h"
 
 #define SRT_DEVICE_NAME "softrnic0"
@@ -326,9 +334,9 @@ void srt_publish_stats_soon(struct srt_device *dev, uint64_t now)
 	publish_stats_and_unlock(dev, now);
 }
 
-void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
+/* Lock held. */
+static void progress_stats_locked(struct srt_device *dev, struct srt_progress_stats *out)
 {
-	srt_lock(dev);
 	*out = (struct srt_progress_stats){
 		.rx_by_app = dev->rx_by_app, .rx_by_thread = dev->rx_by_thread,
 		.thread_wakeups = __atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
@@ -338,14 +346,21 @@ void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
 		.udp_sends = dev->udp.tx_sends, .gso_sends = dev->udp.tx_gso_sends,
 		.acks_rode = dev->acks_rode, .acks_alone = dev->acks_alone,
 	};
+}
+
+void srt_progress_stats(struct srt_device *dev, struct srt_progress_stats *out)
+{
+	srt_lock(dev);
+	progress_stats_locked(dev, out);
 	srt_unlock(dev);
 }
 
 /* ---- open / close --------------------------------------------------------- */
 
-/* SOFTRNIC_STATS_AT_EXIT=1: when the device closes, print its non-zero
- * counters to stderr, so a short-lived program (a demo, a test) shows what
- * the NIC did without racing `softrnic stats` against its exit.  A second
+/* SOFTRNIC_STATS_AT_EXIT=1: when the device closes (or the process exits
+ * with it open: device_at_exit), print its non-zero counters to stderr,
+ * so a short-lived program (a demo, a test) shows what the NIC did
+ * without racing `softrnic stats` against its exit.  A second
  * line tells how the progress model behaved: packets read by polling
  * application threads vs the progress thread, the thread's wake-ups
  * (hand-off timeouts among them), send system calls (GSO sends among
@@ -369,7 +384,7 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 
 /* Each line leaves in one write(2): two processes of a test often share
  * one log file, and their lines must not interleave mid-line. */
-static void print_stats_at_exit(struct srt_device *dev)
+static void print_stats_at_exit(struct srt_device *dev, const struct srt_progress_stats *ps)
 {
 	const char *want = getenv("SOFTRNIC_STATS_AT_EXIT");
 	const struct srt_stats_file *f = dev->stats.map;
@@ -391,19 +406,17 @@ static void print_stats_at_exit(struct srt_device *dev)
 #undef PRINT_NONZERO_RT
 	append(line, sizeof(line), &len, "\n");
 	(void)!write(STDERR_FILENO, line, len);
-	struct srt_progress_stats ps;
-	srt_progress_stats(dev, &ps);
 	len = 0;
 	append(line, sizeof(line), &len,
 	       "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
 	       "thread_wakeups=%llu takeover_wakes=%llu poll_watch_wakes=%llu udp_sends=%llu gso_sends=%llu "
 	       "acks_rode=%llu acks_alone=%llu tx_errors=%llu sport_sockets=%u sport_fallbacks=%llu\n",
-	       (unsigned long long)ps.rx_by_app, (unsigned long long)ps.rx_by_thread,
-	       (unsigned long long)ps.handoff_timeouts, (unsigned long long)ps.thread_wakeups,
-	       (unsigned long long)ps.takeover_wakes, (unsigned long long)ps.poll_watch_wakes,
-	       (unsigned long long)ps.udp_sends,
-	       (unsigned long long)ps.gso_sends, (unsigned long long)ps.acks_rode,
-	       (unsigned long long)ps.acks_alone, (unsigned long long)dev->udp.tx_errors,
+	       (unsigned long long)ps->rx_by_app, (unsigned long long)ps->rx_by_thread,
+	       (unsigned long long)ps->handoff_timeouts, (unsigned long long)ps->thread_wakeups,
+	       (unsigned long long)ps->takeover_wakes, (unsigned long long)ps->poll_watch_wakes,
+	       (unsigned long long)ps->udp_sends,
+	       (unsigned long long)ps->gso_sends, (unsigned long long)ps->acks_rode,
+	       (unsigned long long)ps->acks_alone, (unsigned long long)dev->udp.tx_errors,
 	       dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);
 	(void)!write(STDERR_FILENO, line, len);
 }
@@ -425,6 +438,8 @@ static void destroy_device(struct srt_device *dev)
 	dev->udp.local = NULL;
 	srt_capture_close(dev->udp.capture);
 	dev->udp.capture = NULL;
+	if (dev->rundir >= 0)
+		close(dev->rundir);
 	srt_udp_close(&dev->udp);
 	if (dev->wake_fd >= 0)
 		close(dev->wake_fd);
@@ -507,6 +522,12 @@ static struct srt_device *create_device(void)
 	dev->link.fd = -1;
 	dev->owner = getpid();
 	dev->refcount = 1;
+	dev->stats.dirfd = -1;
+	/* The runtime directory, and in it first what dead processes of
+	 * ours left (killed, or crashed: nothing removed their files). */
+	dev->rundir = srt_runtime_dir_open(true);
+	srt_stats_reclaim(dev->rundir);
+	srt_local_remove_dead(dev->rundir);
 
 	e = srt_udp_open(&dev->udp, err, sizeof(err));
 	if (e) {
@@ -541,7 +562,8 @@ static struct srt_device *create_device(void)
 		unsigned slot = 0;
 		bool shared = srt_share_slot(dev, &slot);
 
-		dev->udp.local = srt_local_open(dev->udp.addr, slot, shared, dev->faults != NULL, dev->udp.fd);
+		dev->udp.local = srt_local_open(dev->rundir, dev->udp.addr, slot, shared, dev->faults != NULL,
+						dev->udp.fd);
 	}
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -599,9 +621,14 @@ static struct srt_device *create_device(void)
 		goto fail;
 	}
 
-	e = srt_stats_create(&dev->stats, SRT_DEVICE_NAME, dev->gid.raw);
-	if (e)   /* The device works without published stats. */
-		fprintf(stderr, "softrnic: warning: cannot publish stats in %s: %s\n", SRT_STATS_DIR, strerror(e));
+	/* The device works without published stats. */
+	e = srt_stats_create(&dev->stats, dev->rundir, SRT_DEVICE_NAME, dev->gid.raw);
+	if (e == EEXIST)
+		fprintf(stderr, "softrnic: warning: no stats file: %s/" SRT_STATS_PREFIX "%d exists and is not a "
+			"file of ours (left alone)\n", srt_runtime_dir_path(), (int)getpid());
+	else if (e)
+		fprintf(stderr, "softrnic: warning: cannot publish stats in %s: %s\n", srt_runtime_dir_path(),
+			strerror(e));
 	publish_stats(dev, srt_now());
 
 	e = pthread_create(&dev->thread, NULL, srt_progress_main, dev);
@@ -634,6 +661,8 @@ struct srt_device *srt_open(void)
 		srt_link_close(&the_device->link);
 		close(the_device->wake_fd);
 		close(the_device->ep_fd);
+		if (the_device->rundir >= 0)
+			close(the_device->rundir);
 		the_device = NULL;
 	}
 	if (the_device) {
@@ -668,8 +697,66 @@ void srt_close(struct srt_device *dev)
 	srt_send_all_at_unlock(dev);
 	srt_unlock(dev);
 	publish_stats(dev, srt_now());
-	print_stats_at_exit(dev);
+	if (!dev->exit_reported) {
+		struct srt_progress_stats ps;
+		srt_progress_stats(dev, &ps);
+		print_stats_at_exit(dev, &ps);
+	}
 	destroy_device(dev);
+}
+
+/* Takes `m` within `ms` milliseconds, or gives up. */
+static bool lock_within(pthread_mutex_t *m, long ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	return pthread_mutex_timedlock(m, &until) == 0;
+}
+
+/* A process that exits with its device open — every librdmacm program
+ * (librdmacm never closes the device), a program that returns from main
+ * without ibv_close_device — removes its stats file and ring now rather
+ * than leave them for the next device of the user to reclaim, and
+ * SOFTRNIC_STATS_AT_EXIT prints as at close.
+ *
+ * A destructor, so it runs after the program's atexit handlers (which may
+ * close the device themselves: then there is nothing left to do) and
+ * after the destructors of the libraries that use ours (librdmacm's).
+ * Other threads still run, the progress thread among them: the device is
+ * not destroyed and no thread is joined, the files are unlinked but stay
+ * mapped, and the locks are only tried for a while (a thread that holds
+ * the device lock, or exit() called with it held, must not hang the
+ * exit: then the counters are the last ones published).  In a child of
+ * fork() the device is the parent's (another owner): nothing is touched,
+ * not even its locks, which may have been copied held. */
+__attribute__((destructor)) static void device_at_exit(void)
+{
+	struct srt_device *dev = the_device;
+	struct srt_progress_stats ps;
+
+	if (!dev || dev->owner != getpid() || !lock_within(&open_lock, 100))
+		return;
+	dev = the_device;
+	if (dev && dev->owner == getpid() && !dev->exit_reported) {
+		dev->exit_reported = true;
+		if (lock_within(&dev->lock, 200)) {
+			progress_stats_locked(dev, &ps);
+			/* What waits to leave (an ACK waiting to ride) goes now,
+			 * and the counters include it. */
+			publish_stats_and_unlock(dev, srt_now());
+			print_stats_at_exit(dev, &ps);
+		}
+		srt_stats_unlink(&dev->stats);
+		srt_local_unlink(dev->udp.local);
+	}
+	pthread_mutex_unlock(&open_lock);
 }
 
 void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp)

@@ -116,6 +116,11 @@ struct srt_device {
 	pid_t owner;                    /* process that created the device */
 	struct srt_hook_slot hooks[SRT_MAX_HOOKS];
 
+	/* The user's runtime directory (runtime_dir.h), open for the
+	 * device's life: its stats file and ring live there.  -1: none (it
+	 * was refused), and so neither. */
+	int rundir;
+	bool exit_reported;             /* device_at_exit ran (open_lock) */
 	/* Written by the progress thread only. */
 	struct srt_stats_writer stats;
 	uint64_t last_publish_ns;

@@ -27,15 +27,18 @@
  * bits, and the CRC was two passes over every payload.
  *
  * A full ring drops the packet (a full NIC queue; RC retransmits).  A
- * ring whose owner died stays until its address is taken again; senders
- * check a cached ring's owner and inode every SRT_LOCAL_RECHECK_NS and
- * drop it when either changed.
+ * ring whose owner died stays until the next device of the user opens
+ * (remove_dead_rings) or its address is taken again; senders check a
+ * cached ring's owner and inode every SRT_LOCAL_RECHECK_NS and drop it
+ * when either changed.  The rings are files of the user's runtime
+ * directory (runtime_dir.h), opened only through its helpers.
  */
 #include "runtime/local_path.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -51,6 +54,7 @@
 #include <unistd.h>
 
 #include "runtime/mem_guard.h"
+#include "runtime/runtime_dir.h"
 #include "runtime/share_steer.h"
 #include "runtime/udp_port.h"
 #include "wire/mad.h"
@@ -153,7 +157,9 @@ struct srt_local_peer {
 
 struct srt_local {
 	struct ring *own;
-	char path[96];
+	int dirfd;                      /* the runtime directory (runtime_dir.h), borrowed */
+	char name[96];                  /* our ring's name in it */
+	char path[PATH_MAX];            /* and its whole path (srt_local_file) */
 	ino_t ino;
 	struct in_addr addr;
 	int udp_fd;                     /* doorbells leave from it */
@@ -195,9 +201,10 @@ static unsigned long netns_id(void)
 	return id;
 }
 
-static void ring_path(char *out, size_t cap, struct in_addr ip, unsigned slot)
+/* A ring's name in the runtime directory. */
+static void ring_name(char *out, size_t cap, struct in_addr ip, unsigned slot)
 {
-	snprintf(out, cap, "/dev/shm/softrnic-local-%u-%lx-%08x-%u", (unsigned)getuid(), netns_id(),
+	snprintf(out, cap, "softrnic-local-%u-%lx-%08x-%u", (unsigned)getuid(), netns_id(),
 		 (unsigned)ntohl(ip.s_addr), slot);
 }
 
@@ -208,56 +215,66 @@ bool srt_local_is_doorbell(const uint8_t *d, size_t len)
 		       SRT_LOCAL_DOORBELL_MAGIC;
 }
 
-/* Removes the dead ring open as `fd` at `path` — but only that file.  A
+/* Removes the dead ring open as `fd` at `name` — but only that file.  A
  * process taking the address may replace it at any moment (unlink, then
  * create: srt_local_open), and an unlink by name could remove the new
  * owner's ring instead, which leaves that process reachable only over
  * UDP for its life.  So the file is first renamed out of the way and
  * unlinked only if it is the one judged dead; if it is not, it goes back
- * (link fails if the path was taken meanwhile: then it is superseded
+ * (link fails if the name was taken meanwhile: then it is superseded
  * anyway). */
-static void remove_dead_ring(int fd, const char *path)
+static void remove_dead_ring(int dirfd, int fd, const char *name)
 {
 	char aside[96];
 	struct stat dead, moved;
 
-	snprintf(aside, sizeof(aside), "/dev/shm/softrnic-gc-%u-%d", (unsigned)getuid(), (int)getpid());
-	if (fstat(fd, &dead) || rename(path, aside))
+	snprintf(aside, sizeof(aside), "softrnic-gc-%u-%d", (unsigned)getuid(), (int)getpid());
+	if (fstat(fd, &dead) || renameat(dirfd, name, dirfd, aside))
 		return;
-	if (stat(aside, &moved) || moved.st_ino != dead.st_ino)
-		(void)link(aside, path);
-	unlink(aside);
+	if (fstatat(dirfd, aside, &moved, AT_SYMLINK_NOFOLLOW) || moved.st_ino != dead.st_ino)
+		(void)linkat(dirfd, aside, dirfd, name, 0);
+	unlinkat(dirfd, aside, 0);
 }
 
 /* Rings of this user's processes that died without closing (SIGKILL, a
  * crash) are removed when the next device opens: tmpfs keeps what their
- * senders had written. */
-static void remove_dead_rings(void)
+ * senders had written.  Dead: the owner's pid runs no process of ours
+ * (a pid reused by another user's process is no owner).  Each file is
+ * opened as srt_open_owned does (no link followed, no FIFO waited on). */
+static void remove_dead_rings(int dirfd)
 {
-	char prefix[48], path[96 + 256];
-	DIR *d = opendir("/dev/shm");
+	char prefix[48];
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	size_t n;
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	n = (size_t)snprintf(prefix, sizeof(prefix), "softrnic-local-%u-", (unsigned)getuid());
 	while ((de = readdir(d)) != NULL) {
 		uint32_t hdr[3];
-		int fd;
 
 		if (strncmp(de->d_name, prefix, n))
 			continue;
-		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = srt_open_owned(dirfd, de->d_name, O_RDONLY, geteuid());
 		if (fd < 0)
 			continue;
 		if (pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) && hdr[0] == RING_MAGIC &&
-		    kill((pid_t)hdr[2], 0) && errno == ESRCH)
-			remove_dead_ring(fd, path);
+		    !srt_process_runs_as((pid_t)hdr[2], geteuid()))
+			remove_dead_ring(dirfd, fd, de->d_name);
 		close(fd);
 	}
 	closedir(d);
+}
+
+void srt_local_remove_dead(int dirfd)
+{
+	if (dirfd >= 0)
+		remove_dead_rings(dirfd);
 }
 
 /* May this process use the message path: can its peers (processes of
@@ -282,7 +299,8 @@ static bool memory_reachable(uint64_t cookie)
 	return process_vm_readv(getpid(), &dst, 1, &src, 1, 0) == (ssize_t)sizeof(got) && got == cookie;
 }
 
-struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, bool wants_icrc, int udp_fd)
+struct srt_local *srt_local_open(int dirfd, struct in_addr addr, unsigned slot, bool shared, bool wants_icrc,
+				 int udp_fd)
 {
 	const char *env = getenv("SOFTRNIC_LOCAL");
 	struct srt_local *l;
@@ -290,11 +308,12 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	struct stat st;
 	int fd;
 
-	if (env && !strcmp(env, "0"))
+	if ((env && !strcmp(env, "0")) || dirfd < 0)
 		return NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
+	l->dirfd = dirfd;
 	l->addr = addr;
 	l->udp_fd = udp_fd;
 	/* The message path: not with SOFTRNIC_LOCAL=packets, nor when our
@@ -302,12 +321,12 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	l->cookie = ((uint64_t)getpid() << 32 | (uint64_t)(uintptr_t)l) ^ now_ns() ^ 0x9e3779b97f4a7c15ull;
 	l->msg_ok = !(env && !strcmp(env, "packets")) && !wants_icrc && memory_reachable(l->cookie);
 	l->inline_max = srt_local_inline_max();
-	remove_dead_rings();
-	ring_path(l->path, sizeof(l->path), addr, slot);
+	ring_name(l->name, sizeof(l->name), addr, slot);
+	snprintf(l->path, sizeof(l->path), "%s/%s", srt_runtime_dir_path(), l->name);
 	/* We hold the address (its socket is bound): a ring left by a
-	 * process that had it before is stale. */
-	unlink(l->path);
-	fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	 * process that had it before is stale, and srt_create_private
+	 * replaces it (but no link or FIFO: then no ring). */
+	fd = srt_create_private(dirfd, l->name, O_RDWR);
 	/* The memory is taken now (RING_POPULATE): a /dev/shm without 8 MiB
 	 * to spare (a container's 64 MiB, shared by many processes) means
 	 * no ring, UDP as before, rather than a SIGBUS when traffic reaches
@@ -342,10 +361,13 @@ struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared
 	__atomic_store_n(&l->own->magic, RING_MAGIC, __ATOMIC_RELEASE);
 	return l;
 fail_fd:
-	if (fd >= 0)
-		close(fd);
+	if (fd < 0) {           /* nothing of ours was made */
+		free(l);
+		return NULL;
+	}
+	close(fd);
 fail:
-	unlink(l->path);
+	unlinkat(dirfd, l->name, 0);
 	free(l);
 	return NULL;
 }
@@ -364,32 +386,37 @@ static void forget_peer(struct srt_local *l, struct srt_local_peer *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void srt_local_close(struct srt_local *l)
+void srt_local_unlink(struct srt_local *l)
 {
 	struct stat st;
 
+	/* Only our own file: a successor may have replaced it already. */
+	if (l && l->name[0] && !fstatat(l->dirfd, l->name, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == l->ino)
+		unlinkat(l->dirfd, l->name, 0);
+}
+
+void srt_local_close(struct srt_local *l)
+{
 	if (!l)
 		return;
 	for (unsigned i = 0; i < PEER_CACHE; i++)
 		forget_peer(l, &l->peers[i]);
-	/* Only our own file: a successor may have replaced it already. */
-	if (!stat(l->path, &st) && st.st_ino == l->ino)
-		unlink(l->path);
+	srt_local_unlink(l);
 	munmap(l->own, RING_BYTES);
 	free(l);
 }
 
-/* The ring at path if it is alive (its owner runs, the file is whole);
- * NULL otherwise. */
-static struct ring *map_ring(const char *path, ino_t *ino)
+/* The ring `name` of dirfd if it is alive (its owner runs, the file is
+ * whole, a regular file of ours); NULL otherwise. */
+static struct ring *map_ring(int dirfd, const char *name, ino_t *ino)
 {
 	struct stat st;
 	struct ring *r;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = srt_open_owned(dirfd, name, O_RDWR, geteuid());
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (size_t)st.st_size != RING_BYTES || st.st_uid != getuid()) {
+	if (fstat(fd, &st) || (size_t)st.st_size != RING_BYTES) {
 		close(fd);
 		return NULL;
 	}
@@ -407,21 +434,22 @@ static struct ring *map_ring(const char *path, ino_t *ino)
 	return r;
 }
 
-/* Still the ring published at path, by a live owner? */
-static bool still_valid(const struct srt_local_peer *p)
+/* Still the ring published at its name, by a live owner? */
+static bool still_valid(const struct srt_local *l, const struct srt_local_peer *p)
 {
-	char path[96];
+	char name[96];
 	struct stat st;
 
-	ring_path(path, sizeof(path), p->ip, p->ring_slot);
-	return !stat(path, &st) && st.st_ino == p->ino && !(kill((pid_t)p->r->owner_pid, 0) && errno == ESRCH);
+	ring_name(name, sizeof(name), p->ip, p->ring_slot);
+	return !fstatat(l->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == p->ino &&
+	       !(kill((pid_t)p->r->owner_pid, 0) && errno == ESRCH);
 }
 
 /* Looks up the ring of (ip, QPN slot): on a shared address the slot's own
  * ring, else the address's only one (slot 0, not shared). */
-static void look_up(struct srt_local_peer *p, struct in_addr ip, unsigned slot)
+static void look_up(const struct srt_local *l, struct srt_local_peer *p, struct in_addr ip, unsigned slot)
 {
-	char path[96];
+	char name[96];
 	struct ring *r;
 	ino_t ino;
 
@@ -429,8 +457,8 @@ static void look_up(struct srt_local_peer *p, struct in_addr ip, unsigned slot)
 	p->ip = ip;
 	p->slot = slot;
 	p->r = NULL;
-	ring_path(path, sizeof(path), ip, slot);
-	r = map_ring(path, &ino);
+	ring_name(name, sizeof(name), ip, slot);
+	r = map_ring(l->dirfd, name, &ino);
 	if (r && (r->shared || slot == 0)) {
 		p->r = r;
 		p->ino = ino;
@@ -440,8 +468,8 @@ static void look_up(struct srt_local_peer *p, struct in_addr ip, unsigned slot)
 	if (r)
 		munmap(r, RING_BYTES);
 	if (slot != 0) {        /* an unshared address: its one ring */
-		ring_path(path, sizeof(path), ip, 0);
-		r = map_ring(path, &ino);
+		ring_name(name, sizeof(name), ip, 0);
+		r = map_ring(l->dirfd, name, &ino);
 		if (r && !r->shared) {
 			p->r = r;
 			p->ino = ino;
@@ -464,18 +492,18 @@ static struct srt_local_peer *find_peer(struct srt_local *l, struct in_addr ip, 
 		if (now - p->checked_ns < SRT_LOCAL_RECHECK_NS)
 			return p;
 		/* Time to check again (a negative entry: look again). */
-		if (p->r && still_valid(p)) {
+		if (p->r && still_valid(l, p)) {
 			p->checked_ns = now;
 			return p;
 		}
 		forget_peer(l, p);
-		look_up(p, ip, slot);
+		look_up(l, p, ip, slot);
 		p->checked_ns = now;
 		return p;
 	}
 	p = &l->peers[l->next_victim++ % PEER_CACHE];
 	forget_peer(l, p);
-	look_up(p, ip, slot);
+	look_up(l, p, ip, slot);
 	p->checked_ns = now;
 	return p;
 }
@@ -506,9 +534,9 @@ static struct srt_local_peer *route(struct srt_local *l, struct in_addr dst, con
 	p = find_peer(l, dst, dqpn >> SRT_SHARE_QPN_SHIFT, now);
 	/* The cache may hold a process that had the address before (its
 	 * ring, or none), for up to SRT_LOCAL_RECHECK_NS. */
-	if (fresh && (!p->r || !still_valid(p))) {
+	if (fresh && (!p->r || !still_valid(l, p))) {
 		forget_peer(l, p);
-		look_up(p, dst, dqpn >> SRT_SHARE_QPN_SHIFT);
+		look_up(l, p, dst, dqpn >> SRT_SHARE_QPN_SHIFT);
 		p->checked_ns = now;
 	}
 	if (p->r)

@@ -8,12 +8,14 @@
  * damage them (local_path.c).
  *
  * Discovery needs no setting: each device publishes one inbound ring,
- * /dev/shm/softrnic-local-<uid>-<netns>-<addr hex>-<slot> (netns: the
- * inode of its network namespace, as an address means something only
- * within one; slot: its share slot on a shared host address,
- * host_share.h, else 0), and a sender looks for the ring of a packet's
- * destination address and QPN slot in its own namespace.  No ring: UDP,
- * as before.  A ring's 8 MiB are allocated when it is made (a /dev/shm
+ * softrnic-local-<uid>-<netns>-<addr hex>-<slot> in the user's runtime
+ * directory (runtime_dir.h; netns: the inode of its network namespace, as
+ * an address means something only within one; slot: its share slot on a
+ * shared host address, host_share.h, else 0), and a sender looks for the
+ * ring of a packet's destination address and QPN slot in its own
+ * namespace and its own runtime directory: processes of one user that
+ * share the directory meet there, anyone else goes over UDP.  No ring:
+ * UDP, as before.  A ring's 8 MiB are allocated when it is made (a tmpfs
  * without room: no ring) and populated in every mapping (local_path.c,
  * RING_POPULATE).  SOFTRNIC_LOCAL=0 turns the path off; SOFTRNIC_PCAP
  * turns it off too (the capture records what the UDP socket carries).
@@ -25,10 +27,12 @@
  * programs stay near zero CPU.  A busy-polling receiver drains the ring
  * with no system call.
  *
- * Protection: the ring is the user's own file (mode 0600), like the
- * sockets a peer could send to anyway; what comes through it passes the
- * same checks as a datagram (QP, PSN, rkey and bounds in the rnic),
- * so a peer reaches only memory its rkeys allow.
+ * Protection: the ring is the user's own file (mode 0600, in a directory
+ * only the user can enter; opened without following links, regular files
+ * of ours only: runtime_dir.h), like the sockets a peer could send to
+ * anyway; what comes through it passes the same checks as a datagram (QP,
+ * PSN, rkey and bounds in the rnic), so a peer reaches only memory its
+ * rkeys allow.
  */
 #ifndef SOFTRNIC_RUNTIME_LOCAL_PATH_H
 #define SOFTRNIC_RUNTIME_LOCAL_PATH_H
@@ -62,10 +66,20 @@ struct srt_local_stats {
 	                                   the ring (srt_local_inline_max) */
 };
 
-/* Publishes our ring (addr, slot); NULL when the path is off
- * (SOFTRNIC_LOCAL=0) or the ring cannot be made (then UDP only). */
-struct srt_local *srt_local_open(struct in_addr addr, unsigned slot, bool shared, bool wants_icrc, int udp_fd);
+/* Publishes our ring (addr, slot) in the runtime directory dirfd, which
+ * the caller keeps open while the ring lives; NULL when the path is off
+ * (SOFTRNIC_LOCAL=0), there is no directory (dirfd -1) or the ring cannot
+ * be made (then UDP only). */
+struct srt_local *srt_local_open(int dirfd, struct in_addr addr, unsigned slot, bool shared, bool wants_icrc,
+				 int udp_fd);
 void srt_local_close(struct srt_local *l);
+/* Removes our ring's file and nothing else (at exit: the mapping stays
+ * for the threads still running; senders drop the ring when they next
+ * check it).  srt_local_close does it too. */
+void srt_local_unlink(struct srt_local *l);
+/* A device opening: removes the rings in dirfd whose owner no longer
+ * runs as us (it died without closing). */
+void srt_local_remove_dead(int dirfd);
 
 /* Sender: the local destination of the packet for dst with this BTH
  * (its destination QPN), or NULL if it goes over UDP.  Cheap: a cache of

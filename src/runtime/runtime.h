@@ -209,8 +209,9 @@ struct srt_runtime_counters {
 };
 
 /* Published statistics: each open device writes its counters to
- * /dev/shm/softrnic-<pid> (struct srt_stats_file), refreshed by the
- * progress thread; `softrnic stats` reads them. */
+ * softrnic-<pid> in the user's runtime directory (struct srt_stats_file;
+ * stats_file.h, runtime_dir.h), refreshed by the progress thread;
+ * `softrnic stats` reads them. */
 #define SRT_STATS_MAGIC 0x534f4654524e4943ull /* "SOFTRNIC" */
 #define SRT_STATS_QPS 64
 struct srt_stats_file {

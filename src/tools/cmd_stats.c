@@ -2,9 +2,13 @@
  * cmd_stats.c — `softrnic devices` and `softrnic stats`: what the running
  * softrnic devices on this machine are and what their counters say.
  *
- * Every process with an open device publishes /dev/shm/softrnic-<pid>
- * (runtime/stats_file.h); these commands read those files, and remove the
- * ones whose process has gone.  Like `ibv_devices` + `ethtool -S`.
+ * Every process with an open device publishes softrnic-<pid> in its
+ * user's runtime directory (runtime/stats_file.h, runtime_dir.h); these
+ * commands read those files — the caller's own, and for root every
+ * user's found at the default places — and remove the caller's whose
+ * process has gone.  Another user's process is not shown: its QPNs and
+ * PSNs are enough to forge its packets.  Like `ibv_devices` +
+ * `ethtool -S`.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/runtime_dir.h"
 #include "runtime/stats_file.h"
 #include "runtime/udp_port.h"
 #include "tools/commands.h"
@@ -81,6 +86,21 @@ static void print_next_binding(void)
 	srt_udp_close(&u);
 }
 
+/* Where this user's files are (runtime_dir.h). */
+static void print_runtime_dir(void)
+{
+	int fd = srt_runtime_dir_open(false);
+	const char *path = srt_runtime_dir_path();
+
+	if (fd < 0) {
+		printf("runtime directory %s (%s)\n", path, errno == ENOENT ? "not made yet" : "refused");
+		return;
+	}
+	printf("runtime directory %s%s\n", path,
+	       srt_runtime_dir_on_tmpfs(fd) ? "" : " (not a memory file system: the rings' pages are written back to it)");
+	close(fd);
+}
+
 int cmd_devices(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -92,6 +112,7 @@ int cmd_devices(int argc, char **argv)
 	if (n == 0)
 		printf("(no softrnic devices running)\n");
 	print_next_binding();
+	print_runtime_dir();
 	return 0;
 }
 
@@ -184,9 +205,14 @@ static int stats_once(pid_t pid, bool qps)
 	}
 	struct srt_stats_file s;
 	int e = srt_stats_read(pid, &s);
+	if (e == EACCES) {
+		fprintf(stderr, "softrnic: stats of pid %d: permission denied\n", (int)pid);
+		return 1;
+	}
 	if (e) {
 		fprintf(stderr, "softrnic stats: no softrnic device in process %d (%s)\n", (int)pid,
-			e == ESRCH ? "process has exited" : e == ENOENT ? "not found" : strerror(e));
+			e == ESRCH ? "no such process" : e == ENOENT ? "it has none open"
+			: e == EINVAL ? "its stats file is not one" : strerror(e));
 		return 1;
 	}
 	show(NULL, &s);

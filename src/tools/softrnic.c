@@ -20,7 +20,7 @@ static const struct command commands[] = {
 	{ "devices", cmd_devices, "devices                 list softrnic devices, addresses and GIDs" },
 	{ "stats", cmd_stats, "stats [--qp] [PID]      show the counters (or the QPs) of running devices" },
 	{ "sim", cmd_sim, "sim exp NAME [--quick] [--seed N] [--out DIR]  the fabric simulator (docs/experiments.md)" },
-	{ "kv", cmd_kv, "kv serve|get|set|del|incr|stats ...  the RDMA key-value store (softrnic kv for help)" },
+	{ "kv", cmd_kv, "kv serve|get|set|del|incr|stats|check-aof ...  the RDMA key-value store (softrnic kv for help)" },
 	{ "nvmf", cmd_nvmf, "nvmf serve|discover|perf ...  NVMe over Fabrics (RDMA) target and host (softrnic nvmf for help)" },
 };
 

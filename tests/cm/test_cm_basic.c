@@ -600,6 +600,46 @@ static void test_auto_mra(void)
 	ct_end();
 }
 
+static void test_slow_active_consumer(void)
+{
+	ct_begin("slow active consumer: a duplicate REP gets an MRA of mra_service_timeout; an RTU 1 s late still connects");
+	struct cm_listen *lis;
+	struct cm_config cfg = test_config();
+	cfg.mra_service_timeout = 24;   /* librdmacm's: 68.7 s, the kernel's CMA_CM_MRA_SETTING */
+	struct link *l = setup(13, &cfg, &lis);
+	REQUIRE(l, );
+	struct cm_req_param p;
+	struct link_event e;
+	struct cm_id *a, *pa;
+	req_param(l, 0, 1, &p, 0xd00);
+	p.local_cm_response_timeout = 9;        /* the passive side's wait, ~2 ms */
+	p.max_cm_retries = 2;                   /* gives up at ~6.3 ms without MRA */
+	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
+	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
+	pa = e.ev.id;
+	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xd01 }, link_now(l)) == 0, );
+	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	/* The consumer sits on the REP; it comes again after T, and the MRA
+	 * tells the passive side to wait. */
+	REQUIRE(expect_event(l, 1, CM_EV_MRA_RECEIVED, &e), );
+	CHECK_EQ(e.ev.mra_service_timeout, 24);
+	CHECK_EQ(cm_id_state(a), CM_ST_MRA_REP_SENT);
+	CHECK_EQ(cm_id_state(pa), CM_ST_MRA_REP_RCVD);
+	link_run_for(l, 1000 * MS);
+	no_events(l, 1);
+	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
+	CHECK_EQ(cm_id_state(a), CM_ST_ESTABLISHED);
+	const struct cm_counters *c0 = cm_counters(link_cm(l, 0)), *c1 = cm_counters(link_cm(l, 1));
+	CHECK_EQ(c1->tx_rep, 2);
+	CHECK_EQ(c1->rep_timeouts, 0);
+	CHECK_EQ(c0->tx_mra, 1);
+	CHECK_EQ(c0->rx_dup_rep, 1);
+	struct cm_id *ids[] = { a, pa };
+	teardown(l, ids, 2);
+	ct_end();
+}
+
 static void test_explicit_mra(void)
 {
 	ct_begin("cm_send_mra: the active side waits the service timeout");
@@ -1155,6 +1195,7 @@ int main(void)
 	test_req_resent_identical();
 	test_dreq_lost();
 	test_auto_mra();
+	test_slow_active_consumer();
 	test_explicit_mra();
 	test_mra_runs_out();
 	test_duplicates();

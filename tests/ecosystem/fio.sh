@@ -41,15 +41,10 @@ cd "$dir" || exit 1     # fio writes its verify state and postrun output here
 enghelp=$(fio --enghelp=rdma 2>&1)
 grep -q "^verb" <<<"$enghelp" || fail "this fio has no rdma ioengine: $enghelp"
 BS=65536
-# The listener's registry entry (src/compat/rdmacm/addr.c), RDMA_PS_TCP.
-reg=/dev/shm/softrnic-cm-262-$PORT
-# listening PID: the registry entry names PID as an open listener
-# ("<device address> <pid> <listen address> open|closed").
+# listening PID: PID listens on PORT through librdmacm (RDMA_PS_TCP).
+. "$(dirname "$0")/../lib.sh"
 listening() {
-	local entry pid state
-	entry=$(cat "$reg" 2>/dev/null) || return 1
-	read -r _ pid _ state <<<"$entry"
-	[ "$pid" = "$1" ] && [ "$state" = open ]
+	cm_listening 262 "$PORT" "$1"
 }
 
 # server_bytes STATS COUNTER PID: COUNTER of the device of process PID in

@@ -29,14 +29,10 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -o "$dir/rpma_check" "$SRC/rpma_check.c" -
 	fail "cc rpma_check.c"
 
 start=$SECONDS
-reg=/dev/shm/softrnic-cm-262-$PORT
-# listening PID: the registry entry names PID as an open listener
-# ("<device address> <pid> <listen address> open|closed").
+# listening PID: PID listens on PORT through librdmacm (RDMA_PS_TCP).
+. "$(dirname "$0")/../lib.sh"
 listening() {
-	local entry pid state
-	entry=$(cat "$reg" 2>/dev/null) || return 1
-	read -r _ pid _ state <<<"$entry"
-	[ "$pid" = "$1" ] && [ "$state" = open ]
+	cm_listening 262 "$PORT" "$1"
 }
 "$SOFTRNIC" run "$dir/rpma_check" server 127.0.0.1 "$PORT" > "$dir/server.log" 2>&1 &
 server_pid=$!

@@ -395,9 +395,10 @@ hstart() {   # hstart LOG SECONDS CMD...: the same in the background, its pid in
 	HPID=$!; HOST_PIDS+=("$HPID")
 }
 
-# CM programs (rping, ...) do not close their device, so they print no
-# counters at exit: a sampler keeps the busiest `softrnic stats` view of
-# the devices on the bridge address while a case runs.
+# CM programs (rping, ...) do not close their device; they print their
+# counters at exit all the same, but not when a case has to kill them: a
+# sampler keeps the busiest `softrnic stats` view of the devices on the
+# bridge address while a case runs.
 SAMPLER=
 sampler_start() {
 	rm -f "$LOGS/$CASE_FILE.stats"

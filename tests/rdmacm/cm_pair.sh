@@ -7,13 +7,14 @@
 # usage: cm_pair.sh [-t SECONDS] [-c REGEX] [-k] [-w CMD] <libdir> <ps> <port> -- <server argv> -- <client argv>
 #   <ps>   the RDMA-CM port space the server listens in (262 TCP, 273 UDP):
 #          the client starts once the server's listener is registered
-#          (/dev/shm/softrnic-cm-<ps>-<port>, src/compat/rdmacm/addr.c)
+#          (tests/lib.sh cm_listening, src/compat/rdmacm/port_registry.c)
 #   -c     extended regex the client's output must match (repeatable)
 #   -k     the server runs until it is stopped (cmtime): end it after the
 #          client, and judge the client alone
 #   -w     start the client once the shell command CMD succeeds instead
 #          (a multicast receiver listens on no port: mckey)
 # Both sides must exit 0.  SOFTRNIC_PRELOAD goes into LD_PRELOAD.
+. "$(dirname "$0")/../lib.sh"
 set -u
 timeout_s=60
 cregs=""
@@ -50,16 +51,13 @@ run() {
 	    timeout -k 5 "$timeout_s" "$@"
 }
 
-# A stale entry of a process that is gone is ignored by the library.
 run $server > "$work/server.log" 2>&1 &
 spid=$!
 i=0
-reg=/dev/shm/softrnic-cm-$ps-$port
 while :; do
 	if [ -n "$ready_re" ]; then
 		sh -c "$ready_re" >/dev/null 2>&1 && break
-	# The entry's pid must be alive (a stale one is left by a killed run).
-	elif [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; then
+	elif cm_listening "$ps" "$port"; then
 		break
 	fi
 	if ! kill -0 "$spid" 2>/dev/null || [ $i -ge 200 ]; then

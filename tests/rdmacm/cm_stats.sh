@@ -4,6 +4,7 @@
 # MADs, the server's has received a REQ and sent a REP (cm_* counters
 # published by librdmacm.so.1 through the runtime's agent hook).
 # usage: cm_stats.sh <libdir> <softrnic-tool> <port>
+. "$(dirname "$0")/../lib.sh"
 set -u
 libdir=$1 tool=$2 port=$3
 command -v rping >/dev/null 2>&1 || { echo "rping not installed"; exit 77; }
@@ -15,7 +16,7 @@ spid=$!
 out=""
 for _ in $(seq 100); do
 	sleep 0.1
-	[ -f "/dev/shm/softrnic-cm-262-$port" ] && break
+	cm_listening 262 "$port" && break
 done
 run rping -c -a 127.0.0.1 -p "$port" -C 1000000 >/dev/null 2>&1 &
 cpid=$!

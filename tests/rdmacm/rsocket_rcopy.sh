@@ -4,6 +4,7 @@
 # copy must match the original byte for byte (sha256).
 # usage: rsocket_rcopy.sh <libdir> <port> [bytes]
 # SOFTRNIC_PRELOAD (a sanitizer runtime) goes into LD_PRELOAD.
+. "$(dirname "$0")/../lib.sh"
 set -u
 libdir=$1 port=$2 bytes=${3:-5000000}
 command -v rcopy >/dev/null 2>&1 || { echo "rcopy not installed"; exit 77; }
@@ -19,8 +20,7 @@ run rcopy -p "$port" > "$work/server.log" 2>&1 &
 spid=$!
 # The client starts once the server's listener is registered (port space TCP).
 i=0
-reg=/dev/shm/softrnic-cm-262-$port
-until [ -f "$reg" ] && kill -0 "$(cut -d' ' -f2 "$reg" 2>/dev/null)" 2>/dev/null; do
+until cm_listening 262 "$port"; do
 	kill -0 "$spid" 2>/dev/null && [ $i -lt 200 ] || { echo "FAIL: rcopy server never listened"; cat "$work/server.log"; exit 1; }
 	sleep 0.05
 	i=$((i + 1))

@@ -33,10 +33,12 @@ run() {
 	    LD_PRELOAD="${SOFTRNIC_PRELOAD:+$SOFTRNIC_PRELOAD }$pre" timeout -k 5 60 "$@"
 }
 cd "$work" || exit 1
-# protected-mode off: each softrnic process has its own 127.0.0.N, and
-# redis counts only 127.0.0.1 and ::1 as loopback clients.
+# Protected mode on (redis's default): it serves only clients it sees at
+# 127.0.0.1 or ::1.  Each softrnic process has its own 127.0.0.N, but a
+# client connecting to 127.0.0.1 speaks from 127.0.0.1, as on the kernel
+# (docs/rdmacm.md, "Addresses").
 start_rsocket_server "$libdir" "$pre" "$port" 120 "$work/server.log" \
-	redis-server --port "$port" --bind 127.0.0.1 --protected-mode no --save '' \
+	redis-server --port "$port" --bind 127.0.0.1 --save '' \
 	--appendonly no --dir "$work" || exit 1
 if $py -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)" "$port" 2>/dev/null; then
 	echo "FAIL: redis-server also listens on the kernel's TCP port $port"

@@ -24,10 +24,13 @@
 #      completions one by one) and exits with an error, and the dead
 #      server's ring is removed by the next device to open;
 #   5. SOFTRNIC_PCAP turns the path off (the capture sees every packet);
-#   6. a /dev/shm without room for a ring (a container's small tmpfs,
-#      both programs in it: as root only, in a mount namespace): no ring,
-#      the packets go over UDP, nothing crashes (a ring that outgrew its
-#      tmpfs used to end its sender with SIGBUS).
+#   6. a runtime directory without room for a ring (a container's small
+#      /dev/shm, both programs' directory in it: as root only, in a mount
+#      namespace): no ring, the packets go over UDP, nothing crashes (a
+#      ring that outgrew its tmpfs used to end its sender with SIGBUS).
+# Its programs keep their files in a runtime directory of their own
+# (SOFTRNIC_RUNTIME_DIR, runtime/runtime_dir.h), so other softrnic
+# programs of the user neither see its rings nor reclaim them.
 #   local_path.sh LIB_DIR PORT
 set -uo pipefail
 LIB=$1
@@ -40,8 +43,10 @@ for p in ib_write_bw ib_send_lat ibv_rc_pingpong; do
 	command -v $p >/dev/null || { echo "local_path: $p not installed; skipped"; exit 77; }
 done
 dir=$(mktemp -d)
+rundir=$(mktemp -d /dev/shm/local_path.XXXXXX)
+export SOFTRNIC_RUNTIME_DIR=$rundir
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir" "$rundir"; }
 trap cleanup EXIT
 fail() { echo "local_path: FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -4 "$f"; done >&2; exit 1; }
 . "$(dirname "$0")/../lib.sh"
@@ -145,8 +150,8 @@ tc=$!
 pids+=($tc)
 sleep 1.5
 victim=$(pgrep -P "$ts" ib_write_bw) || fail "kill: no server process"
-ring=$(ls /dev/shm | grep "^softrnic-local-$(id -u)-" | while read -r f; do
-	[ "$(od -An -tu4 -j8 -N4 "/dev/shm/$f" | tr -d ' ')" = "$victim" ] && echo "$f"; done)
+ring=$(ls "$rundir" | grep "^softrnic-local-$(id -u)-" | while read -r f; do
+	[ "$(od -An -tu4 -j8 -N4 "$rundir/$f" | tr -d ' ')" = "$victim" ] && echo "$f"; done)
 [ -n "$ring" ] || fail "kill: the server has no ring"
 kill -KILL "$victim"
 killed_at=$SECONDS
@@ -155,9 +160,9 @@ wait "$tc"
 # Its QP failed (retries exhausted) well before the 5 s run would end;
 # test_peer_death checks each completion of such a death.
 [ $((SECONDS - killed_at)) -le 2 ] || fail "kill: the client took $((SECONDS - killed_at)) s to notice"
-[ -e "/dev/shm/$ring" ] || fail "kill: the dead server's ring vanished by itself?"
+[ -e "$rundir/$ring" ] || fail "kill: the dead server's ring vanished by itself?"
 ibv_devinfo > /dev/null
-[ ! -e "/dev/shm/$ring" ] || fail "kill: the dead server's ring $ring was not removed by the next device"
+[ ! -e "$rundir/$ring" ] || fail "kill: the dead server's ring $ring was not removed by the next device"
 pids=()
 echo "local_path: a server killed mid-run: the client failed within $((SECONDS - killed_at)) s; the dead ring was removed"
 PORT=$((PORT + 1))
@@ -166,16 +171,20 @@ PORT=$((PORT + 1))
 pair pcap "SOFTRNIC_PCAP=$dir/cap-%p.pcap" ib_write_bw -n 200
 [ "$(stats_counter "$dir/pcap-c.log" local_tx_packets)" -eq 0 ] || fail "SOFTRNIC_PCAP: the rings were used"
 # 6. A /dev/shm of 4 MiB, too small for one 8 MiB ring, shared by both
-#    programs.  The packet ring (SOFTRNIC_LOCAL=packets) would fill the
-#    whole area: a ring tmpfs could not back ended its sender with SIGBUS.
+#    programs, their runtime directory in it.  The packet ring
+#    (SOFTRNIC_LOCAL=packets) would fill the whole area: a ring tmpfs
+#    could not back ended its sender with SIGBUS.
 if [ "$(id -u)" -eq 0 ] && unshare -m true 2> /dev/null; then
 	unshare -m bash -c '
 		mount -t tmpfs -o size=4m tmpfs /dev/shm || exit 77
 		. "$3/../lib.sh"
-		export SOFTRNIC_LOCAL=packets SOFTRNIC_STATS_AT_EXIT=1
+		export SOFTRNIC_LOCAL=packets SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_RUNTIME_DIR=/dev/shm/run
 		timeout 60 ib_write_bw -n 2000 -p "$1" > "$2/shm-s.log" 2>&1 &
 		s=$!
 		wait_listen "$1" || { kill $s; exit 1; }
+		# The server keeps its stats file in the small tmpfs: the ring
+		# would have gone there too.
+		ls /dev/shm/run | grep -q "^softrnic-[0-9]" || { kill $s; exit 1; }
 		timeout 60 ib_write_bw -n 2000 -p "$1" 127.0.0.1 > "$2/shm-c.log" 2>&1
 		c=$?
 		wait $s

@@ -2,14 +2,26 @@
  * test_cli.c — `softrnic devices` and `softrnic stats` while this process
  * has a device open: the device, its address and GID are listed, every
  * counter is printed by name with the published value, stale files of dead
- * processes are removed, and a missing PID is an error.
+ * processes are removed (by the device's open and by the reader), and a
+ * missing PID is an error.  Run as root, also the view of another user
+ * (nobody, through setresuid): `softrnic stats PID` of our process is
+ * "permission denied", of its own process without a device something
+ * else, and `softrnic devices` does not list ours; and a stats file whose
+ * pid now runs as someone else counts as stale.
+ *
+ * The test's processes use a runtime directory of their own
+ * (SOFTRNIC_RUNTIME_DIR), so that other softrnic programs of the user do
+ * not show up in what it checks.
  *
  * usage: test_cli PATH_TO_SOFTRNIC
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +29,77 @@
 #include "rt_util.h"
 
 static const char *tool;
+static char rundir[] = "/dev/shm/test_cli.XXXXXX";
+
+#define NOBODY 65534
+
+/* A file named as the stats file of pid, in our runtime directory. */
+static void plant_stats_file(pid_t pid, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/softrnic-%d", rundir, (int)pid);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CHECK(fd >= 0, "create %s", path);
+	close(fd);
+}
+
+/* `softrnic ARGS` run as user nobody, with its own default runtime
+ * directory; its output in out, its exit status returned. */
+static int run_as_nobody(const char *args, char *out, size_t cap)
+{
+	int p[2];
+	CHECK(pipe(p) == 0, "pipe");
+	pid_t child = fork();
+	CHECK(child >= 0, "fork");
+	if (child == 0) {
+		char cmd[1024];
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		unsetenv("SOFTRNIC_RUNTIME_DIR");
+		unsetenv("XDG_RUNTIME_DIR");
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(126);
+		snprintf(cmd, sizeof(cmd), "%s %s", tool, args);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	size_t n = 0;
+	ssize_t k;
+	while (n < cap - 1 && (k = read(p[0], out + n, cap - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = 0;
+	close(p[0]);
+	int status;
+	CHECK(waitpid(child, &status, 0) == child, "waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A process of user nobody that sleeps until killed, or until the test
+ * ends (a failed check exits at once). */
+static pid_t start_nobody_sleeper(void)
+{
+	int p[2];
+	pid_t parent = getpid();
+	CHECK(pipe(p) == 0, "pipe");
+	pid_t child = fork();
+	CHECK(child >= 0, "fork");
+	if (child == 0) {
+		close(p[0]);
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(1);
+		/* (after the change of uid, which clears it) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
+		(void)!write(p[1], "x", 1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	CHECK(read(p[0], &c, 1) == 1, "the nobody process did not start");
+	close(p[0]);
+	return child;
+}
 
 /* Run `softrnic ARGS`, capture stdout into out; returns the exit status. */
 static int run(const char *args, char *out, size_t cap)
@@ -40,20 +123,28 @@ int main(int argc, char **argv)
 	tool = argv[1];
 	unsetenv("SOFTRNIC_ADDR");
 	unsetenv("SOFTRNIC_IFACE");
+	CHECK(mkdtemp(rundir), "mkdtemp %s", rundir);
+	setenv("SOFTRNIC_RUNTIME_DIR", rundir, 1);
+	bool root = geteuid() == 0;
 
-	/* A stale file: a process that has exited. */
+	/* Stale files: of a process that has exited, and (as root) of a pid
+	 * that now runs as another user. */
 	pid_t dead = fork();
 	if (dead == 0)
 		_exit(0);
 	CHECK(waitpid(dead, NULL, 0) == dead, "waitpid");
-	char stale[64];
-	snprintf(stale, sizeof(stale), "/dev/shm/softrnic-%d", (int)dead);
-	int fd = open(stale, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	CHECK(fd >= 0, "create %s", stale);
-	close(fd);
+	char stale[4096], reused[4096];
+	plant_stats_file(dead, stale, sizeof(stale));
+	pid_t sleeper = root ? start_nobody_sleeper() : 0;
+	if (root)
+		plant_stats_file(sleeper, reused, sizeof(reused));
 
+	/* The device's open reclaims both. */
 	struct srt_device *dev = srt_open();
 	CHECK(dev != NULL, "srt_open: %s", strerror(errno));
+	CHECK(access(stale, F_OK) != 0, "stale %s was not removed by the device's open", stale);
+	CHECK(!root || access(reused, F_OK) != 0, "%s, whose pid runs as nobody, was not removed", reused);
+	plant_stats_file(dead, stale, sizeof(stale));
 	inet_ntop(AF_INET, &srt_gid(dev)->raw[12], addr, sizeof(addr));
 	inet_ntop(AF_INET6, srt_gid(dev)->raw, gid, sizeof(gid));
 	struct srt_stats_file st;
@@ -123,11 +214,35 @@ int main(int argc, char **argv)
 	CHECK(run("stats 999999999", out, sizeof(out)) == 1, "stats of a missing pid should fail");
 	CHECK(strstr(out, "no softrnic device in process 999999999"), "message:\n%s", out);
 	CHECK(run("stats bogus", out, sizeof(out)) == 2, "bad argument should be a usage error");
+	snprintf(args, sizeof(args), "stats %d", (int)dead);
+	CHECK(run(args, out, sizeof(out)) == 1 && strstr(out, "no such process"), "stats of a dead pid:\n%s", out);
+
+	/* Another user sees none of it. */
+	if (root) {
+		snprintf(args, sizeof(args), "stats %d", (int)getpid());
+		CHECK(run_as_nobody(args, out, sizeof(out)) == 1, "nobody's stats of our pid did not fail:\n%s", out);
+		snprintf(want, sizeof(want), "softrnic: stats of pid %d: permission denied\n", (int)getpid());
+		CHECK(!strcmp(out, want), "nobody's stats of our pid: '%s', not '%s'", out, want);
+		snprintf(args, sizeof(args), "stats --qp %d", (int)getpid());
+		CHECK(run_as_nobody(args, out, sizeof(out)) == 1 && !strcmp(out, want), "nobody's stats --qp:\n%s", out);
+		snprintf(args, sizeof(args), "stats %d", (int)sleeper);
+		CHECK(run_as_nobody(args, out, sizeof(out)) == 1 && strstr(out, "it has none open") &&
+		      !strstr(out, "permission"), "nobody's stats of its own process without a device:\n%s", out);
+		CHECK(run_as_nobody("devices", out, sizeof(out)) == 0, "nobody's devices failed:\n%s", out);
+		snprintf(want, sizeof(want), "%-8d softrnic0", (int)getpid());
+		CHECK(!strstr(out, want) && strstr(out, "(no softrnic devices running)"), "nobody sees our device:\n%s",
+		      out);
+		CHECK(run_as_nobody("stats", out, sizeof(out)) == 0 && !strstr(out, "tx_packets"),
+		      "nobody's stats shows counters:\n%s", out);
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, NULL, 0);
+	}
 
 	srt_close(dev);
 	CHECK(run("devices", out, sizeof(out)) == 0, "devices failed");
 	snprintf(want, sizeof(want), "%-8d softrnic0", (int)getpid());
 	CHECK(!strstr(out, want), "closed device still listed:\n%s", out);
+	CHECK(rmdir(rundir) == 0, "%s not empty after the close: %s", rundir, strerror(errno));
 	printf("cli: ok\n");
 	return 0;
 }

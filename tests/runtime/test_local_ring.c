@@ -49,6 +49,7 @@
 
 #include "rt_util.h"
 #include "runtime/local_path.h"
+#include "runtime/runtime_dir.h"
 #include "runtime/udp_port.h"
 
 #define RX_ADDR "127.0.0.91"
@@ -94,12 +95,23 @@ struct sent {
 	uint32_t seq;
 };
 
+/* The user's runtime directory, where the rings go (runtime_dir.h). */
+static int rundir(void)
+{
+	static int fd = -1;
+
+	if (fd < 0)
+		fd = srt_runtime_dir_open(true);
+	CHECK(fd >= 0, "no runtime directory");
+	return fd;
+}
+
 static struct srt_local *open_ring(const char *addr, bool wants_icrc)
 {
 	struct in_addr a;
 
 	inet_pton(AF_INET, addr, &a);
-	struct srt_local *l = srt_local_open(a, 0, false, wants_icrc, -1);
+	struct srt_local *l = srt_local_open(rundir(), a, 0, false, wants_icrc, -1);
 	CHECK(l, "srt_local_open %s failed", addr);
 	return l;
 }
@@ -268,8 +280,8 @@ static void test_doorbells(struct srt_rx_batch *b)
 	inet_pton(AF_INET, TX_ADDR, &a1);
 	inet_pton(AF_INET, "127.0.0.93", &a2);
 	struct srt_local *rx = open_ring(RX_ADDR, false);
-	struct srt_local *tx1 = srt_local_open(a1, 0, false, false, fd1);
-	struct srt_local *tx2 = srt_local_open(a2, 0, false, false, fd2);
+	struct srt_local *tx1 = srt_local_open(rundir(), a1, 0, false, false, fd1);
+	struct srt_local *tx2 = srt_local_open(rundir(), a2, 0, false, false, fd2);
 	CHECK(tx1 && tx2, "srt_local_open of the senders failed");
 
 	/* Packets waiting: the receiver may not sleep, and nobody rings. */
@@ -333,16 +345,17 @@ static void test_full(struct srt_rx_batch *b)
 	srt_local_close(rx);
 }
 
-/* The receiver's ring file, as local_path.h names it. */
+/* The receiver's ring file, as local_path.h names it, in the runtime
+ * directory. */
 static void *map_rx_file(size_t *bytes)
 {
-	char path[128];
+	char path[4096];
 	struct stat st;
 	struct in_addr a;
 
 	inet_pton(AF_INET, RX_ADDR, &a);
 	CHECK(!stat("/proc/self/ns/net", &st), "netns");
-	snprintf(path, sizeof(path), "/dev/shm/softrnic-local-%u-%lx-%08x-0", (unsigned)getuid(),
+	snprintf(path, sizeof(path), "%s/softrnic-local-%u-%lx-%08x-0", srt_runtime_dir_path(), (unsigned)getuid(),
 		 (unsigned long)st.st_ino, (unsigned)ntohl(a.s_addr));
 	int fd = open(path, O_RDWR);
 	CHECK(fd >= 0, "open %s", path);

@@ -12,27 +12,15 @@
  * loopback and unspecified IPv6 as today.
  *
  * One machine, no configuration: each softrnic process binds its own
- * loopback address 127.0.0.N, so `rping -s -a 127.0.0.1` in one process
- * may own 127.0.0.3 while `rping -c -a 127.0.0.1` owns 127.0.0.4.  To let
- * them meet as they would on the kernel, a listener whose device sits on a
- * loopback address writes a registry entry, /dev/shm/softrnic-cm-<ps>-<port>
- * ("<device address> <pid> <listen address> open|closed"); a client
- * resolving a loopback (or unspecified) destination with that port finds
- * the listener's device there.  Any other destination is taken as it is:
- * the GID ::ffff:<address>.  When the listener goes the entry stays, marked
- * closed, until its process exits: a program that listens again on the
- * same port (perftest does, between its parameter exchange and the test)
- * is still found in between, and a REQ that arrives then gets REJ 8 from
- * the right host, as on the kernel.  Another process may take over a
- * closed entry; an entry whose process is gone is stale and ignored.
- * Trade-off: one listener per port and port space on loopback; the shared
- * host device (several processes behind one address) will replace this.
+ * loopback address 127.0.0.N; a listener on such a device takes its port in
+ * the host's loopback port space (port_registry.c), and a client resolving
+ * a loopback (or unspecified) destination with that port finds the
+ * listener's device there.  Any other destination is taken as it is: the
+ * GID ::ffff:<address>.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +28,6 @@
 
 #include "compat/rdmacm/rdmacm_int.h"
 #include "wire/mad.h"
-
-#define REGISTRY_FMT "/dev/shm/softrnic-cm-%u-%u"
 
 /* The device's address is IPv6 (its GID is not IPv4-mapped). */
 static bool device_v6(void)
@@ -91,88 +77,28 @@ uint16_t rcm_dst_port(const struct rcm_id *id)
 	return be16toh(id->id.route.addr.dst_sin.sin_port);
 }
 
-/* ---- the loopback registry ----------------------------------------------- */
-
-struct entry {
-	uint32_t device_ip;             /* network order */
-	pid_t pid;
-	bool open;                      /* a listener is there now */
-};
-
-static bool read_entry(uint16_t ps, uint16_t port, struct entry *out)
-{
-	char path[64], line[128], dev[32], lst[32], state[16] = "open";
-	long pid;
-	FILE *f;
-	bool ok = false;
-
-	snprintf(path, sizeof(path), REGISTRY_FMT, ps, port);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (fgets(line, sizeof(line), f) && sscanf(line, "%31s %ld %31s %15s", dev, &pid, lst, state) >= 3 &&
-	    inet_pton(AF_INET, dev, &out->device_ip) == 1 && pid > 0) {
-		out->pid = (pid_t)pid;
-		out->open = strcmp(state, "closed") != 0;
-		ok = kill(out->pid, 0) == 0 || errno == EPERM;
-	}
-	fclose(f);
-	return ok;
-}
-
-static int write_entry(const struct rcm_id *id, const char *state)
-{
-	char path[64], line[128], dev[INET_ADDRSTRLEN], lst[INET_ADDRSTRLEN];
-	uint32_t ip = device_ip();
-	int fd, n;
-
-	snprintf(path, sizeof(path), REGISTRY_FMT, rcm_ps(id), rcm_src_port(id));
-	inet_ntop(AF_INET, &ip, dev, sizeof(dev));
-	inet_ntop(AF_INET, &id->id.route.addr.src_sin.sin_addr, lst, sizeof(lst));
-	n = snprintf(line, sizeof(line), "%s %ld %s %s\n", dev, (long)getpid(), lst, state);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return errno;
-	if (write(fd, line, (size_t)n) != n)
-		n = -1;
-	close(fd);
-	return n > 0 ? 0 : EIO;
-}
+/* ---- the loopback port space (port_registry.c) ------------------------------ */
 
 int rcm_register_listener(struct rcm_id *id)
 {
-	struct entry e;
+	int e;
 
 	if (!is_loopback(device_ip()))
 		return 0;
-	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid() && e.open)
+	e = rcm_registry_listen(rcm_ps(id), rcm_src_port(id), device_ip());
+	if (e == EADDRINUSE)
 		return EADDRINUSE;
 	/* Works without: a client must then name our address itself. */
-	id->registered = write_entry(id, "open") == 0;
+	id->registered = e == 0;
 	return 0;
 }
 
 void rcm_unregister_listener(struct rcm_id *id)
 {
-	struct entry e;
-
 	if (!id->registered)
 		return;
 	id->registered = false;
-	if (read_entry(rcm_ps(id), rcm_src_port(id), &e) && e.pid != getpid())
-		return;
-	(void)write_entry(id, "closed");
-}
-
-void rcm_remove_listener_entry(uint16_t ps, uint16_t port)
-{
-	char path[64];
-	struct entry e;
-
-	if (!read_entry(ps, port, &e) || e.pid != getpid())
-		return;
-	snprintf(path, sizeof(path), REGISTRY_FMT, ps, port);
-	unlink(path);
+	rcm_registry_unlisten(rcm_ps(id), rcm_src_port(id), device_ip());
 }
 
 /* ---- bind ------------------------------------------------------------------ */
@@ -180,13 +106,12 @@ void rcm_remove_listener_entry(uint16_t ps, uint16_t port)
 static uint16_t ephemeral_port(uint16_t ps)
 {
 	static uint32_t next;
-	struct entry e;
 
 	if (!next)
 		next = (uint32_t)(getpid() * 7919u + srt_now());
 	for (int tries = 0; tries < 1000; tries++) {
 		uint16_t port = (uint16_t)(32768 + (next++ * 2654435761u >> 8) % 28232);
-		if (!read_entry(ps, port, &e))
+		if (rcm_registry_port_free(ps, port))
 			return port;
 	}
 	return (uint16_t)(32768 + next % 28232);
@@ -239,6 +164,7 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr)
 
 	if (!addr)
 		return rcm_fail(EINVAL);
+	id->bound_family = addr->sa_family;
 	if (device_v6())
 		return bind6(id, addr);
 	if (addr->sa_family == AF_INET6) {
@@ -302,7 +228,7 @@ int rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
 int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16])
 {
 	struct sockaddr_in sin;
-	struct entry e;
+	uint32_t listener_ip;
 
 	/* An IPv6 device reaches IPv6 addresses: the address is the GID.  A
 	 * loopback or unspecified destination is this device. */
@@ -335,8 +261,8 @@ int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[
 	uint32_t a = sin.sin_addr.s_addr;
 	id->local_peer = a == INADDR_ANY || is_loopback(a);
 	if ((a == INADDR_ANY || is_loopback(a)) && sin.sin_port &&
-	    read_entry(rcm_ps(id), be16toh(sin.sin_port), &e))
-		a = e.device_ip;
+	    rcm_registry_lookup(rcm_ps(id), be16toh(sin.sin_port), &listener_ip))
+		a = listener_ip;
 	else if (a == INADDR_ANY)
 		a = device_ip();
 	memset(dgid, 0, 16);
@@ -377,6 +303,24 @@ void rcm_fill_route(struct rcm_id *id)
 	r->num_paths = 1;
 }
 
+/* A destination on this host's loopback: 127.0.0.0/8, ::1, or an
+ * IPv4-mapped 127.0.0.0/8 address. */
+static bool is_loopback_dst(const struct sockaddr *dst)
+{
+	if (dst->sa_family == AF_INET)
+		return is_loopback(((const struct sockaddr_in *)dst)->sin_addr.s_addr);
+	if (dst->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)dst)->sin6_addr;
+		uint32_t v4;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		memcpy(&v4, a->s6_addr + 12, 4);
+		return IN6_IS_ADDR_V4MAPPED(a) && is_loopback(v4);
+	}
+	return false;
+}
+
 /* rdma-core's ucma_addrlen: the families librdmacm passes on. */
 static bool known_family(const struct sockaddr *a)
 {
@@ -402,8 +346,24 @@ int rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src_addr, struct
 			return -1;
 	}
 	/* A connecting id speaks from our device's own address (a
-	 * device-less loopback bind, above, takes the device now). */
-	if (device_v6())
+	 * device-less loopback bind, above, takes the device now), except
+	 * towards this host's loopback.  There the kernel's route lookup
+	 * gives an unbound id the loopback route's preferred source,
+	 * 127.0.0.1 (::1), whichever device carries the connection, so the
+	 * two ends of a connection on one host name the same address, and
+	 * programs rely on it: Valkey's RDMA module takes a connection as
+	 * local, for its protected mode, only when the peer's address is its
+	 * own (connRdmaIsLocal).  softrnic gives each process its own
+	 * 127.0.0.N only to keep their UDP sockets apart; these addresses are
+	 * what the program sees (and the REQ's RDMA-CM header carries), the
+	 * packets go by GID. */
+	if (is_loopback_dst(dst_addr)) {
+		if (device_v6() && IN6_IS_ADDR_UNSPECIFIED(&id->id.route.addr.src_sin6.sin6_addr))
+			set_addr6(&id->id.route.addr.src_storage, in6addr_loopback.s6_addr,
+				  id->id.route.addr.src_sin6.sin6_port);
+		else if (!device_v6() && id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY)
+			id->id.route.addr.src_sin.sin_addr.s_addr = htobe32(INADDR_LOOPBACK);
+	} else if (device_v6())
 		set_addr6(&id->id.route.addr.src_storage, srt_gid(rcm.dev)->raw, id->id.route.addr.src_sin6.sin6_port);
 	else if (id->id.route.addr.src_sin.sin_addr.s_addr == INADDR_ANY || is_loopback(device_ip()) ||
 		 !id->id.verbs)

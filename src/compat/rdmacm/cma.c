@@ -250,6 +250,12 @@ static int init_locked(void)
 	 * 20 and 15, would take over a minute). */
 	cfg.cm_response_timeout = (uint8_t)env_uint("SOFTRNIC_CM_RESPONSE_TIMEOUT", 16, 31);
 	cfg.max_cm_retries = (uint8_t)env_uint("SOFTRNIC_CM_RETRIES", 5, 15);
+	/* A consumer that is only slow to take its REQ or REP event (a
+	 * loaded host) is waited for as the kernel's rdma_cm does: once the
+	 * request comes again, an MRA with its service timeout 24 (68.7 s,
+	 * CMA_CM_MRA_SETTING).  A peer that never answers is still found
+	 * after the tries above: nobody sends it an MRA. */
+	cfg.mra_service_timeout = 24;
 	cfg.timewait_ns = 200ull * 1000 * 1000;
 	/* A shared host address: our slot in the top bits of every comm ID
 	 * (runtime/share_steer.h), so that answers reach this process. */
@@ -273,6 +279,10 @@ static int init_locked(void)
 	return 0;
 }
 
+/* The process whose ids these are (a child of fork() shares the memory,
+ * not the connections). */
+static pid_t rcm_owner;
+
 int rcm_init(void)
 {
 	int e = 0;
@@ -280,41 +290,38 @@ int rcm_init(void)
 	pthread_mutex_lock(&rcm.lock);
 	if (!rcm.ready) {
 		e = init_locked();
-		if (!e)
+		if (!e) {
 			rcm.ready = true;
+			rcm_owner = getpid();
+		}
 	}
 	pthread_mutex_unlock(&rcm.lock);
 	return e;
 }
 
-/* Ports this process listened on (their registry entries stay, closed,
- * until exit: addr.c). */
-#define RCM_MAX_PORTS 64
-static struct { uint16_t ps, port; } listened[RCM_MAX_PORTS];
-static unsigned n_listened;
-
-static void remember_port(uint16_t ps, uint16_t port)
+/* At exit, as the kernel does when a process dies with connections: a
+ * DREQ for every established id, so that the peer learns at once (libiscsi
+ * never calls rdma_disconnect; its target would otherwise wait for its own
+ * keep-alive to fail).  The DREQs leave when the device lock is released;
+ * nobody waits for the DREPs.  A process ended by a signal runs no
+ * destructor: its peers learn from their QPs' retries or keep-alives
+ * (docs/rdmacm.md). */
+__attribute__((destructor)) static void rcm_disconnect_at_exit(void)
 {
-	pthread_mutex_lock(&list_lock);
-	for (unsigned i = 0; i < n_listened; i++)
-		if (listened[i].ps == ps && listened[i].port == port)
-			goto out;
-	if (n_listened < RCM_MAX_PORTS) {
-		listened[n_listened].ps = ps;
-		listened[n_listened].port = port;
-		n_listened++;
-	}
-out:
-	pthread_mutex_unlock(&list_lock);
-}
+	unsigned sent = 0;
 
-/* At exit, this process's entries leave the loopback registry. */
-__attribute__((destructor)) static void rcm_fini(void)
-{
+	if (!rcm.ready || rcm_owner != getpid())
+		return;
+	srt_lock(rcm.dev);     /* then list_lock, as request_received takes them */
 	pthread_mutex_lock(&list_lock);
-	for (unsigned i = 0; i < n_listened; i++)
-		rcm_remove_listener_entry(listened[i].ps, listened[i].port);
+	for (struct rcm_id *id = rcm.all; id; id = id->next_all)
+		if (id->cm && cm_id_state(id->cm) == CM_ST_ESTABLISHED &&
+		    cm_disconnect(id->cm, NULL, 0, srt_now()) == 0)
+			sent++;
 	pthread_mutex_unlock(&list_lock);
+	srt_unlock(rcm.dev);
+	if (sent)
+		srt_kick(rcm.dev);
 }
 
 /* ---- event channels ------------------------------------------------------ */
@@ -618,6 +625,18 @@ int rdma_destroy_id(struct rdma_cm_id *cmid)
 		id->cm = NULL;
 	}
 	bool was_listening = id->listen != NULL;
+	struct rcm_id *twin = id->twin;
+	if (twin) {
+		/* The twin goes on listening alone, with the cm's listen. */
+		twin->twin = NULL;
+		id->twin = NULL;
+		if (id->listen) {
+			cm_unlisten(id->listen);
+			id->listen = NULL;
+			if (cm_listen(rcm.cm, id->service_id, twin, &twin->listen) == 0)
+				was_listening = false;  /* the steering stays the twin's */
+		}
+	}
 	if (id->listen) {
 		cm_unlisten(id->listen);
 		id->listen = NULL;
@@ -674,6 +693,12 @@ static void take_qp_attr(struct rcm_id *id, const struct cm_qp_attr *a)
 		id->tos = a->traffic_class;
 }
 
+/* The family a listener takes requests for. */
+static sa_family_t listen_family(const struct rcm_id *id)
+{
+	return id->bound_family == AF_INET6 ? AF_INET6 : AF_INET;
+}
+
 static void request_received(const struct cm_event *ev)
 {
 	struct rcm_id *l = ev->listen_user;
@@ -683,6 +708,8 @@ static void request_received(const struct cm_event *ev)
 	struct rcm_event *e;
 	bool sidr = ev->type == CM_EV_SIDR_REQ_RECEIVED;
 
+	/* The client looked this host's port up just before (port_registry.c). */
+	rcm_registry_drain();
 	if (!l || l->state != RCM_LISTEN || !ev->private_data ||
 	    wire_cma_hdr_decode(ev->private_data, ev->private_data_len, &hdr) != 0) {
 		/* Not an RDMA-CM IP request (or nobody to give it to). */
@@ -693,6 +720,11 @@ static void request_received(const struct cm_event *ev)
 		cm_destroy_id(ev->id, srt_now());
 		return;
 	}
+	/* The listener of the request's IP version (a twin of the other
+	 * family, or one that is not AFONLY, takes the rest). */
+	sa_family_t want = hdr.ip_version == 6 ? AF_INET6 : AF_INET;
+	if (listen_family(l) != want && l->twin && listen_family(l->twin) == want)
+		l = l->twin;
 	chan = l->sync ? channel_create(true) : l->chan;
 	id = chan ? id_alloc(chan, l->sync, l->id.context, l->id.ps, l->id.qp_type) : NULL;
 	e = id ? rcm_new_event(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0) : NULL;
@@ -788,8 +820,7 @@ static void cm_event(void *ctx, const struct cm_event *ev)
 		request_received(ev);
 		return;
 	}
-	if (!id || id->state == RCM_DESTROYING || ev->type == CM_EV_TIMEWAIT_EXIT ||
-	    ev->type == CM_EV_MRA_RECEIVED)
+	if (!id || id->state == RCM_DESTROYING || ev->type == CM_EV_MRA_RECEIVED)
 		return;
 	/* A request refused because its peer on this host has not listened
 	 * yet: send it again later ("early REQs" above). */
@@ -834,6 +865,13 @@ static void cm_event(void *ctx, const struct cm_event *ev)
 		break;
 	case CM_EV_DISCONNECT_DONE:
 		e->ev.event = RDMA_CM_EVENT_DISCONNECTED;
+		break;
+	case CM_EV_TIMEWAIT_EXIT:
+		/* The kernel's cma passes the IB CM's TimeWait exit on (after
+		 * DREQ/DREP, a DREQ that timed out, or a REJ of a REP): the
+		 * moment a program may reuse what the connection held; tgt
+		 * frees an iSER connection only then. */
+		e->ev.event = RDMA_CM_EVENT_TIMEWAIT_EXIT;
 		break;
 	case CM_EV_SIDR_REP_RECEIVED:
 		e->sidr_status = ev->u.sidr_rep.status;
@@ -992,6 +1030,31 @@ int rcm_wait_event(struct rcm_id *id, enum rdma_cm_event_type want, struct rcm_e
 
 /* ---- listen, connect, accept ------------------------------------------------ */
 
+/* A listener of this process on service_id that id may share the port
+ * with: as the kernel's cma_check_port, both set AFONLY and bound
+ * addresses of different families (tgt listens on 0.0.0.0 and [::] so). */
+static struct rcm_id *listening_twin_candidate(uint64_t service_id, const struct rcm_id *id)
+{
+	struct rcm_id *found = NULL;
+
+	pthread_mutex_lock(&list_lock);
+	for (struct rcm_id *o = rcm.all; o && !found; o = o->next_all)
+		if (o != id && o->state == RCM_LISTEN && o->service_id == service_id && !o->twin &&
+		    o->afonly && id->afonly && listen_family(o) != listen_family(id))
+			found = o;
+	pthread_mutex_unlock(&list_lock);
+	return found;
+}
+
+static bool pair_with_twin(struct rcm_id *id, struct rcm_id *other)
+{
+	srt_lock(rcm.dev);
+	id->twin = other;
+	other->twin = id;
+	srt_unlock(rcm.dev);
+	return true;
+}
+
 int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 {
 	struct rcm_id *id = to_rcm_id(cmid);
@@ -1010,13 +1073,13 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	e = rcm_register_listener(id);
 	if (e)
 		return rcm_fail(e);
-	if (id->registered)
-		remember_port(rcm_ps(id), rcm_src_port(id));
+	rcm_registry_drain();
 	uint64_t service_id = wire_rdma_cm_service_id(rcm_ps(id), rcm_src_port(id));
 	/* On a shared host address, REQs for the service must come to us:
 	 * another process of the host listening on it is EADDRINUSE, as
 	 * for a port bound twice. */
-	e = srt_share_listen(rcm.dev, service_id, true);
+	struct rcm_id *other = listening_twin_candidate(service_id, id);
+	e = other ? 0 : srt_share_listen(rcm.dev, service_id, true);
 	if (e) {
 		rcm_unregister_listener(id);
 		return rcm_fail(e);
@@ -1024,8 +1087,16 @@ int rdma_listen(struct rdma_cm_id *cmid, int backlog)
 	srt_lock(rcm.dev);
 	e = cm_listen(rcm.cm, service_id, id, &id->listen);
 	srt_unlock(rcm.dev);
+	if (e == EADDRINUSE && other && pair_with_twin(id, other)) {
+		/* The twin holds the cm's listen and the shared steering. */
+		id->service_id = service_id;
+		id->backlog = backlog;
+		id->state = RCM_LISTEN;
+		return 0;
+	}
 	if (e) {
-		srt_share_listen(rcm.dev, service_id, false);
+		if (!other)
+			srt_share_listen(rcm.dev, service_id, false);
 		rcm_unregister_listener(id);
 		return rcm_fail(e);
 	}

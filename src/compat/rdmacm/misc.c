@@ -69,7 +69,8 @@ int rdma_set_option(struct rdma_cm_id *cmid, int level, int optname, void *optva
 				return rcm_fail(EINVAL);
 			if (id->state != RCM_IDLE && id->state != RCM_ADDR_BOUND)
 				return rcm_fail(EINVAL);
-			return 0;       /* IPv4 only */
+			id->afonly = *(int *)optval != 0;
+			return 0;
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (optlen != sizeof(uint8_t))
 				return rcm_fail(EINVAL);

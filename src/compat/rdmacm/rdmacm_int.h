@@ -88,7 +88,17 @@ struct rcm_id {
 	uint64_t service_id;            /* listening ids: what listen registered */
 	struct rcm_id *listener;        /* passive ids: the listening id */
 	int backlog;
-	bool registered;                /* has an open loopback registry entry */
+	bool registered;                /* holds its port in the loopback port space */
+	/* The family of the address the program bound (an IPv6 "any" on an
+	 * IPv4 device is kept as IPv4 in the route, but the program listens
+	 * for IPv6), and RDMA_OPTION_ID_AFONLY. */
+	sa_family_t bound_family;
+	bool afonly;
+	/* Two listeners on one port, one per family, both AFONLY (the
+	 * kernel's cma_check_port allows it): they share the cm's listen,
+	 * held by one of them, and each REQ goes to the one of its IP
+	 * version. */
+	struct rcm_id *twin;
 	/* Connection parameters. */
 	/* The QP's attributes, set from the REQ and REP by cm_qp_attr_active
 	 * / _passive (cm/cm_qp_attr.c has the rules: the Starting PSN a side
@@ -184,12 +194,19 @@ int rcm_bind(struct rcm_id *id, const struct sockaddr *addr);
 int rcm_resolve_dst(struct rcm_id *id, const struct sockaddr *dst, uint8_t dgid[16]);
 int rcm_register_listener(struct rcm_id *id);
 void rcm_unregister_listener(struct rcm_id *id);
-/* At exit: drop this process's entry for (ps, port), open or closed. */
-void rcm_remove_listener_entry(uint16_t ps, uint16_t port);
 void rcm_fill_route(struct rcm_id *id);
 uint16_t rcm_src_port(const struct rcm_id *id);
 uint16_t rcm_dst_port(const struct rcm_id *id);
 uint16_t rcm_ps(const struct rcm_id *id);
+
+/* port_registry.c: the host's loopback port space, kept in abstract Unix
+ * socket names (the file's comment says how). */
+int rcm_registry_listen(uint16_t ps, uint16_t port, uint32_t device_ip);
+void rcm_registry_unlisten(uint16_t ps, uint16_t port, uint32_t device_ip);
+bool rcm_registry_lookup(uint16_t ps, uint16_t port, uint32_t *device_ip);
+bool rcm_registry_port_free(uint16_t ps, uint16_t port);
+/* Empties the queues lookups leave on this process's names. */
+void rcm_registry_drain(void);
 
 /* misc.c: forget the groups the id joined (rdma_destroy_id). */
 void rcm_leave_all(struct rcm_id *id);
