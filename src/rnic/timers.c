@@ -209,7 +209,8 @@ void rnic_advance(struct rnic *r, uint64_t now)
 		}
 		r->timer_due[n++] = e.qpn % r->cfg.max_qp;
 	}
-	qsort(r->timer_due, n, sizeof(*r->timer_due), by_slot);
+	if (n > 1)
+		qsort(r->timer_due, n, sizeof(*r->timer_due), by_slot);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->qps[r->timer_due[i]];
 		fire(qp, now);
