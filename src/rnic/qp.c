@@ -313,6 +313,16 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (r->n_qp == r->live_cap) {
+		uint32_t cap = r->live_cap ? 2 * r->live_cap : 16;
+		struct rnic_qp **live = realloc(r->live, cap * sizeof(*live));
+		if (!live) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		r->live = live;
+		r->live_cap = cap;
+	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
@@ -361,7 +371,8 @@ struct rnic_qp *rnic_qp_create(struct rnic_pd *pd, struct rnic_cq *send_cq, stru
 	responder_reset(qp);
 	cc_qp_reset(qp);
 	r->qps[qp->qpn % r->cfg.max_qp] = qp;
-	r->n_qp++;
+	qp->live_idx = r->n_qp;
+	r->live[r->n_qp++] = qp;
 	pd->refs++;
 	send_cq->refs++;
 	recv_cq->refs++;
@@ -382,7 +393,8 @@ int rnic_qp_destroy(struct rnic_qp *qp)
 	r = qp->r;
 	rnic_pulls_settle(r);           /* none may name this QP afterwards */
 	r->qps[qp->qpn % r->cfg.max_qp] = NULL;
-	r->n_qp--;
+	r->live[qp->live_idx] = r->live[--r->n_qp];
+	r->live[qp->live_idx]->live_idx = qp->live_idx;
 	qp->pd->refs--;
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;

@@ -133,16 +133,15 @@ void rnic_destroy(struct rnic *r)
 		return;
 	/* Objects still alive are the caller's leak; free what we can reach
 	 * so the process does not lose the memory. */
-	if (r->qps)
-		for (uint32_t i = 0; i < r->cfg.max_qp; i++)
-			if (r->qps[i])
-				rnic_qp_destroy(r->qps[i]);
+	while (r->n_qp)
+		rnic_qp_destroy(r->live[r->n_qp - 1]);
 	if (r->mrs)
 		for (uint32_t i = 0; i <= r->cfg.max_mr; i++)
 			free(r->mrs[i]);
 	ud_fini(r);
 	rnic_timers_free(r);
 	free(r->qps);
+	free(r->live);
 	free(r->mrs);
 	free(r->mr_gen);
 	free(r->tx_vec);

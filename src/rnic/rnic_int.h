@@ -89,6 +89,8 @@ struct rnic {
 	uint64_t prng;                  /* splitmix64 state, from cfg.seed */
 
 	struct rnic_qp **qps;           /* slot = qpn % cfg.max_qp */
+	struct rnic_qp **live;          /* the n_qp QPs, densely (qp->live_idx), for walks */
+	uint32_t live_cap;
 	uint32_t next_qpn;
 	struct rnic_mr **mrs;           /* slot = key >> 8 (slot 0 unused) */
 	uint8_t *mr_gen;                /* generation per slot */
@@ -516,6 +518,7 @@ struct rnic_qp {
 	enum ibv_qp_type type;
 	uint32_t qpn;
 	uint64_t timer_key;             /* its earliest entry in the device's timer heap (timers.c) */
+	uint32_t live_idx;              /* its place in r->live */
 	bool sq_sig_all;
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr;        /* as set by modify (qp_state is live) */

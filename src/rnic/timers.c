@@ -116,15 +116,15 @@ void rnic_qp_timer_armed(struct rnic_qp *qp, uint64_t at)
 uint64_t rnic_next_deadline(const struct rnic *r)
 {
 #ifdef RNIC_CHECK_DEADLINES
-	for (uint32_t i = 0; i < r->cfg.max_qp; i++) {
-		const struct rnic_qp *qp = r->qps[i];
-		if (qp && rnic_qp_deadline(qp) < r->deadline_bound) {
+	for (uint32_t i = 0; i < r->n_qp; i++) {
+		const struct rnic_qp *qp = r->live[i];
+		if (rnic_qp_deadline(qp) < r->deadline_bound) {
 			fprintf(stderr, "rnic: QP 0x%06x has a timer at %llu before the bound %llu\n",
 				(unsigned)qp->qpn, (unsigned long long)rnic_qp_deadline(qp),
 				(unsigned long long)r->deadline_bound);
 			abort();
 		}
-		if (qp && !r->timer_scan_all && rnic_qp_deadline(qp) < qp->timer_key) {
+		if (!r->timer_scan_all && rnic_qp_deadline(qp) < qp->timer_key) {
 			fprintf(stderr, "rnic: QP 0x%06x has a timer at %llu before its heap entry %llu\n",
 				(unsigned)qp->qpn, (unsigned long long)rnic_qp_deadline(qp),
 				(unsigned long long)qp->timer_key);
@@ -209,7 +209,7 @@ void rnic_advance(struct rnic *r, uint64_t now)
 		}
 		r->timer_due[n++] = e.qpn % r->cfg.max_qp;
 	}
-	if (n)  /* timer_due is still NULL when nothing was ever due */
+	if (n > 1)
 		qsort(r->timer_due, n, sizeof(*r->timer_due), by_slot);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rnic_qp *qp = r->qps[r->timer_due[i]];
@@ -239,14 +239,11 @@ bound:
 		r->deadline_bound = r->timer_heap[0].at;
 	if (r->timer_scan_all) {
 		/* Without the heap the bound comes from every QP. */
-		uint32_t seen = 0;
-		for (uint32_t i = 0; i < r->cfg.max_qp && seen < r->n_qp; i++)
-			if (r->qps[i]) {
-				seen++;
-				uint64_t d = rnic_qp_deadline(r->qps[i]);
-				if (d < r->deadline_bound)
-					r->deadline_bound = d;
-			}
+		for (uint32_t i = 0; i < r->n_qp; i++) {
+			uint64_t d = rnic_qp_deadline(r->live[i]);
+			if (d < r->deadline_bound)
+				r->deadline_bound = d;
+		}
 	}
 }
 
