@@ -700,6 +700,9 @@ static int run_server(int port, unsigned conns, int ready_fd)
 				echoed += c->echoed;
 				if (c->pending_len)
 					fail("server: %zu bytes not echoed at disconnect", c->pending_len);
+			} else if (type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+				/* After a disconnect, as the kernel reports it;
+				 * Valkey logs it and goes on. */
 			} else if (type != RDMA_CM_EVENT_DISCONNECTED) {
 				fail("server: cm event %s", rdma_event_str(type));
 			}
