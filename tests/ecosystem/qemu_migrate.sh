@@ -19,7 +19,8 @@ PORT=$3
 MEM_MB=64
 command -v qemu-system-x86_64 >/dev/null || { echo "qemu_migrate: qemu-system-x86 not installed; skipped"; exit 77; }
 command -v as >/dev/null && command -v ld >/dev/null || { echo "qemu_migrate: binutils (as, ld) not installed; skipped"; exit 77; }
-ldd "$(command -v qemu-system-x86_64)" | grep -q librdmacm ||
+libs=$(ldd "$(command -v qemu-system-x86_64)")
+grep -q librdmacm <<<"$libs" ||
 	{ echo "qemu_migrate: this qemu-system-x86_64 is built without RDMA migration; skipped"; exit 77; }
 dir=$(mktemp -d)
 pids=()
