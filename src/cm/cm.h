@@ -262,9 +262,18 @@ struct cm_req_param {
 	const void *private_data;       /* <= CM_REQ_PRIVATE_DATA_SIZE         */
 	uint8_t private_data_len;
 };
+/* The local ACK timeout (IBTA 9.7.6.1.3: 4.096 us * 2^code) a connection
+ * gets unless the program chooses one: 17, 537 ms, as the kernel's
+ * rdma_cm gives a RoCE QP (a packet lifetime of 16, CMA_IBOE_PACKET_LIFETIME,
+ * plus one, with the CA's ACK delay of 15 that softrnic reports, IBTA
+ * 12.7.34).  softrnic's NIC is its process: a peer that waits for a CPU
+ * ACKs nothing meanwhile, and retry_cnt 7 at 17 gives it 4.3 s where 14
+ * gave 0.54 s, which a loaded host exceeded (tests/rdmacm/cm_stall.sh). */
+#define CM_DEFAULT_ACK_TIMEOUT 17
+
 /* Fill with the defaults: timeouts and retries from the cm's config, RC,
- * MTU 1024, retry 7, rnr retry 7, local ACK timeout 14, pkey 0xffff, hop
- * limit 64, everything else 0. */
+ * MTU 1024, retry 7, rnr retry 7, local ACK timeout CM_DEFAULT_ACK_TIMEOUT,
+ * pkey 0xffff, hop limit 64, everything else 0. */
 void cm_req_param_init(const struct cm *cm, struct cm_req_param *p);
 
 /* Sends a REQ and creates the id in REQ Sent.  EINVAL for a bad parameter

@@ -675,7 +675,7 @@ void cm_req_param_init(const struct cm *cm, struct cm_req_param *p)
 	p->path_mtu = IBV_MTU_1024;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
-	p->local_ack_timeout = 14;
+	p->local_ack_timeout = CM_DEFAULT_ACK_TIMEOUT;
 	p->remote_cm_response_timeout = cm->cfg.cm_response_timeout;
 	p->local_cm_response_timeout = cm->cfg.cm_response_timeout;
 	p->max_cm_retries = cm->cfg.max_cm_retries;

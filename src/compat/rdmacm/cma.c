@@ -503,7 +503,7 @@ static struct rcm_id *id_alloc(struct rcm_channel *chan, bool sync, void *contex
 	id->rq_psn = (uint32_t)((srt_now() ^ (uintptr_t)id) * 2654435761u) & 0xffffff;
 	id->retry_count = 7;
 	id->rnr_retry_count = 7;
-	id->ack_timeout = 14;
+	id->ack_timeout = CM_DEFAULT_ACK_TIMEOUT;
 	id->mtu = srt_active_mtu(rcm.dev);
 	pthread_mutex_lock(&list_lock);
 	id->prev_all = NULL;
