@@ -72,16 +72,25 @@ pair() {
 	wait "$server_pid"
 	local src=$?
 	server_pid=
-	[ $rc -eq 0 ] && [ $src -eq 0 ] || { tail -5 "$dir/$name.client" "$dir/$name.server" >&2; fail "$name: client exit $rc, server $src"; }
+	[ $rc -eq 0 ] && [ $src -eq 0 ] || { tail -n 5 "$dir/$name.client" "$dir/$name.server" >&2; fail "$name: client exit $rc, server $src"; }
 }
 # need NAME SIDE PATTERN: SIDE's output (client/server) has PATTERN
 need() {
 	grep -q -- "$3" "$dir/$1.$2" ||
-		{ grep -E "buffer contains|Error|ERROR" "$dir/$1.$2" >&2; tail -8 "$dir/$1.$2" >&2; fail "$1: the $2 never printed '$3'"; }
+		{ grep -E "buffer contains|Error|ERROR" "$dir/$1.$2" >&2; tail -n 8 "$dir/$1.$2" >&2; fail "$1: the $2 never printed '$3'"; }
 }
 
 start=$SECONDS
-for prov in $CMA $SCM; do
+# uDAPL's socket-CM provider takes its own address from a non-loopback
+# interface (it fails DAT_INVALID_ADDRESS without one), and a CTest run
+# has a network namespace with only lo (scripts/run_ctest.sh).
+provs=$CMA
+if [ -n "$(ip -4 -o addr show scope global 2>/dev/null)" ]; then
+	provs="$CMA $SCM"
+else
+	echo "dapl: the socket-CM provider ($SCM) left out: no non-loopback IPv4 address in this network namespace"
+fi
+for prov in $provs; do
 	name=dtest-$prov
 	LISTEN=15828 pair "$name" dtest -s -P $prov -- dtest -P $prov -h 127.0.0.1
 	for side in client server; do
