@@ -28,7 +28,7 @@ PACKAGES=(
   fio mpich libmpich-dev librpma-dev    # RDMA clients on softrnic (tests/ecosystem: fio, mpich, rpma)
   qemu-system-x86 debootstrap cpio kmod # the kernel Soft-RoCE peer in a guest (tests/interop)
   gdb                                  # the stacks of a softrnic end stuck in an interop case
-  dapl2-utils libfabric-dev            # uDAPL's dtest/dapltest (tests/ecosystem/dapl.sh); fabtests' build (scripts/apps/fabtests.sh)
+  dapl2-utils libfabric-dev autoconf automake libtool # uDAPL's dtest/dapltest (tests/ecosystem/dapl.sh); building fabtests (scripts/apps/fabtests.sh)
 )
 
 missing=()
