@@ -46,6 +46,10 @@ $CMA u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "lo 0" ""
 $SCM u2.0 nonthreadsafe default libdaploscm.so.2 dapl.2.0 "softrnic0 1" ""
 CONF
 export DAT_OVERRIDE=$dir/dat.conf
+# libdaploscm takes its own IPv4 address from DAPL_SCM_NETDEV's interface,
+# else from the host name through getaddrinfo with AI_ADDRCONFIG, which
+# finds nothing where lo is the only interface (CI's network namespace).
+export DAPL_SCM_NETDEV=lo
 
 # pair NAME SERVER-CMD -- CLIENT-CMD: the server in the background, the
 # client once the server listens on TCP port $LISTEN (dtest's exchange)
@@ -72,7 +76,7 @@ pair() {
 	wait "$server_pid"
 	local src=$?
 	server_pid=
-	[ $rc -eq 0 ] && [ $src -eq 0 ] || { tail -5 "$dir/$name.client" "$dir/$name.server" >&2; fail "$name: client exit $rc, server $src"; }
+	[ $rc -eq 0 ] && [ $src -eq 0 ] || { tail -n 5 "$dir/$name.client" "$dir/$name.server" >&2; fail "$name: client exit $rc, server $src"; }
 }
 # need NAME SIDE PATTERN: SIDE's output (client/server) has PATTERN
 need() {
