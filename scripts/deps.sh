@@ -29,7 +29,7 @@ PACKAGES=(
   qemu-system-x86 debootstrap cpio kmod # the kernel Soft-RoCE peer in a guest (tests/interop)
   gdb                                  # the stacks of a softrnic end stuck in an interop case
   tgt libiscsi-bin libiscsi-dev        # an iSCSI target and initiators over iSER (tests/ecosystem/iser.sh)
-  dapl2-utils libfabric-dev            # uDAPL's dtest/dapltest (tests/ecosystem/dapl.sh); fabtests' build (scripts/apps/fabtests.sh)
+  dapl2-utils libfabric-dev autoconf automake libtool # uDAPL's dtest/dapltest (tests/ecosystem/dapl.sh); building fabtests (scripts/apps/fabtests.sh)
 )
 
 missing=()
