@@ -135,7 +135,9 @@ bool rnic_cq_push(struct rnic_cq *cq, const struct ibv_wc *wc, bool solicited)
 	cq->count++;
 	r->ctr.completions++;
 	if (wc->status != IBV_WC_SUCCESS)
-		r->ctr.completion_errors++;
+		r->ctr.completion_errors++;     /* flushes too (completion_flushes says how many) */
+	if (wc->status == IBV_WC_WR_FLUSH_ERR)
+		r->ctr.completion_flushes++;
 	if (cq->armed && (!cq->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
 		cq->armed = false;
 		if (r->io.cq_event)

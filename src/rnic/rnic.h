@@ -340,7 +340,7 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)    \
 	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)                \
 	X(rx_msg_pulls_put_off) X(rx_msg_pull_batches) X(rx_msg_sends_put_off) \
-	X(rx_msg_reads_put_off) X(mr_fault)
+	X(rx_msg_reads_put_off) X(mr_fault) X(completion_flushes)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;

@@ -28,7 +28,7 @@
                                    4: the runtime's counters (faults, capture);
                                    5: the message path's put-off reads;
                                    6: its payloads carried in the ring;
-                                   7: mr_fault */
+                                   7: mr_fault, completion_flushes */
 #define SRT_STATS_PREFIX "softrnic-"
 
 /* Writer side. */
