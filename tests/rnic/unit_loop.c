@@ -63,54 +63,12 @@ static void side_fini(struct side *s)
 	free(s->buf);
 }
 
-static int connect_qp(struct ut_loop *l, int i, struct side *s, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-		      uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
-{
-	struct ibv_qp_attr a;
-	int err;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	err = rnic_qp_modify(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, l->now);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
-	err = rnic_qp_modify(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = timeout;
-	a.retry_cnt = retry;
-	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 4;
-	return rnic_qp_modify(s->qp, &a,
-			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			      IBV_QP_MAX_QP_RD_ATOMIC, l->now);
-}
-
 static void pair_up(struct ut_loop *l, struct side *a, struct side *b, uint32_t psn_a, uint32_t psn_b)
 {
 	side_init(l, 0, a, IBV_QPT_RC);
 	side_init(l, 1, b, IBV_QPT_RC);
-	CHECK(connect_qp(l, 0, a, rnic_qp_num(b->qp), psn_a, psn_b, 10, 7, 7) == 0);
-	CHECK(connect_qp(l, 1, b, rnic_qp_num(a->qp), psn_b, psn_a, 10, 7, 7) == 0);
+	CHECK(ut_connect_rc(l, 0, a->qp, rnic_qp_num(b->qp), psn_a, psn_b, 10, 7, 7) == 0);
+	CHECK(ut_connect_rc(l, 1, b->qp, rnic_qp_num(a->qp), psn_b, psn_a, 10, 7, 7) == 0);
 }
 
 static int post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
@@ -524,8 +482,8 @@ static void test_rnr(void)
 	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, false);
 	side_init(&l, 0, &a, IBV_QPT_RC);
 	side_init(&l, 1, &b, IBV_QPT_RC);
-	CHECK(connect_qp(&l, 0, &a, rnic_qp_num(b.qp), 1, 2, 10, 7, 0) == 0);
-	CHECK(connect_qp(&l, 1, &b, rnic_qp_num(a.qp), 2, 1, 10, 7, 0) == 0);
+	CHECK(ut_connect_rc(&l, 0, a.qp, rnic_qp_num(b.qp), 1, 2, 10, 7, 0) == 0);
+	CHECK(ut_connect_rc(&l, 1, b.qp, rnic_qp_num(a.qp), 2, 1, 10, 7, 0) == 0);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)a.buf, .length = 100, .lkey = rnic_mr_lkey(a.mr) };
 	wr.sg_list = &sge;
 	CHECK(post_one(&l, &a, &wr) == 0);
@@ -715,7 +673,7 @@ static void test_modify_rules(void)
 		CHECK(rnic_post_send(a.qp, &wr, &bad, l.now) == EINVAL && bad == &wr);
 	}
 	/* RTR needs is_global. */
-	CHECK(connect_qp(&l, 0, &a, 0x123, 1, 1, 10, 7, 7) == 0);
+	CHECK(ut_connect_rc(&l, 0, a.qp, 0x123, 1, 1, 10, 7, 7) == 0);
 	CHECK(rnic_qp_query(a.qp, &at, NULL) == 0 && at.qp_state == IBV_QPS_RTS);
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RESET;
@@ -827,7 +785,7 @@ static void test_uc_and_solicited(void)
 	side_init(&l, 0, &a, IBV_QPT_UC);
 	side_init(&l, 1, &b, IBV_QPT_UC);
 	{
-		/* connect_qp passes RC-only attributes; UC takes fewer. */
+		/* ut_connect_rc passes RC-only attributes; UC takes fewer. */
 		struct ibv_qp_attr at;
 		struct side *s[2] = { &a, &b };
 		for (int i = 0; i < 2; i++) {

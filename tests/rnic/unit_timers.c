@@ -42,41 +42,6 @@ static struct rnic_qp *make_qp(struct rnic_pd *p, struct rnic_cq *c, uint32_t de
 	return rnic_qp_create(p, c, c, &init, NULL);
 }
 
-static int to_rts(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	int err = rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-				 l->now);
-
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
-	err = rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 100;
-	a.timeout = 8;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC, l->now);
-}
-
 static void conn_up(struct ut_loop *l, struct conn *c)
 {
 	for (int i = 0; i < 2; i++) {
@@ -86,8 +51,8 @@ static void conn_up(struct ut_loop *l, struct conn *c)
 						   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
 		CHECK(c->qp[i] && c->mr[i]);
 	}
-	CHECK(to_rts(l, 0, c->qp[0], rnic_qp_num(c->qp[1])) == 0);
-	CHECK(to_rts(l, 1, c->qp[1], rnic_qp_num(c->qp[0])) == 0);
+	CHECK(ut_connect_rc(l, 0, c->qp[0], rnic_qp_num(c->qp[1]), 100, 100, 8, 7, 7) == 0);
+	CHECK(ut_connect_rc(l, 1, c->qp[1], rnic_qp_num(c->qp[0]), 100, 100, 8, 7, 7) == 0);
 }
 
 /* Node 0 SENDs MSGS messages to node 1 on c. */

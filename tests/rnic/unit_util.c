@@ -133,3 +133,45 @@ void ut_fill(uint8_t *p, size_t n, uint32_t seed)
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
 }
+
+int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
+		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int err;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	err = rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, l->now);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
+	err = rnic_qp_modify(qp, &a,
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = timeout;
+	a.retry_cnt = retry;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 4;
+	return rnic_qp_modify(qp, &a,
+			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			      IBV_QP_MAX_QP_RD_ATOMIC, l->now);
+}

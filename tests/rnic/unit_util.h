@@ -83,6 +83,12 @@ void ut_loop_run(struct ut_loop *l, int max_steps);
 /* How many recorded events have this type and element. */
 int ut_count_events(const struct ut_loop *l, enum ibv_event_type type, void *obj);
 
+/* Moves node i's RC QP to RTS towards node 1-i's QP dqpn: remote write,
+ * read and atomic access, 1024-byte MTU, 4 reads/atomics each way; 0 or
+ * the errno of the modify that failed. */
+int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
+		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry);
+
 /* ---- data ---------------------------------------------------------------- */
 
 /* A pattern of n bytes that depends on seed and position. */
