@@ -217,8 +217,12 @@ int main(int argc, char **argv)
 	snprintf(args, sizeof(args), "stats %d", (int)dead);
 	CHECK(run(args, out, sizeof(out)) == 1 && strstr(out, "no such process"), "stats of a dead pid:\n%s", out);
 
-	/* Another user sees none of it. */
-	if (root) {
+	/* Another user sees none of it (where user nobody can run the tool:
+	 * not in a clone only its owner may enter). */
+	bool nobody_runs = root && run_as_nobody("--help", out, sizeof(out)) == 0;
+	if (root && !nobody_runs)
+		printf("test_cli: user nobody cannot run %s (the folders' modes): the checks as nobody skipped\n", tool);
+	if (nobody_runs) {
 		snprintf(args, sizeof(args), "stats %d", (int)getpid());
 		CHECK(run_as_nobody(args, out, sizeof(out)) == 1, "nobody's stats of our pid did not fail:\n%s", out);
 		snprintf(want, sizeof(want), "softrnic: stats of pid %d: permission denied\n", (int)getpid());
@@ -234,6 +238,8 @@ int main(int argc, char **argv)
 		      out);
 		CHECK(run_as_nobody("stats", out, sizeof(out)) == 0 && !strstr(out, "tx_packets"),
 		      "nobody's stats shows counters:\n%s", out);
+	}
+	if (root) {
 		kill(sleeper, SIGKILL);
 		waitpid(sleeper, NULL, 0);
 	}
