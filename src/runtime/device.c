@@ -1,11 +1,12 @@
 /*
- * device.c — the process's device: one rnic driven by a UDP port, a
- * progress thread and the device lock (the contract is runtime.h; the
+ * device.c — the process's device: one rnic driven by its paths (UDP and,
+ * for peers on this host, shared memory: paths.h), a progress thread and
+ * the device lock (the contract is runtime.h; the
  * runtime's other parts are listed in device_int.h).
  *
  * One device per process, created by the first srt_open and destroyed
- * when the last opener calls srt_close.  Here: its creation (socket,
- * local ring, capture and faults from the environment, the rnic with its
+ * when the last opener calls srt_close.  Here: its creation (its paths,
+ * capture and faults from the environment, the rnic with its
  * rnic_io hooks, the progress thread), its end, QP1's agent and the
  * device's timers, and the counters it publishes (stats_file.h) every
  * SRT_STATS_PERIOD_NS.
@@ -23,10 +24,11 @@
  *
  * Debugging aids on the real path (docs/capture_and_faults.md), each one
  * pointer test when off: SOFTRNIC_FAULTS (faults.h) sits between the
- * socket and the ICRC check, holding packets back in its own queue whose
+ * paths and the ICRC check, holding packets back in its own queue whose
  * deadline is one of the device's (srt_device_deadline); SOFTRNIC_PCAP
  * (capture.h) records each packet handed to the ICRC check
- * (receive_path.c) and each packet sent (udp_send.c).
+ * (receive_path.c) and, as a tap on the paths (path.h), each packet
+ * sent.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -64,19 +66,16 @@ uint64_t srt_now(void)
 struct rnic *srt_rnic(struct srt_device *dev) { return dev->rnic; }
 const struct rnic_gid *srt_gid(const struct srt_device *dev) { return &dev->gid; }
 const char *srt_name(const struct srt_device *dev) { (void)dev; return SRT_DEVICE_NAME; }
-enum ibv_mtu srt_active_mtu(const struct srt_device *dev) { return dev->udp.active_mtu; }
+enum ibv_mtu srt_active_mtu(const struct srt_device *dev) { return srt_paths_port(&dev->paths)->active_mtu; }
 
 bool srt_share_slot(const struct srt_device *dev, unsigned *slot)
 {
-	if (dev->udp.share.conn < 0)
-		return false;
-	*slot = dev->udp.share.slot;
-	return true;
+	return srt_paths_share_slot(&dev->paths, slot);
 }
 
 int srt_share_listen(struct srt_device *dev, uint64_t service_id, bool on)
 {
-	return srt_host_share_listen(&dev->udp.share, service_id, on);
+	return srt_paths_share_listen(&dev->paths, service_id, on);
 }
 
 /* What rxe reports for its netdev: LinkUp when active, Polling when the
@@ -194,15 +193,15 @@ static void io_gsi_receive(void *ctx, const struct rnic_gid *src, uint32_t src_q
 static void io_xmit(void *ctx, const struct rnic_tx *tx)
 {
 	struct srt_device *dev = ctx;
-	/* Queued until srt_unlock.  Errors are counted in udp.tx_errors;
-	 * RC retransmission recovers. */
-	(void)srt_udp_queue(&dev->udp, tx);
+	/* Queued until srt_unlock.  Errors are counted by the paths; RC
+	 * retransmission recovers. */
+	(void)srt_paths_queue(&dev->paths, tx);
 }
 
 static uint8_t *io_tx_buffer(void *ctx)
 {
 	struct srt_device *dev = ctx;
-	return srt_udp_tx_buffer(&dev->udp);
+	return srt_paths_tx_buffer(&dev->paths);
 }
 
 static void io_cq_event(void *ctx, struct rnic_cq *cq, void *cq_context)
@@ -247,7 +246,7 @@ static int io_mcast(void *ctx, const struct rnic_gid *mgid, bool join)
 	int e = 0;
 
 	if (join)
-		e = srt_mcast_join(&dev->mcast, &dev->udp, mgid);
+		e = srt_mcast_join(&dev->mcast, srt_paths_port(&dev->paths), mgid);
 	else
 		srt_mcast_leave(&dev->mcast, mgid);
 	srt_kick(dev);
@@ -268,22 +267,22 @@ static void runtime_counters(struct srt_device *dev, struct srt_runtime_counters
 		rt->faults_delay = f->delay;
 		rt->faults_corrupt = f->corrupt;
 	}
-	if (dev->udp.capture) {
+	if (dev->capture) {
 		struct srt_capture_stats cs;
-		srt_capture_stats(dev->udp.capture, &cs);
+		srt_capture_stats(dev->capture, &cs);
 		rt->capture_packets = cs.packets;
 		rt->capture_dropped = cs.dropped;
 	}
-	if (dev->udp.local) {
-		struct srt_local_stats ls;
-		srt_local_get_stats(dev->udp.local, &ls);
-		rt->local_tx_packets = ls.tx_packets;
-		rt->local_rx_packets = ls.rx_packets;
-		rt->local_ring_full = ls.tx_ring_full;
-		rt->local_doorbells = ls.doorbells_sent;
-		rt->local_ring_broken = ls.rx_ring_broken;
-		rt->local_tx_inline = ls.tx_inline;
-	}
+	/* The host-local paths' counters (the ring's and the message
+	 * path's entries share one ring, so one set). */
+	struct srt_path_stats ls;
+	srt_paths_stats_of(&dev->paths, "ring", &ls);
+	rt->local_tx_packets = ls.tx_packets;
+	rt->local_rx_packets = ls.rx_packets;
+	rt->local_ring_full = ls.tx_dropped;
+	rt->local_doorbells = ls.doorbells;
+	rt->local_ring_broken = ls.rx_broken;
+	rt->local_tx_inline = ls.tx_inline;
 }
 
 /* Lock held: publish the rnic's counters plus the drops the runtime
@@ -301,7 +300,9 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
-	c.mr_fault += dev->udp.tx_mr_fault;
+	struct srt_path_stats paths;
+	srt_paths_totals(&dev->paths, &paths);
+	c.mr_fault += paths.tx_mr_fault;
 	struct srt_runtime_counters rt;
 	runtime_counters(dev, &rt);
 	dev->last_publish_ns = now;
@@ -310,8 +311,8 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 	srt_stats_publish(&dev->stats, &c, agent, n_agent, qps,
 			  qp_total < SRT_STATS_QPS ? qp_total : SRT_STATS_QPS, qp_total, &rt, now);
 	/* Buffered frames reach the file with each refresh (capture.c). */
-	if (dev->udp.capture)
-		srt_capture_flush(dev->udp.capture);
+	if (dev->capture)
+		srt_capture_flush(dev->capture);
 }
 
 /* Refresh the published counters now. */
@@ -337,13 +338,16 @@ void srt_publish_stats_soon(struct srt_device *dev, uint64_t now)
 /* Lock held. */
 static void progress_stats_locked(struct srt_device *dev, struct srt_progress_stats *out)
 {
+	struct srt_path_stats paths;
+
+	srt_paths_totals(&dev->paths, &paths);
 	*out = (struct srt_progress_stats){
 		.rx_by_app = dev->rx_by_app, .rx_by_thread = dev->rx_by_thread,
 		.thread_wakeups = __atomic_load_n(&dev->thread_wakeups, __ATOMIC_RELAXED),
 		.handoff_timeouts = dev->handoff_timeouts,
 		.takeover_wakes = dev->takeover_wakes,
 		.poll_watch_wakes = __atomic_load_n(&dev->poll_watch_wakes, __ATOMIC_RELAXED),
-		.udp_sends = dev->udp.tx_sends, .gso_sends = dev->udp.tx_gso_sends,
+		.udp_sends = paths.tx_sends, .gso_sends = paths.tx_gso_sends,
 		.acks_rode = dev->acks_rode, .acks_alone = dev->acks_alone,
 	};
 }
@@ -407,6 +411,8 @@ static void print_stats_at_exit(struct srt_device *dev, const struct srt_progres
 	append(line, sizeof(line), &len, "\n");
 	(void)!write(STDERR_FILENO, line, len);
 	len = 0;
+	struct srt_path_stats paths;
+	srt_paths_totals(&dev->paths, &paths);
 	append(line, sizeof(line), &len,
 	       "softrnic: progress: rx_by_app=%llu rx_by_thread=%llu handoff_timeouts=%llu "
 	       "thread_wakeups=%llu takeover_wakes=%llu poll_watch_wakes=%llu udp_sends=%llu gso_sends=%llu "
@@ -416,8 +422,8 @@ static void print_stats_at_exit(struct srt_device *dev, const struct srt_progres
 	       (unsigned long long)ps->takeover_wakes, (unsigned long long)ps->poll_watch_wakes,
 	       (unsigned long long)ps->udp_sends,
 	       (unsigned long long)ps->gso_sends, (unsigned long long)ps->acks_rode,
-	       (unsigned long long)ps->acks_alone, (unsigned long long)dev->udp.tx_errors,
-	       dev->udp.sport_sockets, (unsigned long long)dev->udp.tx_sport_fallbacks);
+	       (unsigned long long)ps->acks_alone, (unsigned long long)paths.tx_errors, paths.sport_sockets,
+	       (unsigned long long)paths.sport_fallbacks);
 	(void)!write(STDERR_FILENO, line, len);
 }
 
@@ -434,13 +440,11 @@ static void destroy_device(struct srt_device *dev)
 	srt_link_close(&dev->link);
 	srt_faults_destroy(dev->faults);
 	dev->faults = NULL;
-	srt_local_close(dev->udp.local);
-	dev->udp.local = NULL;
-	srt_capture_close(dev->udp.capture);
-	dev->udp.capture = NULL;
+	srt_paths_close(&dev->paths);
+	srt_capture_close(dev->capture);
+	dev->capture = NULL;
 	if (dev->rundir >= 0)
 		close(dev->rundir);
-	srt_udp_close(&dev->udp);
 	if (dev->wake_fd >= 0)
 		close(dev->wake_fd);
 	if (dev->ep_fd >= 0)
@@ -500,6 +504,12 @@ static int open_faults(struct srt_device *dev)
 	return 0;
 }
 
+/* The paths' tap (path.h): a packet as it left, to SOFTRNIC_PCAP. */
+static void capture_sent(void *ctx, const struct srt_capture_hdr *h, const struct wire_piece *pc, unsigned n)
+{
+	srt_capture_packet(ctx, h, pc, n);
+}
+
 static struct srt_device *create_device(void)
 {
 	struct srt_device *dev = calloc(1, sizeof(*dev));
@@ -527,44 +537,43 @@ static struct srt_device *create_device(void)
 	 * ours left (killed, or crashed: nothing removed their files). */
 	dev->rundir = srt_runtime_dir_open(true);
 	srt_stats_reclaim(dev->rundir);
-	srt_local_remove_dead(dev->rundir);
+	srt_paths_reclaim(dev->rundir);
 
-	e = srt_udp_open(&dev->udp, err, sizeof(err));
+	e = srt_paths_open(&dev->paths, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "softrnic: %s\n", err);
-		dev->udp.fd = -1;
 		goto fail;
 	}
-	srt_udp_gid(&dev->udp, &dev->gid);
-	if (dev->udp.v6) {
+	const struct srt_udp *port = srt_paths_port(&dev->paths);
+	srt_udp_gid(port, &dev->gid);
+	dev->v6 = port->v6;
+	if (port->v6) {
 		/* Trade-off: the link monitor follows IPv4 addresses only;
 		 * an IPv6 port stays ACTIVE whatever its link does. */
 		dev->link.fd = -1;
 		dev->link.ifname[0] = 0;
 		dev->port.active = dev->port.admin_up = true;
 	} else {
-		srt_link_open(&dev->link, dev->udp.addr, &dev->port);
+		srt_link_open(&dev->link, port->addr, &dev->port);
 	}
 	/* SOFTRNIC_PCAP, SOFTRNIC_FAULTS: asked for and not to be had
 	 * (a file that cannot be created, a malformed setting) fails the
 	 * open, as a bad SOFTRNIC_ADDR does, rather than run without. */
-	e = srt_capture_from_env(&dev->udp.capture, dev->udp.gso, err, sizeof(err));
+	e = srt_capture_from_env(&dev->capture, port->gso, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "softrnic: %s\n", err);
 		goto fail;
 	}
+	if (dev->capture) {
+		struct srt_path_tap tap = { .packet = capture_sent, .ctx = dev->capture };
+		srt_paths_set_tap(&dev->paths, &tap);
+	}
 	e = open_faults(dev);
 	if (e)
 		goto fail;
-	/* The host-local path (local_path.h), unless a capture wants every
-	 * packet on the socket or SOFTRNIC_LOCAL=0. */
-	if (!dev->udp.capture && !dev->udp.v6) {
-		unsigned slot = 0;
-		bool shared = srt_share_slot(dev, &slot);
-
-		dev->udp.local = srt_local_open(dev->rundir, dev->udp.addr, slot, shared, dev->faults != NULL,
-						dev->udp.fd);
-	}
+	/* The host-local paths, unless the capture wants every packet on
+	 * the socket or the environment says no (paths.h). */
+	srt_paths_open_local(&dev->paths, dev->rundir, dev->faults != NULL);
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->wake_fd < 0) {
@@ -572,9 +581,16 @@ static struct srt_device *create_device(void)
 		fprintf(stderr, "softrnic: eventfd: %s\n", strerror(e));
 		goto fail;
 	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = dev->udp.fd };
 	dev->ep_fd = srt_epoll_create();
-	if (dev->ep_fd < 0 || srt_epoll_ctl(dev->ep_fd, EPOLL_CTL_ADD, dev->udp.fd, &ev) != 0) {
+	int wake[SRT_PATHS_MAX];
+	unsigned nwake = srt_paths_wake_fds(&dev->paths, wake, SRT_PATHS_MAX);
+	for (unsigned i = 0; dev->ep_fd >= 0 && i < nwake; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = wake[i] };
+		if (srt_epoll_ctl(dev->ep_fd, EPOLL_CTL_ADD, wake[i], &ev) != 0)
+			goto epoll_fail;
+	}
+	if (dev->ep_fd < 0) {
+epoll_fail:
 		e = errno;
 		fprintf(stderr, "softrnic: epoll: %s\n", strerror(e));
 		goto fail;
@@ -583,7 +599,7 @@ static struct srt_device *create_device(void)
 	struct rnic_config cfg;
 	rnic_config_default(&cfg);
 	cfg.gid = dev->gid;
-	cfg.max_mtu = smaller_mtu(cfg.max_mtu, dev->udp.active_mtu);
+	cfg.max_mtu = smaller_mtu(cfg.max_mtu, port->active_mtu);
 	/* One socket per multicast group (mcast.h). */
 	if (cfg.max_mcast_grp > SRT_MCAST_MAX)
 		cfg.max_mcast_grp = SRT_MCAST_MAX;
@@ -602,11 +618,9 @@ static struct srt_device *create_device(void)
 		.persist = io_persist,
 		/* Message-path reads joined per batch (receive_path.c). */
 		.pull_batch = srt_pull_batch,
-		/* payloads by reference: safe because srt_unlock flushes.  On
-		 * for the local path's packets (copied once, into the ring);
-		 * srt_udp_queue copies those for the socket unless
-		 * SOFTRNIC_TX_COPY=0 (udp_send.c). */
-		.tx_payload_ref = dev->udp.txq && (dev->udp.tx_payload_ref || dev->udp.local),
+		/* Payloads by reference: safe because srt_unlock sends
+		 * the queue (srt_paths_payload_ref says when). */
+		.tx_payload_ref = srt_paths_payload_ref(&dev->paths),
 		/* Region memory a program unmapped stays its own problem
 		 * (mem_guard.h). */
 		.mem_copy = srt_io_mem_copy, .mem_probe = srt_io_mem_probe,
@@ -655,8 +669,8 @@ struct srt_device *srt_open(void)
 	 * a device of its own (the parent's sockets are closed here, its
 	 * memory is left alone). */
 	if (the_device && the_device->owner != getpid()) {
-		srt_capture_close_inherited(the_device->udp.capture);
-		srt_udp_close(&the_device->udp);
+		srt_capture_close_inherited(the_device->capture);
+		srt_paths_close_inherited(&the_device->paths);
 		srt_mcast_close_all(&the_device->mcast);
 		srt_link_close(&the_device->link);
 		close(the_device->wake_fd);
@@ -754,28 +768,12 @@ __attribute__((destructor)) static void device_at_exit(void)
 			print_stats_at_exit(dev, &ps);
 		}
 		srt_stats_unlink(&dev->stats);
-		srt_local_unlink(dev->udp.local);
+		srt_paths_unlink(&dev->paths);
 	}
 	pthread_mutex_unlock(&open_lock);
 }
 
 void srt_qp_choose_path(struct srt_device *dev, struct rnic_qp *qp)
 {
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr init;
-	struct srt_local_peer *peer;
-	struct rnic_gid dgid;
-	struct in_addr dst4;
-
-	if (!dev->udp.local || rnic_qp_query(qp, &a, &init) || init.qp_type != IBV_QPT_RC ||
-	    rnic_get_config(dev->rnic)->max_sge + 1 > SRT_LOCAL_REMOTE_SEGS)
-		return;
-	memcpy(dgid.raw, a.ah_attr.grh.dgid.raw, sizeof(dgid.raw));
-	/* The BTH the route looks at: its destination QPN (bytes 5..7). */
-	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(a.dest_qp_num >> 16), (uint8_t)(a.dest_qp_num >> 8),
-				      (uint8_t)a.dest_qp_num };
-	if (!srt_gid_to_ipv4(&dgid, &dst4) || !(peer = srt_local_route_now(dev->udp.local, dst4, bth)))
-		return;
-	if (srt_local_message_path(dev->udp.local, peer))
-		(void)rnic_qp_set_message_path(qp, srt_local_message_min());
+	srt_paths_choose_for_qp(&dev->paths, dev->rnic, qp);
 }

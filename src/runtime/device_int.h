@@ -9,14 +9,15 @@
  *   send_path.c     what leaves and when: the device lock, whose unlock
  *                   sends what the rnic queued, and plain ACKs that ride
  *                   with the next send;
- *   receive_path.c  what arrives: the local ring and the socket read in
- *                   rounds, each datagram checked (length, ICRC) and
+ *   receive_path.c  what arrives: every path read in rounds, each packet
+ *                   checked (length, ICRC), shown to the capture, and
  *                   handed to the rnic (or to SOFTRNIC_FAULTS first);
  *   progress.c      who drives the rnic: an application thread that
  *                   polls in a loop reads the socket and runs the timers
  *                   itself, else the progress thread does.
- * Below them: udp_port.h (sockets, batching, GSO), local_path.h (the
- * ring between processes of one host).
+ * Below them: paths.h, the set of ways packets leave and arrive (UDP,
+ * the host-local ring and message paths, path.h) and the one place that
+ * chooses among them.
  */
 #ifndef SOFTRNIC_RUNTIME_DEVICE_INT_H
 #define SOFTRNIC_RUNTIME_DEVICE_INT_H
@@ -35,15 +36,11 @@
 #include "runtime/mcast.h"
 #include "runtime/runtime.h"
 #include "runtime/stats_file.h"
-#include "runtime/udp_port.h"
+#include "runtime/capture.h"
+#include "runtime/paths.h"
 
 #define SRT_MAX_HOOKS 64
 #define SRT_STATS_PERIOD_NS (100ull * 1000 * 1000)
-/* The host-local path: a ring that carried a packet this recently is
- * active, and a polling thread then reads the socket only this often
- * (receive_packets). */
-#define SRT_LOCAL_ACTIVE_NS (1000ull * 1000)
-#define SRT_LOCAL_UDP_EVERY_NS (20ull * 1000)
 
 struct srt_hook_slot {
 	bool used;
@@ -62,14 +59,18 @@ struct srt_remote_payload {
 struct srt_device {
 	pthread_mutex_t lock;           /* the device lock: guards rnic, hooks */
 	struct rnic *rnic;
-	struct srt_udp udp;
+	struct srt_paths paths;         /* how packets leave and arrive (paths.h) */
+	bool v6;                        /* the port is IPv6 (for ICRCs) */
+	/* SOFTRNIC_PCAP (capture.h): every packet sent (a tap on the
+	 * paths) and received (receive_path.c); NULL: off. */
+	struct srt_capture *capture;
 	struct srt_mcast mcast;         /* group sockets (mcast.h) */
 	struct rnic_gid gid;
 	int wake_fd;                    /* eventfd: srt_kick and shutdown */
-	/* The progress thread waits on ep_fd, which holds the UDP socket
-	 * only while no application thread reads it (app_polling false);
-	 * toggled with epoll_ctl under the device lock, so handing the
-	 * socket over never wakes the thread. */
+	/* The progress thread waits on ep_fd, which holds the paths' wake
+	 * descriptors (the UDP socket) only while no application thread
+	 * reads them (app_polling false); toggled with epoll_ctl under the
+	 * device lock, so handing them over never wakes the thread. */
 	int ep_fd;
 	bool app_polling;               /* written under the lock (atomic) */
 	/* Under the lock: the queued plain ACKs may wait for company
@@ -140,12 +141,8 @@ struct srt_device {
 	 * while there is none are counted here. */
 	struct srt_agent agent;
 	uint64_t rx_mad_no_agent;
-	/* SOFTRNIC_FAULTS (faults.h), under the lock; NULL: off.  The
-	 * capture is dev->udp.capture. */
+	/* SOFTRNIC_FAULTS (faults.h), under the lock; NULL: off. */
 	struct srt_faults *faults;
-	/* The host-local path (srt_receive_packets): when the ring last carried
-	 * a packet, and when a polling thread last read the socket. */
-	uint64_t last_local_rx_ns, last_udp_read_ns;
 };
 
 /* ---- device.c ------------------------------------------------------------ */
@@ -175,9 +172,13 @@ void srt_pull_batch(void *ctx, struct rnic_pull *pulls, unsigned n);
 /* One received packet to the ICRC check and the rnic (also
  * SOFTRNIC_FAULTS' delivery function). */
 void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now);
-/* Lock held: read and deliver what waits on socket `u` (and the local
- * ring, for the device's own socket).  Returns the packets read. */
-int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip_udp, uint64_t now);
+/* Lock held: read and deliver what waits on the device's paths
+ * (may_skip: a polling thread, which may leave the paths whose receive is
+ * a system call for later while a cheap one is active).  Returns the
+ * packets read. */
+int srt_receive_packets(struct srt_device *dev, bool may_skip, uint64_t now);
+/* Lock held: the same for a multicast group's socket (mcast.h). */
+int srt_receive_group(struct srt_device *dev, struct srt_udp *group, uint64_t now);
 
 /* ---- progress.c ------------------------------------------------------------ */
 

@@ -94,11 +94,17 @@
 
 /* ---- who reads the socket (runtime.h) --------------------------------------- */
 
+/* The paths' wake descriptors (the UDP socket) to the progress thread's
+ * epoll set (listen) or out of it (an application thread reads them). */
 static void socket_to_thread(struct srt_device *dev, bool listen)
 {
-	struct epoll_event ev = { .events = listen ? EPOLLIN : 0, .data.fd = dev->udp.fd };
+	int fds[SRT_PATHS_MAX];
+	unsigned n = srt_paths_wake_fds(&dev->paths, fds, SRT_PATHS_MAX);
 
-	(void)srt_epoll_ctl(dev->ep_fd, EPOLL_CTL_MOD, dev->udp.fd, &ev);
+	for (unsigned i = 0; i < n; i++) {
+		struct epoll_event ev = { .events = listen ? EPOLLIN : 0, .data.fd = fds[i] };
+		(void)srt_epoll_ctl(dev->ep_fd, EPOLL_CTL_MOD, fds[i], &ev);
+	}
 }
 
 static void wake_thread(struct srt_device *dev)
@@ -150,7 +156,7 @@ static void drive_from_app(struct srt_device *dev, uint64_t now)
 	 * here may ride (SRT_ACK_RIDE_NS). */
 	if (dev->app_polling)
 		dev->acks_may_ride = true;
-	dev->rx_by_app += (uint64_t)srt_receive_packets(dev, &dev->udp, true, now);
+	dev->rx_by_app += (uint64_t)srt_receive_packets(dev, true, now);
 	if (now >= dev->app_timer_scan_ns) {
 		uint64_t deadline = srt_device_deadline(dev);
 		if (deadline <= now) {
@@ -239,7 +245,7 @@ int srt_poll_cq(struct srt_device *dev, struct rnic_cq *cq, int n, struct ibv_wc
 	/* An empty poll that received nothing took a fraction of a
 	 * microsecond: its start is close enough to its end (a busy poller
 	 * saves a clock read per turn). */
-	bool quick = got == 0 && !yield && dev->rx_by_app == rx_before && !srt_udp_pending(&dev->udp);
+	bool quick = got == 0 && !yield && dev->rx_by_app == rx_before && !srt_paths_queued(&dev->paths)->n;
 	srt_unlock(dev);
 	if (yield)
 		sched_yield();
@@ -378,7 +384,7 @@ static bool spin_wait(struct srt_device *dev, struct pollfd *fds, int nfds, uint
 
 	*socket_empty_ns = 0;
 	for (;;) {
-		if (srt_local_pending(dev->udp.local))
+		if (srt_paths_rx_pending(&dev->paths))
 			return true;
 		uint64_t now = srt_now();
 		if (now >= until || __atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE))
@@ -414,7 +420,7 @@ void *srt_progress_main(void *arg)
 	int ngroups = 0;
 	bool must_lock = true;          /* first round, or something happened */
 	bool socket_ready = true;       /* ppoll said the socket (ep_fd) is readable, or read it anyway */
-	bool ring_active = false;       /* the ring carried packets lately (SRT_LOCAL_ACTIVE_NS) */
+	bool ring_active = false;       /* a cheap path carried packets lately (SRT_PATH_ACTIVE_NS) */
 	unsigned spin_turns = 0;
 	uint64_t socket_empty_ns = 0;   /* spin_wait's last look found the socket empty */
 	uint64_t last_rx_ns = 0;        /* this thread's last packet */
@@ -471,10 +477,10 @@ void *srt_progress_main(void *arg)
 			}
 			if (!dev->app_polling) {
 				/* A look that found the socket empty counts as a read
-				 * (srt_receive_packets' SRT_LOCAL_UDP_EVERY_NS). */
-				if (socket_empty_ns > dev->last_udp_read_ns)
-					dev->last_udp_read_ns = socket_empty_ns;
-				int got = srt_receive_packets(dev, &dev->udp, !socket_ready, now);
+				 * (srt_paths_skip_syscall). */
+				if (socket_empty_ns > dev->paths.last_syscall_read_ns)
+					dev->paths.last_syscall_read_ns = socket_empty_ns;
+				int got = srt_receive_packets(dev, !socket_ready, now);
 				dev->rx_by_thread += (uint64_t)got;
 				/* The spin counts from the end of the batch: a batch
 				 * of message-path WRITEs reads up to 1 MiB (pull.c),
@@ -485,7 +491,7 @@ void *srt_progress_main(void *arg)
 				if (got > 0)
 					last_rx_ns = now = srt_now();
 				spin = now - last_rx_ns < SRT_THREAD_SPIN_NS && srt_cpu_idle(&cpus, now);
-				ring_active = dev->udp.local && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS;
+				ring_active = srt_paths_cheap_active(&dev->paths, now);
 			}
 			if (srt_device_deadline(dev) <= now)
 				srt_device_advance(dev, now);
@@ -544,8 +550,9 @@ void *srt_progress_main(void *arg)
 		/* Sleeping with the socket in our poll set: local senders
 		 * must ring our doorbell (local_path.h); not if packets wait
 		 * in the ring already. */
-		bool local_sleep = wait && dev->udp.local && !__atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE);
-		if (local_sleep && !srt_local_sleep(dev->udp.local, true)) {
+		bool local_sleep = wait && srt_paths_can_arm(&dev->paths) &&
+				   !__atomic_load_n(&dev->app_polling, __ATOMIC_ACQUIRE);
+		if (local_sleep && !srt_paths_arm(&dev->paths, true)) {
 			wait = 0;
 			local_sleep = false;
 			must_lock = true;
@@ -554,7 +561,7 @@ void *srt_progress_main(void *arg)
 				       .tv_nsec = (long)(wait % 1000000000ull) };
 		int ready = ppoll(fds, (nfds_t)nfds, &ts, NULL);
 		if (local_sleep) {
-			srt_local_sleep(dev->udp.local, false);
+			srt_paths_arm(&dev->paths, false);
 			must_lock = true;       /* the ring may have filled meanwhile */
 		}
 		if (ready <= 0)
@@ -571,7 +578,7 @@ void *srt_progress_main(void *arg)
 			srt_lock(dev);
 			for (int i = 0; i < ngroups; i++)
 				if (fds[2 + i].revents & POLLIN)
-					srt_receive_packets(dev, group[i], false, srt_now());
+					srt_receive_group(dev, group[i], srt_now());
 			srt_send_all_at_unlock(dev);
 			srt_unlock(dev);
 		}

@@ -2,10 +2,10 @@
  * receive_path.c — what arrives (device_int.h has the runtime's parts).
  * Whoever drives the rnic (progress.c: a polling application thread or
  * the progress thread) calls srt_receive_packets with the device lock
- * held: in rounds, the device's local ring (local_path.h), then its
- * socket (udp_recv.c), each batch checked datagram by datagram — length,
- * ICRC (icrc_recv.h), SOFTRNIC_PCAP's copy — before the rnic sees it, or
- * handed to SOFTRNIC_FAULTS, which delivers it later or never.
+ * held: in rounds, each of the device's paths (paths.h) in order, each
+ * batch checked packet by packet — length, ICRC (icrc_recv.h),
+ * SOFTRNIC_PCAP's copy — before the rnic sees it, or handed to
+ * SOFTRNIC_FAULTS, which delivers it later or never.
  */
 #include <string.h>
 
@@ -30,7 +30,7 @@ static void capture_received(struct srt_device *dev, const struct srt_rx_pkt *p,
 
 	memcpy(h.src, p->src.raw, 16);
 	memcpy(h.dst, p->dst.raw, 16);
-	srt_capture_packet(dev->udp.capture, &h, &pc, 1);
+	srt_capture_packet(dev->capture, &h, &pc, 1);
 }
 
 /* Check one datagram before the rnic sees it.  Returns true if it may be
@@ -39,7 +39,7 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 {
 	if (p->truncated || p->len < WIRE_BTH_LEN + WIRE_ICRC_LEN) {
 		/* A truncated datagram's bytes are not all here: not captured. */
-		if (dev->udp.capture && !p->truncated)
+		if (dev->capture && !p->truncated)
 			capture_received(dev, p, p->seg_index);
 		dev->rx_drop_malformed++;
 		return false;
@@ -48,7 +48,7 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	struct wire_ip ip;
 	uint16_t id = 0;
 	memset(&ip, 0, sizeof(ip));
-	ip.version = dev->udp.v6 ? 6 : 4;
+	ip.version = dev->v6 ? 6 : 4;
 	rx->src = p->src;
 	/* The destination the packet carried: our address, or a multicast
 	 * group (IP_PKTINFO); the ICRC covers it. */
@@ -64,7 +64,7 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 	int verdict;
 	if (p->no_icrc && !dev->faults)
 		verdict = SRT_ICRC_OK;
-	else if (dev->udp.v6)
+	else if (dev->v6)
 		verdict = wire_icrc_udp_payload(&ip, p->sport, p->data, p->len - WIRE_ICRC_LEN) ==
 					  wire_icrc_load(p->data + p->len - WIRE_ICRC_LEN)
 				  ? SRT_ICRC_OK
@@ -73,7 +73,7 @@ static bool accept_datagram(struct srt_device *dev, const struct srt_rx_pkt *p, 
 		verdict = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
 	/* The IPv4 ID the ICRC check found is the one the packet carried
 	 * (with a bad ICRC: the one a GSO sender gave it, our best guess). */
-	if (dev->udp.capture)
+	if (dev->capture)
 		capture_received(dev, p, verdict == SRT_ICRC_BAD ? p->seg_index : id);
 	if (verdict == SRT_ICRC_BAD) {
 		dev->rx_drop_bad_icrc++;
@@ -199,44 +199,51 @@ static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
 	return n;
 }
 
-/* Each round: the device's local ring (local_path.h; only for the
- * device's own socket, not a multicast group's), then the socket.
+/* Each round: every path that receives, in the set's order (the cheap
+ * ones, without system calls, first).
  *
  * A busy-polling application thread talking to a local peer would pay a
  * recvmmsg on every poll for a socket that carries nothing but the odd
- * MAD or remote packet; while the ring has carried packets in the last
- * SRT_LOCAL_ACTIVE_NS, such a thread (may_skip_udp) reads the socket only
- * every SRT_LOCAL_UDP_EVERY_NS, so the local fast path makes no system
- * call.  So does the progress thread when the ring, not the socket, woke
- * it.  Trade-off: a remote peer's packet then waits up to that long for a
- * polling reader (the progress thread, woken by epoll, does not wait). */
-int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip_udp, uint64_t now)
+ * MAD or remote packet; while a cheap path has carried packets in the
+ * last SRT_PATH_ACTIVE_NS, such a thread (may_skip) reads the paths whose
+ * receive is a system call only every SRT_PATH_SYSCALL_EVERY_NS, so the
+ * local fast path makes no system call.  So does the progress thread when
+ * the ring, not the socket, woke it.  Trade-off: a remote peer's packet
+ * then waits up to that long for a polling reader (the progress thread,
+ * woken by epoll, does not wait). */
+int srt_receive_packets(struct srt_device *dev, bool may_skip, uint64_t now)
 {
+	struct srt_paths *ps = &dev->paths;
 	int total = 0;
 
 	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
 		int got = 0, n;
-		bool skip_udp = false, more = false;
+		bool more = false;
 
 		/* The caller's clock for the first round (a busy poller reads
 		 * it once per poll), a fresh one after a round that did work. */
 		if (round)
 			now = srt_now();
-		if (u->local) {
-			n = srt_local_recv(u->local, &dev->batch);
-			if (n > 0) {
-				dev->last_local_rx_ns = now;
-				got += deliver_batch(dev, n, now);
-				more = true;
+		for (unsigned i = 0; i < ps->n; i++) {
+			struct srt_path *p = ps->list[i];
+
+			if (!p->ops->recv)
+				continue;
+			if (!(p->flags & SRT_PATH_RECV_SYSCALL)) {
+				n = p->ops->recv(p, &dev->batch);
+				if (n > 0) {
+					ps->last_cheap_rx_ns = now;
+					got += deliver_batch(dev, n, now);
+					more = true;
+				}
+				if (p->ops->recv_done)
+					p->ops->recv_done(p);   /* delivered: the entries go back */
+				continue;
 			}
-			srt_local_recv_done(u->local);  /* delivered: the entries go back */
-			skip_udp = may_skip_udp && now - dev->last_local_rx_ns < SRT_LOCAL_ACTIVE_NS &&
-				   now - dev->last_udp_read_ns < SRT_LOCAL_UDP_EVERY_NS;
-		}
-		if (!skip_udp) {
-			if (u->local)
-				dev->last_udp_read_ns = now;
-			n = srt_udp_recv(u, &dev->batch);
+			if (srt_paths_skip_syscall(ps, may_skip, now))
+				continue;
+			ps->last_syscall_read_ns = now;
+			n = p->ops->recv(p, &dev->batch);
 			got += n > 0 ? deliver_batch(dev, n, now) : 0;
 			more |= n > 0 && !dev->batch.drained;
 		}
@@ -247,6 +254,23 @@ int srt_receive_packets(struct srt_device *dev, struct srt_udp *u, bool may_skip
 		 * it sees its completion; ~1 us here).  What arrives
 		 * meanwhile waits for the caller's next poll. */
 		if (!more)
+			break;
+	}
+	return total;
+}
+
+int srt_receive_group(struct srt_device *dev, struct srt_udp *group, uint64_t now)
+{
+	int total = 0;
+
+	for (int round = 0; round < SRT_RX_BATCHES_PER_WAKE; round++) {
+		if (round)
+			now = srt_now();
+		int n = srt_udp_recv(group, &dev->batch);
+		if (n <= 0)
+			break;
+		total += deliver_batch(dev, n, now);
+		if (dev->batch.drained)
 			break;
 	}
 	return total;

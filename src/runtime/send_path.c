@@ -1,9 +1,9 @@
 /*
  * send_path.c — what leaves and when (device_int.h has the runtime's
  * parts).  The rnic queues the packets it makes under the device lock
- * (rnic_io.xmit -> srt_udp_queue); srt_unlock sends the whole queue in one
- * batch (sendmmsg with UDP GSO, udp_send.c; the local ring for a peer on
- * this host, local_path.h).  One exception: plain ACKs may wait, up to
+ * (rnic_io.xmit -> srt_paths_queue); srt_unlock sends the whole queue in
+ * one batch, each packet by its path (paths.h: sendmmsg with UDP GSO, or
+ * the ring of a peer on this host).  One exception: plain ACKs may wait, up to
  * SRT_ACK_RIDE_NS, for the next packet this process sends and leave with
  * it, when a thread is sure to come by and send them in time.
  */
@@ -50,7 +50,7 @@ static bool ride_start(struct srt_device *dev, uint64_t now)
  * nothing waits, the queue holds other packets or none). */
 uint64_t srt_ride_deadline(struct srt_device *dev, uint64_t now)
 {
-	if (!srt_udp_only_acks(&dev->udp))
+	if (!srt_txq_only_acks(srt_paths_queued(&dev->paths)))
 		return UINT64_MAX;
 	if (!dev->ride_since_ns && !ride_start(dev, now))
 		return UINT64_MAX;
@@ -81,18 +81,18 @@ void srt_unlock(struct srt_device *dev)
 	 * behind it when it stopped polling, and the WRITE waited for the
 	 * progress thread's hand-off (150 us a round trip, against 20 us
 	 * with MTU packets, whose ACKs rode). */
-	if (dev->udp.acks_before_message) {
+	if (dev->paths.acks_before_message) {
 		if (dev->ride_since_ns) {
-			dev->acks_rode += dev->udp.acks_before_message;
+			dev->acks_rode += dev->paths.acks_before_message;
 			dev->ride_misses = 0;
 		}
-		dev->udp.acks_before_message = 0;
+		dev->paths.acks_before_message = 0;
 		dev->acks_may_ride = false;
 		dev->ride_since_ns = 0;
 	}
-	if (srt_udp_pending(&dev->udp) && !acks_wait(dev)) {
+	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
+	if (q->n && !acks_wait(dev)) {
 		if (dev->ride_since_ns) {
-			const struct srt_tx_queue *q = dev->udp.txq;
 			if (q->not_acks) {
 				dev->acks_rode += q->n - q->not_acks;
 				dev->ride_misses = 0;
@@ -101,7 +101,7 @@ void srt_unlock(struct srt_device *dev)
 				dev->ride_misses++;
 			}
 		}
-		srt_udp_flush(&dev->udp);
+		srt_paths_flush(&dev->paths);
 		dev->acks_may_ride = false;
 		dev->ride_since_ns = 0;
 	}

@@ -400,14 +400,13 @@ static int configure_socket(struct srt_udp *u)
 	if (set_int_option(fd, SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20))
 		(void)set_int_option(fd, SOL_SOCKET, SO_RCVBUF, 16 << 20);
 	set_send_buffer(fd);
-	u->txq = malloc(sizeof(*u->txq));
-	if (!u->txq)
+	u->out = malloc(SRT_TX_MAX_PKTS * sizeof(*u->out));
+	if (!u->out)
 		return ENOMEM;
+	u->nout = 0;
 	const char *env_copy = getenv("SOFTRNIC_TX_COPY");
-	/* Off by default: see the A/B note at the top of this file. */
+	/* Off by default: udp_send.c says why. */
 	u->tx_payload_ref = env_copy && !strcmp(env_copy, "0");
-	u->txq->n = 0;
-	u->txq->used = 0;
 	return 0;
 }
 
@@ -733,4 +732,7 @@ void srt_udp_close(struct srt_udp *u)
 	srt_host_share_leave(&u->share);        /* the helper frees our slot */
 	free(u->txq);
 	u->txq = NULL;
+	free(u->out);
+	u->out = NULL;
+	u->nout = 0;
 }

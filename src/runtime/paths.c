@@ -1,0 +1,392 @@
+/*
+ * paths.c — the device's set of paths (paths.h): opening them, choosing
+ * the path of every packet and of every QP's messages, the transmit queue,
+ * and the set's answers to the progress loop.
+ *
+ * Choosing: a packet goes by the first path, in order of preference, whose
+ * route knows its destination (the ring's: a softrnic device of ours on
+ * this host, by its address and QPN slot; UDP: any address of the port's
+ * family).  It is chosen when the queue is sent, so a cache entry is used
+ * at once; a packet with a payload by reference is also looked at when
+ * queued, to learn whether its path wants the payload copied first.  A
+ * whole message (rnic_tx.payload_vec) goes by the first path that sends
+ * whole messages and knows its destination; a QP makes whole messages
+ * only when a path said at connect that its peer takes them.
+ */
+#include "runtime/paths.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int srt_paths_open(struct srt_paths *ps, char *err, size_t errlen)
+{
+	int e;
+
+	memset(ps, 0, sizeof(*ps));
+	e = srt_udp_open(&ps->udp, err, errlen);
+	if (e) {
+		ps->udp.fd = -1;
+		return e;
+	}
+	ps->txq = malloc(sizeof(*ps->txq));
+	if (!ps->txq) {
+		snprintf(err, errlen, "no memory for the transmit queue");
+		return ENOMEM;
+	}
+	srt_txq_clear(ps->txq);
+	srt_path_udp_init(&ps->udp_path, &ps->udp);
+	ps->list[0] = &ps->udp_path.base;
+	ps->n = 1;
+	return 0;
+}
+
+bool srt_paths_share_slot(const struct srt_paths *ps, unsigned *slot)
+{
+	if (ps->udp.share.conn < 0)
+		return false;
+	*slot = ps->udp.share.slot;
+	return true;
+}
+
+int srt_paths_share_listen(struct srt_paths *ps, uint64_t service_id, bool on)
+{
+	return srt_host_share_listen(&ps->udp.share, service_id, on);
+}
+
+void srt_paths_open_local(struct srt_paths *ps, int rundir, bool faults_on)
+{
+	unsigned slot = 0;
+	bool shared;
+	struct rnic_gid gid;
+
+	/* A tap must see every packet on the socket; the rings are IPv4's. */
+	if (ps->udp.tap.packet || ps->udp.v6)
+		return;
+	shared = srt_paths_share_slot(ps, &slot);
+	ps->local = srt_local_open(rundir, ps->udp.addr, slot, shared, faults_on, ps->udp.fd);
+	if (!ps->local)
+		return;
+	srt_udp_gid(&ps->udp, &gid);
+	srt_path_message_init(&ps->message_path, ps->local, &gid);
+	srt_path_ring_init(&ps->ring_path, ps->local, &gid);
+	ps->list[0] = &ps->message_path.base;
+	ps->list[1] = &ps->ring_path.base;
+	ps->list[2] = &ps->udp_path.base;
+	ps->n = 3;
+}
+
+void srt_paths_close(struct srt_paths *ps)
+{
+	srt_local_close(ps->local);
+	ps->local = NULL;
+	srt_udp_close(&ps->udp);
+	free(ps->txq);
+	ps->txq = NULL;
+	ps->n = 0;
+}
+
+void srt_paths_close_inherited(struct srt_paths *ps)
+{
+	srt_udp_close(&ps->udp);
+	ps->local = NULL;
+	ps->n = 0;
+}
+
+void srt_paths_reclaim(int rundir)
+{
+	srt_local_remove_dead(rundir);
+}
+
+void srt_paths_unlink(struct srt_paths *ps)
+{
+	srt_local_unlink(ps->local);
+}
+
+void srt_paths_set_tap(struct srt_paths *ps, const struct srt_path_tap *tap)
+{
+	ps->udp.tap = *tap;
+	for (unsigned i = 0; i < ps->n; i++)
+		ps->list[i]->tap = *tap;
+}
+
+/* ---- transmit ---------------------------------------------------------------- */
+
+/* The first path that sends packets and knows dst, and its handle. */
+static struct srt_path *choose(struct srt_paths *ps, const struct rnic_gid *dst, const uint8_t *bth, void **dest)
+{
+	for (unsigned i = 0; i < ps->n; i++) {
+		struct srt_path *p = ps->list[i];
+
+		if (p->ops->send && (*dest = p->ops->route(p, dst, bth, false)) != NULL)
+			return p;
+	}
+	return NULL;
+}
+
+/* Each queued packet to its path (which may hold it until its flush). */
+static unsigned dispatch(struct srt_paths *ps)
+{
+	struct srt_tx_queue *q = ps->txq;
+	unsigned lost = 0;
+
+	for (unsigned i = 0; i < q->n; i++) {
+		const struct srt_tx_slot *s = &q->slot[i];
+		struct srt_tx_meta m = { .dst = s->dst, .sport = s->sport, .tos = s->tos, .ttl = s->ttl,
+					 .plain_ack = s->plain_ack, .alone = s->alone };
+		struct wire_piece pc[3];
+		uint8_t *icrc;
+		unsigned npc = srt_txq_pieces(q, s, pc, &icrc);
+		void *dest;
+		struct srt_path *p = choose(ps, &s->dst, pc[0].p, &dest);
+		int e;
+
+		if (!p) {
+			ps->tx_unroutable++;
+			lost++;
+			continue;
+		}
+		e = p->ops->send(p, dest, &m, pc, npc, icrc);
+		if (e) {
+			if (e == EFAULT)
+				ps->tx_mr_fault++;
+			lost++;
+		}
+	}
+	srt_txq_clear(q);
+	return lost;
+}
+
+static unsigned flush_paths(struct srt_paths *ps)
+{
+	unsigned lost = 0;
+
+	for (unsigned i = 0; i < ps->n; i++)
+		if (ps->list[i]->ops->flush)
+			lost += ps->list[i]->ops->flush(ps->list[i]);
+	return lost;
+}
+
+unsigned srt_paths_flush(struct srt_paths *ps)
+{
+	unsigned lost = ps->txq->n ? dispatch(ps) : 0;
+
+	return lost + flush_paths(ps);
+}
+
+uint8_t *srt_paths_tx_buffer(struct srt_paths *ps)
+{
+	uint8_t *room = srt_txq_room(ps->txq);
+
+	if (!room) {
+		srt_paths_flush(ps);
+		room = srt_txq_room(ps->txq);
+	}
+	return room;
+}
+
+/* A whole message: what is queued is handed to its paths first (a QP's
+ * packets keep their order) but not flushed, so it leaves with the
+ * message: the ACK that waited to ride and the WRITE behind it reach a
+ * polling peer together, as MTU packets do, not the ACK alone, after
+ * which a program may stop polling and spin on memory until the progress
+ * thread comes by. */
+static int send_message(struct srt_paths *ps, const struct rnic_tx *tx)
+{
+	struct srt_tx_meta m = { .dst = tx->dst, .sport = tx->sport,
+				 .tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3)),
+				 .ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL, .alone = tx->alone };
+	struct srt_tx_queue *q = ps->txq;
+	int e = EHOSTUNREACH;
+
+	if (q->n) {
+		ps->acks_before_message += q->n - q->not_acks;
+		dispatch(ps);
+	}
+	if (tx->ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN) {
+		for (unsigned i = 0; i < ps->n; i++) {
+			struct srt_path *p = ps->list[i];
+			void *dest;
+
+			if (p->ops->send_message && (dest = p->ops->route(p, &tx->dst, tx->ib, false)) != NULL) {
+				e = p->ops->send_message(p, dest, &m, tx->ib, (uint32_t)tx->ib_len, tx->payload_vec,
+							 tx->payload_nvec);
+				break;
+			}
+		}
+	}
+	if (e == EHOSTUNREACH)
+		ps->tx_unroutable++;
+	flush_paths(ps);
+	return e;
+}
+
+int srt_paths_queue(struct srt_paths *ps, const struct rnic_tx *tx)
+{
+	struct srt_tx_queue *q = ps->txq;
+	bool copy_in = false;
+
+	if (tx->payload_vec)
+		return send_message(ps, tx);
+	if (!srt_tx_shape_ok(tx)) {
+		ps->tx_unroutable++;
+		return EINVAL;
+	}
+	if (tx->payload_len) {
+		void *dest;
+		struct srt_path *p = choose(ps, &tx->dst, tx->ib, &dest);
+
+		copy_in = p && (p->flags & SRT_PATH_WANTS_COPY);
+	}
+	if (!srt_txq_fits(q, tx, copy_in))
+		srt_paths_flush(ps);
+	if (srt_txq_add(q, tx, copy_in)) {
+		ps->tx_mr_fault++;
+		return EFAULT;
+	}
+	return 0;
+}
+
+bool srt_paths_payload_ref(const struct srt_paths *ps)
+{
+	/* Safe because the queue is sent at every unlock.  The host-local
+	 * paths copy each payload once, into the ring; UDP asks for copies
+	 * unless told otherwise (SRT_PATH_WANTS_COPY). */
+	return ps->udp.tx_payload_ref || ps->local;
+}
+
+void srt_paths_choose_for_qp(struct srt_paths *ps, struct rnic *r, struct rnic_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+	struct rnic_gid dgid;
+
+	if (rnic_qp_query(qp, &a, &init) || init.qp_type != IBV_QPT_RC ||
+	    rnic_get_config(r)->max_sge + 1 > SRT_LOCAL_REMOTE_SEGS)
+		return;
+	memcpy(dgid.raw, a.ah_attr.grh.dgid.raw, sizeof(dgid.raw));
+	/* The BTH a route looks at: its destination QPN (bytes 5..7). */
+	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(a.dest_qp_num >> 16), (uint8_t)(a.dest_qp_num >> 8),
+				      (uint8_t)a.dest_qp_num };
+	for (unsigned i = 0; i < ps->n; i++) {
+		struct srt_path *p = ps->list[i];
+		void *dest;
+		uint32_t min;
+
+		if (!p->ops->message_min)
+			continue;
+		/* Looked up again now: the address may have changed hands
+		 * since it was cached. */
+		if ((dest = p->ops->route(p, &dgid, bth, true)) != NULL && (min = p->ops->message_min(p, dest)) != 0) {
+			(void)rnic_qp_set_message_path(qp, min);
+			return;
+		}
+	}
+}
+
+/* ---- receive ------------------------------------------------------------------ */
+
+bool srt_paths_rx_pending(const struct srt_paths *ps)
+{
+	for (unsigned i = 0; i < ps->n; i++)
+		if (ps->list[i]->ops->pending && ps->list[i]->ops->pending(ps->list[i]))
+			return true;
+	return false;
+}
+
+static bool has_cheap_path(const struct srt_paths *ps)
+{
+	for (unsigned i = 0; i < ps->n; i++)
+		if (ps->list[i]->ops->recv && !(ps->list[i]->flags & SRT_PATH_RECV_SYSCALL))
+			return true;
+	return false;
+}
+
+bool srt_paths_cheap_active(const struct srt_paths *ps, uint64_t now)
+{
+	return has_cheap_path(ps) && now - ps->last_cheap_rx_ns < SRT_PATH_ACTIVE_NS;
+}
+
+bool srt_paths_skip_syscall(const struct srt_paths *ps, bool may_skip, uint64_t now)
+{
+	return may_skip && srt_paths_cheap_active(ps, now) && now - ps->last_syscall_read_ns < SRT_PATH_SYSCALL_EVERY_NS;
+}
+
+unsigned srt_paths_wake_fds(const struct srt_paths *ps, int *fds, unsigned cap)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ps->n && n < cap; i++) {
+		int fd = ps->list[i]->ops->wake_fd ? ps->list[i]->ops->wake_fd(ps->list[i]) : -1;
+		if (fd >= 0)
+			fds[n++] = fd;
+	}
+	return n;
+}
+
+bool srt_paths_can_arm(const struct srt_paths *ps)
+{
+	for (unsigned i = 0; i < ps->n; i++)
+		if (ps->list[i]->ops->arm)
+			return true;
+	return false;
+}
+
+bool srt_paths_arm(struct srt_paths *ps, bool sleeping)
+{
+	for (unsigned i = 0; i < ps->n; i++) {
+		struct srt_path *p = ps->list[i];
+
+		if (!p->ops->arm || p->ops->arm(p, sleeping))
+			continue;
+		/* Packets wait: the paths armed so far are woken again. */
+		for (unsigned j = 0; j < i; j++)
+			if (ps->list[j]->ops->arm)
+				ps->list[j]->ops->arm(ps->list[j], false);
+		return false;
+	}
+	return true;
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+static void add_stats(struct srt_path_stats *t, const struct srt_path_stats *s)
+{
+	t->tx_packets += s->tx_packets;
+	t->rx_packets += s->rx_packets;
+	t->tx_errors += s->tx_errors;
+	t->tx_dropped += s->tx_dropped;
+	t->tx_unroutable += s->tx_unroutable;
+	t->tx_mr_fault += s->tx_mr_fault;
+	t->tx_sends += s->tx_sends;
+	t->tx_gso_sends += s->tx_gso_sends;
+	t->tx_inline += s->tx_inline;
+	t->rx_broken += s->rx_broken;
+	t->doorbells += s->doorbells;
+	t->sport_fallbacks += s->sport_fallbacks;
+	t->sport_sockets += s->sport_sockets;
+}
+
+void srt_paths_totals(const struct srt_paths *ps, struct srt_path_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->tx_unroutable = ps->tx_unroutable;
+	s->tx_mr_fault = ps->tx_mr_fault;
+	for (unsigned i = 0; i < ps->n; i++) {
+		struct srt_path_stats one;
+
+		if (!ps->list[i]->ops->stats)
+			continue;
+		ps->list[i]->ops->stats(ps->list[i], &one);
+		add_stats(s, &one);
+	}
+}
+
+void srt_paths_stats_of(const struct srt_paths *ps, const char *name, struct srt_path_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < ps->n; i++)
+		if (!strcmp(ps->list[i]->ops->name, name) && ps->list[i]->ops->stats)
+			ps->list[i]->ops->stats(ps->list[i], s);
+}
