@@ -815,7 +815,7 @@ static void rx_req(struct cm *cm, struct cm_in *in)
 	}
 	/* Every connection whose remote (CA GUID, QPN) is known is in
 	 * by_qpn; only a REQ naming (0, 0) can match one that knows neither
-	 * yet, and that one is looked for among all ids, as it always was. */
+	 * yet, so that one is looked for among all ids (cm->first). */
 	struct cm_id *o = r->local_ca_guid || r->local_qpn ?
 				  cm->by_qpn.b[qpn_slot(&cm->by_qpn, r->local_ca_guid, r->local_qpn)] :
 				  cm->first;

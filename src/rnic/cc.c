@@ -73,8 +73,8 @@ uint8_t cc_tx_ecn(const struct rnic_qp *qp)
 }
 
 /* The algorithm in charge of this QP's rate: DCTCP, TIMELY and HPCC only
- * for the connected QPs they can hear from (a UD QP keeps DCQCN's idle
- * state, as before). */
+ * for the connected QPs they can hear from; any other QP (UD) stays with
+ * DCQCN, whose state is idle until a CNP names the QP. */
 static enum rnic_cc_algo algo(const struct rnic_qp *qp)
 {
 	return connected(qp) ? qp->r->cfg.cc_algo : RNIC_CC_DCQCN;
@@ -103,7 +103,7 @@ static uint64_t algo_rate(const struct rnic_qp *qp)
 
 /* The pacer's rate now, 0 when it stands aside (no limit, uncongested on
  * a port without a real rate).  By default an uncongested QP sends as fast
- * as the host can, as it always did: the nominal 25 Gb/s means little on
+ * as the host can: the nominal 25 Gb/s means little on
  * loopback.  With cfg.pace_line_rate the port's rate is real, as on a NIC:
  * needed when the first hop is faster than the slowest link (veth into a
  * 1 Gbit/s bottleneck), or DCQCN recovers to 25 Gb/s and overruns it. */

@@ -9,7 +9,7 @@
  * knows (its GID, MTU, P_Key).  A device bound to an IPv6 address
  * (SOFTRNIC_ADDR, runtime.h) takes IPv6 binds and destinations and keeps
  * sockaddr_in6 in the id; one bound to IPv4 takes IPv4, IPv4-mapped,
- * loopback and unspecified IPv6 as today.
+ * loopback and unspecified IPv6.
  *
  * One machine, no configuration: each softrnic process binds its own
  * loopback address 127.0.0.N; a listener on such a device takes its port in
