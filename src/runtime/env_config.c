@@ -255,7 +255,10 @@ int srt_env_check(void)
 		memcpy(name, *e, (size_t)(eq - *e));
 		name[eq - *e] = 0;
 		if (!srt_env_value_ok(name, eq + 1, why, sizeof(why))) {
-			fprintf(stderr, "softrnic: %s=%s: %s\n", name, eq + 1, why);
+			/* A fault spec in quotes, as docs/capture_and_faults.md shows it. */
+			const struct srt_env_var *v = lookup(name);
+			const char *q = v && v->kind == SRT_ENV_FAULTS ? "\"" : "";
+			fprintf(stderr, "softrnic: %s=%s%s%s: %s\n", name, q, eq + 1, q, why);
 			bad++;
 		}
 	}
