@@ -3,7 +3,8 @@
 #   scripts/package_deb.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, .)
 # It installs the build with DESTDIR under prefix /usr — /usr/bin/softrnic,
 # /usr/bin/softrnic-kv and the libraries in /usr/lib/softrnic, a folder of
-# their own so that they never shadow the system's rdma-core — and wraps
+# their own so that they never shadow the system's rdma-core; softrnic(1)
+# and the bash completion under /usr/share — and wraps
 # that with dpkg-deb.  The package conflicts with nothing: without
 # `softrnic run` no program loads its libraries.  Prints the .deb's path.
 set -euo pipefail
@@ -17,6 +18,9 @@ arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 DESTDIR=$stage cmake --install "$build" --prefix /usr >/dev/null
+# Manual pages compressed, as Debian keeps them (the bash completion in
+# /usr/share/bash-completion/completions is installed as it is).
+find "$stage/usr/share/man" -name '*.[0-9]' -exec gzip -9n {} + 2>/dev/null || true
 # The programs' own shared-library dependencies, named by their packages
 # (dpkg -S on the real path: Debian 12 registers /usr/lib, ldd prints /lib).
 deps=$( (for f in "$stage"/usr/bin/* "$stage"/usr/lib/softrnic/*.so.*; do

@@ -214,79 +214,36 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The usage on out (stdout for --help, exit 0; stderr for a mistake, exit 2). */
-static int bench_usage_to(FILE *out, int rc)
-{
-	fprintf(out,
-		"usage: softrnic-kv bench [--server A[:P]] [--op get|set] [--one-sided] [--clients N]\n"
-		"                         [--requests R] [--keys K] [--value-size BYTES] [--pipeline D]\n"
-		"                         [--transport send|write] [--spin-us U] [--threads T] [--no-preload] [--csv]\n"
-		"  N connections served by T threads (default 1, as redis-benchmark's one; one-sided\n"
-		"  GETs too); R requests in all (default 100000) over K keys (default\n"
-		"  1000), D in flight per connection (1..%u; default 1); GETs preload the keys.\n"
-		"  Prints requests/s, p50 and p99 latency, and the server's CPU per operation.\n",
-		KV_DEPTH);
-	return rc;
-}
-
-static int bench_usage(void)
-{
-	return bench_usage_to(stderr, 2);
-}
-
-int kv_bench_main(int argc, char **argv)
+int kv_bench_main(const struct cli_args *a)
 {
 	struct bench b = { .host = "127.0.0.1", .port = KV_DEFAULT_PORT, .copts = KV_CLIENT_DEFAULTS,
 			   .op = KV_OP_GET, .preload = true, .clients = 1, .pipeline = 1, .keys = 1000,
 			   .value_size = 32, .requests = 100000 };
+	const char *server = cli_str(a, "--server", NULL);
 
-	/* Flags stand alone; options take the next word. */
-	for (int i = 1; i < argc;) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int used = 2;
-		if (!strcmp(a, "--help")) {
-			return bench_usage_to(stdout, 0);
-		} else if (!strcmp(a, "--server") && v) {
-			kv_cli_server(v, b.host, sizeof(b.host), &b.port);
-		} else if (!strcmp(a, "--op") && v) {
-			if (strcmp(v, "get") && strcmp(v, "set"))
-				return bench_usage();
-			b.op = v[0] == 'g' ? KV_OP_GET : KV_OP_SET;
-		} else if (!strcmp(a, "--transport") && v) {
-			if (!kv_cli_transport(v, &b.copts.transport))
-				return bench_usage();
-		} else if (!strcmp(a, "--clients") && v) {
-			b.clients = (unsigned)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--threads") && v) {
-			b.threads = (unsigned)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--requests") && v) {
-			b.requests = strtoull(v, NULL, 10);
-		} else if (!strcmp(a, "--keys") && v) {
-			b.keys = (unsigned)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--value-size") && v) {
-			b.value_size = (uint32_t)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--pipeline") && v) {
-			b.pipeline = (unsigned)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--spin-us") && v) {
-			b.copts.spin_us = (unsigned)strtoul(v, NULL, 10);
-		} else if (!strcmp(a, "--one-sided")) {
-			b.one_sided = true;
-			used = 1;
-		} else if (!strcmp(a, "--no-preload")) {
-			b.preload = false;
-			used = 1;
-		} else if (!strcmp(a, "--csv")) {
-			b.csv = true;
-			used = 1;
-		} else {
-			return bench_usage();
-		}
-		i += used;
-	}
-	if (b.clients < 1 || b.clients > 256 || b.requests < b.clients || b.keys < 1 || b.keys > 100000000 ||
-	    b.value_size > KV_MAX_VALUE || b.pipeline < 1 || b.pipeline > KV_DEPTH ||
-	    (b.one_sided && b.op != KV_OP_GET) || b.threads > b.clients)
-		return bench_usage();
+	if (server)
+		kv_cli_server(server, b.host, sizeof(b.host), &b.port);
+	if (cli_uint(a, "--op", 0) == 1)
+		b.op = KV_OP_SET;
+	if (cli_uint(a, "--transport", 1) == 0)
+		b.copts.transport = KV_VIA_SEND;
+	b.clients = (unsigned)cli_uint(a, "--clients", b.clients);
+	b.threads = (unsigned)cli_uint(a, "--threads", 0);
+	b.requests = cli_uint(a, "--requests", b.requests);
+	b.keys = (unsigned)cli_uint(a, "--keys", b.keys);
+	b.value_size = (uint32_t)cli_uint(a, "--value-size", b.value_size);
+	b.pipeline = (unsigned)cli_uint(a, "--pipeline", b.pipeline);
+	b.copts.spin_us = (unsigned)cli_uint(a, "--spin-us", b.copts.spin_us);
+	b.one_sided = cli_flag(a, "--one-sided");
+	b.preload = !cli_flag(a, "--no-preload");
+	b.csv = cli_flag(a, "--csv");
+	if (b.requests < b.clients)
+		return cli_error(a, "--requests %llu: fewer than --clients %u", (unsigned long long)b.requests,
+				 b.clients);
+	if (b.threads > b.clients)
+		return cli_error(a, "--threads %u: more than --clients %u", b.threads, b.clients);
+	if (b.one_sided && b.op != KV_OP_GET)
+		return cli_error(a, "--one-sided: GETs only");
 	if (!b.threads)
 		b.threads = 1;
 

@@ -5,7 +5,10 @@
 #ifndef SOFTRNIC_KV_BENCH_H
 #define SOFTRNIC_KV_BENCH_H
 
-/* argv[0] is "bench"; the exit status (0, or 2 with a message). */
-int kv_bench_main(int argc, char **argv);
+#include "tools/cli_parse.h"
+
+/* The bench command, its options parsed (kv_cli.c's table); the exit
+ * status (0, or 2 with a message). */
+int kv_bench_main(const struct cli_args *a);
 
 #endif

@@ -1,22 +1,9 @@
 /*
  * kv_main.c — `softrnic-kv`, the key-value store's command line (the
- * `softrnic kv ...` subcommand runs it):
- *
- *   softrnic-kv serve [--addr A] [--port P] [--mem SIZE] [--aof FILE
- *                     [--appendfsync always|everysec|no] [--aof-rewrite-min SIZE]]
- *                     [--busy-poll] [--probe-ms MS] [-v]
- *   softrnic-kv get   [--server A[:P]] [--one-sided] KEY    value to stdout
- *                     (--one-sided: RDMA READs of the table, no server CPU)
- *   softrnic-kv set   [--server A[:P]] [--ttl MS] KEY VALUE   (VALUE "-": stdin)
- *   softrnic-kv mget  [--server A[:P]] KEY...         one line per key, (nil) if missing
- *   softrnic-kv del   [--server A[:P]] KEY
- *   softrnic-kv incr  [--server A[:P]] KEY [DELTA]    new value to stdout
- *   softrnic-kv stats [--server A[:P]]
- *   softrnic-kv bench [--server A[:P]] ...            (bench.c)
- *   softrnic-kv check-aof [--fix] FILE                 is FILE a whole log (aof.h)?
- *                     --fix: copy it to FILE.bak-<unix time>, then cut
- *                     it at its first bad record
- *   softrnic-kv [COMMAND] --help                       the usage, on stdout
+ * `softrnic kv ...` subcommand runs it): serve, get, set, mget, del, incr,
+ * stats, bench (bench.c) and check-aof.  The commands, their options and
+ * ranges are the table in kv_cli.c, parsed by tools/cli_parse.c
+ * (`softrnic-kv COMMAND --help`).
  *
  * --server takes a list, A[:P],B[:P],...: the keys are then sharded over
  * those servers by consistent hashing (cluster.h); stats prints each.
@@ -28,6 +15,7 @@
  * as on loopback.  The default port is 18860.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +30,9 @@
 #include "kv/cli.h"
 #include "kv/client.h"
 #include "kv/cluster.h"
+#include "kv/kv_cli.h"
 #include "kv/server.h"
+#include "tools/version.h"
 
 
 static volatile sig_atomic_t stop_flag;
@@ -53,49 +43,6 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-/* The usage on out: stdout for --help (exit 0), stderr after a mistake (exit 2). */
-static int usage_to(FILE *out, int rc)
-{
-	fprintf(out, "usage: softrnic-kv serve [--addr A] [--port P] [--mem SIZE[k|m|g]] [--aof FILE\n"
-			"                         [--appendfsync always|everysec|no] [--aof-rewrite-min SIZE]]\n"
-			"                         [--busy-poll] [--probe-ms MS] [-v]\n"
-			"       softrnic-kv get [--server A[:P]] [--one-sided] KEY\n"
-			"       softrnic-kv mget [--server A[:P]] KEY...\n"
-			"       softrnic-kv del [--server A[:P]] KEY\n"
-			"       softrnic-kv set [--server A[:P]] [--ttl MS] KEY VALUE|-\n"
-			"       softrnic-kv incr [--server A[:P]] KEY [DELTA]\n"
-			"       softrnic-kv stats [--server A[:P]]\n"
-			"       softrnic-kv bench [--server A[:P]] ... (softrnic-kv bench --help)\n"
-			"       softrnic-kv check-aof [--fix] FILE (softrnic-kv check-aof --help)\n"
-			"  client commands also take --transport send|write (default write)\n");
-	return rc;
-}
-
-static int usage(void)
-{
-	return usage_to(stderr, 2);
-}
-
-static bool parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned long long mul = 1;
-
-	if (end == s)
-		return false;
-	if (*end == 'k' || *end == 'K')
-		mul = 1ull << 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1ull << 20, end++;
-	else if (*end == 'g' || *end == 'G')
-		mul = 1ull << 30, end++;
-	if (*end || v == 0 || v > (1ull << 40) / mul)
-		return false;
-	*out = (size_t)(v * mul);
-	return true;
-}
-
 static void say_ready(void *ctx)
 {
 	const struct kv_server_opts *o = ctx;
@@ -103,50 +50,21 @@ static void say_ready(void *ctx)
 	fprintf(stderr, "kv: serving %s:%u, %zu bytes\n", o->addr ? o->addr : "*", o->port, o->mem);
 }
 
-static int serve(int argc, char **argv)
+static int serve(const struct cli_args *a)
 {
 	struct kv_server_opts o = { .addr = NULL, .port = 18860, .mem = 64u << 20, .fsync = KV_FSYNC_EVERYSEC };
+	static const enum kv_fsync fsyncs[] = { KV_FSYNC_ALWAYS, KV_FSYNC_EVERYSEC, KV_FSYNC_NO };
 	struct sigaction sa;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help")) {
-			return usage_to(stdout, 0);
-		} else if (!strcmp(argv[i], "--addr") && i + 1 < argc) {
-			o.addr = argv[++i];
-		} else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
-			long p = strtol(argv[++i], NULL, 10);
-			if (p <= 0 || p > 65535)
-				return usage();
-			o.port = (uint16_t)p;
-		} else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
-			if (!parse_size(argv[++i], &o.mem))
-				return usage();
-		} else if (!strcmp(argv[i], "--aof") && i + 1 < argc) {
-			o.aof_path = argv[++i];
-		} else if (!strcmp(argv[i], "--appendfsync") && i + 1 < argc) {
-			const char *p = argv[++i];
-			o.fsync = !strcmp(p, "always") ? KV_FSYNC_ALWAYS : !strcmp(p, "everysec") ? KV_FSYNC_EVERYSEC
-				: !strcmp(p, "no") ? KV_FSYNC_NO : -1;
-			if (o.fsync < 0)
-				return usage();
-		} else if (!strcmp(argv[i], "--aof-rewrite-min") && i + 1 < argc) {
-			size_t m;
-			if (!parse_size(argv[++i], &m))
-				return usage();
-			o.aof_rewrite_min = m;
-		} else if (!strcmp(argv[i], "--busy-poll")) {
-			o.busy_poll = true;
-		} else if (!strcmp(argv[i], "--probe-ms") && i + 1 < argc) {
-			long ms = strtol(argv[++i], NULL, 10);
-			if (ms <= 0 || ms > 3600000)
-				return usage();
-			o.probe_ms = (unsigned)ms;
-		} else if (!strcmp(argv[i], "-v")) {
-			o.verbose = true;
-		} else {
-			return usage();
-		}
-	}
+	o.addr = cli_str(a, "--addr", NULL);
+	o.port = (uint16_t)cli_uint(a, "--port", o.port);
+	o.mem = (size_t)cli_uint(a, "--mem", o.mem);
+	o.aof_path = cli_str(a, "--aof", NULL);
+	o.fsync = fsyncs[cli_uint(a, "--appendfsync", 1)];
+	o.aof_rewrite_min = cli_uint(a, "--aof-rewrite-min", 0);
+	o.busy_poll = cli_flag(a, "--busy-poll");
+	o.probe_ms = (unsigned)cli_uint(a, "--probe-ms", 0);
+	o.verbose = cli_flag(a, "-v");
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -227,45 +145,24 @@ static int stats_all(struct kv_cluster *cl)
 	return rc;
 }
 
-/* The options every client command takes: --server LIST, --transport.
- * 1 when argv[*i] was one (and *i moved past its value), 0 when it is
- * not, -1 for a bad transport. */
-static int client_option(int argc, char **argv, int *i, const char **servers, struct kv_client_opts *o)
+/* The options every client command takes: --server LIST, --transport. */
+static const char *client_options(const struct cli_args *a, struct kv_client_opts *o)
 {
-	if (*i + 1 >= argc)
-		return 0;
-	if (!strcmp(argv[*i], "--server")) {
-		*servers = argv[++*i];
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--transport"))
-		return kv_cli_transport(argv[++*i], &o->transport) ? 1 : -1;
-	return 0;
+	if (cli_uint(a, "--transport", 1) == 0)
+		o->transport = KV_VIA_SEND;
+	return cli_str(a, "--server", "127.0.0.1");
 }
 
 /* mget: one round trip per server for up to KV_MGET_MAX keys. */
-static int mget_cmd(int argc, char **argv)
+static int mget_cmd(const struct cli_args *a)
 {
-	const char *servers = "127.0.0.1";
 	const char *keys[KV_MGET_MAX];
-	unsigned n = 0;
+	unsigned n = (unsigned)a->argc;
 	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
+	const char *servers = client_options(a, &copts);
 
-	for (int i = 1; i < argc; i++) {
-		int opt = client_option(argc, argv, &i, &servers, &copts);
-		if (opt < 0)
-			return usage();
-		if (opt)
-			continue;
-		if (n < KV_MGET_MAX) {
-			keys[n++] = argv[i];
-		} else {
-			fprintf(stderr, "softrnic-kv: mget takes at most %u keys\n", KV_MGET_MAX);
-			return 2;
-		}
-	}
-	if (!n)
-		return usage();
+	for (unsigned i = 0; i < n; i++)
+		keys[i] = a->argv[i];
 	struct kv_cluster *cl = open_cluster(servers, &copts);
 	if (!cl)
 		return 2;
@@ -295,48 +192,18 @@ static int mget_cmd(int argc, char **argv)
 	return rc;
 }
 
-static int client_cmd(const char *cmd, int argc, char **argv)
+static int client_cmd(const struct cli_args *a)
 {
-	const char *servers = "127.0.0.1";
-	long long ttl = 0;
-	bool one_sided = false;
-	const char *args[3];
-	int nargs = 0;
-	enum kv_op op;
+	static const enum kv_op ops[] = { [KV_CMD_GET] = KV_OP_GET, [KV_CMD_SET] = KV_OP_SET, [KV_CMD_DEL] = KV_OP_DEL,
+					  [KV_CMD_INCR] = KV_OP_INCR, [KV_CMD_STATS] = KV_OP_STATS };
+	const char *cmd = a->cmd->name;
+	enum kv_op op = ops[a->cmd->id];
 	struct kv_client_opts copts = KV_CLIENT_DEFAULTS;
-
-	for (int i = 1; i < argc; i++) {
-		int opt = client_option(argc, argv, &i, &servers, &copts);
-		if (opt < 0)
-			return usage();
-		if (opt)
-			continue;
-		if (!strcmp(argv[i], "--one-sided")) {
-			one_sided = true;
-		} else if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {
-			ttl = strtoll(argv[++i], NULL, 10);
-			if (ttl <= 0)
-				return usage();
-		} else if (nargs < 3) {
-			args[nargs++] = argv[i];
-		} else {
-			return usage();
-		}
-	}
-	if (!strcmp(cmd, "get") && nargs == 1)
-		op = KV_OP_GET;
-	else if (!strcmp(cmd, "set") && nargs == 2)
-		op = KV_OP_SET;
-	else if (!strcmp(cmd, "del") && nargs == 1)
-		op = KV_OP_DEL;
-	else if (!strcmp(cmd, "incr") && (nargs == 1 || nargs == 2))
-		op = KV_OP_INCR;
-	else if (!strcmp(cmd, "stats") && nargs == 0)
-		op = KV_OP_STATS;
-	else
-		return usage();
-	if (one_sided && op != KV_OP_GET)
-		return usage();
+	const char *servers = client_options(a, &copts);
+	bool one_sided = op == KV_OP_GET && cli_flag(a, "--one-sided");
+	long long ttl = op == KV_OP_SET ? (long long)cli_uint(a, "--ttl", 0) : 0;
+	char *const *args = a->argv;
+	int nargs = a->argc;
 
 	const char *key = nargs ? args[0] : "";
 	uint32_t klen = (uint32_t)strlen(key);
@@ -363,9 +230,11 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 		arg = ttl;
 	} else if (op == KV_OP_INCR) {
 		char *end;
+		errno = 0;
 		arg = nargs == 2 ? strtoll(args[1], &end, 10) : 1;
-		if (nargs == 2 && (*end || end == args[1]))
-			return usage();
+		if (nargs == 2 && (*end || end == args[1] || errno))
+			return cli_error(a, "DELTA %s: not a whole number (%lld to %lld)", args[1], LLONG_MIN,
+					 LLONG_MAX);
 	}
 
 	struct kv_cluster *cl = open_cluster(servers, &copts);
@@ -415,40 +284,11 @@ static int client_cmd(const char *cmd, int argc, char **argv)
 	return rc;
 }
 
-static int check_aof_usage(FILE *out, int rc)
-{
-	fprintf(out, "usage: softrnic-kv check-aof [--fix] FILE\n"
-		     "  Checks that FILE, a softrnic-kv append-only file, is whole records to its end.\n"
-		     "  Exit 0: it is; 1: it is not, and the offset of its first bad record (or of a torn\n"
-		     "  last record, which serve cuts) and how much before it is valid are printed.\n"
-		     "  --fix: if it is not valid, first copy it to FILE.bak-<unix time> (a new file,\n"
-		     "  never over an existing one), then cut FILE at its first bad record, and say\n"
-		     "  what was kept and what dropped.  Exit 0 when FILE is valid after it.\n"
-		     "  Exit 2: FILE could not be read, or fixed (a server holding it, a copy that could\n"
-		     "  not be made, a file with no log record in it at all): then it is left as it is.\n");
-	return rc;
-}
-
 /* check-aof [--fix] FILE (the rules are aof.h's). */
-static int check_aof(int argc, char **argv)
+static int check_aof(const struct cli_args *a)
 {
-	const char *path = NULL;
-	bool fix = false, options = true;
-
-	for (int i = 1; i < argc; i++) {
-		if (options && !strcmp(argv[i], "--help"))
-			return check_aof_usage(stdout, 0);
-		else if (options && !strcmp(argv[i], "--fix"))
-			fix = true;
-		else if (options && !strcmp(argv[i], "--"))
-			options = false;
-		else if (!path && (!options || argv[i][0] != '-'))
-			path = argv[i];
-		else
-			return check_aof_usage(stderr, 2);
-	}
-	if (!path)
-		return check_aof_usage(stderr, 2);
+	const char *path = a->argv[0];
+	bool fix = cli_flag(a, "--fix");
 
 	struct kv_aof_check c;
 	char what[512], bak[4200] = "";
@@ -498,23 +338,29 @@ static int check_aof(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return usage();
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
-		return usage_to(stdout, 0);
-	if (!strcmp(argv[1], "check-aof"))
-		return check_aof(argc - 1, argv + 1);
-	/* A client command's first word is --help: its usage (not a key). */
-	if (argc > 2 && !strcmp(argv[2], "--help") && strcmp(argv[1], "bench"))
-		return usage_to(stdout, 0);
-	if (!strcmp(argv[1], "serve"))
-		return serve(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "mget"))
-		return mget_cmd(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "bench"))
-		return kv_bench_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set") || !strcmp(argv[1], "del") ||
-	    !strcmp(argv[1], "incr") || !strcmp(argv[1], "stats"))
-		return client_cmd(argv[1], argc - 1, argv + 1);
-	return usage();
+	static const struct cli_cmd root = { "softrnic-kv", kv_cli_summary, NULL, 0, 0, NULL, kv_cli_commands,
+					     kv_cli_details, 0, 0 };
+	const char *slash = strrchr(argv[0], '/');
+	struct cli_args a;
+	int rc = cli_parse(&root, slash ? slash + 1 : argv[0], SOFTRNIC_VERSION, argc, argv, &a);
+
+	if (rc != CLI_RUN)
+		return rc;
+	switch (a.cmd->id) {
+	case KV_CMD_SERVE:
+		return serve(&a);
+	case KV_CMD_MGET:
+		return mget_cmd(&a);
+	case KV_CMD_BENCH:
+		return kv_bench_main(&a);
+	case KV_CMD_CHECK_AOF:
+		return check_aof(&a);
+	case KV_CMD_GET:
+	case KV_CMD_SET:
+	case KV_CMD_DEL:
+	case KV_CMD_INCR:
+	case KV_CMD_STATS:
+		return client_cmd(&a);
+	}
+	return cli_error(&a, "no such command");
 }

@@ -131,11 +131,18 @@ int nvmf_host_queue_connect(struct nvmf_host_queue *q, struct ibv_pd *pd, const 
 	param.rnr_retry_count = 7;
 	if (rdma_connect(q->id, &param)) {
 		int e = errno;
-		/* A reject carries the binding's status in its private data. */
-		if (q->id->event && q->id->event->event == RDMA_CM_EVENT_REJECTED &&
-		    q->id->event->param.conn.private_data_len >= NVMF_RDMA_CM_REJ_BYTES)
-			set_err(err, errlen, "queue %u rejected: status %u", qid,
-				get_le16((const uint8_t *)q->id->event->param.conn.private_data + 2));
+		/* A target's reject carries the binding's status (1..) in its
+		 * private data; status 0 is a reject from no target at all (the
+		 * CM's, when nothing listens on that port). */
+		uint16_t sts = 0;
+		bool rejected = q->id->event && q->id->event->event == RDMA_CM_EVENT_REJECTED;
+		if (rejected && q->id->event->param.conn.private_data_len >= NVMF_RDMA_CM_REJ_BYTES)
+			sts = get_le16((const uint8_t *)q->id->event->param.conn.private_data + 2);
+		if (rejected && sts)
+			set_err(err, errlen, "queue %u rejected: status %u", qid, sts);
+		else if (rejected)
+			set_err(err, errlen, "no NVMe-oF target at %s:%s (the connection was rejected: nothing "
+				"listens there)", addr, port);
 		else
 			set_err(err, errlen, "cannot connect queue %u to %s:%s: %s", qid, addr, port, strerror(e));
 		goto fail;

@@ -1,20 +1,14 @@
 /*
  * nvmf_main.c — `softrnic-nvmf`, NVMe over Fabrics on softrnic (the
- * `softrnic nvmf ...` subcommand runs it):
- *
- *   softrnic-nvmf serve --nqn NQN (--file PATH [--size SIZE] | --mem SIZE)
- *                       [--addr A] [--port P] [--block-size 512|4096]
- *                       [--allow-host NQN] [--spin-us N] [-v]
- *   softrnic-nvmf discover [--addr A] [--port P]
- *   softrnic-nvmf perf --nqn NQN [--addr A] [--port P] [--rw read|write|randread|randwrite]
- *                      [--bs SIZE] [--qd N] [--time SECONDS] [--span SIZE] [--verify]
- *                      [--kato MS] [--no-inline] [--invalidate] [--hostnqn NQN]
+ * `softrnic nvmf ...` subcommand runs it): serve a target, discover,
+ * perf.  The commands, their options and ranges are the table in
+ * nvmf_cli.c, parsed by tools/cli_parse.c (`softrnic-nvmf COMMAND --help`).
  *
  * serve prints its counters to stderr when it stops (SIGINT/SIGTERM).
  * Exit status: 0 success; 1 perf ran but saw failed commands, verify
- * mismatches or a missing invalidation; 2 usage or a failure to connect
- * or serve (a one-line message on stderr, with the NVMe status if a
- * command failed).
+ * mismatches or a missing invalidation; 2 a refused argument or a failure
+ * to connect or serve (a one-line message on stderr, with the NVMe status
+ * if a command failed).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,9 +19,11 @@
 
 #include "nvmf/host.h"
 #include "nvmf/namespace.h"
+#include "nvmf/nvmf_cli.h"
 #include "nvmf/perf.h"
 #include "nvmf/rdma_transport.h"
 #include "nvmf/target.h"
+#include "tools/version.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -35,62 +31,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_flag = 1;
-}
-
-static int usage(void)
-{
-	fprintf(stderr,
-		"usage: softrnic-nvmf serve --nqn NQN (--file PATH [--size SIZE] | --mem SIZE) [--addr A] [--port P]\n"
-		"                           [--block-size 512|4096] [--allow-host NQN] [--spin-us N] [-v]\n"
-		"       softrnic-nvmf discover [--addr A] [--port P]\n"
-		"       softrnic-nvmf perf --nqn NQN [--addr A] [--port P] [--rw read|write|randread|randwrite]\n"
-		"                          [--bs SIZE] [--qd N] [--time SECONDS] [--span SIZE] [--verify]\n"
-		"                          [--kato MS] [--no-inline] [--invalidate] [--hostnqn NQN] [--seed N]\n"
-		"  (default address 127.0.0.1 for discover and perf, port 4420)\n");
-	return 2;
-}
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned long long mul = 1;
-
-	if (end == s)
-		return false;
-	if (*end == 'k' || *end == 'K')
-		mul = 1ull << 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1ull << 20, end++;
-	else if (*end == 'g' || *end == 'G')
-		mul = 1ull << 30, end++;
-	if (*end || v == 0 || v > (1ull << 44) / mul)
-		return false;
-	*out = v * mul;
-	return true;
-}
-
-static bool parse_port(const char *s, uint16_t *port)
-{
-	char *end;
-	long p = strtol(s, &end, 10);
-
-	if (*end || p <= 0 || p > 65535)
-		return false;
-	*port = (uint16_t)p;
-	return true;
-}
-
-/* A whole number 0..max, nothing after it. */
-static bool parse_uint(const char *s, unsigned max, unsigned *out)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (end == s || *end || *s == '-' || v > max)
-		return false;
-	*out = (unsigned)v;
-	return true;
 }
 
 struct serve_ready {
@@ -131,50 +71,35 @@ static void print_stats(const struct nvmf_target *t)
 		x->in_capsule_writes, x->sends_with_invalidate);
 }
 
-static int serve(int argc, char **argv)
+static int serve(const struct cli_args *a)
 {
 	struct nvmf_target_config cfg = { 0 };
 	struct nvmf_serve_opts so = { .port = NVMF_RDMA_PORT, .spin_us = 50 };
-	const char *file = NULL;
-	uint64_t mem = 0, size = 0, bs = 512;
+	const char *file = cli_str(a, "--file", NULL);
+	uint64_t mem = cli_uint(a, "--mem", 0), size = cli_uint(a, "--size", 0);
+	uint64_t bs = cli_uint(a, "--block-size", 512);
 	struct nvmf_ns ns;
 	static struct nvmf_target t;
 	struct sigaction sa;
 	int e;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-v")) {
-			so.verbose = true;
-			continue;
-		}
-		if (!v)
-			return usage();
-		i++;
-		if (!strcmp(a, "--nqn"))
-			cfg.nqn = v;
-		else if (!strcmp(a, "--file"))
-			file = v;
-		else if (!strcmp(a, "--mem") && parse_size(v, &mem))
-			;
-		else if (!strcmp(a, "--size") && parse_size(v, &size))
-			;
-		else if (!strcmp(a, "--addr"))
-			so.addr = v;
-		else if (!strcmp(a, "--port") && parse_port(v, &so.port))
-			;
-		else if (!strcmp(a, "--block-size") && parse_size(v, &bs) && (bs == 512 || bs == 4096))
-			;
-		else if (!strcmp(a, "--allow-host"))
-			cfg.allow_host = v;
-		else if (!strcmp(a, "--spin-us") && parse_uint(v, 1000000, &so.spin_us))
-			;
-		else
-			return usage();
-	}
-	if (!cfg.nqn || !file == !mem)
-		return usage();
-	unsigned shift = bs == 4096 ? 12 : 9;
+	so.verbose = cli_flag(a, "-v");
+	so.addr = cli_str(a, "--addr", NULL);
+	so.port = (uint16_t)cli_uint(a, "--port", NVMF_RDMA_PORT);
+	so.spin_us = (unsigned)cli_uint(a, "--spin-us", 50);
+	cfg.nqn = cli_str(a, "--nqn", NULL);
+	cfg.allow_host = cli_str(a, "--allow-host", NULL);
+	if (!cfg.nqn)
+		return cli_error(a, "no --nqn given (the subsystem's NQN)");
+	if (!file == !mem)
+		return cli_error(a, file ? "--file and --mem: one namespace, one of them" :
+				 "no namespace given (--file PATH or --mem SIZE)");
+	if (size && !file)
+		return cli_error(a, "--size %s: only with --file", cli_str(a, "--size", ""));
+	unsigned shift = 9;
+
+	while ((1ull << shift) < bs)
+		shift++;
 	e = file ? nvmf_ns_open_file(&ns, file, size, shift) : nvmf_ns_open_mem(&ns, mem, shift);
 	if (e) {
 		fprintf(stderr, "nvmf: cannot open the namespace %s: %s\n", file ? file : "(memory)", strerror(e));
@@ -209,39 +134,25 @@ struct client_args {
 	uint32_t kato_ms;
 };
 
-static int client_arg(struct client_args *c, const char *a, const char *v)
+static void client_args(const struct cli_args *a, struct client_args *c)
 {
-	uint16_t p;
-	char *end;
-
-	if (!strcmp(a, "--addr"))
-		c->addr = v;
-	else if (!strcmp(a, "--port") && parse_port(v, &p))
-		snprintf(c->port, sizeof(c->port), "%u", p);
-	else if (!strcmp(a, "--hostnqn"))
-		c->hostnqn = v;
-	else if (!strcmp(a, "--nqn"))
-		c->nqn = v;
-	else if (!strcmp(a, "--kato") && (c->kato_ms = (uint32_t)strtoul(v, &end, 10), !*end))
-		;
-	else
-		return -1;
-	return 0;
+	c->addr = cli_str(a, "--addr", "127.0.0.1");
+	snprintf(c->port, sizeof(c->port), "%u", (unsigned)cli_uint(a, "--port", NVMF_RDMA_PORT));
+	c->hostnqn = cli_str(a, "--hostnqn", NULL);
+	c->kato_ms = (uint32_t)cli_uint(a, "--kato", c->kato_ms);
 }
 
-static int discover(int argc, char **argv)
+static int discover(const struct cli_args *a)
 {
-	struct client_args c = { .addr = "127.0.0.1", .port = "4420" };
+	struct client_args c = { .kato_ms = 0 };
 	struct nvmf_host h;
 	struct nvme_cpl cpl;
 	uint16_t status;
 	static uint8_t log[8192];
 
-	for (int i = 1; i < argc; i++)
-		if (i + 1 >= argc || client_arg(&c, argv[i], argv[i + 1]))
-			return usage();
-		else
-			i++;
+	if (!cli_get(a, "--addr") && !cli_get(a, "--port"))
+		return cli_error(a, "no target given (--addr A and/or --port P)");
+	client_args(a, &c);
 	struct nvmf_host_opts o = { .addr = c.addr, .port = c.port, .subnqn = NVMF_DISCOVERY_NQN,
 				    .hostnqn = c.hostnqn, .kato_ms = 0 };
 	if (nvmf_host_connect(&h, &o, &status)) {
@@ -276,62 +187,28 @@ static int discover(int argc, char **argv)
 	return 0;
 }
 
-static int perf(int argc, char **argv)
+static int perf(const struct cli_args *a)
 {
-	struct client_args c = { .addr = "127.0.0.1", .port = "4420", .kato_ms = 5000 };
+	struct client_args c = { .kato_ms = 5000 };
 	struct nvmf_perf_opts po = { .rw = PERF_RANDREAD, .bs = 4096, .qd = 8, .seconds = 2 };
 	struct nvmf_perf_result res;
 	struct nvmf_host h;
 	uint16_t status;
 	static const char *const rw_names[] = { "read", "write", "randread", "randwrite" };
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t n;
-		char *end;
-		if (!strcmp(a, "--verify")) {
-			po.verify = true;
-			continue;
-		}
-		if (!strcmp(a, "--no-inline")) {
-			po.no_inline = true;
-			continue;
-		}
-		if (!strcmp(a, "--invalidate")) {
-			po.invalidate = true;
-			continue;
-		}
-		if (!v)
-			return usage();
-		i++;
-		if (!client_arg(&c, a, v))
-			continue;
-		if (!strcmp(a, "--rw")) {
-			int k = -1;
-			for (int j = 0; j < 4; j++)
-				if (!strcmp(v, rw_names[j]))
-					k = j;
-			if (k < 0)
-				return usage();
-			po.rw = (enum nvmf_perf_rw)k;
-		} else if (!strcmp(a, "--bs") && parse_size(v, &n) && n <= (1u << 24)) {
-			po.bs = (uint32_t)n;
-		} else if (!strcmp(a, "--qd") && (n = strtoull(v, &end, 10), !*end) && n >= 1 &&
-			   n < NVMF_RDMA_MAX_QUEUE_SIZE) {
-			po.qd = (unsigned)n;
-		} else if (!strcmp(a, "--time") && (po.seconds = strtod(v, &end), !*end) && po.seconds > 0 &&
-			   po.seconds <= 86400) {
-			;
-		} else if (!strcmp(a, "--span") && parse_size(v, &po.span)) {
-			;
-		} else if (!strcmp(a, "--seed") && (po.seed = strtoull(v, &end, 10), !*end)) {
-			;
-		} else {
-			return usage();
-		}
-	}
+	c.nqn = cli_str(a, "--nqn", NULL);
 	if (!c.nqn)
-		return usage();
+		return cli_error(a, "no target given (--nqn NQN, with --addr and --port unless 127.0.0.1:4420)");
+	client_args(a, &c);
+	po.rw = (enum nvmf_perf_rw)cli_uint(a, "--rw", PERF_RANDREAD);
+	po.bs = (uint32_t)cli_uint(a, "--bs", 4096);
+	po.qd = (unsigned)cli_uint(a, "--qd", 8);
+	po.seconds = cli_double(a, "--time", 2);
+	po.span = cli_uint(a, "--span", 0);
+	po.seed = cli_uint(a, "--seed", 0);
+	po.verify = cli_flag(a, "--verify");
+	po.no_inline = cli_flag(a, "--no-inline");
+	po.invalidate = cli_flag(a, "--invalidate");
 	struct nvmf_host_opts o = { .addr = c.addr, .port = c.port, .subnqn = c.nqn, .hostnqn = c.hostnqn,
 				    .kato_ms = c.kato_ms, .io_depth = (uint16_t)po.qd, .connect_in_capsule = true };
 	if (nvmf_host_connect(&h, &o, &status)) {
@@ -358,19 +235,25 @@ static int perf(int argc, char **argv)
 	return res.errors || res.verify_errors || res.invalidations_missing ? 1 : 0;
 }
 
+_Static_assert(NVMF_CLI_MAX_QD == NVMF_RDMA_MAX_QUEUE_SIZE - 1, "perf --qd's range is the queue size's");
+
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return usage();
-	if (!strcmp(argv[1], "serve"))
-		return serve(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "perf"))
-		return perf(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "discover"))
-		return discover(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage();
-		return 0;
+	static const struct cli_cmd root = { "softrnic-nvmf", nvmf_cli_summary, NULL, 0, 0, NULL, nvmf_cli_commands,
+					     nvmf_cli_details, 0, 0 };
+	const char *slash = strrchr(argv[0], '/');
+	struct cli_args a;
+	int rc = cli_parse(&root, slash ? slash + 1 : argv[0], SOFTRNIC_VERSION, argc, argv, &a);
+
+	if (rc != CLI_RUN)
+		return rc;
+	switch (a.cmd->id) {
+	case NVMF_CMD_SERVE:
+		return serve(&a);
+	case NVMF_CMD_DISCOVER:
+		return discover(&a);
+	case NVMF_CMD_PERF:
+		return perf(&a);
 	}
-	return usage();
+	return cli_error(&a, "no such command");
 }

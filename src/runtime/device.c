@@ -45,6 +45,7 @@
 #include "runtime/capture.h"
 #include "runtime/cc_env.h"
 #include "runtime/device_int.h"
+#include "runtime/env_config.h"
 #include "runtime/local_path.h"
 #include "runtime/mem_guard.h"
 #include "runtime/runtime_dir.h"
@@ -512,7 +513,9 @@ static void capture_sent(void *ctx, const struct srt_capture_hdr *h, const struc
 
 static struct srt_device *create_device(void)
 {
-	struct srt_device *dev = calloc(1, sizeof(*dev));
+	/* No device while a SOFTRNIC_* value is one the library does not
+	 * understand (env_config.h: said on stderr, errno EINVAL). */
+	struct srt_device *dev = srt_env_check() ? NULL : calloc(1, sizeof(*dev));
 	char err[256];
 	int e;
 

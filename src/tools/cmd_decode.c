@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "tools/commands.h"
 #include "wire/pcap.h"
@@ -79,30 +78,10 @@ static void decode_frame(unsigned long frame_no, const struct pcap_record *rec, 
 	printf("%lu %s %s%s\n", frame_no, line, icrc_ok ? "icrc-ok" : "icrc-BAD", partial ? " udp-csum-partial" : "");
 }
 
-static void decode_usage(void)
+int cmd_decode(const struct cli_args *a)
 {
-	fprintf(stderr, "usage: softrnic decode [-q] FILE.pcap\n"
-			"  -q  print only malformed packets and bad ICRCs, then the summary\n");
-}
-
-int cmd_decode(int argc, char **argv)
-{
-	bool quiet = false;
-	int opt;
-	optind = 1;
-	while ((opt = getopt(argc, argv, "qh")) != -1) {
-		if (opt == 'q') {
-			quiet = true;
-		} else {
-			decode_usage();
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (optind != argc - 1) {
-		decode_usage();
-		return 2;
-	}
-	const char *path = argv[optind];
+	bool quiet = cli_flag(a, "-q");
+	const char *path = a->argv[0];
 	struct pcap_reader r;
 	if (pcap_open_read(&r, path) < 0) {
 		fprintf(stderr, "softrnic decode: %s: %s\n", path,

@@ -13,7 +13,7 @@
 
 #include "tools/commands.h"
 
-int cmd_kv(int argc, char **argv)
+int cmd_kv(const struct cli_args *a)
 {
 	char self[PATH_MAX], path[PATH_MAX + 16];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -28,9 +28,9 @@ int cmd_kv(int argc, char **argv)
 	if (slash)
 		*slash = '\0';
 	snprintf(path, sizeof(path), "%s/softrnic-kv", self);
-	argv[0] = path;
-	(void)argc;
-	execv(path, argv);
+	/* The arguments as given; argv[0] names the command in its messages. */
+	a->rest[0] = (char *)"softrnic kv";
+	execv(path, a->rest);
 	fprintf(stderr, "softrnic kv: cannot run %s: %s\n", path, strerror(errno));
 	return 2;
 }

@@ -14,7 +14,7 @@
 
 #include "tools/commands.h"
 
-int cmd_nvmf(int argc, char **argv)
+int cmd_nvmf(const struct cli_args *a)
 {
 	char self[PATH_MAX], path[PATH_MAX + 16];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -29,9 +29,9 @@ int cmd_nvmf(int argc, char **argv)
 	if (slash)
 		*slash = '\0';
 	snprintf(path, sizeof(path), "%s/softrnic-nvmf", self);
-	argv[0] = path;
-	(void)argc;
-	execv(path, argv);
+	/* The arguments as given; argv[0] names the command in its messages. */
+	a->rest[0] = (char *)"softrnic nvmf";
+	execv(path, a->rest);
 	fprintf(stderr, "softrnic nvmf: cannot run %s: %s\n", path, strerror(errno));
 	return 2;
 }

@@ -29,15 +29,6 @@
 
 #define SHIM_NAME "libsoftrnic_shim.so"
 
-static int usage(FILE *out)
-{
-	fprintf(out, "usage: softrnic run [--no-shim] [--] CMD [ARGS]\n"
-		     "  runs CMD with softrnic's libibverbs.so.1 and librdmacm.so.1, and the\n"
-		     "  /sys/class/infiniband, /dev/infiniband entries middleware looks for\n"
-		     "  --no-shim   only the library path (what LD_LIBRARY_PATH alone gives)\n");
-	return out == stdout ? 0 : 2;
-}
-
 static bool has_libraries(const char *dir)
 {
 	char p[PATH_MAX];
@@ -104,28 +95,11 @@ static int prepend_env(const char *name, const char *first, char sep)
 	return rc;
 }
 
-int cmd_run(int argc, char **argv)
+int cmd_run(const struct cli_args *a)
 {
 	char libdir[PATH_MAX], shim[PATH_MAX + sizeof(SHIM_NAME) + 1];
-	bool use_shim = true;
-	int i = 1;
+	bool use_shim = !cli_flag(a, "--no-shim");
 
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		}
-		if (!strcmp(argv[i], "--no-shim"))
-			use_shim = false;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return usage(stdout);
-		else {
-			fprintf(stderr, "softrnic run: unknown option '%s'\n", argv[i]);
-			return usage(stderr);
-		}
-	}
-	if (i >= argc)
-		return usage(stderr);
 	if (!find_libdir(libdir, sizeof(libdir)))
 		return 127;
 	snprintf(shim, sizeof(shim), "%s/" SHIM_NAME, libdir);
@@ -133,7 +107,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "softrnic run: %s\n", strerror(errno));
 		return 127;
 	}
-	execvp(argv[i], argv + i);
-	fprintf(stderr, "softrnic run: %s: %s\n", argv[i], strerror(errno));
+	execvp(a->argv[0], a->argv);
+	fprintf(stderr, "softrnic run: %s: %s\n", a->argv[0], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }

@@ -101,12 +101,9 @@ static void print_runtime_dir(void)
 	close(fd);
 }
 
-int cmd_devices(int argc, char **argv)
+int cmd_devices(const struct cli_args *a)
 {
-	if (argc > 1) {
-		fprintf(stderr, "usage: softrnic %s\n", argv[0]);
-		return 2;
-	}
+	(void)a;
 	printf("%-8s %-10s %-15s %-5s %-28s %s\n", "PID", "DEVICE", "ADDRESS", "GID#", "GID", "TYPE");
 	int n = srt_stats_foreach(print_device_row, NULL);
 	if (n == 0)
@@ -219,38 +216,19 @@ static int stats_once(pid_t pid, bool qps)
 	return 0;
 }
 
-static int usage_stats(void)
+int cmd_stats(const struct cli_args *a)
 {
-	fprintf(stderr, "usage: softrnic stats [--qp] [-w] [-n COUNT] [PID]\n"
-			"  --qp      one line per QP: state, PSNs, retransmissions, the\n"
-			"            pacer's rate (DCQCN or the rate limit) and the ECN/CNP counters\n"
-			"  -w        watch: print again every second\n"
-			"  -n COUNT  with -w, stop after COUNT rounds\n");
-	return 2;
-}
-
-int cmd_stats(int argc, char **argv)
-{
-	bool watch = false, qps = false;
-	long rounds = -1;
+	static const struct cli_opt pid_spec = { "PID", 0, CLI_UINT, NULL, NULL, 1, 0x7fffffff, 0, 0, "a process id",
+						 0, 0 };
+	bool watch = cli_flag(a, "--watch"), qps = cli_flag(a, "--qp");
+	long rounds = cli_get(a, "--count") ? (long)cli_uint(a, "--count", 0) : -1;
+	struct cli_val v;
 	pid_t pid = 0;
 
-	for (int i = 1; i < argc; i++) {
-		char *end;
-		if (!strcmp(argv[i], "-w")) {
-			watch = true;
-		} else if (!strcmp(argv[i], "--qp")) {
-			qps = true;
-		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-			rounds = strtol(argv[++i], &end, 10);
-			if (*end || rounds <= 0)
-				return usage_stats();
-		} else {
-			long v = strtol(argv[i], &end, 10);
-			if (*end || v <= 0 || v > 0x7fffffffL || pid)
-				return usage_stats();
-			pid = (pid_t)v;
-		}
+	if (a->argc) {
+		if (!cli_check(a, &pid_spec, a->argv[0], &v))
+			return 2;
+		pid = (pid_t)v.u;
 	}
 	if (!watch)
 		return stats_once(pid, qps);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install.sh — `cmake --install` into a temporary prefix: softrnic,
-# softrnic-kv and softrnic-nvmf in P/bin, the libraries in P/lib/softrnic (never in P/lib,
+# softrnic-kv and softrnic-nvmf in P/bin, softrnic(1) and the bash
+# completion in P/share, the libraries in P/lib/softrnic (never in P/lib,
 # where they would shadow the system's rdma-core), and the installed
 # `softrnic run` finds them with no setting.  Then the same for the
 # Debian package of scripts/package_deb.sh, unpacked with dpkg -x.
@@ -15,7 +16,7 @@ trap 'rm -rf "$P" "$work"' EXIT
 cmake --install "$BUILD" --prefix "$P" > "$P.log" 2>&1 || { cat "$P.log"; rm -f "$P.log"; fail "cmake --install"; }
 rm -f "$P.log"
 for f in bin/softrnic bin/softrnic-kv bin/softrnic-nvmf lib/softrnic/libibverbs.so.1 lib/softrnic/librdmacm.so.1 \
-	 lib/softrnic/libsoftrnic_shim.so; do
+	 lib/softrnic/libsoftrnic_shim.so share/man/man1/softrnic.1 share/bash-completion/completions/softrnic; do
 	[ -e "$P/$f" ] || fail "no $f"
 done
 stray=$(find "$P/lib" -maxdepth 1 -name '*.so*')
@@ -45,6 +46,8 @@ dpkg-deb -c "$deb" >"$work/contents.txt" || fail "dpkg-deb -c $deb"
 grep -q "^Depends: libc6, libdeflate0" "$work/fields.txt" || fail "Depends: $(cat "$work/fields.txt")"
 grep -q " ./usr/lib/softrnic/libibverbs.so.1 " "$work/contents.txt" || fail "no /usr/lib/softrnic/libibverbs.so.1 in $deb"
 grep -E " ./usr/lib/[^/]+\.so" "$work/contents.txt" && fail "a library directly in /usr/lib"
+grep -q " ./usr/share/man/man1/softrnic.1.gz$" "$work/contents.txt" || fail "no softrnic(1) in $deb"
+grep -q " ./usr/share/bash-completion/completions/softrnic$" "$work/contents.txt" || fail "no bash completion in $deb"
 mkdir "$P/unpacked" && dpkg -x "$deb" "$P/unpacked" || fail "dpkg -x"
 env -u LD_LIBRARY_PATH "$P/unpacked/usr/bin/softrnic" run ibv_devinfo | grep -q "hca_id:.*softrnic0" ||
 	fail "the packaged softrnic run finds no device"

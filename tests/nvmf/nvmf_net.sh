@@ -91,6 +91,13 @@ rc=$?
 set -e
 [ "$rc" = 2 ] || fail "perf against a wrong NQN exited $rc"
 grep -q "status 0x182 (connect: invalid parameters)" "$tmp/wrong.err" || { cat "$tmp/wrong.err"; fail "wrong NQN message"; }
+# No target on a port: said so, not as an NVMe status.
+set +e
+timeout 30 "$NVMF" perf --nqn "$NQN" --port $((PORT + 1)) --time 0.1 2>"$tmp/none.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "no NVMe-oF target at 127.0.0.1:$((PORT + 1))" "$tmp/none.err" ||
+	{ cat "$tmp/none.err"; fail "perf against no target: exit $rc"; }
 
 stop_server
 echo "target counters:"
