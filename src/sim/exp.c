@@ -109,7 +109,7 @@ static struct sim_net *star(struct sim_engine *e, uint64_t seed, unsigned hosts,
 		if (h < 0 || sim_link(n, sim_host_node(n, (unsigned)h), sim_switch_node(n, (unsigned)sw), l))
 			goto fail;
 	}
-	if (sim_route(n))
+	if (sim_build(n))
 		goto fail;
 	return n;
 fail:
@@ -468,7 +468,7 @@ static int exp_pfc_storm(const struct exp_opts *o)
 			int id = sim_add_host(n);
 			ok = id >= 0 && !sim_link(n, sim_host_node(n, (unsigned)id), sim_switch_node(n, h < 4 ? (unsigned)a : (unsigned)b), &l);
 		}
-		ok = ok && !sim_link(n, sim_switch_node(n, (unsigned)a), sim_switch_node(n, (unsigned)b), &l) && !sim_route(n);
+		ok = ok && !sim_link(n, sim_switch_node(n, (unsigned)a), sim_switch_node(n, (unsigned)b), &l) && !sim_build(n);
 		uint64_t bytes = 100 * GBPS / 8 * (end_ns / 1000000 + 1) / 1000;
 		for (unsigned s = 0; ok && s < 4; s++)
 			ok = sim_add_flow(n, s, s < 2 ? 5 : 4, bytes, 0) >= 0;
@@ -613,7 +613,7 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 					ok = !sim_link(n, sim_host_node(n, i), sim_switch_node(n, i), &l);
 				for (unsigned i = 0; ok && i < 3; i++)
 					ok = !sim_link(n, sim_switch_node(n, i), sim_switch_node(n, (i + 1) % 3), &l);
-				ok = ok && !sim_route(n);
+				ok = ok && !sim_build(n);
 				/* Every host is reached clockwise: out of the port
 				 * towards switch i+1, except at its own. */
 				for (unsigned i = 0; ok && i < 3; i++) {
@@ -638,7 +638,7 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 					for (unsigned j = 0; ok && j < 2; j++)
 						ok = !sim_link(n, sim_switch_node(n, (unsigned)leaf[i]),
 							       sim_switch_node(n, (unsigned)spine[j]), &l);
-				ok = ok && !sim_route(n);
+				ok = ok && !sim_build(n);
 			}
 			uint64_t bytes = o->quick ? 4u << 20 : 16u << 20;
 			/* Two flows from each host to the host two switches on:

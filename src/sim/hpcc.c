@@ -22,7 +22,7 @@
  *                 EWMA_GAIN (g), DCTCP_RATE_AI and MIN_RATE; for HPCC
  *                 RATE_AI (W_AI), MIN_RATE, U_TARGET (η), MI_THRESH
  *                 (maxStage), FAST_REACT, INT_MULTI (nothing to scale:
- *                 net.c's INT records are full width), MULTI_RATE and
+ *                 switch.c's INT records are full width), MULTI_RATE and
  *                 SAMPLE_FEEDBACK (only 0 is modelled); HAS_WIN (1:
  *                 a window of the largest path's BDP, max_bdp, scaled by
  *                 the rate as VAR_WIN 1 does); for HPCC-PINT the same
@@ -721,7 +721,7 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 	for (unsigned i = 0; n && !rc && i < links; i++)
 		if (sim_link(n, lk[i].a, lk[i].b, &lk[i].l))
 			rc = 2;
-	if (!n || rc || sim_route(n)) {
+	if (!n || rc || sim_build(n)) {
 		if ((n || !rc) && !said)
 			fprintf(stderr, "softrnic sim run: cannot build the topology of %s%s\n", c.topology,
 				n && sim_net_partitions(n) > 1 ? " in partitions (a link without delay between them?)"
