@@ -227,8 +227,8 @@ bool sim_step(struct sim_engine *e)
 	e->events_run++;
 	/* The next event's object (a port) and argument (most often a
 	 * packet) start on their way into the cache while this one runs:
-	 * with a thousand hosts they are rarely there, and these first
-	 * loads were a third of a large run's time.  An argument below 2^32
+	 * with a thousand hosts they are rarely there, and without the
+	 * prefetch these first loads take a third of a large run's time.  An argument below 2^32
 	 * is a number, not an address (a prefetch would not fault, but
 	 * could walk the page tables for nothing). */
 	if (sim_pending(e)) {

@@ -15,9 +15,10 @@
  * in use.  Later events (timers, flows' starts) wait in a 4-ary heap.
  * The next event is the earlier of the two fronts.  Nearly every event
  * of a fabric is a packet's arrival or a port's next turn, a link's
- * delay or a serialization time ahead: O(1) each, where the heap's
- * sift-down was a fifth of a 1 024-host run (its data-dependent
- * branches, not its cache lines: the heap's 700 KB fit).
+ * delay or a serialization time ahead: O(1) each, where a heap's
+ * sift-down per event costs a fifth of a 1 024-host run (its
+ * data-dependent branches, not its cache lines: such a heap's 700 KB
+ * fit).
  *
  * Partitions (struct sim_parts, below): a model split into up to
  * SIM_MAX_PARTS groups runs as that many engines, one per group, in

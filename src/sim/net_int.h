@@ -273,7 +273,7 @@ static inline struct sim_pkt *q_pop(struct queue *q)
 	q->len--;
 	q->bytes -= p->wire;
 	/* The packet behind it leaves next: while this one is on the wire,
-	 * bring it into the cache (the pop's own first touch of p was a
+	 * bring it into the cache (else the pop's own first touch of p is a
 	 * large run's most expensive load). */
 	if (q->len)
 		__builtin_prefetch(q->ring[q->head]);

@@ -34,7 +34,8 @@ static struct port *route(struct node *sw, const struct sim_pkt *pkt)
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
 	/* A fat-tree's sets hold 1, k/2 ... ports: a mask, not a division
-	 * (whose latency was a tenth of a packet's arrival); the same port. */
+	 * (whose latency costs a tenth of a packet's arrival); for a power
+	 * of two both pick the same port. */
 	unsigned n = set->n;
 	return sw->ports[set->port[(n & (n - 1)) == 0 ? h & (n - 1) : h % n]];
 }
