@@ -12,10 +12,17 @@
  *
  * The heap is 4-ary: half the depth of a binary one, and a node's
  * children share a cache line or two.
+ *
+ * At the end, the partitions' windows (engine.h, struct sim_parts): the
+ * outboxes, the hand-over between windows, the threads and the barrier
+ * they meet at.
  */
 #include "sim/engine.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,8 +227,8 @@ bool sim_step(struct sim_engine *e)
 	e->events_run++;
 	/* The next event's object (a port) and argument (most often a
 	 * packet) start on their way into the cache while this one runs:
-	 * with a thousand hosts they are rarely there, and these first
-	 * loads were a third of a large run's time.  An argument below 2^32
+	 * with a thousand hosts they are rarely there, and without the
+	 * prefetch these first loads take a third of a large run's time.  An argument below 2^32
 	 * is a number, not an address (a prefetch would not fault, but
 	 * could walk the page tables for nothing). */
 	if (sim_pending(e)) {
@@ -264,4 +271,248 @@ void sim_clear(struct sim_engine *e, void (*each)(const struct sim_event *ev, vo
 	}
 	memset(e->wheel_bits, 0, sizeof(e->wheel_bits));
 	e->wheel_len = 0;
+}
+
+/* ---- partitions: the windows (engine.h, "Partitions") ------------------ */
+
+#define PROGRESS_EVERY 65536u
+
+void sim_parts_init(struct sim_parts *g, struct sim_engine *first)
+{
+	memset(g, 0, sizeof(*g));
+	g->n = 1;
+	g->lookahead = UINT64_MAX;
+	g->eng[0] = first;
+}
+
+int sim_parts_set(struct sim_parts *g, unsigned n, bool threads)
+{
+	if (!n || n > SIM_MAX_PARTS)
+		return EINVAL;
+	for (unsigned q = 1; q < n; q++) {
+		sim_engine_init(&g->own[q]);
+		g->eng[q] = &g->own[q];
+	}
+	g->n = n;
+	g->threads = threads;
+	return 0;
+}
+
+void sim_parts_free(struct sim_parts *g)
+{
+	for (unsigned p = 0; p < SIM_MAX_PARTS; p++)
+		for (unsigned q = 0; q < SIM_MAX_PARTS; q++) {
+			free(g->out[p][q].ev);
+			g->out[p][q] = (struct sim_outbox){ 0 };
+		}
+	for (unsigned q = 1; q < g->n; q++)
+		sim_engine_free(&g->own[q]);
+}
+
+void sim_parts_post(struct sim_parts *g, unsigned from, unsigned to, uint64_t at, sim_fn fn, void *ctx, uint64_t arg)
+{
+	if (from == to) {
+		sim_at(g->eng[to], at, fn, ctx, arg);
+		return;
+	}
+	struct sim_outbox *o = &g->out[from][to];
+	if (o->len == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 1024;
+		struct sim_event *v = realloc(o->ev, cap * sizeof(*v));
+		if (!v) {
+			g->error[from] = ENOMEM;
+			return;
+		}
+		o->ev = v;
+		o->cap = cap;
+	}
+	o->ev[o->len++] = (struct sim_event){ .at = at, .fn = fn, .ctx = ctx, .arg = arg };
+}
+
+void sim_parts_clear(struct sim_parts *g, void (*each)(const struct sim_event *ev, void *ctx), void *ctx)
+{
+	for (unsigned p = 0; p < g->n; p++) {
+		sim_clear(g->eng[p], each, ctx);
+		for (unsigned q = 0; q < SIM_MAX_PARTS; q++) {
+			for (size_t i = 0; i < g->out[p][q].len; i++)
+				each(&g->out[p][q].ev[i], ctx);
+			g->out[p][q].len = 0;
+		}
+	}
+}
+
+uint64_t sim_parts_events(const struct sim_parts *g)
+{
+	uint64_t e = 0;
+
+	for (unsigned q = 0; q < g->n; q++)
+		e += g->eng[q]->events_run;
+	return e;
+}
+
+uint64_t sim_parts_now(const struct sim_parts *g)
+{
+	uint64_t t = 0;
+
+	for (unsigned q = 0; q < g->n; q++)
+		t = g->eng[q]->now > t ? g->eng[q]->now : t;
+	return t;
+}
+
+/* Threads meet here twice a window.  They spin (a window is some
+ * thousands of events: microseconds to milliseconds of work), yielding
+ * after a while in case there are fewer cores than threads. */
+struct spin_barrier {
+	_Atomic unsigned count, gen;
+	unsigned n;
+};
+
+static void barrier_wait(struct spin_barrier *b)
+{
+	unsigned gen = atomic_load_explicit(&b->gen, memory_order_acquire);
+
+	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == b->n) {
+		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+		return;
+	}
+	for (unsigned spins = 0; atomic_load_explicit(&b->gen, memory_order_acquire) == gen; spins++) {
+		if (spins > 4096)
+			sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+		else
+			__builtin_ia32_pause();
+#endif
+	}
+}
+
+struct windows {
+	struct sim_parts *g;
+	struct spin_barrier bar;
+	uint64_t end;                   /* this window: events before it */
+	bool over;
+};
+
+struct worker {
+	struct windows *w;
+	struct sim_engine *eng;
+};
+
+/* One partition's share of a window, among several: every event before
+ * its end. */
+static void run_window(struct sim_engine *e, uint64_t end)
+{
+	while (sim_next_time(e) < end)
+		sim_step(e);
+}
+
+/* A lone partition's window: nothing runs beside it, so it can stop at
+ * the very event after which the model says the run is over, and report
+ * progress as it goes. */
+static void run_lone_window(struct sim_engine *e, uint64_t end, const struct sim_parts_ops *ops, void *ctx)
+{
+	unsigned countdown = PROGRESS_EVERY;
+
+	while (sim_next_time(e) < end && ops->running(ctx)) {
+		sim_step(e);
+		if (!--countdown) {
+			countdown = PROGRESS_EVERY;
+			if (ops->progress)
+				ops->progress(ctx);
+		}
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *k = arg;
+
+	for (;;) {
+		barrier_wait(&k->w->bar);
+		if (k->w->over)
+			return NULL;
+		run_window(k->eng, k->w->end);
+		barrier_wait(&k->w->bar);
+	}
+}
+
+/* Between windows, everything stopped: the outboxes into the engines, by
+ * destination, then by source partition, each in its order: the same
+ * every run. */
+static int hand_over(struct sim_parts *g)
+{
+	for (unsigned q = 0; q < g->n; q++)
+		for (unsigned p = 0; p < g->n; p++) {
+			struct sim_outbox *o = &g->out[p][q];
+			for (size_t i = 0; i < o->len; i++)
+				if (sim_at(g->eng[q], o->ev[i].at, o->ev[i].fn, o->ev[i].ctx, o->ev[i].arg))
+					return ENOMEM;
+			o->len = 0;
+		}
+	for (unsigned p = 0; p < g->n; p++)
+		if (g->error[p])
+			return g->error[p];
+	return 0;
+}
+
+int sim_parts_run(struct sim_parts *g, uint64_t stop, const struct sim_parts_ops *ops, void *ctx)
+{
+	bool threads = g->threads && g->n > 1;
+	struct windows w = { .g = g, .bar = { .n = threads ? g->n : 1 } };
+	struct worker k[SIM_MAX_PARTS];
+	pthread_t th[SIM_MAX_PARTS];
+	unsigned started = 1;
+	int rc = 0;
+
+	if (stop == UINT64_MAX)
+		stop--;         /* a window ends at stop + 1 */
+	for (; threads && started < g->n; started++) {
+		k[started] = (struct worker){ .w = &w, .eng = g->eng[started] };
+		if (pthread_create(&th[started], NULL, worker_main, &k[started]))
+			break;
+	}
+	if (threads && started < g->n) {
+		/* No thread for every partition: nothing runs (the ones that
+		 * started are let go below); the caller may ask for fewer. */
+		rc = EAGAIN;
+		w.bar.n = started;
+	}
+	uint64_t t = 0;
+	while (!rc) {
+		if ((rc = hand_over(g)) || (ops->between && (rc = ops->between(ctx))))
+			break;
+		if (!ops->running(ctx))
+			break;
+		uint64_t next = ops->held_next ? ops->held_next(ctx) : UINT64_MAX;
+		for (unsigned q = 0; q < g->n; q++) {
+			uint64_t nt = sim_next_time(g->eng[q]);
+			next = nt < next ? nt : next;
+		}
+		if (next == UINT64_MAX || next > stop)
+			break;
+		t = next > t ? next : t;
+		uint64_t end = g->lookahead > stop - t ? stop + 1 : t + g->lookahead;
+		if (ops->window && (rc = ops->window(ctx, t, end)))
+			break;
+		if (ops->progress)
+			ops->progress(ctx);
+		w.end = end;
+		if (g->n == 1) {
+			run_lone_window(g->eng[0], end, ops, ctx);
+		} else if (threads) {
+			barrier_wait(&w.bar);
+			run_window(g->eng[0], end);
+			barrier_wait(&w.bar);
+		} else {
+			for (unsigned q = 0; q < g->n; q++)
+				run_window(g->eng[q], end);
+		}
+		t = end;
+	}
+	w.over = true;
+	if (threads)
+		barrier_wait(&w.bar);
+	for (unsigned q = 1; q < started; q++)
+		pthread_join(th[q], NULL);
+	return rc;
 }

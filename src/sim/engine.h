@@ -15,9 +15,21 @@
  * in use.  Later events (timers, flows' starts) wait in a 4-ary heap.
  * The next event is the earlier of the two fronts.  Nearly every event
  * of a fabric is a packet's arrival or a port's next turn, a link's
- * delay or a serialization time ahead: O(1) each, where the heap's
- * sift-down was a fifth of a 1 024-host run (its data-dependent
- * branches, not its cache lines: the heap's 700 KB fit).
+ * delay or a serialization time ahead: O(1) each, where a heap's
+ * sift-down per event costs a fifth of a 1 024-host run (its
+ * data-dependent branches, not its cache lines: such a heap's 700 KB
+ * fit).
+ *
+ * Partitions (struct sim_parts, below): a model split into up to
+ * SIM_MAX_PARTS groups runs as that many engines, one per group, in
+ * windows as long as the lookahead (the least time in which anything one
+ * group does can reach another).  Within a window each engine runs its
+ * own events, on its own thread or one after the other; an event for
+ * another group waits in an outbox and is handed over between windows,
+ * in an order fixed by the groups and the outboxes, so a run depends on
+ * its inputs and the number of partitions, never on the threads'
+ * timing.  One partition is one window as long as the run: the plain
+ * engine, event for event.
  */
 #ifndef SOFTRNIC_SIM_ENGINE_H
 #define SOFTRNIC_SIM_ENGINE_H
@@ -81,5 +93,63 @@ size_t sim_pending(const struct sim_engine *e);
 /* Remove every waiting event, calling each(ev, ctx) on it first (to free
  * what its argument points to). */
 void sim_clear(struct sim_engine *e, void (*each)(const struct sim_event *ev, void *ctx), void *ctx);
+
+/* ---- partitions: several engines in windows (above) ------------------- */
+
+#define SIM_MAX_PARTS 8
+#define SIM_MAX_PARTS_TEXT "8"
+
+struct sim_outbox {
+	struct sim_event *ev;           /* in the order posted (seq unused) */
+	size_t len, cap;
+};
+
+struct sim_parts {
+	unsigned n;
+	bool threads;                   /* a thread per partition, else one after the other */
+	uint64_t lookahead;             /* the windows' length (UINT64_MAX: one window) */
+	struct sim_engine *eng[SIM_MAX_PARTS];  /* eng[0]: the caller's; the others own[q] */
+	struct sim_engine own[SIM_MAX_PARTS];
+	struct sim_outbox out[SIM_MAX_PARTS][SIM_MAX_PARTS];    /* [from][to] */
+	int error[SIM_MAX_PARTS];       /* ENOMEM: an outbox of that partition could not grow */
+};
+
+/* The model's hooks, called by the run with every engine stopped, except
+ * running (also in a lone partition's window, before each event). */
+struct sim_parts_ops {
+	/* After the outboxes were handed over: the model's own work between
+	 * windows.  0, or an errno that ends the run. */
+	int (*between)(void *ctx);
+	/* False: the run is over.  A lone partition asks before each event,
+	 * several between windows. */
+	bool (*running)(void *ctx);
+	/* The earliest event the model holds outside the engines (UINT64_MAX:
+	 * none), so that a window starts no later than it. */
+	uint64_t (*held_next)(void *ctx);
+	/* The window [start, end) is about to run.  0, or an errno. */
+	int (*window)(void *ctx, uint64_t start, uint64_t end);
+	/* Between windows, and every 65 536 events of a lone partition. */
+	void (*progress)(void *ctx);
+};
+
+/* One partition: `first`, one window as long as the run. */
+void sim_parts_init(struct sim_parts *g, struct sim_engine *first);
+/* n partitions (1 .. SIM_MAX_PARTS), on threads or not; EINVAL otherwise. */
+int sim_parts_set(struct sim_parts *g, unsigned n, bool threads);
+/* Free the outboxes and the engines of partitions 1 .. n-1 (not eng[0]). */
+void sim_parts_free(struct sim_parts *g);
+/* An event for partition `to` from an event of partition `from`: its own
+ * engine's if the same, else the outbox (`at` at least a lookahead
+ * ahead).  An outbox that cannot grow sets error[from]. */
+void sim_parts_post(struct sim_parts *g, unsigned from, unsigned to, uint64_t at, sim_fn fn, void *ctx, uint64_t arg);
+/* Remove every waiting event of every engine and outbox (sim_clear). */
+void sim_parts_clear(struct sim_parts *g, void (*each)(const struct sim_event *ev, void *ctx), void *ctx);
+/* Run in windows until ops->running says no or the next event is after
+ * stop (< UINT64_MAX).  0, ENOMEM, EAGAIN (a thread could not start:
+ * nothing ran), or the hooks' errno. */
+int sim_parts_run(struct sim_parts *g, uint64_t stop, const struct sim_parts_ops *ops, void *ctx);
+/* Events run and the latest clock, over the partitions. */
+uint64_t sim_parts_events(const struct sim_parts *g);
+uint64_t sim_parts_now(const struct sim_parts *g);
 
 #endif

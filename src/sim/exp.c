@@ -1,7 +1,8 @@
 /*
- * exp.c — `softrnic sim exp NAME`: the simulator's experiments, each a
- * small topology and workload built on net.h, run to completion, and a
- * CSV plus a summary written to --out (default sim-out/NAME).
+ * exp.c — the simulator's experiments (`softrnic sim exp NAME`, whose
+ * command line is src/tools/sim_cli.c), each a small topology and
+ * workload built on net.h, run to completion, and a CSV plus a summary
+ * written to the output folder (sim_exp_run).
  *
  *   gbn-loss     one long RDMA WRITE across a switch; random loss on its
  *                links from 0 to 1%; goodput against loss with Go-Back-N
@@ -56,14 +57,6 @@
 
 #define GBPS 1000000000ull
 
-struct exp_opts {
-	bool quick;
-	uint64_t seed;
-	char out[512];
-	char config[512];       /* hpcc-workload's --config; "" for data/hpcc's */
-	unsigned flows;         /* cc-compare's --flows: 0, or each flow file's first N */
-};
-
 static const struct sim_host_opts HOSTS = { .dcqcn = false, .qp_timeout = 10, .mtu = 1024 };
 
 static const struct sim_switch_opts SWITCH = {
@@ -71,20 +64,23 @@ static const struct sim_switch_opts SWITCH = {
 	.kmin_bytes = 100 * 1024, .kmax_bytes = 400 * 1024, .pmax = 0.2,
 };
 
+static void run_progress(void *ctx, const struct sim_net *n)
+{
+	sim_progress_update(ctx, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
+}
+
 /* Run until every flow is done or `limit_ns` of simulated time passed,
  * with a progress line for a long run (progress.h). */
-static void run_flows(struct sim_engine *e, struct sim_net *n, uint64_t limit_ns)
+static void run_flows(struct sim_net *n, uint64_t limit_ns)
 {
 	struct sim_progress p;
 
 	sim_progress_start(&p, "softrnic sim exp", limit_ns, sim_flows(n));
-	while (sim_flows_running(n) && sim_next_time(e) <= limit_ns && sim_step(e))
-		if (sim_progress_due(&p))
-			sim_progress_update(&p, e->now, e->events_run, sim_flows_running(n));
-	sim_progress_end(&p, e->now, e->events_run, sim_flows_running(n));
+	sim_net_run(n, limit_ns, run_progress, &p);
+	sim_progress_end(&p, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
 }
 
-static FILE *open_out(const struct exp_opts *o, const char *name)
+static FILE *open_out(const struct sim_exp_opts *o, const char *name)
 {
 	char path[600];
 
@@ -109,7 +105,7 @@ static struct sim_net *star(struct sim_engine *e, uint64_t seed, unsigned hosts,
 		if (h < 0 || sim_link(n, sim_host_node(n, (unsigned)h), sim_switch_node(n, (unsigned)sw), l))
 			goto fail;
 	}
-	if (sim_route(n))
+	if (sim_build(n))
 		goto fail;
 	return n;
 fail:
@@ -117,7 +113,7 @@ fail:
 	return NULL;
 }
 
-static int exp_gbn_loss(const struct exp_opts *o)
+static int exp_gbn_loss(const struct sim_exp_opts *o)
 {
 	static const double losses[] = { 0, 0.00001, 0.0001, 0.001, 0.01 };
 	static const char *const modes[] = { "go-back-n", "selective" };
@@ -144,7 +140,7 @@ static int exp_gbn_loss(const struct exp_opts *o)
 				fprintf(stderr, "softrnic sim: cannot build gbn-loss\n");
 				return 2;
 			}
-			run_flows(&e, n, 60ull * 1000000000ull);
+			run_flows(n, 60ull * 1000000000ull);
 			const struct sim_flow_result *f = sim_flow(n, 0);
 			const struct sim_net_stats *st = sim_net_stats(n);
 			double gbps = f->fct_ns && !f->failed ? (double)bytes * 8 / (double)f->fct_ns : 0;
@@ -184,7 +180,7 @@ static const char *const MODE_NAMES[] = { "lossy", "pfc", "ib", "lossy-sr", "los
  * packets, rounded up (IRN's BDP-FC). */
 #define IRN_WINDOW 52u
 
-static int run_incast(const struct exp_opts *o, const char *name, const int *modes, unsigned nmodes)
+static int run_incast(const struct sim_exp_opts *o, const char *name, const int *modes, unsigned nmodes)
 {
 	unsigned senders = 16;
 	uint64_t bytes = o->quick ? 256u << 10 : 2u << 20;
@@ -220,7 +216,7 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 			fprintf(stderr, "softrnic sim: cannot build incast-pfc\n");
 			return 2;
 		}
-		run_flows(&e, n, 60ull * 1000000000ull);
+		run_flows(n, 60ull * 1000000000ull);
 		uint64_t fct[64], done = 0;
 		unsigned finished = 0;
 		for (unsigned i = 0; i < sim_flows(n); i++) {
@@ -257,14 +253,14 @@ static int run_incast(const struct exp_opts *o, const char *name, const int *mod
 	return 0;
 }
 
-static int exp_incast_pfc(const struct exp_opts *o)
+static int exp_incast_pfc(const struct sim_exp_opts *o)
 {
 	static const int modes[] = { 0, 3, 4, 1 };
 
 	return run_incast(o, "incast-pfc", modes, 4);
 }
 
-static int exp_ib_credit(const struct exp_opts *o)
+static int exp_ib_credit(const struct sim_exp_opts *o)
 {
 	static const int modes[] = { 1, 2 };
 
@@ -348,7 +344,7 @@ static void fair_sample(void *ctx, uint64_t arg, uint64_t now)
 		sim_at(sim_net_engine(r->n), now + r->period_ns, fair_sample, r, 0);
 }
 
-static int exp_dcqcn_fairness(const struct exp_opts *o)
+static int exp_dcqcn_fairness(const struct sim_exp_opts *o)
 {
 	static const unsigned counts[] = { 2, 4, 8 };
 	uint64_t stagger = o->quick ? 500000 : 2000000, settle = o->quick ? 3000000 : 10000000;
@@ -439,7 +435,7 @@ static int exp_dcqcn_fairness(const struct exp_opts *o)
  * A pauses every sender) and stops the innocent flows to host 4 too; with
  * it, B's queue to host 5 is declared stormed and dropped, and the rest
  * flows again. */
-static int exp_pfc_storm(const struct exp_opts *o)
+static int exp_pfc_storm(const struct sim_exp_opts *o)
 {
 	uint64_t storm_ns = o->quick ? 500000 : 2000000, end_ns = o->quick ? 8000000 : 30000000;
 	uint64_t detect = o->quick ? 1000000 : 5000000;
@@ -468,7 +464,7 @@ static int exp_pfc_storm(const struct exp_opts *o)
 			int id = sim_add_host(n);
 			ok = id >= 0 && !sim_link(n, sim_host_node(n, (unsigned)id), sim_switch_node(n, h < 4 ? (unsigned)a : (unsigned)b), &l);
 		}
-		ok = ok && !sim_link(n, sim_switch_node(n, (unsigned)a), sim_switch_node(n, (unsigned)b), &l) && !sim_route(n);
+		ok = ok && !sim_link(n, sim_switch_node(n, (unsigned)a), sim_switch_node(n, (unsigned)b), &l) && !sim_build(n);
 		uint64_t bytes = 100 * GBPS / 8 * (end_ns / 1000000 + 1) / 1000;
 		for (unsigned s = 0; ok && s < 4; s++)
 			ok = sim_add_flow(n, s, s < 2 ? 5 : 4, bytes, 0) >= 0;
@@ -566,7 +562,7 @@ static void run_deadlock(struct sim_engine *e, struct sim_net *n, unsigned hosts
 	}
 }
 
-static int exp_pfc_deadlock(const struct exp_opts *o)
+static int exp_pfc_deadlock(const struct sim_exp_opts *o)
 {
 	uint64_t end_ns = o->quick ? 20000000 : 100000000, detect = o->quick ? 1000000 : 2000000;
 	FILE *csv = open_out(o, "pfc-deadlock.csv"), *sum = open_out(o, "summary.txt");
@@ -613,7 +609,7 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 					ok = !sim_link(n, sim_host_node(n, i), sim_switch_node(n, i), &l);
 				for (unsigned i = 0; ok && i < 3; i++)
 					ok = !sim_link(n, sim_switch_node(n, i), sim_switch_node(n, (i + 1) % 3), &l);
-				ok = ok && !sim_route(n);
+				ok = ok && !sim_build(n);
 				/* Every host is reached clockwise: out of the port
 				 * towards switch i+1, except at its own. */
 				for (unsigned i = 0; ok && i < 3; i++) {
@@ -638,7 +634,7 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 					for (unsigned j = 0; ok && j < 2; j++)
 						ok = !sim_link(n, sim_switch_node(n, (unsigned)leaf[i]),
 							       sim_switch_node(n, (unsigned)spine[j]), &l);
-				ok = ok && !sim_route(n);
+				ok = ok && !sim_build(n);
 			}
 			uint64_t bytes = o->quick ? 4u << 20 : 16u << 20;
 			/* Two flows from each host to the host two switches on:
@@ -696,7 +692,7 @@ static int exp_pfc_deadlock(const struct exp_opts *o)
 #define HPCC_CONFIG "/hpcc/mix/config_fat_websearch_l30_t50ms_dcqcn.txt"
 #define HPCC_QUICK_FLOWS 1000   /* the file's first ~1.4 ms of arrivals */
 
-static int exp_hpcc_workload(const struct exp_opts *o)
+static int exp_hpcc_workload(const struct sim_exp_opts *o)
 {
 	char config[600];
 	struct sim_run_opts ro = { .seed = o->seed, .flow_limit = o->quick ? HPCC_QUICK_FLOWS : 0 };
@@ -740,8 +736,6 @@ static int exp_hpcc_workload(const struct exp_opts *o)
 	fclose(sum);
 	return 0;
 }
-
-static void make_dirs(const char *path);
 
 /* cc-compare: the HPCC paper's comparison (Li et al., SIGCOMM'19, §5.2,
  * Figure 11) on its own fat-tree: data/hpcc's 320 hosts under web search
@@ -828,7 +822,7 @@ static int write_cc_config(const char *path, const struct cc_setting *cc, const 
 	return fclose(out) ? 2 : 0;
 }
 
-static int exp_cc_compare(const struct exp_opts *o)
+static int exp_cc_compare(const struct sim_exp_opts *o)
 {
 	static const unsigned loads[] = { 30, 50 };
 	unsigned nloads = o->quick ? 1 : 2, limit = o->flows ? o->flows : o->quick ? CC_QUICK_FLOWS : 0;
@@ -874,7 +868,7 @@ static int exp_cc_compare(const struct exp_opts *o)
 			const struct cc_setting *cc = &CC_SETTINGS[ci];
 			char config[900], fct[900];
 			snprintf(dir, sizeof(dir), "%s/l%u_%s", o->out, loads[li], cc->name);
-			make_dirs(dir);
+			sim_make_dirs(dir);
 			snprintf(config, sizeof(config), "%s/config.txt", dir);
 			snprintf(fct, sizeof(fct), "%s/fct.txt", dir);
 			if ((rc = write_cc_config(config, cc, flows[li], fct)))
@@ -925,7 +919,7 @@ out:
 
 static const struct {
 	const char *name;
-	int (*run)(const struct exp_opts *o);
+	int (*run)(const struct sim_exp_opts *o);
 } EXPERIMENTS[] = {
 	{ "gbn-loss", exp_gbn_loss },
 	{ "incast-pfc", exp_incast_pfc },
@@ -937,8 +931,7 @@ static const struct {
 	{ "cc-compare", exp_cc_compare },
 };
 
-/* mkdir -p */
-static void make_dirs(const char *path)
+void sim_make_dirs(const char *path)
 {
 	char dir[PATH_MAX];
 
@@ -953,103 +946,24 @@ static void make_dirs(const char *path)
 	mkdir(dir, 0777);
 }
 
-static void print_summary(const char *dir)
+unsigned sim_exp_count(void)
 {
-	char path[600], line[1024];
-
-	snprintf(path, sizeof(path), "%s/summary.txt", dir);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		fputs(line, stdout);
-	if (f)
-		fclose(f);
+	return sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]);
 }
 
-static int usage(void)
+const char *sim_exp_name(unsigned i)
 {
-	fprintf(stderr, "usage: softrnic sim run CONFIG [--out DIR] [--seed N] [--sample-us N] [--trace-limit-mb N (1024)]\n"
-			"                       [--flows N] [--threads N (1)] [--partitions N]   (an HPCC config.txt)\n"
-			"       softrnic sim fct FCT_FILE [--step PERCENT] [--time-limit NS]   (HPCC's fct_analysis.py)\n"
-			"       softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]   (a topology file)\n"
-			"       softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth R] [--time S] [--seed N]\n"
-			"       softrnic sim exp NAME [--quick] [--seed N] [--out DIR] [--config FILE (hpcc-workload)]\n"
-			"                [--flows N (cc-compare)]\n  NAME:");
-	for (unsigned i = 0; i < sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]); i++)
-		fprintf(stderr, " %s", EXPERIMENTS[i].name);
-	fprintf(stderr, "\n");
-	return 2;
+	return i < sim_exp_count() ? EXPERIMENTS[i].name : NULL;
 }
 
-int sim_cli(int argc, char **argv)
+int sim_exp_run(const char *name, const struct sim_exp_opts *o)
 {
-	struct exp_opts o = { .seed = 1 };
-	const char *name = NULL;
-
-	if (argc >= 2 && !strcmp(argv[1], "topo"))
-		return sim_topo_main(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "gen"))
-		return sim_gen_main(argc - 1, argv + 1);
-	if (argc >= 2 && !strcmp(argv[1], "fct"))
-		return sim_fct_main(argc - 1, argv + 1);
-	if (argc >= 3 && !strcmp(argv[1], "run")) {
-		char out[512] = "sim-out/run";
-		struct sim_run_opts ro = { .seed = 1 };
-		for (int i = 3; i + 1 < argc; i += 2) {
-			if (!strcmp(argv[i], "--out"))
-				snprintf(out, sizeof(out), "%s", argv[i + 1]);
-			else if (!strcmp(argv[i], "--seed"))
-				ro.seed = strtoull(argv[i + 1], NULL, 10);
-			else if (!strcmp(argv[i], "--sample-us"))
-				ro.sample_ns = strtoull(argv[i + 1], NULL, 10) * 1000;
-			else if (!strcmp(argv[i], "--flows"))
-				ro.flow_limit = (unsigned)strtoul(argv[i + 1], NULL, 10);
-			else if (!strcmp(argv[i], "--threads"))
-				ro.threads = (unsigned)strtoul(argv[i + 1], NULL, 10);
-			else if (!strcmp(argv[i], "--partitions"))
-				ro.partitions = (unsigned)strtoul(argv[i + 1], NULL, 10);
-			else if (!strcmp(argv[i], "--trace-limit-mb"))
-				ro.trace_limit_bytes = (uint64_t)(strtod(argv[i + 1], NULL) * 1048576);
-			else
-				return usage();
-		}
-		if (argc % 2 == 0)
-			return usage();
-		make_dirs(out);
-		int rc = sim_run_hpcc(argv[2], out, &ro);
-		if (!rc)
-			print_summary(out);
-		return rc;
-	}
-	if (argc < 2 || strcmp(argv[1], "exp"))
-		return usage();
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			o.quick = true;
-		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-			o.seed = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-			snprintf(o.out, sizeof(o.out), "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			snprintf(o.config, sizeof(o.config), "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--flows") && i + 1 < argc)
-			o.flows = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (!name && argv[i][0] != '-')
-			name = argv[i];
-		else
-			return usage();
-	}
-	if (!name)
-		return usage();
-	for (unsigned i = 0; i < sizeof(EXPERIMENTS) / sizeof(EXPERIMENTS[0]); i++) {
+	for (unsigned i = 0; i < sim_exp_count(); i++) {
 		if (strcmp(name, EXPERIMENTS[i].name))
 			continue;
-		if (!o.out[0])
-			snprintf(o.out, sizeof(o.out), "sim-out/%s", name);
-		make_dirs(o.out);
-		int rc = EXPERIMENTS[i].run(&o);
-		if (rc == 0)
-			print_summary(o.out);
-		return rc;
+		sim_make_dirs(o->out);
+		return EXPERIMENTS[i].run(o);
 	}
-	return usage();
+	fprintf(stderr, "softrnic sim exp: no experiment %s\n", name);
+	return 2;
 }

@@ -17,7 +17,7 @@
  *     loses the largest flow, splitting its text with [:-2]; this keeps
  *     it.)
  *
- * `softrnic sim fct FILE [--step N] [--time-limit NS]` prints HPCC's own
+ * `softrnic sim fct FILE [--step N] [--time-limit NS]` (src/tools/sim_cli.c) prints HPCC's own
  * output lines ("0.050 7392\t1.000 1.227 2.047"); sim exp hpcc-workload
  * writes the same numbers as a CSV.
  */
@@ -116,41 +116,5 @@ int sim_fct_analyze(const char *path, unsigned step, uint64_t time_limit_ns, str
 	*n_out = k;
 	free(s);
 	free(v);
-	return 0;
-}
-
-int sim_fct_main(int argc, char **argv)
-{
-	unsigned step = 5;
-	uint64_t limit = SIM_FCT_TIME_LIMIT_NS;
-
-	if (argc < 2) {
-		fprintf(stderr, "usage: softrnic sim fct FCT_FILE [--step PERCENT] [--time-limit NS]\n");
-		return 2;
-	}
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--step") && i + 1 < argc)
-			step = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--time-limit") && i + 1 < argc)
-			limit = strtoull(argv[++i], NULL, 10);
-		else {
-			fprintf(stderr, "softrnic sim fct: unknown argument %s\n", argv[i]);
-			return 2;
-		}
-	}
-	struct sim_fct_bucket b[100];
-	unsigned nb, flows;
-	int rc = sim_fct_analyze(argv[1], step, limit, b, &nb, &flows);
-	if (rc) {
-		fprintf(stderr, "softrnic sim fct: %s: %s\n", argv[1], strerror(rc));
-		return 2;
-	}
-	if (!flows) {
-		fprintf(stderr, "softrnic sim fct: %s: no finished flow with dport 100\n", argv[1]);
-		return 2;
-	}
-	for (unsigned i = 0; i < nb; i++)
-		printf("%.3f %" PRIu64 "\t%.3f %.3f %.3f\n", b[i].percentile / 100.0, b[i].size, b[i].p50, b[i].p95,
-		       b[i].p99);
 	return 0;
 }

@@ -27,7 +27,4 @@ int sim_fct_analyze(const char *path, unsigned step, uint64_t time_limit_ns, str
 /* qsort's comparison of two doubles, ascending (hpcc.c's summary too). */
 int sim_cmp_double(const void *a, const void *b);
 
-/* `softrnic sim fct FILE [--step N] [--time-limit NS]`; argv[0] is "fct". */
-int sim_fct_main(int argc, char **argv);
-
 #endif

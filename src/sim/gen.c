@@ -1,6 +1,7 @@
 /*
  * gen.c — the inputs `softrnic sim run` reads, generated, in the HPCC
- * simulator's formats (hpcc.c):
+ * simulator's formats (hpcc.c); the command lines below are parsed in
+ * src/tools/sim_cli.c:
  *
  *   softrnic sim topo fat-tree K [--rate R] [--core-rate R] [--delay D]
  *       a k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2
@@ -18,8 +19,9 @@
  *       makes the offered load L of its link; destinations uniform among
  *       the other hosts; sorted by start time
  *
- * Both write to standard output.  The generator's draws come from the
- * seeded PRNG, so a seed gives the same flow file.
+ * Both write to a FILE (the command writes to standard output).  The
+ * generator's draws come from the seeded PRNG, so a seed gives the same
+ * flow file.
  */
 #include "sim/gen.h"
 
@@ -34,132 +36,95 @@
 
 #define MAX_CDF 64
 
-static int topo_usage(void)
-{
-	fprintf(stderr, "usage: softrnic sim topo fat-tree K [options]       K even, 2..28\n"
-			"       softrnic sim topo leaf-spine LEAVES SPINES HOSTS_PER_LEAF [options]\n"
-			"       softrnic sim topo dumbbell HOSTS_PER_SIDE [options]\n"
-			"options: --rate 100Gbps (host links) --core-rate R (switch-to-switch links;\n"
-			"         default: --rate) --delay 1000ns (every link)\n");
-	return 2;
-}
-
-struct topo_links {
-	const char *rate, *core_rate, *delay;
-};
-
-static void switch_line(unsigned first, unsigned count)
+static void switch_line(FILE *out, unsigned first, unsigned count)
 {
 	for (unsigned s = first; s < first + count; s++)
-		printf("%u%c", s, s + 1 == first + count ? '\n' : ' ');
+		fprintf(out, "%u%c", s, s + 1 == first + count ? '\n' : ' ');
 }
 
-static void link_line(unsigned a, unsigned b, const char *rate, const char *delay)
+static void link_line(FILE *out, unsigned a, unsigned b, const char *rate, const char *delay)
 {
-	printf("%u %u %s %s 0\n", a, b, rate, delay);
+	fprintf(out, "%u %u %s %s 0\n", a, b, rate, delay);
 }
 
 /* A k-ary fat-tree (Al-Fares et al.): hosts 0 .. k^3/4 - 1, then the edge,
  * aggregation and core switches. */
-static void fat_tree(unsigned k, const struct topo_links *t)
+static void fat_tree(FILE *out, unsigned k, const struct sim_topo *t)
 {
 	unsigned half = k / 2, hosts = k * k * k / 4, edges = k * half, aggs = k * half, cores = half * half;
 	unsigned edge0 = hosts, agg0 = edge0 + edges, core0 = agg0 + aggs;
 	unsigned links = hosts + k * half * half + aggs * half;
+	const char *core = t->core_rate ? t->core_rate : t->rate;
 
-	printf("%u %u %u\n", hosts + edges + aggs + cores, edges + aggs + cores, links);
-	switch_line(edge0, edges + aggs + cores);
+	fprintf(out, "%u %u %u\n", hosts + edges + aggs + cores, edges + aggs + cores, links);
+	switch_line(out, edge0, edges + aggs + cores);
 	/* Host h under edge switch h / (k/2). */
 	for (unsigned h = 0; h < hosts; h++)
-		link_line(h, edge0 + h / half, t->rate, t->delay);
+		link_line(out, h, edge0 + h / half, t->rate, t->delay);
 	/* Pod p: every edge switch to every aggregation switch of the pod. */
 	for (unsigned p = 0; p < k; p++)
 		for (unsigned e = 0; e < half; e++)
 			for (unsigned a = 0; a < half; a++)
-				link_line(edge0 + p * half + e, agg0 + p * half + a, t->rate, t->delay);
+				link_line(out, edge0 + p * half + e, agg0 + p * half + a, t->rate, t->delay);
 	/* Aggregation switch a of each pod to cores a*(k/2) .. a*(k/2)+k/2-1. */
 	for (unsigned p = 0; p < k; p++)
 		for (unsigned a = 0; a < half; a++)
 			for (unsigned c = 0; c < half; c++)
-				link_line(agg0 + p * half + a, core0 + a * half + c, t->core_rate, t->delay);
+				link_line(out, agg0 + p * half + a, core0 + a * half + c, core, t->delay);
 }
 
 /* Two tiers: every leaf to every spine.  Hosts 0 .. leaves*per_leaf - 1
  * (host h under leaf h / per_leaf), then the leaves, then the spines. */
-static void leaf_spine(unsigned leaves, unsigned spines, unsigned per_leaf, const struct topo_links *t)
+static void leaf_spine(FILE *out, unsigned leaves, unsigned spines, unsigned per_leaf, const struct sim_topo *t)
 {
 	unsigned hosts = leaves * per_leaf, leaf0 = hosts, spine0 = leaf0 + leaves;
+	const char *core = t->core_rate ? t->core_rate : t->rate;
 
-	printf("%u %u %u\n", hosts + leaves + spines, leaves + spines, hosts + leaves * spines);
-	switch_line(leaf0, leaves + spines);
+	fprintf(out, "%u %u %u\n", hosts + leaves + spines, leaves + spines, hosts + leaves * spines);
+	switch_line(out, leaf0, leaves + spines);
 	for (unsigned h = 0; h < hosts; h++)
-		link_line(h, leaf0 + h / per_leaf, t->rate, t->delay);
+		link_line(out, h, leaf0 + h / per_leaf, t->rate, t->delay);
 	for (unsigned l = 0; l < leaves; l++)
 		for (unsigned s = 0; s < spines; s++)
-			link_line(leaf0 + l, spine0 + s, t->core_rate, t->delay);
+			link_line(out, leaf0 + l, spine0 + s, core, t->delay);
 }
 
 /* Two switches joined by one link (the bottleneck: --core-rate), n hosts
  * on each: hosts 0 .. n-1 on the left, n .. 2n-1 on the right. */
-static void dumbbell(unsigned n, const struct topo_links *t)
+static void dumbbell(FILE *out, unsigned n, const struct sim_topo *t)
 {
 	unsigned left = 2 * n, right = left + 1;
+	const char *core = t->core_rate ? t->core_rate : t->rate;
 
-	printf("%u 2 %u\n", 2 * n + 2, 2 * n + 1);
-	switch_line(left, 2);
+	fprintf(out, "%u 2 %u\n", 2 * n + 2, 2 * n + 1);
+	switch_line(out, left, 2);
 	for (unsigned h = 0; h < 2 * n; h++)
-		link_line(h, h < n ? left : right, t->rate, t->delay);
-	link_line(left, right, t->core_rate, t->delay);
+		link_line(out, h, h < n ? left : right, t->rate, t->delay);
+	link_line(out, left, right, core, t->delay);
 }
 
-int sim_topo_main(int argc, char **argv)
+int sim_topo_write(FILE *out, const struct sim_topo *t)
 {
-	struct topo_links t = { .rate = "100Gbps", .core_rate = NULL, .delay = "1000ns" };
-	unsigned v[3] = { 0, 0, 0 }, nv;
-	int i;
-
-	if (argc < 3)
-		return topo_usage();
-	if (!strcmp(argv[1], "fat-tree") || !strcmp(argv[1], "dumbbell"))
-		nv = 1;
-	else if (!strcmp(argv[1], "leaf-spine"))
-		nv = 3;
-	else
-		return topo_usage();
-	for (i = 2; i < argc && (unsigned)(i - 2) < nv; i++) {
-		char *end;
-		unsigned long x = strtoul(argv[i], &end, 10);
-		if (end == argv[i] || *end || x == 0 || x > 4096)
-			return topo_usage();
-		v[i - 2] = (unsigned)x;
+	switch (t->kind) {
+	case SIM_TOPO_FAT_TREE:
+		if (t->n[0] < 2 || t->n[0] > SIM_TOPO_MAX_K || t->n[0] % 2)
+			return EINVAL;
+		fat_tree(out, t->n[0], t);
+		return 0;
+	case SIM_TOPO_LEAF_SPINE:
+		/* SIM_MAX_NODES bounds what sim run can load. */
+		if (!t->n[0] || !t->n[1] || !t->n[2] ||
+		    (uint64_t)t->n[0] * t->n[2] + t->n[0] + t->n[1] > SIM_TOPO_MAX_NODES)
+			return EINVAL;
+		leaf_spine(out, t->n[0], t->n[1], t->n[2], t);
+		return 0;
+	case SIM_TOPO_DUMBBELL:
+		if (!t->n[0] || 2 * (uint64_t)t->n[0] + 2 > SIM_TOPO_MAX_NODES)
+			return EINVAL;
+		dumbbell(out, t->n[0], t);
+		return 0;
 	}
-	if ((unsigned)(i - 2) < nv)
-		return topo_usage();
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--rate") && i + 1 < argc)
-			t.rate = argv[++i];
-		else if (!strcmp(argv[i], "--core-rate") && i + 1 < argc)
-			t.core_rate = argv[++i];
-		else if (!strcmp(argv[i], "--delay") && i + 1 < argc)
-			t.delay = argv[++i];
-		else
-			return topo_usage();
-	}
-	if (!t.core_rate)
-		t.core_rate = t.rate;
-	if (!strcmp(argv[1], "fat-tree")) {
-		if (v[0] < 2 || v[0] > 28 || v[0] % 2)
-			return topo_usage();
-		fat_tree(v[0], &t);
-	} else if (!strcmp(argv[1], "dumbbell")) {
-		dumbbell(v[0], &t);
-	} else {
-		/* SIM_MAX_NODES bounds what sim run can load; say so here. */
-		if ((uint64_t)v[0] * v[2] + v[0] + v[1] > 8192)
-			return topo_usage();
-		leaf_spine(v[0], v[1], v[2], &t);
-	}
-	return 0;
+	return EINVAL;
 }
 
 struct cdf {
@@ -223,45 +188,6 @@ static int by_start(const void *a, const void *b)
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return x->src != y->src ? (x->src < y->src ? -1 : 1) : (x->dst > y->dst) - (x->dst < y->dst);
-}
-
-static int gen_usage(void)
-{
-	fprintf(stderr, "usage: softrnic sim gen --cdf FILE --hosts N --load L [--bandwidth 100Gbps] [--time 0.1]\n"
-			"                        [--seed N]   (L in (0, 1]; the flow file on standard output)\n");
-	return 2;
-}
-
-int sim_gen_main(int argc, char **argv)
-{
-	const char *cdf_path = NULL;
-	unsigned hosts = 0;
-	double load = 0, bandwidth = 100e9, duration = 0.1;
-	uint64_t seed = 1;
-
-	/* Every option takes a value: they come in pairs. */
-	if (argc % 2 == 0)
-		return gen_usage();
-	for (int i = 1; i + 1 < argc; i += 2) {
-		const char *v = argv[i + 1];
-		if (!strcmp(argv[i], "--cdf"))
-			cdf_path = v;
-		else if (!strcmp(argv[i], "--hosts"))
-			hosts = (unsigned)strtoul(v, NULL, 10);
-		else if (!strcmp(argv[i], "--load"))
-			load = strtod(v, NULL);
-		else if (!strcmp(argv[i], "--bandwidth"))
-			bandwidth = strtod(v, NULL) * (strchr(v, 'G') ? 1e9 : strchr(v, 'M') ? 1e6 : 1);
-		else if (!strcmp(argv[i], "--time"))
-			duration = strtod(v, NULL);
-		else if (!strcmp(argv[i], "--seed"))
-			seed = strtoull(v, NULL, 10);
-		else
-			return gen_usage();
-	}
-	if (!cdf_path || hosts < 2 || load <= 0 || load > 1 || bandwidth <= 0 || duration <= 0)
-		return gen_usage();
-	return sim_gen_write(stdout, cdf_path, hosts, load, bandwidth, duration, seed);
 }
 
 int sim_gen_write(FILE *out, const char *cdf_path, unsigned hosts, double load, double bandwidth,

@@ -22,7 +22,7 @@
  *                 EWMA_GAIN (g), DCTCP_RATE_AI and MIN_RATE; for HPCC
  *                 RATE_AI (W_AI), MIN_RATE, U_TARGET (η), MI_THRESH
  *                 (maxStage), FAST_REACT, INT_MULTI (nothing to scale:
- *                 net.c's INT records are full width), MULTI_RATE and
+ *                 switch.c's INT records are full width), MULTI_RATE and
  *                 SAMPLE_FEEDBACK (only 0 is modelled); HAS_WIN (1:
  *                 a window of the largest path's BDP, max_bdp, scaled by
  *                 the rate as VAR_WIN 1 does); for HPCC-PINT the same
@@ -577,336 +577,431 @@ static uint64_t max_bdp(unsigned nodes, const bool *is_switch, const struct link
 	return best;
 }
 
-/* sim_net_run's progress calls, once a window (partitions).  Not
- * through sim_progress_due, which counts events: it would look at the
- * clock every 65 536 windows, 65 ms of simulated time. */
+/* ---- sim run, step by step ------------------------------------------------
+ *
+ * sim_run_hpcc reads the config (read_config), the topology
+ * (read_topology), checks that every host has one port, derives the
+ * hosts' and switches' options, builds the fabric (build_net: nodes,
+ * links, sim_build, static routes), adds the flows (add_flows), starts
+ * the samplers, runs (run_fabric) and writes the outputs.  Everything a
+ * step makes is in struct run, freed at the end whichever step failed. */
+
+/* The topology file: "nodes switches links", the switch ids, the links. */
+struct topo_file {
+	unsigned nodes, switches, links;
+	bool *is_switch;
+	unsigned *host_of;              /* node id -> host index */
+	struct link_line *lk;
+	uint64_t fastest;               /* the fastest link's rate */
+};
+
+struct run {
+	const char *config, *out_dir;
+	struct sim_run_opts *o;
+	struct hpcc_config c;
+	struct topo_file t;
+	FILE *flows;                    /* opened with the topology, read by add_flows */
+	struct sim_host_opts ho;
+	struct sim_switch_opts so;
+	struct sim_engine e;
+	bool engine_live;
+	struct sim_net *n;
+	unsigned nflows, listed;        /* flows added; flows the file lists */
+	unsigned *flow_src;             /* per flow: its source and destination node ids */
+	uint64_t stop;
+	struct sampler smp;
+	struct queue_sampler qs;
+};
+
+/* Both input files opened, the topology read.  0, or 2 with a message. */
+static int read_topology(struct run *r)
+{
+	struct hpcc_config *c = &r->c;
+	struct topo_file *t = &r->t;
+	FILE *topo = fopen(c->topology, "r");
+
+	r->flows = fopen(c->flows, "r");
+	if (!topo || !r->flows) {
+		fprintf(stderr, "softrnic sim run: cannot open %s\n", topo ? c->flows : c->topology);
+		if (topo)
+			fclose(topo);
+		return 2;
+	}
+	if (fscanf(topo, "%u %u %u", &t->nodes, &t->switches, &t->links) != 3 || t->nodes > SIM_MAX_NODES ||
+	    t->switches > t->nodes) {
+		fprintf(stderr, "softrnic sim run: %s: bad header (at most %u nodes)\n", c->topology, SIM_MAX_NODES);
+		fclose(topo);
+		return 2;
+	}
+	t->is_switch = calloc(t->nodes, sizeof(*t->is_switch));
+	t->host_of = calloc(t->nodes, sizeof(*t->host_of));
+	t->lk = calloc(t->links ? t->links : 1, sizeof(*t->lk));
+	int rc = !t->is_switch || !t->host_of || !t->lk ? 2 : 0;
+	for (unsigned i = 0; !rc && i < t->switches; i++) {
+		unsigned id;
+		if (fscanf(topo, "%u", &id) != 1 || id >= t->nodes)
+			rc = 2;
+		else
+			t->is_switch[id] = true;
+	}
+	for (unsigned i = 0; !rc && i < t->links; i++) {
+		struct link_line *l = &t->lk[i];
+		char rate[64], delay[64];
+		double err;
+		if (fscanf(topo, "%u %u %63s %63s %lf", &l->a, &l->b, rate, delay, &err) != 5 || l->a >= t->nodes ||
+		    l->b >= t->nodes || !parse_rate(rate)) {
+			rc = 2;
+			break;
+		}
+		l->l = (struct sim_link_opts){ .rate_bps = parse_rate(rate), .delay_ns = parse_delay(delay),
+					       .loss = err > 0 ? err : c->error_rate };
+		t->fastest = l->l.rate_bps > t->fastest ? l->l.rate_bps : t->fastest;
+	}
+	fclose(topo);
+	if (rc)
+		fprintf(stderr, "softrnic sim run: %s: unreadable switch list or link line\n", c->topology);
+	return rc;
+}
+
+/* The hosts' options from the config: the MTU from the payload size, the
+ * algorithm from CC_MODE, and for the window-based ones HPCC's window
+ * and base RTT from the topology. */
+static void host_opts_of(struct run *r)
+{
+	struct hpcc_config *c = &r->c;
+
+	/* ENABLE_QCN turns the switches' ECN marking on or off; the hosts'
+	 * reaction point follows it for the algorithms that hear marks
+	 * (DCQCN, DCTCP), while HPCC and TIMELY, as in HPCC's simulator,
+	 * react whatever it says. */
+	r->ho = (struct sim_host_opts){ .dcqcn = c->qcn || c->cc_mode == 3 || c->cc_mode == 7 || c->cc_mode == 10,
+					.cc = &c->cc, .qp_timeout = 10, .pint_log_base = c->pint_log_base,
+					.pint_prob = c->pint_prob,
+					.mtu = c->payload <= 256 ? 256 : c->payload <= 512 ? 512 : c->payload <= 1100 ? 1024
+					       : c->payload <= 2100 ? 2048 : 4096,
+					.dctcp = &c->dctcp, .timely = &c->timely, .hpcc = &c->hpcc };
+	if (c->cc_mode != 1) {
+		r->ho.cc_algo = c->cc_mode == 7 ? RNIC_CC_TIMELY : c->cc_mode == 8 ? RNIC_CC_DCTCP : RNIC_CC_HPCC;
+		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP.
+		 * HPCC's T is the largest base RTT (GLOBAL_T 1), and its W
+		 * the BDP whether or not a window limits the sender. */
+		uint64_t rtt = 0, bdp = max_bdp(r->t.nodes, r->t.is_switch, r->t.lk, r->t.links,
+						r->ho.mtu + 48u + SIM_WIRE_OVERHEAD, &rtt);
+		if (c->has_win)
+			r->ho.cc_window = bdp;
+		c->hpcc.base_rtt = rtt ? rtt : c->hpcc.base_rtt;
+	}
+}
+
+/* The switches' options: buffer, PFC, and ECN with the thresholds of the
+ * fastest link's rate, and every rate of the KMIN map with its KMAX and
+ * PMAX. */
+static void switch_opts_of(struct run *r)
+{
+	const struct hpcc_config *c = &r->c;
+
+	r->so = (struct sim_switch_opts){
+		.buffer_bytes = c->buffer_bytes, .alpha = 1.0 / 8, .pfc = c->pfc, .ecn = c->qcn,
+		.kmin_bytes = (uint64_t)(map_at(&c->kmin, r->t.fastest, 400) * 1000),
+		.kmax_bytes = (uint64_t)(map_at(&c->kmax, r->t.fastest, 1600) * 1000),
+		.pmax = map_at(&c->pmax, r->t.fastest, 0.2),
+	};
+	for (unsigned i = 0; i < c->kmin.n && r->so.ecn_map_n < 8; i++)
+		r->so.ecn_map[r->so.ecn_map_n++] = (struct sim_ecn_entry){
+			.rate_bps = c->kmin.rate[i], .kmin_bytes = (uint64_t)(c->kmin.value[i] * 1000),
+			.kmax_bytes = (uint64_t)(map_at(&c->kmax, c->kmin.rate[i], 1600) * 1000),
+			.pmax = map_at(&c->pmax, c->kmin.rate[i], 0.2) };
+}
+
+/* A host here is one NIC with one port: say so of a topology whose hosts
+ * have more (HPCC's own files never do; some of its derivatives'
+ * multi-NIC hosts do), not just that it cannot be built.  0 or 2. */
+static int check_host_ports(const struct run *r)
+{
+	const struct topo_file *t = &r->t;
+	unsigned *degree = calloc(t->nodes ? t->nodes : 1, sizeof(unsigned));
+	int rc = 0;
+
+	for (unsigned i = 0; degree && i < t->links; i++) {
+		degree[t->lk[i].a]++;
+		degree[t->lk[i].b]++;
+	}
+	for (unsigned id = 0; degree && !rc && id < t->nodes; id++) {
+		if (!t->is_switch[id] && degree[id] > 1) {
+			fprintf(stderr, "softrnic sim run: %s: host %u has %u links; a host here has one NIC port "
+					"(hosts with several NICs are not modelled)\n", r->c.topology, id, degree[id]);
+			rc = 2;
+		}
+	}
+	free(degree);
+	return rc;
+}
+
+/* The fabric in o->partitions (or o->threads) partitions.  0, or 2 with a
+ * message. */
+static int set_partitions(struct run *r)
+{
+	const struct sim_run_opts *o = r->o;
+	unsigned parts = o->partitions ? o->partitions : o->threads;
+	bool samplers = o->sample_ns || o->queue_sample_ns;
+
+	if (parts > 1 && (samplers || sim_net_set_partitions(r->n, parts, o->threads > 1))) {
+		fprintf(stderr, "softrnic sim run: %u partitions: %s\n", parts,
+			samplers ? "the samplers (--sample-us) need one" : "at most " SIM_MAX_PARTS_TEXT);
+		return 2;
+	}
+	if (o->threads > 1 && o->partitions && o->partitions != o->threads) {
+		fprintf(stderr, "softrnic sim run: --threads %u with --partitions %u: a thread per partition, or one\n",
+			o->threads, o->partitions);
+		return 2;
+	}
+	return 0;
+}
+
+/* The fabric: nodes in the files' order (our node ids are theirs), the
+ * links, sim_build, then ROUTE_FILE's static routes.  0, or 2 with a
+ * message. */
+static int build_net(struct run *r)
+{
+	const struct topo_file *t = &r->t;
+	int rc;
+
+	sim_engine_init(&r->e);
+	r->engine_live = true;
+	if (!(r->n = sim_net_create(&r->e, r->o->seed, &r->ho, &r->so))) {
+		fprintf(stderr, "softrnic sim run: cannot build the topology of %s\n", r->c.topology);
+		return 2;
+	}
+	if ((rc = set_partitions(r)))
+		return rc;
+	for (unsigned id = 0; !rc && id < t->nodes; id++) {
+		int x = t->is_switch[id] ? sim_add_switch(r->n) : sim_add_host(r->n);
+		if (x < 0)
+			rc = 2;
+		else if (!t->is_switch[id])
+			t->host_of[id] = (unsigned)x;
+	}
+	for (unsigned i = 0; !rc && i < t->links; i++)
+		if (sim_link(r->n, t->lk[i].a, t->lk[i].b, &t->lk[i].l))
+			rc = 2;
+	if (rc || sim_build(r->n)) {
+		fprintf(stderr, "softrnic sim run: cannot build the topology of %s%s\n", r->c.topology,
+			sim_net_partitions(r->n) > 1 ? " in partitions (a link without delay between them?)" : "");
+		return 2;
+	}
+	return r->c.routes[0] ? load_routes(r->n, r->c.routes, t->is_switch, t->host_of, t->nodes) : 0;
+}
+
+/* The flow file's flows (its first o->flow_limit, if set).  0, or 2 with
+ * a message. */
+static int add_flows(struct run *r)
+{
+	const struct topo_file *t = &r->t;
+	unsigned limit = r->o->flow_limit;
+
+	if (fscanf(r->flows, "%u", &r->listed) != 1)
+		return 2;
+	r->nflows = limit && r->listed > limit ? limit : r->listed;
+	if (!(r->flow_src = calloc(r->nflows ? r->nflows : 1, sizeof(unsigned) * 2)))
+		return 2;
+	for (unsigned i = 0; i < r->nflows; i++) {
+		unsigned s, d, pg, dport;
+		uint64_t size;
+		double start;
+		if (fscanf(r->flows, "%u %u %u %u %" SCNu64 " %lf", &s, &d, &pg, &dport, &size, &start) != 6 ||
+		    s >= t->nodes || d >= t->nodes || t->is_switch[s] || t->is_switch[d] ||
+		    sim_add_flow(r->n, t->host_of[s], t->host_of[d], size, (uint64_t)(start * 1e9 + 0.5)) < 0) {
+			fprintf(stderr, "softrnic sim run: %s: flow line %u unreadable or impossible\n", r->c.flows, i + 1);
+			return 2;
+		}
+		r->flow_src[2 * i] = s;
+		r->flow_src[2 * i + 1] = d;
+	}
+	return 0;
+}
+
+/* --sample-us's queues.csv and throughput.csv, and the switch queues'
+ * histogram (queue_sample_ns); each a periodic event on the engine. */
+static void start_samplers(struct run *r)
+{
+	char path[700];
+
+	r->smp = (struct sampler){ .n = r->n, .period_ns = r->o->sample_ns, .stop_ns = r->stop,
+				   .limit = r->o->trace_limit_bytes ? r->o->trace_limit_bytes : SIM_TRACE_LIMIT_DEFAULT };
+	if (r->smp.period_ns) {
+		snprintf(path, sizeof(path), "%s/queues.csv", r->out_dir);
+		r->smp.f = fopen(path, "w");
+		snprintf(path, sizeof(path), "%s/throughput.csv", r->out_dir);
+		r->smp.tput = fopen(path, "w");
+		r->smp.last = calloc(sim_flows(r->n) ? sim_flows(r->n) : 1, sizeof(*r->smp.last));
+		if (r->smp.f && r->smp.tput && r->smp.last) {
+			fprintf(r->smp.f, "t_us,node,port,queue_bytes,paused\n");
+			fprintf(r->smp.tput, "t_us,flow,gbps\n");
+			sim_at(&r->e, r->smp.period_ns, sample_queues, &r->smp, 0);
+		}
+	}
+	r->qs = (struct queue_sampler){ .n = r->n, .period_ns = r->o->queue_sample_ns, .stop_ns = r->stop };
+	if (r->qs.period_ns) {
+		r->qs.bins = calloc(QUEUE_BINS, sizeof(*r->qs.bins));
+		if (r->qs.bins)
+			sim_at(&r->e, r->qs.period_ns, sample_switch_queues, &r->qs, 0);
+	}
+}
+
+static void stop_samplers(struct run *r)
+{
+	if (r->smp.f)
+		fclose(r->smp.f);
+	if (r->smp.tput)
+		fclose(r->smp.tput);
+	r->smp.f = r->smp.tput = NULL;
+	free(r->smp.last);
+	r->smp.last = NULL;
+}
+
+/* sim_net_run's progress calls. */
 static void run_progress(void *ctx, const struct sim_net *n)
 {
 	sim_progress_update(ctx, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
 }
 
-int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o)
+/* Until every flow ended or the stop time, with a progress line.  0, or 2
+ * with a message. */
+static int run_fabric(struct run *r)
 {
-	uint64_t seed = o->seed, sample_ns = o->sample_ns;
-	unsigned flow_limit = o->flow_limit;
-	struct hpcc_config c;
-	int rc = read_config(config, &c);
-	if (rc)
-		return rc;
-
-	FILE *topo = fopen(c.topology, "r"), *flows = fopen(c.flows, "r");
-	if (!topo || !flows) {
-		fprintf(stderr, "softrnic sim run: cannot open %s\n", topo ? c.flows : c.topology);
-		if (topo)
-			fclose(topo);
-		if (flows)
-			fclose(flows);
-		return 2;
-	}
-	unsigned nodes, switches, links;
-	if (fscanf(topo, "%u %u %u", &nodes, &switches, &links) != 3 || nodes > SIM_MAX_NODES || switches > nodes) {
-		fprintf(stderr, "softrnic sim run: %s: bad header (at most %u nodes)\n", c.topology, SIM_MAX_NODES);
-		fclose(topo);
-		fclose(flows);
-		return 2;
-	}
-	bool *is_switch = calloc(nodes, sizeof(*is_switch));
-	unsigned *host_of = calloc(nodes, sizeof(*host_of));
-	struct link_line *lk = calloc(links ? links : 1, sizeof(*lk));
-	rc = !is_switch || !host_of || !lk ? 2 : 0;
-	for (unsigned i = 0; !rc && i < switches; i++) {
-		unsigned id;
-		if (fscanf(topo, "%u", &id) != 1 || id >= nodes)
-			rc = 2;
-		else
-			is_switch[id] = true;
-	}
-	uint64_t fastest = 0;
-	for (unsigned i = 0; !rc && i < links; i++) {
-		char rate[64], delay[64];
-		double err;
-		if (fscanf(topo, "%u %u %63s %63s %lf", &lk[i].a, &lk[i].b, rate, delay, &err) != 5 || lk[i].a >= nodes ||
-		    lk[i].b >= nodes || !parse_rate(rate)) {
-			rc = 2;
-			break;
-		}
-		lk[i].l = (struct sim_link_opts){ .rate_bps = parse_rate(rate), .delay_ns = parse_delay(delay),
-						  .loss = err > 0 ? err : c.error_rate };
-		fastest = lk[i].l.rate_bps > fastest ? lk[i].l.rate_bps : fastest;
-	}
-	fclose(topo);
-	if (rc) {
-		fprintf(stderr, "softrnic sim run: %s: unreadable switch list or link line\n", c.topology);
-		fclose(flows);
-		free(is_switch);
-		free(host_of);
-		free(lk);
-		return 2;
-	}
-
-	struct sim_engine e;
-	/* ENABLE_QCN turns the switches' ECN marking on or off; the hosts'
-	 * reaction point follows it for the algorithms that hear marks
-	 * (DCQCN, DCTCP), while HPCC and TIMELY, as in HPCC's simulator,
-	 * react whatever it says. */
-	struct sim_host_opts ho = { .dcqcn = c.qcn || c.cc_mode == 3 || c.cc_mode == 7 || c.cc_mode == 10,
-				    .cc = &c.cc, .qp_timeout = 10, .pint_log_base = c.pint_log_base,
-				    .pint_prob = c.pint_prob,
-				    .mtu = c.payload <= 256 ? 256 : c.payload <= 512 ? 512 : c.payload <= 1100 ? 1024
-					   : c.payload <= 2100 ? 2048 : 4096,
-				    .dctcp = &c.dctcp, .timely = &c.timely, .hpcc = &c.hpcc };
-	if (c.cc_mode != 1) {
-		ho.cc_algo = c.cc_mode == 7 ? RNIC_CC_TIMELY : c.cc_mode == 8 ? RNIC_CC_DCTCP : RNIC_CC_HPCC;
-		/* A packet on the wire: payload, IB headers, Ethernet/IP/UDP.
-		 * HPCC's T is the largest base RTT (GLOBAL_T 1), and its W
-		 * the BDP whether or not a window limits the sender. */
-		uint64_t rtt = 0, bdp = max_bdp(nodes, is_switch, lk, links, ho.mtu + 48u + SIM_WIRE_OVERHEAD, &rtt);
-		if (c.has_win)
-			ho.cc_window = bdp;
-		c.hpcc.base_rtt = rtt ? rtt : c.hpcc.base_rtt;
-	}
-	struct sim_switch_opts so = {
-		.buffer_bytes = c.buffer_bytes, .alpha = 1.0 / 8, .pfc = c.pfc, .ecn = c.qcn,
-		.kmin_bytes = (uint64_t)(map_at(&c.kmin, fastest, 400) * 1000),
-		.kmax_bytes = (uint64_t)(map_at(&c.kmax, fastest, 1600) * 1000),
-		.pmax = map_at(&c.pmax, fastest, 0.2),
-	};
-	/* Every rate of the KMIN map with its KMAX and PMAX. */
-	for (unsigned i = 0; i < c.kmin.n && so.ecn_map_n < 8; i++)
-		so.ecn_map[so.ecn_map_n++] = (struct sim_ecn_entry){
-			.rate_bps = c.kmin.rate[i], .kmin_bytes = (uint64_t)(c.kmin.value[i] * 1000),
-			.kmax_bytes = (uint64_t)(map_at(&c.kmax, c.kmin.rate[i], 1600) * 1000),
-			.pmax = map_at(&c.pmax, c.kmin.rate[i], 0.2) };
-	/* A host here is one NIC with one port: say so of a topology whose
-	 * hosts have more (HPCC's own files never do; some of its derivatives'
-	 * multi-NIC hosts do), not just that it cannot be built. */
-	unsigned *degree = calloc(nodes ? nodes : 1, sizeof(unsigned));
-	for (unsigned i = 0; degree && i < links; i++) {
-		degree[lk[i].a]++;
-		degree[lk[i].b]++;
-	}
-	for (unsigned id = 0; degree && !rc && id < nodes; id++) {
-		if (!is_switch[id] && degree[id] > 1) {
-			fprintf(stderr, "softrnic sim run: %s: host %u has %u links; a host here has one NIC port "
-					"(hosts with several NICs are not modelled)\n", c.topology, id, degree[id]);
-			rc = 2;
-		}
-	}
-	free(degree);
-	sim_engine_init(&e);
-	struct sim_net *n = rc ? NULL : sim_net_create(&e, seed, &ho, &so);
-	bool said = false;
-	unsigned parts = o->partitions ? o->partitions : o->threads;
-	if (n && parts > 1 &&
-	    (o->sample_ns || o->queue_sample_ns || sim_net_set_partitions(n, parts, o->threads > 1))) {
-		fprintf(stderr, "softrnic sim run: %u partitions: %s\n", parts,
-			o->sample_ns || o->queue_sample_ns ? "the samplers (--sample-us) need one"
-							   : "at most " SIM_MAX_PARTS_TEXT);
-		rc = 2;
-		said = true;
-	} else if (n && o->threads > 1 && o->partitions && o->partitions != o->threads) {
-		fprintf(stderr, "softrnic sim run: --threads %u with --partitions %u: a thread per partition, or one\n",
-			o->threads, o->partitions);
-		rc = 2;
-		said = true;
-	}
-	/* Nodes in the files' order: our node ids are theirs. */
-	for (unsigned id = 0; n && !rc && id < nodes; id++) {
-		int x = is_switch[id] ? sim_add_switch(n) : sim_add_host(n);
-		if (x < 0)
-			rc = 2;
-		else if (!is_switch[id])
-			host_of[id] = (unsigned)x;
-	}
-	for (unsigned i = 0; n && !rc && i < links; i++)
-		if (sim_link(n, lk[i].a, lk[i].b, &lk[i].l))
-			rc = 2;
-	if (!n || rc || sim_route(n)) {
-		if ((n || !rc) && !said)
-			fprintf(stderr, "softrnic sim run: cannot build the topology of %s%s\n", c.topology,
-				n && sim_net_partitions(n) > 1 ? " in partitions (a link without delay between them?)"
-							       : "");
-		rc = 2;
-	} else if (c.routes[0]) {
-		rc = load_routes(n, c.routes, is_switch, host_of, nodes);
-	}
-	if (rc) {
-		fclose(flows);
-		sim_net_destroy(n);
-		free(is_switch);
-		free(host_of);
-		free(lk);
-		return 2;
-	}
-	unsigned nflows = 0, listed = 0;
-	if (fscanf(flows, "%u", &listed) != 1)
-		rc = 2;
-	nflows = flow_limit && listed > flow_limit ? flow_limit : listed;
-	unsigned *flow_src = calloc(nflows ? nflows : 1, sizeof(unsigned) * 2);
-	for (unsigned i = 0; !rc && flow_src && i < nflows; i++) {
-		unsigned s, d, pg, dport;
-		uint64_t size;
-		double start;
-		if (fscanf(flows, "%u %u %u %u %" SCNu64 " %lf", &s, &d, &pg, &dport, &size, &start) != 6 ||
-		    s >= nodes || d >= nodes || is_switch[s] || is_switch[d] ||
-		    sim_add_flow(n, host_of[s], host_of[d], size, (uint64_t)(start * 1e9 + 0.5)) < 0) {
-			fprintf(stderr, "softrnic sim run: %s: flow line %u unreadable or impossible\n", c.flows, i + 1);
-			rc = 2;
-			break;
-		}
-		flow_src[2 * i] = s;
-		flow_src[2 * i + 1] = d;
-	}
-	fclose(flows);
-	if (rc || !flow_src) {
-		sim_net_destroy(n);
-		free(flow_src);
-		free(is_switch);
-		free(host_of);
-		free(lk);
-		return 2;
-	}
-
-	uint64_t stop = (uint64_t)(c.stop_s * 1e9);
-	char path[700];
-	struct sampler smp = { .n = n, .period_ns = sample_ns, .stop_ns = stop,
-			       .limit = o->trace_limit_bytes ? o->trace_limit_bytes : SIM_TRACE_LIMIT_DEFAULT };
-	if (sample_ns) {
-		snprintf(path, sizeof(path), "%s/queues.csv", out_dir);
-		smp.f = fopen(path, "w");
-		snprintf(path, sizeof(path), "%s/throughput.csv", out_dir);
-		smp.tput = fopen(path, "w");
-		smp.last = calloc(sim_flows(n) ? sim_flows(n) : 1, sizeof(*smp.last));
-		if (smp.f && smp.tput && smp.last) {
-			fprintf(smp.f, "t_us,node,port,queue_bytes,paused\n");
-			fprintf(smp.tput, "t_us,flow,gbps\n");
-			sim_at(&e, sample_ns, sample_queues, &smp, 0);
-		}
-	}
-	struct queue_sampler qs = { .n = n, .period_ns = o->queue_sample_ns, .stop_ns = stop };
-	if (qs.period_ns) {
-		qs.bins = calloc(QUEUE_BINS, sizeof(*qs.bins));
-		if (qs.bins)
-			sim_at(&e, qs.period_ns, sample_switch_queues, &qs, 0);
-	}
 	struct sim_progress prog;
-	sim_progress_start(&prog, "softrnic sim run", stop, sim_flows(n));
-	if (sim_net_partitions(n) > 1) {
-		int err = sim_net_run(n, stop, run_progress, &prog);
-		if (err) {
-			fprintf(stderr, "softrnic sim run: %s\n", err == EAGAIN ? "cannot start its threads" : "out of memory");
-			rc = 2;
-		}
-	} else {
-		while (sim_flows_running(n) && sim_next_time(&e) <= stop && sim_step(&e))
-			if (sim_progress_due(&prog))
-				sim_progress_update(&prog, e.now, e.events_run, sim_flows_running(n));
-	}
-	sim_progress_end(&prog, sim_net_now(n), sim_net_events(n), sim_flows_running(n));
-	if (smp.f)
-		fclose(smp.f);
-	if (smp.tput)
-		fclose(smp.tput);
-	free(smp.last);
-	/* Pauses per port: pfc.csv. */
-	snprintf(path, sizeof(path), "%s/pfc.csv", out_dir);
-	FILE *pfc = fopen(path, "w");
-	if (pfc) {
-		fprintf(pfc, "node,port,is_host,pauses_received,paused_ns\n");
-		for (unsigned node = 0; node < sim_nodes(n); node++)
-			for (unsigned p = 0; p < sim_node_ports(n, node); p++)
-				if (sim_port_pauses_received(n, node, p))
-					fprintf(pfc, "%u,%u,%d,%" PRIu64 ",%" PRIu64 "\n", node, p, sim_node_is_host(n, node),
-						sim_port_pauses_received(n, node, p), sim_port_paused_ns(n, node, p));
-		fclose(pfc);
-	}
+	int rc = 0;
 
-	/* Outputs: HPCC's FCT lines, our flows CSV, a summary. */
-	snprintf(path, sizeof(path), "%s/%s", out_dir, c.fct_out[0] ? strrchr(c.fct_out, '/') ? strrchr(c.fct_out, '/') + 1
-										       : c.fct_out
-								 : "fct.txt");
-	snprintf(o->fct_path, sizeof(o->fct_path), "%s", path);
-	FILE *fct = fopen(path, "w");
-	snprintf(path, sizeof(path), "%s/flows.csv", out_dir);
-	FILE *csv = fopen(path, "w");
-	snprintf(path, sizeof(path), "%s/summary.txt", out_dir);
-	FILE *sum = fopen(path, "w");
-	double *slow = calloc(2 * (size_t)(nflows ? nflows : 1), sizeof(double));  /* and a scratch half */
-	uint64_t *sizes = calloc(nflows ? nflows : 1, sizeof(uint64_t));
-	if (!fct || !csv || !sum || !slow || !sizes) {
-		fprintf(stderr, "softrnic sim run: cannot write in %s\n", out_dir);
+	sim_progress_start(&prog, "softrnic sim run", r->stop, sim_flows(r->n));
+	int err = sim_net_run(r->n, r->stop, run_progress, &prog);
+	if (err) {
+		fprintf(stderr, "softrnic sim run: %s\n", err == EAGAIN ? "cannot start its threads" : "out of memory");
 		rc = 2;
-		goto out;
 	}
-	const struct sim_net_stats *st = sim_net_stats(n);
+	sim_progress_end(&prog, sim_net_now(r->n), sim_net_events(r->n), sim_flows_running(r->n));
+	return rc;
+}
+
+/* pfc.csv: pauses and paused time of every port that received a pause. */
+static void write_pfc_csv(const struct run *r)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/pfc.csv", r->out_dir);
+	FILE *pfc = fopen(path, "w");
+	if (!pfc)
+		return;
+	fprintf(pfc, "node,port,is_host,pauses_received,paused_ns\n");
+	for (unsigned node = 0; node < sim_nodes(r->n); node++)
+		for (unsigned p = 0; p < sim_node_ports(r->n, node); p++)
+			if (sim_port_pauses_received(r->n, node, p))
+				fprintf(pfc, "%u,%u,%d,%" PRIu64 ",%" PRIu64 "\n", node, p, sim_node_is_host(r->n, node),
+					sim_port_pauses_received(r->n, node, p), sim_port_paused_ns(r->n, node, p));
+	fclose(pfc);
+}
+
+/* The flows done, for the summary's classes by size. */
+struct done_flows {
+	unsigned done, failed;
+	double *slow;                   /* slowdowns, then scratch of the same size */
+	uint64_t *sizes;
+};
+
+/* HPCC's FCT lines and our flows.csv, one line per flow; the finished
+ * flows' sizes and slowdowns into d. */
+static void write_flows(const struct run *r, FILE *fct, FILE *csv, struct done_flows *d)
+{
 	fprintf(csv, "flow,src,dst,bytes,start_ns,fct_ns,standalone_ns,slowdown,failed\n");
-	unsigned done = 0, failed = 0;
-	for (unsigned i = 0; i < nflows; i++) {
-		const struct sim_flow_result *f = sim_flow(n, i);
+	for (unsigned i = 0; i < r->nflows; i++) {
+		const struct sim_flow_result *f = sim_flow(r->n, i);
 		uint64_t one_way = 0, rate = 0;
-		sim_path(n, f->src, f->dst, &one_way, &rate);
+		sim_path(r->n, f->src, f->dst, &one_way, &rate);
 		/* Alone on an idle path: the bytes with their headers at the
 		 * path's slowest rate, and a round trip of propagation. */
-		uint64_t pkts = (f->bytes + ho.mtu - 1) / ho.mtu;
+		uint64_t pkts = (f->bytes + r->ho.mtu - 1) / r->ho.mtu;
 		uint64_t wire = f->bytes + pkts * (48u + SIM_WIRE_OVERHEAD);
 		uint64_t standalone = 2 * one_way + (rate ? wire * 8 * 1000000000ull / rate : 0);
 		double sd = f->fct_ns && standalone ? (double)f->fct_ns / (double)standalone : 0;
-		fprintf(csv, "%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%d\n", i, flow_src[2 * i],
-			flow_src[2 * i + 1], f->bytes, f->start_ns, f->fct_ns, standalone, sd, f->failed);
+		unsigned src = r->flow_src[2 * i], dst = r->flow_src[2 * i + 1];
+		fprintf(csv, "%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%d\n", i, src, dst, f->bytes,
+			f->start_ns, f->fct_ns, standalone, sd, f->failed);
 		if (f->fct_ns && !f->failed) {
-			fprintf(fct, "%08x %08x %u %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-				hpcc_ip(flow_src[2 * i]), hpcc_ip(flow_src[2 * i + 1]), 10000 + i, 100u, f->bytes,
-				f->start_ns, f->fct_ns, standalone);
-			sizes[done] = f->bytes;
-			slow[done++] = sd;
+			fprintf(fct, "%08x %08x %u %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", hpcc_ip(src),
+				hpcc_ip(dst), 10000 + i, 100u, f->bytes, f->start_ns, f->fct_ns, standalone);
+			d->sizes[d->done] = f->bytes;
+			d->slow[d->done++] = sd;
 		}
-		failed += f->failed;
+		d->failed += f->failed;
 	}
-	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows", config, nodes, switches, links, nflows);
-	if (nflows < listed)
-		fprintf(sum, " (the first of the file's %u)", listed);
-	if (sim_net_partitions(n) > 1)
-		fprintf(sum, "; %u partitions on %u thread%s, windows of %" PRIu64 " ns", sim_net_partitions(n),
-			o->threads > 1 ? o->threads : 1, o->threads > 1 ? "s" : "", sim_net_lookahead(n));
-	if (c.cc_mode != 1)
+}
+
+/* summary.txt's header and counters, and o->result's. */
+static void write_summary_counts(struct run *r, FILE *sum, const struct done_flows *d)
+{
+	const struct hpcc_config *c = &r->c;
+	const struct sim_run_opts *o = r->o;
+	const struct sim_net_stats *st = sim_net_stats(r->n);
+
+	fprintf(sum, "sim run %s: %u nodes (%u switches), %u links, %u flows", r->config, r->t.nodes, r->t.switches,
+		r->t.links, r->nflows);
+	if (r->nflows < r->listed)
+		fprintf(sum, " (the first of the file's %u)", r->listed);
+	if (sim_net_partitions(r->n) > 1)
+		fprintf(sum, "; %u partitions on %u thread%s, windows of %" PRIu64 " ns", sim_net_partitions(r->n),
+			o->threads > 1 ? o->threads : 1, o->threads > 1 ? "s" : "", sim_net_lookahead(r->n));
+	if (c->cc_mode != 1)
 		fprintf(sum, "; %s, window %" PRIu64 " bytes",
-			c.cc_mode == 7 ? "TIMELY" : c.cc_mode == 3 ? "HPCC" : c.cc_mode == 10 ? "HPCC-PINT" : "DCTCP",
-			ho.cc_window);
-	fprintf(sum, "; seed %" PRIu64 "; %s %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", seed,
-		c.cc_mode == 1 ? "DCQCN" : "ECN", c.qcn ? "on" : "off", c.pfc ? "on" : "off", so.ecn_map_n,
-		so.buffer_bytes);
+			c->cc_mode == 7 ? "TIMELY" : c->cc_mode == 3 ? "HPCC" : c->cc_mode == 10 ? "HPCC-PINT" : "DCTCP",
+			r->ho.cc_window);
+	fprintf(sum, "; seed %" PRIu64 "; %s %s, PFC %s, %u ECN map entries, buffer %" PRIu64 " bytes\n", o->seed,
+		c->cc_mode == 1 ? "DCQCN" : "ECN", c->qcn ? "on" : "off", c->pfc ? "on" : "off", r->so.ecn_map_n,
+		r->so.buffer_bytes);
 	fprintf(sum, "  %u flows done, %u failed, %u unfinished at %.3f s simulated (%" PRIu64 " events, %" PRIu64
-		     " packet-hops)\n", done, failed, nflows - done - failed, (double)sim_net_now(n) / 1e9, sim_net_events(n),
-		st->packet_hops);
+		     " packet-hops)\n", d->done, d->failed, r->nflows - d->done - d->failed,
+		(double)sim_net_now(r->n) / 1e9, sim_net_events(r->n), st->packet_hops);
 	fprintf(sum, "  %" PRIu64 " drops, %" PRIu64 " pauses, %" PRIu64 " ECN marks, %" PRIu64 " CNPs, %" PRIu64
 		     " retransmitted packets\n",
-		st->drops + st->headroom_drops, st->pauses_sent, st->ecn_marks, sim_rnic_counter(n, "cnp_sent"),
-		sim_rnic_counter(n, "retransmits"));
-	o->result = (struct sim_run_result){
-		.flows = nflows, .done = done, .failed = failed,
+		st->drops + st->headroom_drops, st->pauses_sent, st->ecn_marks, sim_rnic_counter(r->n, "cnp_sent"),
+		sim_rnic_counter(r->n, "retransmits"));
+	r->o->result = (struct sim_run_result){
+		.flows = r->nflows, .done = d->done, .failed = d->failed,
 		.drops = st->drops + st->headroom_drops, .pauses = st->pauses_sent, .ecn_marks = st->ecn_marks,
-		.cnps = sim_rnic_counter(n, "cnp_sent"),
+		.cnps = sim_rnic_counter(r->n, "cnp_sent"),
 	};
-	if (qs.bins && qs.samples) {
-		o->result.queue_samples = qs.samples;
-		o->result.queue_p50 = queue_percentile(&qs, 50);
-		o->result.queue_p95 = queue_percentile(&qs, 95);
-		o->result.queue_p99 = queue_percentile(&qs, 99);
-		o->result.queue_max = qs.max;
-		fprintf(sum, "  switch egress queues holding packets, sampled every %" PRIu64 " us: %" PRIu64
-			     " samples, p50 %" PRIu64 " KiB, p95 %" PRIu64 " KiB, p99 %" PRIu64 " KiB, max %" PRIu64
-			     " KiB\n", qs.period_ns / 1000, qs.samples, o->result.queue_p50 / 1024,
-			o->result.queue_p95 / 1024, o->result.queue_p99 / 1024, (qs.max + 1023) / 1024);
-	}
-	/* FCT slowdown by size, as HPCC's fct_analysis does by percentile. */
+}
+
+/* The switch queues' percentiles (queue_sample_ns), into the summary and
+ * o->result. */
+static void write_summary_queues(struct run *r, FILE *sum)
+{
+	const struct queue_sampler *qs = &r->qs;
+	struct sim_run_result *res = &r->o->result;
+
+	if (!qs->bins || !qs->samples)
+		return;
+	res->queue_samples = qs->samples;
+	res->queue_p50 = queue_percentile(qs, 50);
+	res->queue_p95 = queue_percentile(qs, 95);
+	res->queue_p99 = queue_percentile(qs, 99);
+	res->queue_max = qs->max;
+	fprintf(sum, "  switch egress queues holding packets, sampled every %" PRIu64 " us: %" PRIu64
+		     " samples, p50 %" PRIu64 " KiB, p95 %" PRIu64 " KiB, p99 %" PRIu64 " KiB, max %" PRIu64 " KiB\n",
+		qs->period_ns / 1000, qs->samples, res->queue_p50 / 1024, res->queue_p95 / 1024, res->queue_p99 / 1024,
+		(qs->max + 1023) / 1024);
+}
+
+/* FCT slowdown by size, as HPCC's fct_analysis does by percentile. */
+static void write_summary_sizes(struct run *r, FILE *sum, struct done_flows *d)
+{
 	static const uint64_t edges[] = SIM_RUN_SIZE_EDGES;
 	uint64_t lo = 0;
+
 	for (unsigned b = 0; b < sizeof(edges) / sizeof(edges[0]); lo = edges[b++]) {
-		double *v = slow + done;        /* scratch past the slowdowns */
+		double *v = d->slow + d->done;  /* scratch past the slowdowns */
 		unsigned k = 0;
-		for (unsigned i = 0; i < done; i++)
-			if (sizes[i] >= lo && sizes[i] < edges[b])
-				v[k++] = slow[i];
+		for (unsigned i = 0; i < d->done; i++)
+			if (d->sizes[i] >= lo && d->sizes[i] < edges[b])
+				v[k++] = d->slow[i];
 		if (!k)
 			continue;
 		qsort(v, k, sizeof(v[0]), sim_cmp_double);
@@ -915,28 +1010,98 @@ int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o
 			snprintf(hi, sizeof(hi), "%" PRIu64, edges[b]);
 		fprintf(sum, "  sizes %" PRIu64 "..%s bytes: %u flows, slowdown p50 %.2f p95 %.2f p99 %.2f\n", lo, hi, k,
 			v[k / 2], v[k * 95 / 100], v[k * 99 / 100]);
-		o->result.by_size[b] = (struct sim_size_class){ k, v[k / 2], v[k * 95 / 100], v[k * 99 / 100] };
+		r->o->result.by_size[b] = (struct sim_size_class){ k, v[k / 2], v[k * 95 / 100], v[k * 99 / 100] };
 	}
-	if (smp.cut_at_ns)
-		fprintf(sum, "  queues.csv and throughput.csv stop at %.3f ms: they reached %.3g MB (--trace-limit-mb)\n",
-			(double)smp.cut_at_ns / 1e6, (double)smp.limit / 1048576);
-	if (c.ignored[0])
-		fprintf(sum, "  keys of %s not used by this model: %s\n", config, c.ignored);
-out:
+}
+
+/* The FCT file (named by FCT_OUTPUT_FILE, in out_dir), flows.csv and
+ * summary.txt.  0, or 2 with a message. */
+static int write_outputs(struct run *r)
+{
+	const char *name = r->c.fct_out[0] ? strrchr(r->c.fct_out, '/') ? strrchr(r->c.fct_out, '/') + 1 : r->c.fct_out
+					   : "fct.txt";
+	char path[700];
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", r->out_dir, name);
+	snprintf(r->o->fct_path, sizeof(r->o->fct_path), "%s", path);
+	FILE *fct = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/flows.csv", r->out_dir);
+	FILE *csv = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/summary.txt", r->out_dir);
+	FILE *sum = fopen(path, "w");
+	struct done_flows d = {
+		.slow = calloc(2 * (size_t)(r->nflows ? r->nflows : 1), sizeof(double)),
+		.sizes = calloc(r->nflows ? r->nflows : 1, sizeof(uint64_t)),
+	};
+	if (!fct || !csv || !sum || !d.slow || !d.sizes) {
+		fprintf(stderr, "softrnic sim run: cannot write in %s\n", r->out_dir);
+		rc = 2;
+	} else {
+		write_flows(r, fct, csv, &d);
+		write_summary_counts(r, sum, &d);
+		write_summary_queues(r, sum);
+		write_summary_sizes(r, sum, &d);
+		if (r->smp.cut_at_ns)
+			fprintf(sum, "  queues.csv and throughput.csv stop at %.3f ms: they reached %.3g MB "
+				     "(--trace-limit-mb)\n", (double)r->smp.cut_at_ns / 1e6, (double)r->smp.limit / 1048576);
+		if (r->c.ignored[0])
+			fprintf(sum, "  keys of %s not used by this model: %s\n", r->config, r->c.ignored);
+	}
 	if (fct)
 		fclose(fct);
 	if (csv)
 		fclose(csv);
 	if (sum)
 		fclose(sum);
-	free(slow);
-	free(sizes);
-	free(qs.bins);
-	free(flow_src);
-	free(is_switch);
-	free(host_of);
-	free(lk);
-	sim_net_destroy(n);
-	sim_engine_free(&e);
+	free(d.slow);
+	free(d.sizes);
 	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	if (r->flows)
+		fclose(r->flows);
+	stop_samplers(r);
+	free(r->qs.bins);
+	free(r->flow_src);
+	free(r->t.is_switch);
+	free(r->t.host_of);
+	free(r->t.lk);
+	sim_net_destroy(r->n);
+	if (r->engine_live)
+		sim_engine_free(&r->e);
+}
+
+int sim_run_hpcc(const char *config, const char *out_dir, struct sim_run_opts *o)
+{
+	struct run r = { .config = config, .out_dir = out_dir, .o = o };
+	int rc = read_config(config, &r.c);
+
+	if (rc)
+		return rc;
+	rc = read_topology(&r);
+	if (!rc) {
+		host_opts_of(&r);
+		switch_opts_of(&r);
+		rc = check_host_ports(&r);
+	}
+	if (!rc)
+		rc = build_net(&r);
+	if (!rc)
+		rc = add_flows(&r);
+	if (!rc) {
+		fclose(r.flows);
+		r.flows = NULL;
+		r.stop = (uint64_t)(r.c.stop_s * 1e9);
+		start_samplers(&r);
+		rc = run_fabric(&r);
+		stop_samplers(&r);
+		write_pfc_csv(&r);
+		int wrc = write_outputs(&r);
+		rc = rc ? rc : wrc;
+	}
+	run_free(&r);
+	return rc ? 2 : 0;
 }

@@ -1,8 +1,9 @@
 /*
- * net.h — the simulated fabric (net.c): hosts that are softrnic rnics on
+ * net.h — the simulated fabric: hosts that are softrnic rnics on
  * simulated time, switches with a shared buffer, per-port per-priority
  * queues, ECN/RED and PFC, and the links between them.  Driven by the
- * event engine (engine.h); everything random comes from one seed.
+ * event engine (engine.h); everything random comes from one seed.  The
+ * code is split by component (net_int.h lists the files).
  *
  *   host     an rnic (src/rnic: the real requester, responder, completer
  *            and DCQCN), a NIC egress port, and the flows it starts.  The
@@ -40,27 +41,32 @@
  *            (min-hop, the subnet manager's step in IB mode);
  *            equal-cost next hops are chosen by a hash of the UDP source
  *            port and the hosts (ECMP); sim_set_route overrides.
+ *   building nodes, then links, then sim_build (which places the
+ *            nodes into partitions, allocates the partitions' buffers,
+ *            computes the routes, arms the watchdog, grants the IB
+ *            credits and creates every host's rnic), then flows.
  *
  *   NIC      a host's RoCE packets wait per flow and leave round robin
  *            (the arbiter of a NIC's send queues); CNPs go first.
  *
  *   partitions  (sim_net_set_partitions, sim_net_run) the nodes split into
- *            up to SIM_MAX_PARTS groups, each run by its own thread on
- *            its own engine, random stream and counters, in windows of
- *            the smallest delay of a link between groups (the lookahead:
- *            nothing one group does can reach another sooner).  An
- *            event for another group's node (a packet's arrival over a
- *            crossing link, a credit's return) waits in an outbox and is
- *            handed over between windows, in an order fixed by the
- *            groups and the outboxes, so a run depends on the seed and
- *            the number of partitions, never on the threads' timing.
- *            Between windows, with every thread stopped, the flows that
- *            start in the next window get their QP pair (touching both
- *            hosts; it exists up to a lookahead early, idle) and QPs a
- *            flow's end doomed in another group are destroyed.  One
- *            partition is the plain engine, event for event.  Hosts go
+ *            up to SIM_MAX_PARTS groups, each with its own engine,
+ *            random stream and counters, run by the engine's windows
+ *            (engine.h, struct sim_parts) of the smallest delay of a
+ *            link between groups (the lookahead: nothing one group does
+ *            can reach another sooner), a thread each or one after the
+ *            other.  An event for another group's node (a packet's
+ *            arrival over a crossing link, a credit's return) goes
+ *            through the engine's outboxes, so a run depends on the
+ *            seed and the number of partitions, never on the threads'
+ *            timing.  Between windows, with every thread stopped, the
+ *            flows that start in the next window get their QP pair
+ *            (touching both hosts; it exists up to a lookahead early,
+ *            idle) and QPs a flow's end doomed in another group are
+ *            destroyed (flow.c).  One partition is one window as long
+ *            as the run: the plain engine, event for event.  Hosts go
  *            in runs of consecutive indexes, switches with most of
- *            their neighbours (net.c, partition_nodes).
+ *            their neighbours (topo.c, nodes_place).
  *
  * Trade-offs, said plainly: the host's NIC queues are unbounded and the
  * rnic is not told of pauses (a hardware NIC's scheduler would stop the
@@ -82,8 +88,6 @@
 #define SIM_PRIO_CNP 6
 #define SIM_MAX_NODES 8192
 #define SIM_WIRE_OVERHEAD (46u + 20u)
-#define SIM_MAX_PARTS 8
-#define SIM_MAX_PARTS_TEXT "8"
 
 struct sim_net;
 
@@ -130,7 +134,7 @@ struct sim_host_opts {
 	 * set), DCTCP's, TIMELY's and HPCC's parameters (NULL: their
 	 * defaults) and their rate-scaled window in bytes
 	 * (rnic_config.cc_window).  With HPCC the switches write INT records
-	 * (net.c, struct sim_pkt). */
+	 * (net_int.h, struct sim_pkt). */
 	enum rnic_cc_algo cc_algo;
 	const struct dctcp_params *dctcp;
 	const struct timely_params *timely;
@@ -177,9 +181,13 @@ unsigned sim_host_node(const struct sim_net *n, unsigned host);
 unsigned sim_switch_node(const struct sim_net *n, unsigned sw);
 /* A full-duplex link between two nodes (both directions the same). */
 int sim_link(struct sim_net *n, unsigned node_a, unsigned node_b, const struct sim_link_opts *o);
-/* Compute the routes; call after the last link, before the first flow. */
-int sim_route(struct sim_net *n);
-/* After sim_route: switch node `sw` sends everything for `host` out of
+/* Build the fabric once its last link is added, before the first flow:
+ * place the nodes into partitions, allocate the partitions' buffers,
+ * compute the routes, arm the PFC watchdog, grant the IB credits and
+ * create every host's rnic.  0, ENOMEM, or EINVAL (a link without delay
+ * between two partitions). */
+int sim_build(struct sim_net *n);
+/* After sim_build: switch node `sw` sends everything for `host` out of
  * its port `port` (a static route, replacing the shortest paths; routes
  * that make a loop of buffer dependencies are how pfc-deadlock starts). */
 int sim_set_route(struct sim_net *n, unsigned sw, unsigned host, unsigned port);
@@ -197,20 +205,20 @@ const struct sim_net_stats *sim_net_stats(struct sim_net *n);
  * next hops): its one-way propagation delay and its slowest link.  0, or
  * ENOENT when there is no route. */
 int sim_path(const struct sim_net *n, unsigned src, unsigned dst, uint64_t *delay_ns, uint64_t *min_rate_bps);
-/* Partitions (above): call before the first node; then sim_route places
- * the nodes (EINVAL: a link without delay between two groups).  Runs of
- * more than one partition go through sim_net_run, not the engine; with
- * threads, a thread each, else one after the other on the caller's (the
- * same output: a check that the threads' timing does not leak into it).
- * EINVAL for 0, more than SIM_MAX_PARTS, or after nodes were added. */
+/* Partitions (above): call before the first node; then sim_build places
+ * the nodes.  With threads, a thread each, else one after the other on
+ * the caller's (the same output: a check that the threads' timing does
+ * not leak into it).  EINVAL for 0, more than SIM_MAX_PARTS, or after
+ * nodes were added.  Without a call: one partition, the caller's engine. */
 int sim_net_set_partitions(struct sim_net *n, unsigned parts, bool threads);
 unsigned sim_net_partitions(const struct sim_net *n);
-/* After sim_route: the windows' length (0 with one partition). */
+/* After sim_build: the windows' length (0 with one partition). */
 uint64_t sim_net_lookahead(const struct sim_net *n);
-/* More than one partition: run until every flow ended or the next event
- * is after stop, calling progress (if not NULL) between windows.  0,
- * ENOMEM, EAGAIN (no thread), or EINVAL with one partition (whose engine
- * the caller steps, sim_step, as before partitions). */
+/* Run, with any number of partitions, until every flow ended or the next
+ * event is after stop, calling progress (if not NULL) between windows
+ * and, with one partition, every 65 536 events.  With one partition the
+ * caller may also step its engine itself (sim_step: an experiment that
+ * looks at the fabric as it goes).  0, ENOMEM, or EAGAIN (no thread). */
 typedef void (*sim_net_progress_fn)(void *ctx, const struct sim_net *n);
 int sim_net_run(struct sim_net *n, uint64_t stop, sim_net_progress_fn progress, void *ctx);
 /* Events run and the latest clock, over the partitions. */

@@ -1,6 +1,6 @@
 /*
  * pint.h — HPCC-PINT's one-field INT in the simulated fabric (CC_MODE 10;
- * pint.c).  Where HPCC's switches append a record per hop (net.c), PINT's
+ * pint.c).  Where HPCC's switches append a record per hop (switch.c), PINT's
  * keep a utilisation U per egress port and raise a single field of each
  * data packet to the largest U on its path, log-encoded so that it fits a
  * few bits; the receiver echoes the field and the sender's rate law is

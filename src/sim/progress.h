@@ -10,8 +10,10 @@
  * to stderr and is not part of any output file: a seed still gives the
  * same files byte for byte.  SOFTRNIC_SIM_PROGRESS=0 turns it off.
  *
- * The loop asks sim_progress_due first, which is one counter test per
- * event; only every 65 536th event looks at the clock.
+ * sim_net_run calls its progress hook every 65 536 events (or between
+ * windows), which calls sim_progress_update; a loop that steps the engine
+ * itself asks sim_progress_due first, one counter test per event, so
+ * that only every 65 536th event looks at the clock.
  */
 #ifndef SOFTRNIC_SIM_PROGRESS_H
 #define SOFTRNIC_SIM_PROGRESS_H

@@ -5,11 +5,13 @@
  * The table below describes sim's commands (run, topo, gen, fct, exp)
  * and their options for tools/cli_parse.h: softrnic.c's parse answers
  * their --help and refuses a bad value (`sim exp gbn-loss --seed abc`)
- * with one line before the simulator sees argv; sim_cli (src/sim/exp.c)
- * then parses the same words itself and runs the command.
+ * with one line before the simulator sees argv; sim_cli (sim_cli.c)
+ * then reads the same words with its own tables and runs the command.
+ * Trade-off: two tables to keep in step; sim_cli's would go once it
+ * reads the parsed values (cli_args) instead of argv.
  */
-#include "sim/exp.h"
 #include "tools/commands.h"
+#include "tools/sim_cli.h"
 
 #define SEED { "--seed", 0, CLI_UINT, "N", "the random seed (default 1)", 0, ~0ull, 0, 0, 0, 0, 0 }
 #define OUT(what) { "--out", 0, CLI_STRING, "DIR", what, 0, 0, 0, 0, 0, 0, 0 }
