@@ -59,7 +59,7 @@ refused "--threads" run config.txt --threads 0
 refused "two" run config.txt two
 refused "2.5" run config.txt --flows 2.5
 refused "--sample-us" run config.txt --sample-us ''
-refused "needs" run
+refused "CONFIG" run
 refused "1.5" gen --cdf "$root/data/cdf/websearch.txt" --hosts 4 --load 1.5
 refused "--hosts" gen --cdf "$root/data/cdf/websearch.txt" --hosts 1 --load 0.5
 refused "--load" gen --cdf "$root/data/cdf/websearch.txt" --hosts 4
