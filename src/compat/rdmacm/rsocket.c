@@ -336,7 +336,7 @@ static void cm_event(struct rsock *rs, struct rdma_cm_event *ev)
 }
 
 /* Whether the socket's channel holds an event, without a system call (the
- * channel is this library's own, cma.c): the data path asks on every
+ * channel is this library's own, cma_channel.c): the data path asks on every
  * round. */
 static bool cm_event_pending(struct rsock *rs)
 {
