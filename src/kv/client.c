@@ -14,6 +14,10 @@
  * Waiting polls the CQ for spin_us, then arms the completion channel and
  * sleeps: a busy loop costs a core, a sleep costs a wake-up (several
  * microseconds on a VM), so short waits spin and long ones sleep.
+ *
+ * The GETs that READ the server's table instead of asking it are in
+ * client_onesided.c; they share this connection, its slots, CQ and FIFO
+ * (client_int.h).
  */
 #include "kv/client.h"
 
@@ -29,70 +33,8 @@
 #include <rdma/rdma_cma.h>
 
 #include "base/clock.h"
+#include "kv/client_int.h"
 #include "kv/proto.h"
-
-/* Work request ids: what completed, and which slot or buffer. */
-enum { WR_REQUEST = 1, WR_READ = 2, WR_RECV = 3, WR_PROBE = 4, WR_AREAD = 5 };
-#define WR_ID(kind, idx) ((uint64_t)(kind) << 32 | (uint32_t)(idx))
-#define SQ_DEPTH (KV_DEPTH + 4u)
-#define NO_SLOT 0xffu
-
-/* An asynchronous one-sided GET (kv_submit_get_one_sided) in a request
- * slot: the same READs as kv_get_one_sided, one at a time, each posted
- * from the completion of the one before (on_wc -> os_step). */
-enum os_step { OS_BUCKETS, OS_ITEM, OS_WHOLE };
-struct one_sided {
-	enum os_step step;
-	uint8_t key[KV_MAX_KEY];
-	uint32_t klen;
-	uint64_t hash, now, id;
-	struct kv_bucket b[KV_PROBE];
-	unsigned cand;                  /* the bucket slot being looked at */
-	uint64_t off;                   /* that candidate's item */
-	uint32_t want;                  /* bytes of it being READ */
-	bool retry;                     /* a candidate was torn: start over */
-	unsigned attempts;
-	enum kv_status status;          /* the result, once done */
-	uint32_t voff, vlen;
-};
-
-struct kv_client {
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *channel;
-	struct ibv_cq *cq;
-	enum kv_transport transport;
-	uint64_t spin_ns;
-	uint8_t *req, *resp, *read;             /* KV_DEPTH slots each; read: one message */
-	struct ibv_mr *req_mr, *resp_mr, *read_mr;
-	uint8_t *aread;                         /* KV_DEPTH messages: async one-sided READs */
-	struct ibv_mr *aread_mr;
-	struct one_sided os[KV_DEPTH];
-	bool slot_os[KV_DEPTH];                 /* slot i holds a one-sided GET */
-	struct kv_hello hello;
-	struct kv_table_hdr table;              /* read once, for the one-sided GET */
-	bool one_sided_ok;
-	int failed;                             /* an errno once the connection broke */
-	bool armed;
-	bool probing;                           /* a liveness probe is out */
-
-	uint64_t next_id;
-	uint64_t slot_id[KV_DEPTH];             /* the request in slot i; 0: free */
-	bool slot_raw[KV_DEPTH];                /* kv_call_raw: match any answer */
-	unsigned in_flight;
-	unsigned sq_used;                       /* posted, not yet completed */
-	unsigned recv_posted;
-	uint32_t recv_free;                     /* KV_VIA_SEND: buffers to post again */
-	/* Answers ready for kv_complete: FIFO of {slot, buffer, length}
-	 * (one_sided: the result is in os[slot]). */
-	struct ready { uint8_t slot, buf; uint32_t len; bool one_sided; } ready[KV_DEPTH];
-	unsigned ready_head, ready_count;
-	struct ready held;                      /* handed out last; freed on the next call */
-	bool holding;
-	bool read_done;
-	enum ibv_wc_status read_status;
-	uint64_t torn_retries;
-};
 
 void kv_close(struct kv_client *c)
 {
@@ -140,7 +82,7 @@ static int post_recv(struct kv_client *c, unsigned buf)
 	return 0;
 }
 
-static void fail(struct kv_client *c, int err)
+void kvc_fail(struct kv_client *c, int err)
 {
 	if (!c->failed)
 		c->failed = err;
@@ -153,12 +95,12 @@ static void answer_ready(struct kv_client *c, unsigned buf, uint32_t len, uint32
 	unsigned slot = NO_SLOT;
 
 	if (len < sizeof(resp) || len > KV_MSG_MAX) {
-		fail(c, EPROTO);
+		kvc_fail(c, EPROTO);
 		return;
 	}
 	memcpy(&resp, c->resp + (size_t)buf * KV_SLOT_BYTES, sizeof(resp));
 	if (resp.magic != KV_PROTO_MAGIC || sizeof(resp) + (uint64_t)resp.vlen > len) {
-		fail(c, EPROTO);
+		kvc_fail(c, EPROTO);
 		return;
 	}
 	if (imm_slot != NO_SLOT) {
@@ -174,7 +116,7 @@ static void answer_ready(struct kv_client *c, unsigned buf, uint32_t len, uint32
 				slot = i;
 	}
 	if (slot == NO_SLOT) {
-		fail(c, EPROTO);        /* an answer to nothing we asked */
+		kvc_fail(c, EPROTO);        /* an answer to nothing we asked */
 		return;
 	}
 	c->ready[(c->ready_head + c->ready_count++) % KV_DEPTH] =
@@ -182,8 +124,6 @@ static void answer_ready(struct kv_client *c, unsigned buf, uint32_t len, uint32
 	c->slot_raw[slot] = false;
 	c->slot_id[slot] = ~0ull;       /* answered, not yet handed out */
 }
-
-static void os_advance(struct kv_client *c, unsigned slot);
 
 /* Everything a completion means, in one place. */
 static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
@@ -193,16 +133,16 @@ static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
 	if (kind == WR_AREAD) {
 		c->sq_used--;
 		if (wc->status != IBV_WC_SUCCESS || idx >= KV_DEPTH || !c->slot_os[idx])
-			fail(c, wc->status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO);
+			kvc_fail(c, wc->status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO);
 		else
-			os_advance(c, idx);
+			kvc_os_advance(c, idx);
 		return;
 	}
 	if (kind == WR_PROBE) {
 		c->sq_used--;
 		c->probing = false;
 		if (wc->status != IBV_WC_SUCCESS)
-			fail(c, EIO);           /* the server is gone */
+			kvc_fail(c, EIO);           /* the server is gone */
 		return;
 	}
 	if (kind == WR_REQUEST || kind == WR_READ) {
@@ -213,23 +153,23 @@ static void on_wc(struct kv_client *c, const struct ibv_wc *wc)
 			return;
 		}
 		if (wc->status != IBV_WC_SUCCESS)
-			fail(c, EIO);
+			kvc_fail(c, EIO);
 		return;
 	}
 	c->recv_posted--;
 	if (wc->status != IBV_WC_SUCCESS) {
-		fail(c, EIO);
+		kvc_fail(c, EIO);
 		return;
 	}
 	if (c->transport == KV_VIA_WRITE_IMM) {
 		uint32_t imm = ntohl(wc->imm_data);
 		if (!(wc->wc_flags & IBV_WC_WITH_IMM) || KV_IMM_SLOT(imm) >= KV_DEPTH) {
-			fail(c, EPROTO);
+			kvc_fail(c, EPROTO);
 			return;
 		}
 		/* The receive carries no buffer: post it again at once. */
 		if (post_recv(c, 0))
-			fail(c, EIO);
+			kvc_fail(c, EIO);
 		answer_ready(c, KV_IMM_SLOT(imm), KV_IMM_LEN(imm), KV_IMM_SLOT(imm));
 	} else {
 		answer_ready(c, idx, wc->byte_len, NO_SLOT);
@@ -256,7 +196,7 @@ static void probe_server(struct kv_client *c)
 }
 
 /* Handle one completion: 1, 0 if none (and !wait), or -errno. */
-static int progress(struct kv_client *c, bool wait)
+int kvc_progress(struct kv_client *c, bool wait)
 {
 	uint64_t spin_until = 0;
 	struct ibv_wc wc;
@@ -297,7 +237,7 @@ static int progress(struct kv_client *c, bool wait)
 }
 
 /* Free what the last handed-out answer held. */
-static int release_held(struct kv_client *c)
+int kvc_release_held(struct kv_client *c)
 {
 	if (!c->holding)
 		return 0;
@@ -315,16 +255,16 @@ static int release_held(struct kv_client *c)
 
 int kv_complete(struct kv_client *c, struct kv_result *res, bool wait)
 {
-	int e = release_held(c);
+	int e = kvc_release_held(c);
 
 	if (e)
-		fail(c, e);
+		kvc_fail(c, e);
 	while (!c->ready_count) {
 		if (c->failed)
 			return -c->failed;
 		if (!c->in_flight)
 			return 0;
-		int n = progress(c, wait);
+		int n = kvc_progress(c, wait);
 		if (n <= 0)
 			return n;
 	}
@@ -361,12 +301,12 @@ unsigned kv_in_flight(const struct kv_client *c)
 /* Room for one more request: a free slot, a send queue entry, and (SEND)
  * a posted receive for its answer (not for a one-sided GET, whose answer
  * is its READs).  Sets *slot. */
-static int take_slot_for(struct kv_client *c, unsigned *slot, bool needs_recv)
+int kvc_take_slot_for(struct kv_client *c, unsigned *slot, bool needs_recv)
 {
 	if (c->failed)
 		return c->failed;
 	while (c->sq_used >= SQ_DEPTH) {
-		int n = progress(c, true);
+		int n = kvc_progress(c, true);
 		if (n < 0)
 			return -n;
 	}
@@ -383,7 +323,7 @@ static int take_slot_for(struct kv_client *c, unsigned *slot, bool needs_recv)
 
 static int take_slot(struct kv_client *c, unsigned *slot)
 {
-	return take_slot_for(c, slot, true);
+	return kvc_take_slot_for(c, slot, true);
 }
 
 /* Send the `len` bytes in request slot `slot` as request `id`. */
@@ -471,41 +411,6 @@ int kv_call_raw(struct kv_client *c, const void *msg, uint32_t len, struct kv_re
 	return wait_one(c, res);
 }
 
-/* Post a one-sided WR (wr_id WR_READ) and wait for its completion: 0,
- * EACCES (a remote access error) or EIO. */
-static int post_and_wait(struct kv_client *c, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-
-	if (ibv_post_send(c->id->qp, wr, &bad))
-		return errno ? errno : EIO;
-	c->sq_used++;
-	c->read_done = false;
-	while (!c->read_done) {
-		int n = progress(c, true);
-		if (n < 0)
-			return -n;
-	}
-	return c->read_status == IBV_WC_SUCCESS ? 0 : c->read_status == IBV_WC_REM_ACCESS_ERR ? EACCES : EIO;
-}
-
-/* RDMA READ len bytes of the server's arena at offset `off` into c->read
- * and wait for it. */
-static int read_remote(struct kv_client *c, uint64_t off, uint32_t len)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)c->read, .length = len, .lkey = c->read_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, 0), .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED };
-
-	if (off > c->hello.size || len > c->hello.size - off || len > KV_MSG_MAX)
-		return EINVAL;
-	if (c->failed)
-		return c->failed;
-	wr.wr.rdma.remote_addr = c->hello.addr + off;
-	wr.wr.rdma.rkey = c->hello.rkey;
-	return post_and_wait(c, &wr);
-}
-
 struct kv_client *kv_connect(const char *host, const char *port, int *err)
 {
 	struct kv_client_opts o = KV_CLIENT_DEFAULTS;
@@ -587,7 +492,7 @@ struct kv_client *kv_connect_opts(const char *host, const char *port, const stru
 		e = EPROTO;             /* not a kv server, or one that refused the transport */
 		goto fail;
 	}
-	if (read_remote(c, 0, sizeof(c->table)) == 0) {
+	if (kvc_read_remote(c, 0, sizeof(c->table)) == 0) {
 		memcpy(&c->table, c->read, sizeof(c->table));
 		c->one_sided_ok = c->table.magic == KV_TABLE_MAGIC && c->table.nbuckets;
 	}
@@ -604,231 +509,6 @@ fail:
 enum kv_transport kv_client_transport(const struct kv_client *c)
 {
 	return c->transport;
-}
-
-/* Pilaf-style: READ the key's KV_PROBE buckets, then each candidate item
- * (its first 4 KiB, and the rest if it is longer); kv_item_check decides.
- * A chunk that changed under the READ (EAGAIN) restarts the lookup. */
-int kv_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, struct kv_result *res)
-{
-	uint64_t h = kv_hash(key, klen);
-	struct kv_bucket b[KV_PROBE];
-	int err;
-
-	if (!c->one_sided_ok)
-		return EOPNOTSUPP;
-	if (klen < 1 || klen > KV_MAX_KEY)
-		return EINVAL;
-	if (kv_in_flight(c))
-		return EBUSY;
-	if ((err = release_held(c)) != 0)
-		return err;
-	for (int attempt = 0; attempt < 64; attempt++) {
-		bool retry = false;
-
-		err = read_remote(c, c->table.buckets_off + (uint64_t)kv_home_bucket(h, c->table.nbuckets) * 64,
-				  sizeof(b));
-		if (err)
-			return err;
-		memcpy(b, c->read, sizeof(b));
-		for (unsigned i = 0; i < KV_PROBE * KV_SLOTS && !retry; i++) {
-			struct kv_slot s = b[i / KV_SLOTS].slot[i % KV_SLOTS];
-			uint64_t off = (uint64_t)s.off << 3;
-			uint32_t voff, vlen, want = 4096;
-			struct kv_item hdr;
-
-			if (s.tag != kv_tag(h) || off < c->table.slab_off || off >= c->hello.size)
-				continue;
-			if (want > c->hello.size - off)
-				want = (uint32_t)(c->hello.size - off);
-			if ((err = read_remote(c, off, want)) != 0)
-				return err;
-			/* Longer than the first read: read it whole (a header
-			 * that is garbage fails the check below either way). */
-			memcpy(&hdr, c->read, sizeof(hdr));
-			uint64_t whole = sizeof(hdr) + (uint64_t)hdr.klen + hdr.vlen;
-			if (hdr.klen <= KV_MAX_KEY && hdr.vlen <= KV_MAX_VALUE && whole > want &&
-			    whole <= c->hello.size - off) {
-				if ((err = read_remote(c, off, (uint32_t)whole)) != 0)
-					return err;
-				want = (uint32_t)whole;
-			}
-			err = kv_item_check(c->read, want, key, klen, now, &voff, &vlen);
-			if (err == ENOENT)
-				continue;
-			if (err == EAGAIN) {
-				c->torn_retries++;
-				retry = true;
-				continue;
-			}
-			res->status = KV_OK;
-			res->number = 0;
-			res->value = c->read + voff;
-			res->vlen = vlen;
-			res->token = 0;
-			return 0;
-		}
-		if (!retry) {
-			res->status = KV_NOT_FOUND;
-			res->value = NULL;
-			res->vlen = 0;
-			res->token = 0;
-			return 0;
-		}
-	}
-	return EAGAIN;
-}
-
-/* ---- the asynchronous one-sided GET ------------------------------------ */
-
-/* READ len bytes at arena offset `off` into slot's buffer, for os_advance. */
-static int post_aread(struct kv_client *c, unsigned slot, uint64_t off, uint32_t len)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)(c->aread + (size_t)slot * KV_MSG_MAX), .length = len,
-			       .lkey = c->aread_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_AREAD, slot), .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
-
-	if (off > c->hello.size || len > c->hello.size - off || len > KV_MSG_MAX)
-		return EINVAL;
-	wr.wr.rdma.remote_addr = c->hello.addr + off;
-	wr.wr.rdma.rkey = c->hello.rkey;
-	if (ibv_post_send(c->id->qp, &wr, &bad))
-		return errno ? errno : EIO;
-	c->sq_used++;
-	return 0;
-}
-
-static void os_done(struct kv_client *c, unsigned slot, enum kv_status st)
-{
-	c->os[slot].status = st;
-	c->ready[(c->ready_head + c->ready_count++) % KV_DEPTH] =
-		(struct ready){ .slot = (uint8_t)slot, .one_sided = true };
-	c->slot_id[slot] = ~0ull;       /* answered, not yet handed out */
-}
-
-/* Look at the bucket slots from o->cand on: READ the next candidate's
- * first 4 KiB, or finish (not found), or start over (a torn candidate). */
-static void os_next_candidate(struct kv_client *c, unsigned slot)
-{
-	struct one_sided *o = &c->os[slot];
-
-	for (; o->cand < KV_PROBE * KV_SLOTS && !o->retry; o->cand++) {
-		struct kv_slot s = o->b[o->cand / KV_SLOTS].slot[o->cand % KV_SLOTS];
-		uint64_t off = (uint64_t)s.off << 3;
-
-		if (s.tag != kv_tag(o->hash) || off < c->table.slab_off || off >= c->hello.size)
-			continue;
-		o->off = off;
-		o->want = c->hello.size - off < 4096 ? (uint32_t)(c->hello.size - off) : 4096;
-		o->step = OS_ITEM;
-		if (post_aread(c, slot, off, o->want))
-			fail(c, EIO);
-		return;
-	}
-	if (!o->retry) {
-		os_done(c, slot, KV_NOT_FOUND);
-		return;
-	}
-	/* As kv_get_one_sided: 64 lookups torn by SETs in a row is an error
-	 * of the connection's caller to see (EAGAIN there, here the I/O
-	 * error status: kv_result has no errno). */
-	if (++o->attempts >= 64) {
-		os_done(c, slot, KV_IO_ERROR);
-		return;
-	}
-	o->retry = false;
-	o->step = OS_BUCKETS;
-	if (post_aread(c, slot, c->table.buckets_off + (uint64_t)kv_home_bucket(o->hash, c->table.nbuckets) * 64,
-		       sizeof(o->b)))
-		fail(c, EIO);
-}
-
-/* A READ of slot's lookup completed: the next step. */
-static void os_advance(struct kv_client *c, unsigned slot)
-{
-	struct one_sided *o = &c->os[slot];
-	const uint8_t *buf = c->aread + (size_t)slot * KV_MSG_MAX;
-
-	if (o->step == OS_BUCKETS) {
-		memcpy(o->b, buf, sizeof(o->b));
-		o->cand = 0;
-		os_next_candidate(c, slot);
-		return;
-	}
-	if (o->step == OS_ITEM) {
-		struct kv_item hdr;
-		memcpy(&hdr, buf, sizeof(hdr));
-		uint64_t whole = sizeof(hdr) + (uint64_t)hdr.klen + hdr.vlen;
-		if (hdr.klen <= KV_MAX_KEY && hdr.vlen <= KV_MAX_VALUE && whole > o->want &&
-		    whole <= c->hello.size - o->off) {
-			o->want = (uint32_t)whole;
-			o->step = OS_WHOLE;
-			if (post_aread(c, slot, o->off, o->want))
-				fail(c, EIO);
-			return;
-		}
-	}
-	int err = kv_item_check(buf, o->want, o->key, o->klen, o->now, &o->voff, &o->vlen);
-	if (err == 0) {
-		os_done(c, slot, KV_OK);
-		return;
-	}
-	if (err == EAGAIN) {
-		c->torn_retries++;
-		o->retry = true;
-	}
-	o->cand++;
-	os_next_candidate(c, slot);
-}
-
-int kv_submit_get_one_sided(struct kv_client *c, const void *key, uint32_t klen, uint64_t now, uint64_t *token)
-{
-	unsigned slot;
-	int e;
-
-	if (!c->one_sided_ok)
-		return EOPNOTSUPP;
-	if (klen < 1 || klen > KV_MAX_KEY)
-		return EINVAL;
-	if ((e = take_slot_for(c, &slot, false)) != 0)
-		return e;
-	struct one_sided *o = &c->os[slot];
-	memset(o, 0, sizeof(*o));
-	memcpy(o->key, key, klen);
-	o->klen = klen;
-	o->hash = kv_hash(key, klen);
-	o->now = now;
-	o->id = ++c->next_id;
-	o->step = OS_BUCKETS;
-	e = post_aread(c, slot, c->table.buckets_off + (uint64_t)kv_home_bucket(o->hash, c->table.nbuckets) * 64,
-		       sizeof(o->b));
-	if (e)
-		return e;
-	c->slot_id[slot] = o->id;
-	c->slot_os[slot] = true;
-	c->in_flight++;
-	*token = o->id;
-	return 0;
-}
-
-uint64_t kv_torn_retries(const struct kv_client *c)
-{
-	return c->torn_retries;
-}
-
-int kv_probe_remote(struct kv_client *c, bool write, int64_t offset, uint32_t len)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)c->read, .length = len, .lkey = c->read_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, 0), .sg_list = &sge, .num_sge = 1,
-				  .opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED };
-
-	if (len > KV_MSG_MAX || !c->hello.rkey)
-		return EINVAL;
-	wr.wr.rdma.remote_addr = c->hello.addr + (uint64_t)offset;
-	wr.wr.rdma.rkey = c->hello.rkey;
-	return post_and_wait(c, &wr);
 }
 
 int kv_mget(struct kv_client *c, unsigned n, const char *const *keys, struct kv_result *res,

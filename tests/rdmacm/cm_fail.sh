@@ -2,8 +2,8 @@
 # cm_fail.sh — the connection manager's failures, as a program sees them:
 #   1. a connect to a port nobody listens on (our own device answers the
 #      REQ): RDMA_CM_EVENT_REJECTED with status 8 (invalid service ID),
-#      after librdmacm's 100 ms of resending refused REQs (cma.c, "early
-#      REQs") — not after the REQ timeouts, which would take 200 ms here;
+#      after librdmacm's 100 ms of resending refused REQs (cma_early.c,
+#      "early REQs") — not after the REQ timeouts, which would take 200 ms here;
 #   2. a connect to a loopback address no softrnic device serves: the REQ
 #      is retried and the program gets RDMA_CM_EVENT_UNREACHABLE after the
 #      retries (SOFTRNIC_CM_RESPONSE_TIMEOUT 14 = 67 ms, 2 retries here);

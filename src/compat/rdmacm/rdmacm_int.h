@@ -14,7 +14,8 @@
  * read (moving the QP to RTR and RTS, sending the RTU) happens in
  * rdma_get_cm_event, as in rdma-core.
  *
- * Files: cma.c (ids, connect/listen/accept, events), addr.c (addresses,
+ * Files: cma*.c (the cm, ids, channels and events, listen/connect/accept:
+ * cma_int.h lists them and has what they share), addr.c (addresses,
  * routes, the loopback listener registry, getaddrinfo, devices), qp.c
  * (rdma_create_qp and friends, QP attributes), misc.c (strings, options).
  */
@@ -60,7 +61,7 @@ struct rcm_channel {
 	pthread_mutex_t lock;
 	struct rcm_event *head, *tail;
 	bool internal;                  /* a synchronous id's own channel */
-	struct rcm_channel *retired_next; /* destroyed by the program (cma.c) */
+	struct rcm_channel *retired_next; /* destroyed by the program (cma_channel.c) */
 };
 
 enum rcm_id_state {
@@ -117,7 +118,7 @@ struct rcm_id {
 	uint8_t ack_timeout;            /* local ACK timeout code */
 	uint8_t remote_gid[16];
 	bool peer_disconnected;         /* a DREQ came (DREP already sent) */
-	/* The request as sent, so it can be sent again (cma.c, "early
+	/* The request as sent, so it can be sent again (cma_early.c, "early
 	 * REQs"): REQ parameters, or the SIDR service ID, and the private
 	 * data both point into. */
 	bool local_peer;                /* the destination is on this host (loopback) */
@@ -142,7 +143,7 @@ struct rcm_id {
 	 * 50 000 ids (cmtime's destroy step). */
 	struct rcm_id *next_all, *prev_all;
 	/* Ids whose request waits to be sent again (retry_at set), in
-	 * deadline order (cma.c, "early REQs"): the head is the next one. */
+	 * deadline order (cma_early.c): the head is the next one. */
 	struct rcm_id *next_early, *prev_early;
 };
 
@@ -175,12 +176,15 @@ extern struct rcm_global rcm;
 
 /* cma.c */
 int rcm_init(void);             /* 0 or an errno */
-/* rdma-core's rdma_create_id2 (rdma_create_ep): the QP type as asked,
- * checked against the port space as the kernel does.  -1 / errno. */
+/* cma_id.c: rdma-core's rdma_create_id2 (rdma_create_ep): the QP type
+ * as asked, checked against the port space as the kernel does.  -1 /
+ * errno. */
 int rcm_create_id2(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
 		   enum rdma_port_space ps, enum ibv_qp_type qp_type);
+/* cma_channel.c */
 void rcm_queue_event(struct rcm_id *id, struct rcm_event *e);
 struct rcm_event *rcm_new_event(struct rcm_id *id, enum rdma_cm_event_type type, int status);
+/* cma_event.c */
 int rcm_wait_event(struct rcm_id *id, enum rdma_cm_event_type want, struct rcm_event **out);
 /* Sets errno and returns -1 (librdmacm's error convention). */
 static inline int rcm_fail(int e)

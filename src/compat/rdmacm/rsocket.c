@@ -1,13 +1,15 @@
 /*
  * rsocket.c — stream rsockets (<rdma/rsocket.h>) on softrnic's connection
- * manager: the socket calls (rsocket, rbind, rlisten, raccept, rconnect,
- * rshutdown, rclose, the send and receive family, options, rfcntl) and the
- * CM events that connect and disconnect a socket.  Each socket has an
- * rdma_cm id on an event channel of its own, whose fd is the number the
- * program holds (as in rdma-core, so it never collides with a real fd and
- * librspreload can map socket fds onto it).  The data path is in
- * rsocket_data.c, rpoll/rselect in rsocket_poll.c; rsocket_int.h has the
- * wire protocol, which is rdma-core's.
+ * manager: the socket table, the defaults, the calls that make, connect
+ * and end a socket (rsocket, rbind, rlisten, raccept, rconnect,
+ * rshutdown, rclose) and the CM events that connect and disconnect it.
+ * Each socket has an rdma_cm id on an event channel of its own, whose fd
+ * is the number the program holds (as in rdma-core, so it never collides
+ * with a real fd and librspreload can map socket fds onto it).  The send
+ * and receive calls are in rsocket_sendrecv.c, names, options and rfcntl
+ * in rsocket_opt.c, the data path in rsocket_data.c, rpoll/rselect in
+ * rsocket_poll.c; rsocket_int.h has the wire protocol, which is
+ * rdma-core's.
  *
  * Datagram sockets (SOCK_DGRAM) are in rsocket_dgram.c; the calls here
  * hand them over; riomap/riowrite are in rsocket_iomap.c; keepalive
@@ -16,11 +18,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +232,7 @@ fail:;
 }
 
 /* The socket of fd, locked; NULL with errno EBADF. */
-static struct rsock *rs_lock(int fd)
+struct rsock *rs_lock(int fd)
 {
 	struct rsock *rs = rs_get(fd);
 
@@ -245,7 +244,7 @@ static struct rsock *rs_lock(int fd)
 	return rs;
 }
 
-static int rs_unlock_ret(struct rsock *rs, int ret)
+int rs_unlock_ret(struct rsock *rs, int ret)
 {
 	int saved = errno;
 
@@ -336,8 +335,8 @@ static void cm_event(struct rsock *rs, struct rdma_cm_event *ev)
 }
 
 /* Whether the socket's channel holds an event, without a system call (the
- * channel is this library's own, cma.c): the data path asks on every
- * round. */
+ * channel is this library's own, cma_channel.c): the data path asks on
+ * every round. */
 static bool cm_event_pending(struct rsock *rs)
 {
 	struct rcm_channel *c = (struct rcm_channel *)rs->chan;
@@ -447,7 +446,7 @@ int rlisten(int socket, int backlog)
 	return rs_unlock_ret(rs, 0);
 }
 
-static void copy_addr(struct sockaddr *dst, socklen_t *dlen, const struct sockaddr *src)
+void rs_copy_addr(struct sockaddr *dst, socklen_t *dlen, const struct sockaddr *src)
 {
 	socklen_t size = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						     : sizeof(struct sockaddr_in);
@@ -529,7 +528,7 @@ int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 		if (!rs)
 			continue;
 		if (addr && addrlen)
-			copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
+			rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
 		return rs_unlock_ret(l, rs->index);
 	}
 }
@@ -646,480 +645,4 @@ int rclose(int socket)
 	pthread_mutex_unlock(&rs->lock);
 	rs_free(rs);
 	return 0;
-}
-
-/* ---- sending and receiving ------------------------------------------------------ */
-
-/* A connecting socket goes on connecting first (EAGAIN while it does). */
-static int ready_for_data(struct rsock *rs, int flags)
-{
-	bool nonblock = (rs->fs_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
-
-	if (rs->state & RS_OPENING) {
-		if (rs_do_connect(rs, nonblock)) {
-			if (errno == EINPROGRESS)
-				errno = EAGAIN;
-			return -1;
-		}
-	}
-	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
-		return rs_err(ENOTCONN);
-	return 0;
-}
-
-/* A socket's EFAULT for a buffer that is not there. */
-static bool iov_bad(const struct iovec *iov, int iovcnt)
-{
-	for (int i = 0; i < iovcnt; i++)
-		if (iov[i].iov_len && !iov[i].iov_base)
-			return true;
-	return false;
-}
-
-static ssize_t sendv_to(int socket, const struct iovec *iov, int iovcnt, int flags,
-			const struct sockaddr *to, socklen_t tolen)
-{
-	struct rsock *rs = rs_lock(socket);
-
-	if (!rs)
-		return -1;
-	if (iovcnt < 0 || iovcnt > IOV_MAX)
-		return rs_unlock_ret(rs, rs_err(EINVAL));
-	if ((iovcnt && !iov) || iov_bad(iov, iovcnt))
-		return rs_unlock_ret(rs, rs_err(EFAULT));
-	if (rs->type == SOCK_DGRAM) {
-		ssize_t n = ds_sendv(rs, iov, iovcnt, flags, to, tolen);
-		return rs_unlock_ret(rs, (int)n);
-	}
-	if (to || tolen)
-		return rs_unlock_ret(rs, rs_err(EISCONN));  /* a stream socket has its peer */
-	if (ready_for_data(rs, flags))
-		return rs_unlock_ret(rs, -1);
-	ssize_t n = rs_sendv(rs, iov, iovcnt, flags);
-	int saved = errno;
-	pthread_mutex_unlock(&rs->lock);
-	errno = saved;
-	return n;
-}
-
-static ssize_t sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
-{
-	return sendv_to(socket, iov, iovcnt, flags, NULL, 0);
-}
-
-static ssize_t recvv_from(int socket, const struct iovec *iov, int iovcnt, int flags,
-			  struct sockaddr *from, socklen_t *fromlen)
-{
-	struct rsock *rs = rs_lock(socket);
-
-	if (!rs)
-		return -1;
-	if (iovcnt < 0 || iovcnt > IOV_MAX)
-		return rs_unlock_ret(rs, rs_err(EINVAL));
-	if ((iovcnt && !iov) || iov_bad(iov, iovcnt))
-		return rs_unlock_ret(rs, rs_err(EFAULT));
-	if (rs->type == SOCK_DGRAM) {
-		ssize_t n = ds_recvv(rs, iov, iovcnt, flags, from, fromlen);
-		return rs_unlock_ret(rs, (int)n);
-	}
-	if (ready_for_data(rs, flags))
-		return rs_unlock_ret(rs, -1);
-	ssize_t n = rs_recvv(rs, iov, iovcnt, flags);
-	if (n >= 0 && from && fromlen)
-		copy_addr(from, fromlen, rdma_get_peer_addr(rs->cm));
-	int saved = errno;
-	pthread_mutex_unlock(&rs->lock);
-	errno = saved;
-	return n;
-}
-
-static ssize_t recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
-{
-	return recvv_from(socket, iov, iovcnt, flags, NULL, NULL);
-}
-
-ssize_t rsend(int socket, const void *buf, size_t len, int flags)
-{
-	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
-
-	return sendv(socket, &v, 1, flags);
-}
-
-ssize_t rwrite(int socket, const void *buf, size_t count)
-{
-	return rsend(socket, buf, count, 0);
-}
-
-ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
-{
-	return sendv(socket, iov, iovcnt, 0);
-}
-
-ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
-		const struct sockaddr *dest_addr, socklen_t addrlen)
-{
-	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
-
-	return sendv_to(socket, &v, 1, flags, dest_addr, addrlen);
-}
-
-ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
-{
-	if (!msg)
-		return rs_err(EFAULT);
-	return sendv_to(socket, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
-			msg->msg_namelen);
-}
-
-ssize_t rrecv(int socket, void *buf, size_t len, int flags)
-{
-	struct iovec v = { .iov_base = buf, .iov_len = len };
-
-	return recvv(socket, &v, 1, flags);
-}
-
-ssize_t rread(int socket, void *buf, size_t count)
-{
-	return rrecv(socket, buf, count, 0);
-}
-
-ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
-{
-	return recvv(socket, iov, iovcnt, 0);
-}
-
-ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
-		  struct sockaddr *src_addr, socklen_t *addrlen)
-{
-	struct iovec v = { .iov_base = buf, .iov_len = len };
-
-	return recvv_from(socket, &v, 1, flags, src_addr, addrlen);
-}
-
-ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
-{
-	if (!msg)
-		return rs_err(EFAULT);
-	socklen_t nl = msg->msg_name ? msg->msg_namelen : 0;
-	ssize_t n = recvv_from(socket, msg->msg_iov, (int)msg->msg_iovlen, flags,
-			       msg->msg_name, msg->msg_name ? &nl : NULL);
-	if (n >= 0) {
-		msg->msg_controllen = 0;
-		msg->msg_flags = 0;
-		msg->msg_namelen = msg->msg_name ? nl : 0;
-	}
-	return n;
-}
-
-/* ---- names, options, flags ---------------------------------------------------- */
-
-int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	struct rsock *rs = rs_lock(socket);
-
-	if (!rs)
-		return -1;
-	if (!addr || !addrlen)
-		return rs_unlock_ret(rs, rs_err(EFAULT));
-	if (rs->type == SOCK_DGRAM)
-		return rs_unlock_ret(rs, getpeername(rs->udp_sock, addr, addrlen));
-	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
-		return rs_unlock_ret(rs, rs_err(ENOTCONN));
-	copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm));
-	return rs_unlock_ret(rs, 0);
-}
-
-int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	struct rsock *rs = rs_lock(socket);
-
-	if (!rs)
-		return -1;
-	if (!addr || !addrlen)
-		return rs_unlock_ret(rs, rs_err(EFAULT));
-	if (rs->type == SOCK_DGRAM)
-		return rs_unlock_ret(rs, getsockname(rs->udp_sock, addr, addrlen));
-	struct sockaddr *local = rdma_get_local_addr(rs->cm);
-	if (local->sa_family == AF_UNSPEC) {
-		struct sockaddr_in any = { .sin_family = AF_INET };
-		copy_addr(addr, addrlen, (struct sockaddr *)&any);
-	} else {
-		copy_addr(addr, addrlen, local);
-	}
-	return rs_unlock_ret(rs, 0);
-}
-
-static int int_opt(const void *optval, socklen_t optlen, int *out)
-{
-	if (!optval)
-		return EFAULT;
-	if (optlen < sizeof(int))
-		return EINVAL;
-	memcpy(out, optval, sizeof(int));
-	return 0;
-}
-
-int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
-{
-	struct rsock *rs = rs_lock(socket);
-	int v = 0, e;
-
-	if (!rs)
-		return -1;
-	bool no_buffers = !rs->sbuf;
-	/* A datagram socket's options also go to its UDP socket (rdma-core). */
-	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
-	    setsockopt(rs->udp_sock, level, optname, optval, optlen))
-		return rs_unlock_ret(rs, -1);
-	if (rs->type == SOCK_DGRAM && level != SOL_SOCKET && level != SOL_RDMA)
-		return rs_unlock_ret(rs, 0);
-	if (level == SOL_SOCKET && optname == SO_LINGER) {
-		if (!optval)
-			return rs_unlock_ret(rs, rs_err(EFAULT));
-		if (optlen < sizeof(struct linger))
-			return rs_unlock_ret(rs, rs_err(EINVAL));
-		struct linger lg;
-		memcpy(&lg, optval, sizeof(lg));
-		/* Kept inverted, as rdma-core: off (0) is the default "on". */
-		if (lg.l_onoff)
-			rs->so_opts &= ~(UINT64_C(1) << SO_LINGER);
-		else
-			rs->so_opts |= UINT64_C(1) << SO_LINGER;
-		return rs_unlock_ret(rs, 0);
-	}
-	if (level == SOL_RDMA && optname == RDMA_ROUTE)
-		return rs_unlock_ret(rs, 0);    /* routes are local on RoCE */
-	e = int_opt(optval, optlen, &v);
-	if (e)
-		return rs_unlock_ret(rs, rs_err(e));
-	switch (level) {
-	case SOL_SOCKET:
-		switch (optname) {
-		case SO_REUSEADDR:
-		case SO_KEEPALIVE:
-		case SO_OOBINLINE:
-			rs->keepalive_due = 0;  /* timed afresh from now */
-			if (v)
-				rs->so_opts |= UINT64_C(1) << optname;
-			else
-				rs->so_opts &= ~(UINT64_C(1) << optname);
-			return rs_unlock_ret(rs, 0);
-		case SO_RCVBUF:
-			if (no_buffers && v > 0)
-				rs->rbuf_size = (uint32_t)v << 1;
-			return rs_unlock_ret(rs, 0);
-		case SO_SNDBUF:
-			if (no_buffers && v > 0)
-				rs->sbuf_size = (uint32_t)v << 1;
-			if (rs->sbuf_size < RS_SNDLOWAT)
-				rs->sbuf_size = RS_SNDLOWAT << 1;
-			return rs_unlock_ret(rs, 0);
-		}
-		break;
-	case IPPROTO_IP:
-		if (optname == IP_TOS) {
-			uint8_t tos = (uint8_t)v;
-			rs->ip_tos = v;
-			return rs_unlock_ret(rs, rdma_set_option(rs->cm, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
-								 &tos, sizeof(tos)));
-		}
-		break;
-	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_NODELAY:
-			if (v)
-				rs->tcp_opts |= UINT64_C(1) << optname;
-			else
-				rs->tcp_opts &= ~(UINT64_C(1) << optname);
-			return rs_unlock_ret(rs, 0);
-		case TCP_KEEPIDLE:
-			if (v <= 0)
-				return rs_unlock_ret(rs, rs_err(EINVAL));
-			rs->keepalive_time = (unsigned)v;
-			rs->keepalive_due = 0;
-			return rs_unlock_ret(rs, 0);
-		case TCP_KEEPCNT:
-		case TCP_KEEPINTVL:
-		case TCP_MAXSEG:
-			return rs_unlock_ret(rs, 0);    /* nothing to do on a reliable connection */
-		}
-		break;
-	case SOL_RDMA:
-		if (!no_buffers)
-			return rs_unlock_ret(rs, rs_err(EINVAL));
-		switch (optname) {
-		case RDMA_SQSIZE:
-			rs->sq_size = (uint16_t)(v < RS_QP_MAX_SIZE ? v : RS_QP_MAX_SIZE);
-			return rs_unlock_ret(rs, 0);
-		case RDMA_RQSIZE:
-			rs->rq_size = (uint16_t)(v < RS_QP_MAX_SIZE ? v : RS_QP_MAX_SIZE);
-			return rs_unlock_ret(rs, 0);
-		case RDMA_INLINE:
-			rs->sq_inline = (uint16_t)(v < 0 ? 0 : v > 0xFFFF ? 0xFFFF : v);
-			return rs_unlock_ret(rs, 0);
-		case RDMA_IOMAPSIZE:
-			/* Rounded to what rs_conn_data's 8-bit scale carries. */
-			if (v < 0 || v > 0xFFFF)
-				return rs_unlock_ret(rs, rs_err(EINVAL));
-			rs->target_iomap_size = (uint16_t)rs_scale_to_value(rs_value_to_scale(v, 8), 8);
-			return rs_unlock_ret(rs, 0);
-		}
-		break;
-	}
-	if (rs->type == SOCK_DGRAM)
-		return rs_unlock_ret(rs, 0);    /* the UDP socket took it */
-	return rs_unlock_ret(rs, rs_err(ENOTSUP));
-}
-
-static int put_int(void *optval, socklen_t *optlen, int v)
-{
-	if (!optval || !optlen)
-		return rs_err(EFAULT);
-	socklen_t n = *optlen < sizeof(int) ? *optlen : sizeof(int);
-	memcpy(optval, &v, n);
-	*optlen = n;
-	return 0;
-}
-
-int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
-{
-	struct rsock *rs = rs_lock(socket);
-	int ret = -1;
-
-	if (!rs)
-		return -1;
-	switch (level) {
-	case SOL_SOCKET:
-		switch (optname) {
-		case SO_REUSEADDR:
-		case SO_KEEPALIVE:
-		case SO_OOBINLINE:
-			ret = put_int(optval, optlen, !!(rs->so_opts & (UINT64_C(1) << optname)));
-			break;
-		case SO_RCVBUF:
-			ret = put_int(optval, optlen, (int)rs->rbuf_size);
-			break;
-		case SO_SNDBUF:
-			ret = put_int(optval, optlen, (int)rs->sbuf_size);
-			break;
-		case SO_ERROR:
-			ret = put_int(optval, optlen, rs->err);
-			if (!ret)
-				rs->err = 0;
-			break;
-		case SO_TYPE:
-			ret = put_int(optval, optlen, rs->type);
-			break;
-		case SO_LINGER:
-			if (!optval || !optlen) {
-				ret = rs_err(EFAULT);
-			} else if (*optlen < sizeof(struct linger)) {
-				ret = rs_err(EINVAL);
-			} else {
-				struct linger lg = {
-					.l_onoff = !(rs->so_opts & (UINT64_C(1) << SO_LINGER)),
-					.l_linger = 0,
-				};
-				memcpy(optval, &lg, sizeof(lg));
-				*optlen = sizeof(lg);
-				ret = 0;
-			}
-			break;
-		default:
-			ret = rs_err(ENOTSUP);
-		}
-		break;
-	case IPPROTO_IP:
-		ret = optname == IP_TOS ? put_int(optval, optlen, rs->ip_tos) : rs_err(ENOTSUP);
-		break;
-	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_NODELAY:
-			ret = put_int(optval, optlen, !!(rs->tcp_opts & (UINT64_C(1) << optname)));
-			break;
-		case TCP_KEEPIDLE:
-			ret = put_int(optval, optlen, (int)rs->keepalive_time);
-			break;
-		case TCP_KEEPCNT:
-		case TCP_KEEPINTVL:
-			ret = put_int(optval, optlen, 1);
-			break;
-		case TCP_MAXSEG: {
-			int mtu = 2048;
-			if (rs->cm && rs->cm->route.num_paths && rs->cm->route.path_rec)
-				mtu = 1 << (7 + rs->cm->route.path_rec->mtu);
-			ret = put_int(optval, optlen, mtu);
-			break;
-		}
-		case TCP_INFO:
-			if (!optval || !optlen) {
-				ret = rs_err(EFAULT);
-			} else {
-				struct tcp_info info;
-				memset(&info, 0, sizeof(info));
-				info.tcpi_state = (rs->state & RS_CONNECTED) ? 1 /* TCP_ESTABLISHED */
-									     : 7 /* TCP_CLOSE */;
-				info.tcpi_snd_cwnd = rs->sq_size;
-				socklen_t n = *optlen < sizeof(info) ? *optlen : sizeof(info);
-				memcpy(optval, &info, n);
-				*optlen = n;
-				ret = 0;
-			}
-			break;
-		default:
-			ret = rs_err(ENOTSUP);
-		}
-		break;
-	case SOL_RDMA:
-		switch (optname) {
-		case RDMA_SQSIZE:
-			ret = put_int(optval, optlen, rs->sq_size);
-			break;
-		case RDMA_RQSIZE:
-			ret = put_int(optval, optlen, rs->rq_size);
-			break;
-		case RDMA_INLINE:
-			ret = put_int(optval, optlen, rs->sq_inline);
-			break;
-		case RDMA_IOMAPSIZE:
-			ret = put_int(optval, optlen, rs->target_iomap_size);
-			break;
-		default:
-			ret = rs_err(ENOTSUP);
-		}
-		break;
-	default:
-		ret = rs_err(ENOTSUP);
-	}
-	return rs_unlock_ret(rs, ret);
-}
-
-int rfcntl(int socket, int cmd, ... /* arg */)
-{
-	struct rsock *rs = rs_lock(socket);
-	va_list ap;
-	int ret = 0;
-
-	if (!rs)
-		return -1;
-	va_start(ap, cmd);
-	switch (cmd) {
-	case F_GETFL:
-		ret = rs->fs_flags | O_RDWR;
-		break;
-	case F_SETFL:
-		rs->fs_flags = va_arg(ap, int) & ~O_ACCMODE;
-		break;
-	case F_GETFD:
-		ret = rs->fd_flags;
-		break;
-	case F_SETFD:
-		rs->fd_flags = va_arg(ap, int);
-		(void)fcntl(rs->index, F_SETFD, rs->fd_flags);
-		break;
-	default:
-		ret = rs_err(ENOTSUP);
-	}
-	va_end(ap);
-	return rs_unlock_ret(rs, ret);
 }

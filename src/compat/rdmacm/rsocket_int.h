@@ -19,8 +19,12 @@
  *     write with the same immediate grants credits alone;
  *   - shutdown and close are zero-length writes with op CTRL and
  *     DISCONNECT or SHUTDOWN in the immediate.
- * Files: rsocket.c (the socket calls, the CM), rsocket_data.c (buffers,
- * the QP, sending, receiving, credits), rsocket_poll.c (rpoll, rselect).
+ * Files: rsocket.c (the socket table, making, connecting and closing
+ * sockets, the CM), rsocket_sendrecv.c (the send and receive calls),
+ * rsocket_opt.c (names, options, rfcntl), rsocket_data.c (buffers, the
+ * QP, sending, receiving, credits), rsocket_poll.c (rpoll, rselect),
+ * rsocket_epoll.c (repoll_*), rsocket_dgram.c (datagram sockets),
+ * rsocket_iomap.c (riomap, riowrite).
  */
 #ifndef SOFTRNIC_COMPAT_RSOCKET_INT_H
 #define SOFTRNIC_COMPAT_RSOCKET_INT_H
@@ -273,6 +277,13 @@ struct fd_table {
 int fd_table_put(struct fd_table *t, int fd, void *p);
 void *fd_table_get(struct fd_table *t, int fd);  /* NULL: empty, or fd out of range */
 struct rsock *rs_get(int index);        /* NULL: not an rsocket */
+/* The socket of fd, locked; NULL with errno EBADF. */
+struct rsock *rs_lock(int fd);
+/* Unlocks the socket and returns ret, errno kept. */
+int rs_unlock_ret(struct rsock *rs, int ret);
+/* A socket call's address out: src copied into dst, cut to *dlen;
+ * *dlen becomes its whole size. */
+void rs_copy_addr(struct sockaddr *dst, socklen_t *dlen, const struct sockaddr *src);
 
 /* rsocket_epoll.c: epoll over rsockets (rdma-core's RDMACM_1.5 calls,
  * which Debian 12's <rdma/rsocket.h> does not declare yet). */
