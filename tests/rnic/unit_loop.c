@@ -910,10 +910,8 @@ int main(void)
 	test_fence_and_unsignaled();
 	test_uc_and_solicited();
 	test_notify();
-	if (ut_failures) {
-		fprintf(stderr, "%d check(s) failed\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_loop");
 	printf("unit_loop: all checks passed\n");
 	return 0;
 }

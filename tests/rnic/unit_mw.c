@@ -541,10 +541,8 @@ int main(void)
 	test_dereg_under_window();
 	test_bind_errors();
 	test_atomic_write();
-	if (ut_failures) {
-		fprintf(stderr, "unit_mw: %d failed checks\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_mw");
 	printf("unit_mw: ok\n");
 	return 0;
 }

@@ -731,10 +731,8 @@ int main(int argc, char **argv)
 			test_uc_loss(seeds[i], true);
 		}
 	}
-	if (ut_failures) {
-		fprintf(stderr, "unit_srq: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_srq");
 	printf("unit_srq: all passed\n");
 	return 0;
 }

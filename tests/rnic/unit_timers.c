@@ -204,7 +204,5 @@ int main(void)
 	test_capacity();
 	test_idle_qps();
 	test_many_timers();
-	if (ut_failures)
-		fprintf(stderr, "unit_timers: %d failures\n", ut_failures);
-	return ut_failures ? 1 : 0;
+	return check_exit("rnic_unit_timers");
 }

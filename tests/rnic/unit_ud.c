@@ -761,10 +761,8 @@ int main(void)
 	test_multicast();
 	test_validation();
 	test_ipv6_grh();
-	if (ut_failures) {
-		fprintf(stderr, "unit_ud: %d failure(s)\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_ud");
 	printf("unit_ud: all passed\n");
 	return 0;
 }

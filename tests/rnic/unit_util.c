@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ut_failures;
-
 static void enqueue(struct ut_loop *l, int to, const uint8_t *ib, size_t len)
 {
 	struct ut_pkt *p;

@@ -1,6 +1,6 @@
 /*
  * unit_util.h — what the rnic layer's unit tests (unit_loop.c, unit_srq.c,
- * unit_ud.c) share: a CHECK that counts failures, and for the two-node
+ * unit_ud.c) share: tests/check.h, and for the two-node
  * tests the "loop": two rnics wired back to back through an in-test packet
  * queue (xmit -> queue -> rnic_receive) with a simulated clock, optional
  * drop/duplicate hooks and a record of async events.
@@ -16,19 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../check.h"
 #include "rnic/rnic.h"
 #include "wire/wire.h"
-
-/* Failed CHECKs so far in this process. */
-extern int ut_failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			ut_failures++;                                                \
-		}                                                                     \
-	} while (0)
 
 /* ---- the loop ------------------------------------------------------------ */
 
