@@ -248,7 +248,7 @@ static int run_odp(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a);
 	free(b);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- rereg ---------------------------------------------------------------- */
@@ -355,7 +355,7 @@ static int run_rereg(void)
 	free(a);
 	free(b);
 	free(b2);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- pin ------------------------------------------------------------------ */
@@ -525,7 +525,7 @@ static int run_pin(void)
 	free(target);
 	free(src);
 	free(heap);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- domains -------------------------------------------------------------- */
@@ -642,7 +642,7 @@ static int run_domains(void)
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
 	free(buf);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 int main(int argc, char **argv)

@@ -226,7 +226,7 @@ static int run_mw(void)
 	teardown(&b);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 static enum ibv_wc_status atomic_write(struct side *a, uint32_t rkey, uint64_t raddr, const void *val,
@@ -272,7 +272,7 @@ static int run_atomic_write(void)
 	teardown(&b);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

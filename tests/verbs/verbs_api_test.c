@@ -295,7 +295,7 @@ static int run_basic(void)
 	test_async_fd(ctx);
 	CHECK(ibv_close_device(ctx2) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* ---- loopback ------------------------------------------------------------- */
@@ -504,7 +504,7 @@ static int run_loopback(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a.buf);
 	free(b.buf);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -305,8 +305,8 @@ int main(void)
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
 	free(buf);
-	if (vt_failures) {
-		fprintf(stderr, "verbs_srq_test: %d failures\n", vt_failures);
+	if (check_failures) {
+		check_exit("verbs_srq_test");
 		return 1;
 	}
 	printf("verbs_srq_test: all passed\n");
