@@ -11,6 +11,8 @@
  *   REQUIRE_RET(cond, ret [, fmt, ...])  the same, but it returns `ret`
  *                                from the calling function instead, for
  *                                tests whose other cases still run;
+ *   REQUIRE_GOTO(cond, label [, fmt, ...])  or jumps to a cleanup label;
+ *   FAIL(fmt, ...)               a failure found otherwise: the message;
  *   EXPECT_ERR(call, want)       call must fail as a system call does: -1
  *                                with errno `want`;
  *   EXPECT_OK(call)              call must return 0.
@@ -39,9 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Failures in this process, and in the current case. */
+/* Failures in this process, and in the current case; cases begun. */
 __attribute__((weak)) int check_failures;
 __attribute__((weak)) int check_case_failures;
+__attribute__((weak)) int check_cases;
 /* The current case ("seed 7, dcqcn"); empty outside cases. */
 __attribute__((weak)) char check_case[160];
 /* Printed before every failure when set ("child0" in a forked helper). */
@@ -84,6 +87,7 @@ static inline void check_begin(const char *fmt, ...)
 	vsnprintf(check_case, sizeof(check_case), fmt, ap);
 	va_end(ap);
 	check_case_failures = 0;
+	check_cases++;
 }
 
 /* Ends the case: prints "ok   CASE" (when `say_ok`) or "FAIL CASE (N failed
@@ -143,8 +147,11 @@ static inline void check_fail(const char *file, int line, const char *kind, cons
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fflush(stdout);
-	fprintf(stderr, "%s%s%s:%d: %s failed: %s%s%s", check_who ? check_who : "", check_who ? ": " : "", file,
-		line, kind, cond, msg[1] ? ":" : "", msg[1] ? msg : "");
+	fprintf(stderr, "%s%s%s:%d: ", check_who ? check_who : "", check_who ? ": " : "", file, line);
+	if (cond[0])
+		fprintf(stderr, "%s failed: %s%s%s", kind, cond, msg[1] ? ":" : "", msg[1] ? msg : "");
+	else
+		fprintf(stderr, "%s", msg + 1);
 	if (check_with_errno)
 		fprintf(stderr, " (errno %d %s)", err, strerror(err));
 	if (check_case[0])
@@ -174,6 +181,9 @@ static inline int check_exit(const char *name)
 			check_fail(__FILE__, __LINE__, "CHECK", #cond, errno, " " __VA_ARGS__);  \
 	} while (0)
 
+/* A failure found by other means than one condition: the message alone. */
+#define FAIL(...) check_fail(__FILE__, __LINE__, "FAIL", "", errno, " " __VA_ARGS__)
+
 #define CHECK_EQ(a, b, ...)                                                                      \
 	do {                                                                                     \
 		unsigned long long check_a_ = (unsigned long long)(a);                           \
@@ -198,6 +208,14 @@ static inline int check_exit(const char *name)
 		if (!(cond)) {                                                                   \
 			check_fail(__FILE__, __LINE__, "REQUIRE", #cond, errno, " " __VA_ARGS__); \
 			return ret;                                                              \
+		}                                                                                \
+	} while (0)
+
+#define REQUIRE_GOTO(cond, label, ...)                                                           \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			check_fail(__FILE__, __LINE__, "REQUIRE", #cond, errno, " " __VA_ARGS__); \
+			goto label;                                                              \
 		}                                                                                \
 	} while (0)
 

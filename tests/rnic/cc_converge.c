@@ -188,13 +188,13 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 	w->nflows = nflows;
 	w->receiver = nflows;
 	w->pair = pair_create(seed, nflows + 1, &cfg);
-	REQUIRE(w->pair, -1, "pair_create: %s", strerror(errno));
-	REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
+	REQUIRE_RET(w->pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
 
 	struct rnic *rr = pair_rnic(w->pair, w->receiver);
 	struct rnic_pd *rpd = w->rpd = rnic_pd_alloc(rr);
 	struct rnic_cq *rcq = w->rcq = rnic_cq_create(rr, 64, NULL);
-	REQUIRE(rpd && rcq, -1, "%s", "receiver pd/cq");
+	REQUIRE_RET(rpd && rcq, -1, "%s", "receiver pd/cq");
 	for (unsigned i = 0; i < nflows; i++) {
 		struct flow *f = &w->f[i];
 		struct rnic *r = pair_rnic(w->pair, i);
@@ -202,7 +202,7 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 		struct ibv_qp_init_attr init;
 
 		f->cq = rnic_cq_create(r, 64, NULL);
-		REQUIRE(pd && f->cq, -1, "%s", "sender pd/cq");
+		REQUIRE_RET(pd && f->cq, -1, "%s", "sender pd/cq");
 		memset(&init, 0, sizeof(init));
 		init.qp_type = IBV_QPT_RC;
 		init.cap.max_send_wr = 32;
@@ -210,23 +210,23 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 		init.cap.max_send_sge = init.cap.max_recv_sge = 1;
 		f->qp = rnic_qp_create(pd, f->cq, f->cq, &init, NULL);
 		f->peer = rnic_qp_create(rpd, rcq, rcq, &init, NULL);
-		REQUIRE(f->qp && f->peer, -1, "%s", "qp_create");
+		REQUIRE_RET(f->qp && f->peer, -1, "%s", "qp_create");
 		f->src = calloc(1, MSG);
 		f->dst = calloc(1, MSG);
-		REQUIRE(f->src && f->dst, -1, "%s", "buffers");
+		REQUIRE_RET(f->src && f->dst, -1, "%s", "buffers");
 		/* Fixed iovas, not the buffers' addresses: the packets (and
 		 * so the trace hash) must not depend on where malloc put them. */
 		f->src_mr = rnic_mr_reg(pd, f->src, MSG, SRC_IOVA, IBV_ACCESS_LOCAL_WRITE);
 		f->dst_mr = rnic_mr_reg(rpd, f->dst, MSG, DST_IOVA(i), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		REQUIRE(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
-		REQUIRE(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
+		REQUIRE_RET(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
+		REQUIRE_RET(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
 			-1, "%s", "init");
-		REQUIRE(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_4096,
+		REQUIRE_RET(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_4096,
 				  0, 0, 0) == 0,
 			-1, "%s", "rtr");
-		REQUIRE(ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_4096, 0, 0, 0) == 0,
+		REQUIRE_RET(ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_4096, 0, 0, 0) == 0,
 			-1, "%s", "rtr");
-		REQUIRE(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
+		REQUIRE_RET(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
 			"%s", "rts");
 		f->start_ns = (uint64_t)i * 5 * HT_MS;  /* staggered starts */
 	}
@@ -369,12 +369,12 @@ static void case_dcqcn(uint64_t seed, unsigned nflows, enum dcqcn_profile prof)
 	const char *name = prof == DCQCN_PROFILE_PAPER ? "dcqcn paper" : "dcqcn mlx5 ";
 	const struct cc_setup cc = { RNIC_CC_DCQCN, prof, 0 };
 
-	ht_begin_case("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)check_end(), "%s", "run");
 	print(name, nflows, &r);
 	CHECK(!r.errors, "%s", "completion errors");
-	CHECK_EQ_U(r.drops, 0, "queue drops");
-	CHECK_EQ_U(r.retransmits, 0, "retransmits");
+	CHECK_EQ(r.drops, 0, "queue drops");
+	CHECK_EQ(r.retransmits, 0, "retransmits");
 	/* A CNP or two may still be on the wire when the run ends. */
 	CHECK(r.cnp_sent > 0 && r.cnp_received <= r.cnp_sent && r.cnp_received + 4 >= r.cnp_sent,
 	      "CNPs sent %llu received %llu",
@@ -393,10 +393,10 @@ static void case_dcqcn(uint64_t seed, unsigned nflows, enum dcqcn_profile prof)
 	CHECK(r.tail_samples && r.tail_backlog_sum / r.tail_samples < (uint64_t)nflows * DEPTH * MSG / 4,
 	      "mean tail backlog %llu", (unsigned long long)(r.tail_samples ? r.tail_backlog_sum / r.tail_samples : 0));
 	/* Replay: same seed, same packets at the same times. */
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)check_end(), "%s", "run");
 	CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
 	      (unsigned long long)r.trace);
-	ht_end_case();
+	check_end();
 }
 
 /* DCTCP (ECN echoes as CNPs, α per window), TIMELY (RTT gradient) and
@@ -412,12 +412,12 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 	const struct cc_setup cc = { algo, DCQCN_PROFILE_PAPER, WINDOW };
 	const char *name = algo == RNIC_CC_DCTCP ? "dctcp      " : algo == RNIC_CC_HPCC ? "hpcc       " : "timely     ";
 
-	ht_begin_case("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)check_end(), "%s", "run");
 	print(name, nflows, &r);
 	CHECK(!r.errors, "%s", "completion errors");
-	CHECK_EQ_U(r.drops, 0, "queue drops");
-	CHECK_EQ_U(r.retransmits, 0, "retransmits");
+	CHECK_EQ(r.drops, 0, "queue drops");
+	CHECK_EQ(r.retransmits, 0, "retransmits");
 	CHECK(r.rate_decreases > 0, "%s", "no rate decrease");
 	if (algo == RNIC_CC_DCTCP)
 		/* One echo per CE packet: every mark comes back (but those
@@ -436,11 +436,11 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 	/* Replay, in the 2-flow case (the 4-flow one would double the
 	 * time under ASan for the same code path). */
 	if (nflows == 2) {
-		REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
+		REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)check_end(), "%s", "run");
 		CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
 		      (unsigned long long)r.trace);
 	}
-	ht_end_case();
+	check_end();
 }
 
 static void case_no_dcqcn(uint64_t seed)
@@ -448,8 +448,8 @@ static void case_no_dcqcn(uint64_t seed)
 	struct result r;
 	const struct cc_setup cc = { RNIC_CC_DCQCN, DCQCN_PROFILE_MLX5, 0 };
 
-	ht_begin_case("seed %llu: DCQCN off, shallow buffer", (unsigned long long)seed);
-	REQUIRE(run(seed, 2, false, BUFFER_SHALLOW, &cc, 25 * HT_MS, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: DCQCN off, shallow buffer", (unsigned long long)seed);
+	REQUIRE_RET(run(seed, 2, false, BUFFER_SHALLOW, &cc, 25 * HT_MS, &r) == 0, (void)check_end(), "%s", "run");
 	print("dcqcn off  ", 2, &r);
 	/* The same marks come and CNPs go back, but nobody slows down. */
 	CHECK(r.cnp_sent > 0 && r.rate_decreases == 0, "cnps %llu cuts %llu", (unsigned long long)r.cnp_sent,
@@ -461,7 +461,7 @@ static void case_no_dcqcn(uint64_t seed)
 	      (unsigned long long)r.packets);
 	CHECK(r.drops > 0 && r.retransmits > 0, "drops %llu retransmits %llu", (unsigned long long)r.drops,
 	      (unsigned long long)r.retransmits);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -495,8 +495,8 @@ int main(int argc, char **argv)
 		case_dcqcn(seeds[i], 4, DCQCN_PROFILE_PAPER);
 		case_no_dcqcn(seeds[i]);
 	}
-	if (ht_failures) {
-		printf("cc_converge: %d failures\n", ht_failures);
+	if (check_failures) {
+		printf("cc_converge: %d failures\n", check_failures);
 		return 1;
 	}
 	printf("cc_converge: ok\n");

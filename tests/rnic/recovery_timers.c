@@ -160,7 +160,7 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 	w->msg = msg;
 	w->depth = depth;
 	w->pair = pair_create(seed, nflows + 1, &cfg);
-	REQUIRE(w->pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(w->pair, -1, "pair_create: %s", strerror(errno));
 	if (queue) {
 		struct pair_queue q = {
 			.rate_bps = 1000000000ull,
@@ -169,7 +169,7 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 			.kmin_bytes = 64u * 1024 * 1024,    /* nor marks */
 			.kmax_bytes = 64u * 1024 * 1024 + 1,
 		};
-		REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
+		REQUIRE_RET(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
 	}
 	pair_set_tap(w->pair, tap, w);
 	/* 1-6 us each way: the seed decides every delay. */
@@ -179,7 +179,7 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 	struct rnic *rr = pair_rnic(w->pair, w->receiver);
 	w->rpd = rnic_pd_alloc(rr);
 	w->rcq = rnic_cq_create(rr, 64, NULL);
-	REQUIRE(w->rpd && w->rcq, -1, "%s", "receiver pd/cq");
+	REQUIRE_RET(w->rpd && w->rcq, -1, "%s", "receiver pd/cq");
 	for (unsigned i = 0; i < nflows; i++) {
 		struct flow *f = &w->f[i];
 		struct rnic *r = pair_rnic(w->pair, i);
@@ -187,7 +187,7 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 
 		w->pd[i] = rnic_pd_alloc(r);
 		f->cq = rnic_cq_create(r, 64, NULL);
-		REQUIRE(w->pd[i] && f->cq, -1, "%s", "sender pd/cq");
+		REQUIRE_RET(w->pd[i] && f->cq, -1, "%s", "sender pd/cq");
 		memset(&init, 0, sizeof(init));
 		init.qp_type = IBV_QPT_RC;
 		init.cap.max_send_wr = 32;
@@ -195,21 +195,21 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 		init.cap.max_send_sge = init.cap.max_recv_sge = 1;
 		f->qp = rnic_qp_create(w->pd[i], f->cq, f->cq, &init, NULL);
 		f->peer = rnic_qp_create(w->rpd, w->rcq, w->rcq, &init, NULL);
-		REQUIRE(f->qp && f->peer, -1, "%s", "qp_create");
+		REQUIRE_RET(f->qp && f->peer, -1, "%s", "qp_create");
 		f->src = calloc(1, MSG);
 		f->dst = calloc(1, MSG);
-		REQUIRE(f->src && f->dst, -1, "%s", "buffers");
+		REQUIRE_RET(f->src && f->dst, -1, "%s", "buffers");
 		f->src_mr = rnic_mr_reg(w->pd[i], f->src, MSG, SRC_IOVA, IBV_ACCESS_LOCAL_WRITE);
 		f->dst_mr = rnic_mr_reg(w->rpd, f->dst, MSG, DST_IOVA(i), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		REQUIRE(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
-		REQUIRE(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
+		REQUIRE_RET(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
+		REQUIRE_RET(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
 			-1, "%s", "init");
-		REQUIRE(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_1024,
+		REQUIRE_RET(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_1024,
 				  0, 0, 0) == 0 &&
 			ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_1024, 0, 0, 0) == 0,
 			-1, "%s", "rtr");
 		/* timeout 14: 67 ms, the QP's own timer, far above any probe */
-		REQUIRE(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
+		REQUIRE_RET(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
 			"%s", "rts");
 	}
 	return 0;
@@ -264,7 +264,7 @@ static void case_queue(uint64_t seed)
 {
 	struct world w;
 
-	ht_begin_case("seed %llu: a queue of milliseconds, one loss per flow", (unsigned long long)seed);
+	check_begin("seed %llu: a queue of milliseconds, one loss per flow", (unsigned long long)seed);
 	if (build(&w, seed, 2, true, MSG, DEPTH) != 0)
 		goto out;
 	w.end_ns = 40 * HT_MS;
@@ -295,14 +295,14 @@ static void case_queue(uint64_t seed)
 	CHECK(w.f[0].completed > 20 && w.f[1].completed > 20, "%s", "both flows made progress");
 out:
 	destroy(&w);
-	ht_end_case();
+	check_end();
 }
 
 static void case_tail_loss(uint64_t seed)
 {
 	struct world w;
 
-	ht_begin_case("seed %llu: a tail loss on a short path", (unsigned long long)seed);
+	check_begin("seed %llu: a tail loss on a short path", (unsigned long long)seed);
 	/* 16 KiB WRITEs one at a time: 16 packets each. */
 	if (build(&w, seed, 1, false, 16 * 1024, 1) != 0)
 		goto out;
@@ -316,7 +316,7 @@ static void case_tail_loss(uint64_t seed)
 	while (f->completed < 10 && pair_now(w.pair) < w.end_ns)
 		if (pair_run_until(w.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
 			break;
-	REQUIRE(f->completed == 10 && f->dropped == 1, (void)0, "the first ten WRITEs: %llu done, %u lost, error %d",
+	REQUIRE_RET(f->completed == 10 && f->dropped == 1, (void)0, "the first ten WRITEs: %llu done, %u lost, error %d",
 		(unsigned long long)f->completed, f->dropped, f->error);
 	f->drop_at = f->data_seen + 16;
 	w.post_limit = 11;
@@ -337,7 +337,7 @@ static void case_tail_loss(uint64_t seed)
 	      (unsigned long long)t.timeouts);
 out:
 	destroy(&w);
-	ht_end_case();
+	check_end();
 }
 
 /* 64 KiB WRITEs eight deep (a 512-packet window) over 80 ms each way. */
@@ -362,7 +362,7 @@ static void case_slow_peer(uint64_t seed)
 	struct totals one, all;
 	bool ok;
 
-	ht_begin_case("seed %llu: a peer that answers after the timeout", (unsigned long long)seed);
+	check_begin("seed %llu: a peer that answers after the timeout", (unsigned long long)seed);
 	slow_peer_run(seed, true, &one, &w, &ok);
 	bool done_one = ok && w.f[0].completed == 16 && !w.f[0].error;
 	uint64_t took_one = pair_now(w.pair);
@@ -380,7 +380,7 @@ static void case_slow_peer(uint64_t seed)
 	      (unsigned long long)one.retransmits, (unsigned long long)one.timeouts);
 	CHECK(all.retransmits > 100 * all.timeouts / 2, "the window mode resent only %llu",
 	      (unsigned long long)all.retransmits);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -396,6 +396,6 @@ int main(int argc, char **argv)
 	case_queue(seed);
 	case_tail_loss(seed);
 	case_slow_peer(seed);
-	printf("recovery_timers: %d failures\n", ht_failures);
-	return ht_failures ? 1 : 0;
+	printf("recovery_timers: %d failures\n", check_failures);
+	return check_failures ? 1 : 0;
 }
