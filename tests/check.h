@@ -132,33 +132,37 @@ static inline const char *check_fmt(const char *fmt, ...)
 /* Records one failure; `detail` is printf'd after the condition.  The
  * format always starts with a space (the macros add it), so that a check
  * without a message has a format that is not empty. */
-static inline void check_fail(const char *file, int line, const char *kind, const char *cond, int err,
+static inline void check_fail(const char *file, int line_no, const char *kind, const char *cond, int err,
 			      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static inline void check_fail(const char *file, int line, const char *kind, const char *cond, int err,
+static inline void check_fail(const char *file, int line_no, const char *kind, const char *cond, int err,
 			      const char *fmt, ...)
 {
-	check_failures++;
-	check_case_failures++;
-	if (check_quiet || (check_case[0] && check_case_failures > CHECK_PRINT_PER_CASE))
+	/* Threads of a test may fail at once: atomic counts, one write per line. */
+	__atomic_add_fetch(&check_failures, 1, __ATOMIC_RELAXED);
+	int in_case = __atomic_add_fetch(&check_case_failures, 1, __ATOMIC_RELAXED);
+	if (check_quiet || (check_case[0] && in_case > CHECK_PRINT_PER_CASE))
 		return;
-	char msg[512] = "";
+	char msg[512] = "", line[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fflush(stdout);
-	fprintf(stderr, "%s%s%s:%d: ", check_who ? check_who : "", check_who ? ": " : "", file, line);
+	size_t n = 0;
+#define CHECK_ADD_(...) (n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, __VA_ARGS__))
+	CHECK_ADD_("%s%s%s:%d: ", check_who ? check_who : "", check_who ? ": " : "", file, line_no);
 	if (cond[0])
-		fprintf(stderr, "%s failed: %s%s%s", kind, cond, msg[1] ? ":" : "", msg[1] ? msg : "");
+		CHECK_ADD_("%s failed: %s%s%s", kind, cond, msg[1] ? ":" : "", msg[1] ? msg : "");
 	else
-		fprintf(stderr, "%s", msg + 1);
+		CHECK_ADD_("%s", msg + 1);
 	if (check_with_errno)
-		fprintf(stderr, " (errno %d %s)", err, strerror(err));
+		CHECK_ADD_(" (errno %d %s)", err, strerror(err));
 	if (check_case[0])
-		fprintf(stderr, " [%s]", check_case);
+		CHECK_ADD_(" [%s]", check_case);
 	if (check_seeded)
-		fprintf(stderr, " (seed %llu)", check_seed_value);
-	fprintf(stderr, "\n");
+		CHECK_ADD_(" (seed %llu)", check_seed_value);
+#undef CHECK_ADD_
+	fflush(stdout);
+	fprintf(stderr, "%.*s\n", (int)(n < sizeof(line) ? n : sizeof(line) - 1), line);
 }
 
 /* 0, or 1 after "NAME: N failures" and the replay line on stderr. */

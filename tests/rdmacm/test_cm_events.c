@@ -65,9 +65,8 @@ static bool expect(struct rdma_event_channel *ch, int want, int ms, struct rdma_
 
 	if (got == want)
 		return true;
-	fprintf(stderr, "FAIL %s: %s, want %s\n", what, got < 0 ? "no event" : rdma_event_str(got),
+	FAIL("%s: %s, want %s", what, got < 0 ? "no event" : rdma_event_str(got),
 		rdma_event_str(want));
-	check_failures++;
 	return false;
 }
 
@@ -156,8 +155,7 @@ static int client(int port, const char *mode)
 	if (!strcmp(mode, "dreq_timeout"))
 		kill(getppid(), SIGSTOP);
 	if (rdma_disconnect(id)) {
-		fprintf(stderr, "FAIL client: rdma_disconnect: %s\n", strerror(errno));
-		check_failures++;
+		FAIL("client: rdma_disconnect: %s", strerror(errno));
 	}
 	expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL, NULL, "client disconnected");
 	expect(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 5000, NULL, NULL, "client timewait exit");
@@ -182,8 +180,7 @@ static struct rdma_cm_id *accept_one(struct rdma_event_channel *ch, struct rdma_
 	if (!expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, &conn, &l, what))
 		return NULL;
 	if (l != want_listen) {
-		fprintf(stderr, "FAIL %s: the request reached the wrong listener\n", what);
-		check_failures++;
+		FAIL("%s: the request reached the wrong listener", what);
 	}
 	if (rdma_create_qp(conn, NULL, &qa) || rdma_accept(conn, &cp) ||
 	    !expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL, NULL, what))

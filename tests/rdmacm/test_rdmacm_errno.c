@@ -26,13 +26,11 @@ static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch, enum rdma
 	struct rdma_cm_event *ev;
 
 	if (poll(&p, 1, 5000) != 1 || rdma_get_cm_event(ch, &ev)) {
-		printf("FAIL no event (want %s)\n", rdma_event_str(want));
-		check_failures++;
+		FAIL("no event (want %s)", rdma_event_str(want));
 		return NULL;
 	}
 	if (ev->event != want) {
-		printf("FAIL event %s, want %s\n", rdma_event_str(ev->event), rdma_event_str(want));
-		check_failures++;
+		FAIL("event %s, want %s", rdma_event_str(ev->event), rdma_event_str(want));
 		rdma_ack_cm_event(ev);
 		return NULL;
 	}

@@ -73,7 +73,8 @@ static const int conn_nodes[CONNS][2] = { { 0, 1 }, { 0, 1 }, { 0, 2 }, { 1, 2 }
 #define TGT_LEN ((size_t)OPS * SLOT + RO_LEN + 8)
 #define COUNTER_OFF ((size_t)OPS * SLOT + RO_LEN)
 
-static void fail(struct world *w)
+/* Stop the run: a failure was reported (FAIL) and the rest would echo it. */
+static void stop_failed(struct world *w)
 {
 	w->failed = true;
 }
@@ -203,7 +204,7 @@ static void post_all(struct world *w, struct qpx *x)
 		int rc = rnic_post_send(x->qp, &wr, &bad, pair_now(w->pair));
 		if (rc) {
 			FAIL("qp %u: post_send op %zu: %s", x->qpn, i, strerror(rc));
-			fail(w);
+			stop_failed(w);
 			return;
 		}
 		x->posted++;
@@ -217,7 +218,7 @@ static void check_done_through(struct world *w, struct qpx *x, size_t upto)
 		struct op *o = &x->ops[j];
 		if (o->kind == K_READ && memcmp(x->dst + j * SLOT, p->tgt + (size_t)OPS * SLOT, o->len) != 0) {
 			FAIL("qp %u op %zu: READ data differ", x->qpn, j);
-			fail(w);
+			stop_failed(w);
 		}
 		if (o->kind == K_FADD) {
 			uint64_t got;
@@ -225,7 +226,7 @@ static void check_done_through(struct world *w, struct qpx *x, size_t upto)
 			if (got != x->expect_old[j]) {
 				FAIL("qp %u op %zu: FETCH_ADD returned %llu, expected %llu", x->qpn, j,
 					(unsigned long long)got, (unsigned long long)x->expect_old[j]);
-				fail(w);
+				stop_failed(w);
 			}
 		}
 	}
@@ -237,7 +238,7 @@ static void on_send_wc(struct world *w, int node, const struct ibv_wc *wc)
 	if (!x || (wc->wr_id >> 32) != x->qpn) {
 		FAIL("node %d: send completion for qp_num %u carries wr_id of qp %llu", node, wc->qp_num,
 			(unsigned long long)(wc->wr_id >> 32));
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	size_t i = (size_t)(wc->wr_id & 0xffffffffu);
@@ -247,13 +248,13 @@ static void on_send_wc(struct world *w, int node, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS || i != next) {
 		FAIL("qp %u: send completion op %zu status %s, expected op %zu SUCCESS", x->qpn, i,
 			ht_wc_status_str(wc->status), next);
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	static const enum ibv_wc_opcode want[] = { IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD };
 	if (wc->opcode != want[x->ops[i].kind]) {
 		FAIL("qp %u op %zu: opcode %d, expected %d", x->qpn, i, wc->opcode, want[x->ops[i].kind]);
-		fail(w);
+		stop_failed(w);
 	}
 	check_done_through(w, x, i);
 	x->done = (long)i;
@@ -264,14 +265,14 @@ static void on_recv_wc(struct world *w, int node, const struct ibv_wc *wc)
 	struct qpx *x = by_qpn(w, node, wc->qp_num);
 	if (!x) {
 		FAIL("node %d: receive completion for unknown qp_num %u", node, wc->qp_num);
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	size_t k = x->recv_seen;
 	if (wc->status != IBV_WC_SUCCESS || wc->wr_id != k || k >= x->nconsumers) {
 		FAIL("qp %u: receive wr_id %llu status %s, expected %zu SUCCESS", x->qpn,
 			(unsigned long long)wc->wr_id, ht_wc_status_str(wc->status), k);
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	size_t i = x->consumers[k];
@@ -279,7 +280,7 @@ static void on_recv_wc(struct world *w, int node, const struct ibv_wc *wc)
 	if (wc->byte_len != o->len || memcmp(x->rbuf + k * SLOT, x->peer->src + i * SLOT, o->len) != 0) {
 		FAIL("qp %u receive %zu (peer op %zu): byte_len %u (expected %u) or data differ", x->qpn, k, i,
 			wc->byte_len, o->len);
-		fail(w);
+		stop_failed(w);
 	}
 	x->recv_seen++;
 }
