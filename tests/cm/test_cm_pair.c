@@ -463,16 +463,11 @@ static int side_create(struct env *e, struct cside *s)
 static int post_one(struct env *e, struct cside *s, enum ibv_wr_opcode op, uint64_t wr_id, const uint8_t *local,
 		    uint32_t len, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = va(s, local), .length = len, .lkey = rnic_mr_lkey(s->mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, va(s, local), len, rnic_mr_lkey(s->mr));
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	int rc = rnic_post_send(s->qp, &wr, &bad, pair_now(e->pair));
 	CHECK(rc == 0, "conn %u %s: post_send op %d: %s", s->c->idx, s->passive ? "passive" : "active", op,
 	      strerror(rc));

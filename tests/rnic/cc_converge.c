@@ -85,17 +85,12 @@ static bool verbose;
 
 static void post_write(struct world *w, struct flow *f)
 {
-	struct ibv_sge sge = { .addr = SRC_IOVA, .length = MSG, .lkey = rnic_mr_lkey(f->src_mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = f->posted++;
-	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr_send_1(&wr, &sge, IBV_WR_RDMA_WRITE, f->posted++, SRC_IOVA, MSG, rnic_mr_lkey(f->src_mr));
+	wr_remote(&wr, DST_IOVA(f - w->f), rnic_mr_rkey(f->dst_mr));
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = DST_IOVA(f - w->f);
-	wr.wr.rdma.rkey = rnic_mr_rkey(f->dst_mr);
 	if (rnic_post_send(f->qp, &wr, &bad, pair_now(w->pair)) == 0)
 		f->outstanding++;
 	else

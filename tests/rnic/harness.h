@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "../check.h"
+#include "../verbs_helpers.h"
 #include "ports/pair.h"
 #include "rnic/rnic.h"
 

@@ -144,17 +144,11 @@ static bool post_recv_slot(struct env *e)
 
 static bool post(struct env *e, enum ibv_wr_opcode op, uint32_t loff, uint32_t len, uint32_t toff, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(e->lbuf + loff), .length = len,
-			       .lkey = rnic_mr_lkey(e->lmr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)(e->lbuf + loff), len, rnic_mr_lkey(e->lmr));
+	wr_remote(&wr, (uint64_t)(uintptr_t)(e->tgt + toff), rnic_mr_rkey(e->tmr));
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(e->tgt + toff);
-	wr.wr.rdma.rkey = rnic_mr_rkey(e->tmr);
 	int rc = rnic_post_send(e->h.side[0].qp, &wr, &bad, pair_now(e->h.pair));
 	if (rc)
 		FAIL("post_send: %s", strerror(rc));

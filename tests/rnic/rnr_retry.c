@@ -76,16 +76,11 @@ static uint64_t timeout_ns(uint8_t code)
 static int post_send(struct ht *h, enum ibv_wr_opcode op, void *buf, uint32_t len, uint32_t lkey, uint64_t va,
 		     uint32_t rkey, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)buf, .length = len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)buf, len, lkey);
+	wr_remote(&wr, va, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = va;
-	wr.wr.rdma.rkey = rkey;
 	return rnic_post_send(h->side[0].qp, &wr, &bad, pair_now(h->pair));
 }
 

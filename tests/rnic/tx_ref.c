@@ -142,17 +142,13 @@ static void read_case(struct env *e, int node, uint32_t src_off, uint32_t dst_of
 {
 	uint8_t *remote = node ? mem0 : mem1, *local = node ? mem1 : mem0;
 	struct rnic_mr *lmr = node ? e->mr1 : e->mr0, *rmr = node ? e->mr0 : e->mr1;
-	struct ibv_sge sge = { .addr = (uintptr_t)(local + dst_off), .length = len, .lkey = rnic_mr_lkey(lmr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 
 	fill(remote + src_off, len, 17u + (unsigned)node);
 	memset(local + dst_off, 0, len);
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)(remote + src_off);
-	wr.wr.rdma.rkey = rnic_mr_rkey(rmr);
+	wr_send_1(&wr, &sge, IBV_WR_RDMA_READ, 0, (uintptr_t)(local + dst_off), len, rnic_mr_lkey(lmr));
+	wr_remote(&wr, (uintptr_t)(remote + src_off), rnic_mr_rkey(rmr));
 	if (run_wr(e, node, &wr))
 		CHECK(!memcmp(local + dst_off, remote + src_off, len), "READ by node %d: data differs", node);
 }

@@ -142,18 +142,13 @@ static int qp_post_recv(struct rnic_qp *qp, struct node *n, uint64_t wr_id, uint
 static int send_msg(struct ut_loop *l, struct rnic_qp *qp, struct node *n, enum ibv_wr_opcode op, uint64_t wr_id,
 		    uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(n->buf + off), .length = len, .lkey = rnic_mr_lkey(n->mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uintptr_t)(n->buf + off), len, rnic_mr_lkey(n->mr));
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = imm;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	return rnic_post_send(qp, &wr, &bad, l->now);
 }
 

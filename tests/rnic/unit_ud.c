@@ -249,16 +249,10 @@ static int post_recv(struct ep *e, uint64_t wr_id, uint32_t offset, uint32_t len
 static int post_send(struct ep *e, struct rnic_ah *ah, uint32_t dqpn, uint32_t qkey, uint32_t len,
 		     bool imm, uint64_t wr_id)
 {
-	struct ibv_sge sge = {
-		.addr = (uint64_t)(uintptr_t)e->buf, .length = len, .lkey = rnic_mr_lkey(e->mr),
-	};
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr_send_1(&wr, &sge, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, wr_id, (uint64_t)(uintptr_t)e->buf, len, rnic_mr_lkey(e->mr));
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = htobe32(0xcafe0001);
 	wr.wr.ud.ah = ah ? &ah->verbs : NULL;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "../check.h"
+#include "../verbs_helpers.h"
 #include "rnic/rnic.h"
 #include "wire/wire.h"
 

@@ -137,18 +137,13 @@ int rt_post_recv(struct rt_endpoint *ep, struct rnic_qp *qp, size_t off, size_t 
 int rt_post_send(struct rt_endpoint *ep, struct rnic_qp *qp, enum ibv_wr_opcode op, size_t off, size_t len,
 		 uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(ep->buf + off), .length = (uint32_t)len };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	struct ibv_send_wr *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)(ep->buf + off), (uint32_t)len, 0);
+	wr_remote(&wr, remote_addr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = remote_addr;
-	wr.wr.rdma.rkey = rkey;
 	srt_lock(ep->dev);
 	sge.lkey = rnic_mr_lkey(ep->mr);
 	int e = rnic_post_send(qp, &wr, &bad, srt_now());

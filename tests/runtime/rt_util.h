@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "../check.h"
+#include "../verbs_helpers.h"
 #include "runtime/runtime.h"
 #include "runtime/stats_file.h"
 

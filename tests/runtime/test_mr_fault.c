@@ -218,23 +218,15 @@ static void destroy_qp(struct rt_endpoint *ep, struct rnic_qp *qp)
 static int post(struct rt_endpoint *ep, struct rnic_qp *qp, const struct fault_case *c, const uint8_t *local,
 		uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)local, .length = c->len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 7;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = c->op;
+	wr_send_1(&wr, &sge, c->op, 7, (uint64_t)(uintptr_t)local, c->len, lkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
+	wr_remote(&wr, raddr, rkey);
 	if (c->op == IBV_WR_ATOMIC_FETCH_AND_ADD || c->op == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
 		wr.wr.atomic.compare_add = 1;
 		wr.wr.atomic.swap = 2;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
 	}
 	srt_lock(ep->dev);
 	int e = rnic_post_send(qp, &wr, &bad, srt_now());

@@ -97,17 +97,12 @@ static struct ibv_wc post_one(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_
 			      void *laddr, uint32_t len, uint32_t lkey, uint64_t raddr,
 			      uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
+	wr_send_1(&wr, &sge, op, 1, (uintptr_t)laddr, len, lkey);
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
 	return wait_one(cq);
 }

@@ -120,10 +120,7 @@ struct ibv_ah *vt_create_ah(struct ibv_pd *pd, const union ibv_gid *dgid, uint8_
 
 void vt_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *addr, uint32_t len, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	REQUIRE(ibv_post_recv(qp, &wr, &bad) == 0);
+	REQUIRE(post_recv_1(qp, mr, addr, len, wr_id) == 0);
 }
 
 int vt_main(int argc, char **argv, const struct vt_mode *modes, size_t nmodes)

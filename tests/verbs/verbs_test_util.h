@@ -21,6 +21,7 @@
 #include <infiniband/verbs.h>
 
 #include "../check.h"
+#include "../verbs_helpers.h"
 
 /* Opens the only device there must be; `name`, if not NULL, is the name
  * it must have. */

@@ -115,7 +115,7 @@ static void post_recv(struct ep *e, int slot)
 static void send_to(struct ep *e, struct ibv_ah *ah, uint32_t qpn, uint32_t tag)
 {
 	uint8_t *src = e->buf + (size_t)NRECV * SLOT;
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = SIZE, .lkey = e->mr->lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
 	uint64_t until = now_ms() + 5000;
@@ -123,11 +123,7 @@ static void send_to(struct ep *e, struct ibv_ah *ah, uint32_t qpn, uint32_t tag)
 
 	for (int i = 0; i < SIZE; i++)
 		src[i] = (uint8_t)(tag * 31 + (uint32_t)i);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x5e0d0000u | tag;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr_send_1(&wr, &sge, IBV_WR_SEND_WITH_IMM, 0x5e0d0000u | tag, (uintptr_t)src, SIZE, e->mr->lkey);
 	wr.imm_data = htonl(tag);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.ud.ah = ah;
