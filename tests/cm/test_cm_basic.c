@@ -96,6 +96,33 @@ static struct cm_rep_param rep_param(uint32_t qpn)
 	return r;
 }
 
+/* How far handshake() goes. */
+enum hs_stage { HS_REQ, HS_REP, HS_ESTABLISHED };
+
+/* The CM handshake from node 0 to node 1, each step's event checked, up to
+ * `upto`: node 0 sends the REQ *p (*a) and node 1 receives it (*pa);
+ * node 1 accepts with QPN p->qpn + 1 and node 0 receives the REP; node 0
+ * sends the RTU and node 1 is established.  False, with the failure
+ * reported, if a step fails. */
+static bool handshake(struct link *l, const struct cm_req_param *p, enum hs_stage upto, struct cm_id **a,
+		      struct cm_id **pa)
+{
+	struct link_event e;
+	REQUIRE_RET(cm_connect(link_cm(l, 0), p, NULL, link_now(l), a) == 0, false);
+	if (!expect_event(l, 1, CM_EV_REQ_RECEIVED, &e))
+		return false;
+	*pa = e.ev.id;
+	if (upto == HS_REQ)
+		return true;
+	REQUIRE_RET(cm_accept(*pa, &(struct cm_rep_param){ .qpn = p->qpn + 1 }, link_now(l)) == 0, false);
+	if (!expect_event(l, 0, CM_EV_REP_RECEIVED, NULL))
+		return false;
+	if (upto == HS_REP)
+		return true;
+	REQUIRE_RET(cm_send_rtu(*a, NULL, 0, link_now(l)) == 0, false);
+	return expect_event(l, 1, CM_EV_ESTABLISHED, NULL);
+}
+
 struct conn {
 	struct cm_id *a, *p;            /* active on node 0, passive on node 1 */
 };
@@ -106,10 +133,8 @@ static bool establish(struct link *l, struct conn *c, uint32_t qpn)
 	struct cm_req_param p;
 	struct link_event e;
 	req_param(l, 0, 1, &p, qpn);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &c->a) == 0, false);
-	if (!expect_event(l, 1, CM_EV_REQ_RECEIVED, &e))
+	if (!handshake(l, &p, HS_REQ, &c->a, &c->p))
 		return false;
-	c->p = e.ev.id;
 	struct cm_rep_param r = rep_param(qpn + 1);
 	REQUIRE_RET(cm_accept(c->p, &r, link_now(l)) == 0, false);
 	if (!expect_event(l, 0, CM_EV_REP_RECEIVED, &e))
@@ -371,9 +396,7 @@ static void test_reject(void)
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x400);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	uint8_t pd[CM_REJ_PRIVATE_DATA_SIZE];
 	fill_pattern(pd, sizeof(pd), 0x55);
 	REQUIRE_RET(cm_reject(pa, CM_REJ_CONSUMER_DEFINED, NULL, 0, pd, sizeof(pd), link_now(l)) == 0, );
@@ -404,9 +427,7 @@ static void test_active_rejects_rep(void)
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x500);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	struct cm_rep_param r = rep_param(0x501);
 	REQUIRE_RET(cm_accept(pa, &r, link_now(l)) == 0, );
 	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
@@ -573,9 +594,7 @@ static void test_auto_mra(void)
 	p.remote_cm_response_timeout = 8;       /* ~1 ms */
 	p.max_cm_retries = 2;                   /* gives up at ~3.1 ms without MRA */
 	uint64_t t0 = link_now(l), T = 4096ull << 8;
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );    /* at t0 */
 	/* The consumer sits on it; the REQ comes again after T. */
 	REQUIRE_RET(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
 	CHECK_EQ(e.ev.mra_service_timeout, 14);
@@ -614,11 +633,7 @@ static void test_slow_active_consumer(void)
 	req_param(l, 0, 1, &p, 0xd00);
 	p.local_cm_response_timeout = 9;        /* the passive side's wait, ~2 ms */
 	p.max_cm_retries = 2;                   /* gives up at ~6.3 ms without MRA */
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
-	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xd01 }, link_now(l)) == 0, );
-	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(handshake(l, &p, HS_REP, &a, &pa), );
 	/* The consumer sits on the REP; it comes again after T, and the MRA
 	 * tells the passive side to wait. */
 	REQUIRE_RET(expect_event(l, 1, CM_EV_MRA_RECEIVED, &e), );
@@ -652,9 +667,7 @@ static void test_explicit_mra(void)
 	req_param(l, 0, 1, &p, 0xb00);
 	p.remote_cm_response_timeout = 8;
 	p.max_cm_retries = 2;
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	CHECK_EQ(cm_send_mra(pa, 32, link_now(l)), EINVAL);
 	REQUIRE_RET(cm_send_mra(pa, 16, link_now(l)) == 0, );       /* ~268 ms */
 	CHECK_EQ(cm_id_state(pa), CM_ST_MRA_REQ_SENT);
@@ -686,9 +699,7 @@ static void test_mra_runs_out(void)
 	p.remote_cm_response_timeout = 8;
 	p.max_cm_retries = 2;
 	uint64_t t0 = link_now(l), T = 4096ull << 8, S = 4096ull << 9;
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );    /* at t0 */
 	REQUIRE_RET(cm_send_mra(pa, 9, link_now(l)) == 0, );
 	/* MRA at t0+2us extends to +S+T; REQ #2 then; the passive side (MRA
 	 * Sent) answers it with the MRA again: +S+T again; REQ #3; MRA;
@@ -924,9 +935,7 @@ static void test_destroy(void)
 
 	/* Active destroyed in REQ Sent. */
 	req_param(l, 0, 1, &p, 0xf00);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	cm_destroy_id(a, link_now(l));
 	REQUIRE_RET(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_TIMEOUT);
@@ -935,9 +944,8 @@ static void test_destroy(void)
 
 	/* Passive destroyed in REQ Received. */
 	req_param(l, 0, 1, &p, 0xf10);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	cm_destroy_id(e.ev.id, link_now(l));
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
+	cm_destroy_id(pa, link_now(l));
 	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_CONSUMER_DEFINED);
 	cm_destroy_id(a, link_now(l));
@@ -952,11 +960,7 @@ static void test_destroy(void)
 	/* Passive destroyed in REP Sent: REJ 28 to the active side, which is in
 	 * REP Received. */
 	req_param(l, 0, 1, &p, 0xf30);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
-	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xf31 }, link_now(l)) == 0, );
-	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(handshake(l, &p, HS_REP, &a, &pa), );
 	cm_destroy_id(pa, link_now(l));
 	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_CONSUMER_DEFINED);
@@ -987,9 +991,7 @@ static void test_establish(void)
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x1100);
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	CHECK_EQ(cm_establish(pa, link_now(l)), EINVAL);        /* REQ Received */
 	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1101 }, link_now(l)) == 0, );
 	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
@@ -1028,9 +1030,7 @@ static void test_rep_timeout(void)
 	req_param(l, 0, 1, &p, 0x1200);
 	p.local_cm_response_timeout = 9;        /* the passive side's wait */
 	p.max_cm_retries = 2;
-	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	uint64_t t0 = link_now(l), T = 4096ull << 9;
 	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1201 }, t0) == 0, );
 	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
