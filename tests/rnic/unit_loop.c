@@ -67,8 +67,8 @@ static void pair_up(struct ut_loop *l, struct side *a, struct side *b, uint32_t 
 {
 	side_init(l, 0, a, IBV_QPT_RC);
 	side_init(l, 1, b, IBV_QPT_RC);
-	CHECK(ut_connect_rc(l, 0, a->qp, rnic_qp_num(b->qp), psn_a, psn_b, 10, 7, 7) == 0);
-	CHECK(ut_connect_rc(l, 1, b->qp, rnic_qp_num(a->qp), psn_b, psn_a, 10, 7, 7) == 0);
+	CHECK(ut_connect_rc(l, 0, a->qp, rnic_qp_num(b->qp), psn_a, psn_b, 10, 7, 7, NULL) == 0);
+	CHECK(ut_connect_rc(l, 1, b->qp, rnic_qp_num(a->qp), psn_b, psn_a, 10, 7, 7, NULL) == 0);
 }
 
 static int post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
@@ -438,8 +438,8 @@ static void test_rnr(void)
 	ut_loop_init(&l, MAXQ, NULL, SEED_BASE, false);
 	side_init(&l, 0, &a, IBV_QPT_RC);
 	side_init(&l, 1, &b, IBV_QPT_RC);
-	CHECK(ut_connect_rc(&l, 0, a.qp, rnic_qp_num(b.qp), 1, 2, 10, 7, 0) == 0);
-	CHECK(ut_connect_rc(&l, 1, b.qp, rnic_qp_num(a.qp), 2, 1, 10, 7, 0) == 0);
+	CHECK(ut_connect_rc(&l, 0, a.qp, rnic_qp_num(b.qp), 1, 2, 10, 7, 0, NULL) == 0);
+	CHECK(ut_connect_rc(&l, 1, b.qp, rnic_qp_num(a.qp), 2, 1, 10, 7, 0, NULL) == 0);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)a.buf, .length = 100, .lkey = rnic_mr_lkey(a.mr) };
 	wr.sg_list = &sge;
 	CHECK(post_one(&l, &a, &wr) == 0);
@@ -618,7 +618,7 @@ static void test_modify_rules(void)
 		CHECK(rnic_post_send(a.qp, &wr, &bad, l.now) == EINVAL && bad == &wr);
 	}
 	/* RTR needs is_global. */
-	CHECK(ut_connect_rc(&l, 0, a.qp, 0x123, 1, 1, 10, 7, 7) == 0);
+	CHECK(ut_connect_rc(&l, 0, a.qp, 0x123, 1, 1, 10, 7, 7, NULL) == 0);
 	CHECK(rnic_qp_query(a.qp, &at, NULL) == 0 && at.qp_state == IBV_QPS_RTS);
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RESET;
@@ -730,7 +730,8 @@ static void test_uc_and_solicited(void)
 	side_init(&l, 0, &a, IBV_QPT_UC);
 	side_init(&l, 1, &b, IBV_QPT_UC);
 	{
-		/* ut_connect_rc passes RC-only attributes; UC takes fewer. */
+		/* Written out, not ut_connect_rc: the RTR step checks on the way
+		 * that UC refuses an RC-only attribute. */
 		struct ibv_qp_attr at;
 		struct side *s[2] = { &a, &b };
 		for (int i = 0; i < 2; i++) {

@@ -58,40 +58,13 @@ static void side_init(struct ut_loop *l, int i, struct side *s, int mr_access)
 		s->ibmr.lkey = rnic_mr_lkey(s->mr);
 }
 
+/* Remote write and read (no atomics), 3 retries. */
 static void connect_qp(struct ut_loop *l, int i, struct side *s, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
+	struct ut_rc_opts o = ut_rc_default;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	CHECK(rnic_qp_modify(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			     l->now) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
-	CHECK(rnic_qp_modify(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 100;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	CHECK(rnic_qp_modify(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_MAX_QP_RD_ATOMIC, l->now) == 0);
+	o.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	CHECK(ut_connect_rc(l, i, s->qp, dqpn, 100, 100, 10, 3, 3, &o) == 0);
 }
 
 /* b's region: local write and window binding, no remote rights of its own. */

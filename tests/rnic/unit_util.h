@@ -74,11 +74,22 @@ void ut_loop_run(struct ut_loop *l, int max_steps);
 /* How many recorded events have this type and element. */
 int ut_count_events(const struct ut_loop *l, enum ibv_event_type type, void *obj);
 
-/* Moves node i's RC QP to RTS towards node 1-i's QP dqpn: remote write,
- * read and atomic access, 1024-byte MTU, 4 reads/atomics each way; 0 or
- * the errno of the modify that failed. */
+/* What else a connection may differ in (ut_connect_rc's `opts`). */
+struct ut_rc_opts {
+	int access;                     /* qp_access_flags */
+	enum ibv_mtu mtu;               /* path MTU */
+	uint8_t rd_atomic;              /* max_rd_atomic and max_dest_rd_atomic */
+	uint8_t hop_limit;              /* of the address vector's GRH */
+};
+/* The defaults: remote write, read and atomic access, 1024-byte MTU, 4
+ * reads/atomics each way, hop limit 1. */
+extern const struct ut_rc_opts ut_rc_default;
+
+/* Moves node i's QP to RTS (RESET -> INIT -> RTR -> RTS) towards node
+ * 1-i's QP dqpn, with `opts` (NULL: ut_rc_default); a UC QP gets only the
+ * attributes UC takes.  0 or the errno of the modify that failed. */
 int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry);
+		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry, const struct ut_rc_opts *opts);
 
 /* ---- data ---------------------------------------------------------------- */
 
