@@ -53,9 +53,11 @@ __attribute__((weak)) const char *check_who;
 __attribute__((weak)) bool check_quiet;
 /* Add errno's value, as it was when the condition failed, to each failure. */
 __attribute__((weak)) bool check_with_errno;
-/* The seed of a seeded test (check_seed), and its own replay line. */
-__attribute__((weak)) bool check_seeded;
-__attribute__((weak)) unsigned long long check_seed_value;
+/* The seed of a seeded test (check_seed), the first seed that failed,
+ * the variable that replays a seed, and the test's own replay line. */
+__attribute__((weak)) bool check_seeded, check_seed_failed;
+__attribute__((weak)) unsigned long long check_seed_value, check_failed_seed;
+__attribute__((weak)) const char *check_seed_env;
 __attribute__((weak)) char check_replay_line[256];
 
 /* At most this many failures of one case are printed: the later ones are
@@ -69,7 +71,7 @@ static inline void check_seed(uint64_t seed)
 }
 
 /* The line check_exit prints to replay a failure, instead of "replay with
- * SEED=N". */
+ * SEED=N PROGRAM" (SEED: check_seed_env, when the test reads another). */
 static inline void check_replay(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void check_replay(const char *fmt, ...)
 {
@@ -139,6 +141,10 @@ static inline void check_fail(const char *file, int line_no, const char *kind, c
 {
 	/* Threads of a test may fail at once: atomic counts, one write per line. */
 	__atomic_add_fetch(&check_failures, 1, __ATOMIC_RELAXED);
+	if (check_seeded && !check_seed_failed && !check_quiet) {
+		check_seed_failed = true;
+		check_failed_seed = check_seed_value;
+	}
 	int in_case = __atomic_add_fetch(&check_case_failures, 1, __ATOMIC_RELAXED);
 	if (check_quiet || (check_case[0] && in_case > CHECK_PRINT_PER_CASE))
 		return;
@@ -174,8 +180,9 @@ static inline int check_exit(const char *name)
 	fprintf(stderr, "%s: %d failures\n", name, check_failures);
 	if (check_replay_line[0])
 		fprintf(stderr, "%s: replay with %s\n", name, check_replay_line);
-	else if (check_seeded)
-		fprintf(stderr, "%s: replay with SEED=%llu\n", name, check_seed_value);
+	else if (check_seed_failed)
+		fprintf(stderr, "%s: replay with %s=%llu %s\n", name, check_seed_env ? check_seed_env : "SEED",
+			check_failed_seed, program_invocation_short_name);
 	return 1;
 }
 

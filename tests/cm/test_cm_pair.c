@@ -1256,8 +1256,11 @@ int main(int argc, char **argv)
 		case_rej8();
 		case_gsi_hostile();
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		case_soak(seeds[i]);
+	}
+	check_seeded = false;
 	printf("soak: %u seeds, %u connections, %u established on both sides; link lost %llu, duplicated %llu, "
 	       "reordered %llu; CM retries %llu, MRAs %llu, established by data before the RTU %llu, "
 	       "disconnects ended by REJ stale-connection %u; RC retransmits %llu, RC retry exhausted on %u\n",
@@ -1280,5 +1283,5 @@ int main(int argc, char **argv)
 		      tally.data_failed, tally.conns);
 	}
 	printf("%s: %d failed checks\n", check_failures ? "FAIL" : "ok", check_failures);
-	return check_failures ? 1 : 0;
+	return check_exit("cm_pair_rnic");
 }

@@ -377,6 +377,7 @@ int main(int argc, char **argv)
 	}
 	n = ht_seeds_from_args(argc, argv, seeds, 16, defaults, 2);
 	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		if (others) {
 			case_other(seeds[i], 2, RNIC_CC_DCTCP);
 			case_other(seeds[i], 4, RNIC_CC_DCTCP);
@@ -392,10 +393,9 @@ int main(int argc, char **argv)
 		case_dcqcn(seeds[i], 4, DCQCN_PROFILE_PAPER);
 		case_no_dcqcn(seeds[i]);
 	}
-	if (check_failures) {
-		printf("cc_converge: %d failures\n", check_failures);
-		return 1;
-	}
+	check_seeded = false;
+	if (check_failures)
+		return check_exit("cc_converge");
 	printf("cc_converge: ok\n");
 	return 0;
 }

@@ -977,6 +977,7 @@ int main(int argc, char **argv)
 	uint64_t prev_trace = 0;
 	for (size_t i = 0; i < n; i++) {
 		check_begin("seed %llu", (unsigned long long)seeds[i]);
+		check_seed(seeds[i]);
 		struct outcome a = { 0 }, b = { 0 };
 		bool ok = run_seed(seeds[i], SAB_NONE, &a);
 		/* Determinism: replay some seeds and compare the traces. */
@@ -997,6 +998,7 @@ int main(int argc, char **argv)
 			failed++;
 		}
 	}
+	check_seeded = false;
 	/* Self-check: each sabotage must make the run fail, or the checks
 	 * above prove nothing. */
 	if (!no_self_check) {
@@ -1035,5 +1037,6 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	check_exit("fault_mix");
 	return failed ? 1 : 0;
 }

@@ -415,18 +415,18 @@ int main(int argc, char **argv)
 	size_t n = ht_seeds_from_args(argc, argv, seeds, 64, defaults, 3);
 
 	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		test_success(seeds[i]);
 		test_lost_response(seeds[i]);
 	}
+	check_seeded = false;
 	test_rules();
 	test_post_errors();
 	test_rd_atomic_limit();
 	test_persist_fails();
 	test_uc_refused();
-	if (check_failures) {
-		fprintf(stderr, "flush: %d failure(s)\n", check_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("flush");
 	printf("flush: FLUSH packet, rules, answers, losses and limits: ok\n");
 	return 0;
 }

@@ -253,6 +253,7 @@ uint64_t ht_drops(const struct rnic_counters *c)
 size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
 			  size_t ndefaults)
 {
+	check_seed_env = "SOFTRNIC_SEED";
 	size_t n = 0;
 	const char *env = getenv("SOFTRNIC_SEED");
 	if (env && *env && n < cap)

@@ -89,7 +89,9 @@ uint64_t ht_drops(const struct rnic_counters *c);
 
 /* Seeds: parse "--seed N" / "--seeds A-B" / "--count N" from argv and the
  * environment variable SOFTRNIC_SEED (one seed to replay).  Fills seeds[]
- * and returns how many; `defaults` is used when nothing is given. */
+ * and returns how many; `defaults` is used when nothing is given.  Names
+ * SOFTRNIC_SEED as the variable of check_exit's replay line: a seed loop
+ * calls check_seed(seed) for each seed and ends with check_exit. */
 size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
 			  size_t ndefaults);
 

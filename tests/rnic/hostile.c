@@ -661,8 +661,11 @@ int main(int argc, char **argv)
 	uint64_t seeds[64];
 	size_t n = ht_seeds_from_args(argc, argv, seeds, 64, defaults, 3);
 	int failed = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		failed += survive_case(seeds[i]);
+	}
+	check_seeded = false;
 	failed += wrong_rkey_case();
 	failed += write_length_cases();
 	failed += opcode_seq_case("SEND_MIDDLE without FIRST", 0xff, WIRE_OP_SEND_MIDDLE);
@@ -672,5 +675,6 @@ int main(int argc, char **argv)
 	failed += opcode_seq_case("WRITE_FIRST then SEND_MIDDLE", WIRE_OP_WRITE_FIRST, WIRE_OP_SEND_MIDDLE);
 	failed += opcode_seq_case("WRITE_FIRST then SEND_ONLY", WIRE_OP_WRITE_FIRST, WIRE_OP_SEND_ONLY);
 	printf("%s: %d cases failed\n", failed ? "FAIL" : "PASS", failed);
+	check_exit("hostile");
 	return failed ? 1 : 0;
 }

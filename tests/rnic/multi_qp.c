@@ -425,12 +425,15 @@ int main(int argc, char **argv)
 	int failed = 0;
 	for (size_t i = 0; i < n; i++) {
 		check_begin("multi-QP seed %llu", (unsigned long long)seeds[i]);
+		check_seed(seeds[i]);
 		run_seed(seeds[i]);
 		if (check_end()) {
 			printf("  replay: SOFTRNIC_SEED=%llu %s\n", (unsigned long long)seeds[i], argv[0]);
 			failed++;
 		}
 	}
+	check_seeded = false;
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	check_exit("multi_qp");
 	return failed ? 1 : 0;
 }

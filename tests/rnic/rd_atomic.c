@@ -161,8 +161,12 @@ int main(int argc, char **argv)
 
 	test_limits();
 	run_ops(1, 0);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		run_ops(seeds[i], 0.05);
-	printf("rd_atomic: %d failures\n", check_failures);
-	return check_failures ? 1 : 0;
+	}
+	check_seeded = false;
+	if (!check_failures)
+		printf("rd_atomic: ok\n");
+	return check_exit("rd_atomic");
 }

@@ -289,9 +289,12 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (strcmp(argv[i], "--seed") == 0)
 			seed = strtoull(argv[i + 1], NULL, 0);
+	check_seed(seed);
+	check_seed_env = "SOFTRNIC_SEED";
 	case_queue(seed);
 	case_tail_loss(seed);
 	case_slow_peer(seed);
-	printf("recovery_timers: %d failures\n", check_failures);
-	return check_failures ? 1 : 0;
+	if (!check_failures)
+		printf("recovery_timers: ok\n");
+	return check_exit("recovery_timers");
 }
