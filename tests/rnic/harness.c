@@ -4,23 +4,8 @@
 #include "harness.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- failure reporting ------------------------------------------------- */
-
-const char *ht_fmt(const char *fmt, ...)
-{
-	static char bufs[4][256];
-	static unsigned next;
-	char *b = bufs[next++ % 4];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(bufs[0]), fmt, ap);
-	va_end(ap);
-	return b;
-}
 
 /* Our own names: the tests must not link the system libibverbs (softrnic
  * builds its own). */

@@ -19,11 +19,6 @@
 #include "ports/pair.h"
 #include "rnic/rnic.h"
 
-/* ---- failure reporting: tests/check.h ----------------------------------- */
-
-/* printf into a rotating static buffer (messages built ahead of a check). */
-const char *ht_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 const char *ht_wc_status_str(int status);
 
 /* ---- a connected pair of RC QPs ------------------------------------------ */
