@@ -68,10 +68,7 @@ static void enqueue(struct net *n, int from, int to, const struct rnic_tx *tx)
 {
 	struct pkt *p;
 
-	if (n->qlen == MAXQ) {
-		fprintf(stderr, "queue overflow\n");
-		exit(1);
-	}
+	REQUIRE(n->qlen < MAXQ, "queue overflow");
 	p = &n->q[n->qlen++];
 	p->from = from;
 	p->to = to;
@@ -227,9 +224,7 @@ static void ep_init(struct net *n, int node, struct ep *e, struct rnic_pd *pd)
 	e->rcq = rnic_cq_create(n->r[node], 64, NULL);
 	e->qp = rnic_qp_create(e->pd, e->scq, e->rcq, &init, NULL);
 	e->buf = calloc(1, BUFSZ);
-	CHECK(e->pd && e->scq && e->rcq && e->qp && e->buf);
-	if (!e->qp)
-		exit(1);
+	REQUIRE(e->pd && e->scq && e->rcq && e->qp && e->buf);
 	e->mr = rnic_mr_reg(e->pd, e->buf, BUFSZ, (uint64_t)(uintptr_t)e->buf, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(e->mr != NULL);
 	e->qpn = rnic_qp_num(e->qp);

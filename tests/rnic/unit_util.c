@@ -11,10 +11,7 @@ static void enqueue(struct ut_loop *l, int to, const uint8_t *ib, size_t len)
 {
 	struct ut_pkt *p;
 
-	if (l->qlen == l->cap) {
-		fprintf(stderr, "queue overflow\n");
-		exit(1);
-	}
+	REQUIRE(l->qlen < l->cap, "queue overflow");
 	p = &l->q[(l->qhead + l->qlen) % l->cap];
 	p->to = to;
 	p->len = len;

@@ -98,10 +98,7 @@ static void all_lengths(size_t max_len, size_t align_step)
 	for (size_t align = 0; align < 64; align += align_step) {
 		for (size_t len = 0; len <= max_len; len++) {
 			uint8_t *base;
-			if (posix_memalign((void **)&base, 64, align + len + 1)) {
-				fprintf(stderr, "test_crc32: out of memory\n");
-				exit(1);
-			}
+			REQUIRE(posix_memalign((void **)&base, 64, align + len + 1) == 0, "out of memory");
 			uint8_t *p = base + align;
 			fill(p, len);
 			/* The allocation is one byte longer so len 0 has an
@@ -121,8 +118,7 @@ static void chained(unsigned rounds)
 {
 	enum { MAX = 20000 };
 	uint8_t *buf = malloc(MAX);
-	if (!buf)
-		exit(1);
+	REQUIRE(buf);
 	for (unsigned r = 0; r < rounds; r++) {
 		size_t len = (size_t)(rnd() % MAX);
 		size_t start = len ? (size_t)(rnd() % 64) % (MAX - len + 1) : 0;
@@ -151,8 +147,7 @@ static void large(void)
 {
 	size_t n = (1u << 20) + 64;
 	uint8_t *buf = malloc(n);
-	if (!buf)
-		exit(1);
+	REQUIRE(buf);
 	fill(buf, n);
 	check("1 MiB", buf, 1u << 20, 0);
 	check("1 MiB, random crc", buf, 1u << 20, (uint32_t)rnd());
@@ -207,10 +202,7 @@ static void threads_first_use(void)
 	for (int i = 0; i < 4; i++) {
 		arg[i].want = libdeflate_crc32(0, thread_buf, sizeof(thread_buf));
 		arg[i].bad = 0;
-		if (pthread_create(&t[i], NULL, thread_main, &arg[i])) {
-			fprintf(stderr, "test_crc32: pthread_create failed\n");
-			exit(1);
-		}
+		REQUIRE(pthread_create(&t[i], NULL, thread_main, &arg[i]) == 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);

@@ -42,10 +42,7 @@ static struct sample find(const char *file, uint8_t opcode, int aeth_kind)
 		break;
 	}
 	free_capture(&cap);
-	if (!s.len) {
-		fprintf(stderr, "no opcode 0x%02x in %s\n", opcode, file);
-		exit(2);
-	}
+	REQUIRE(s.len, "no opcode 0x%02x in %s", opcode, file);
 	return s;
 }
 
