@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "cm_link.h"
-#include "cm_test.h"
+#include "../check.h"
 
 #define SID 0x0000000001064853ull       /* RDMA_PS_TCP port 18515 */
 #define MS 1000000ull
@@ -43,12 +43,12 @@ static bool expect_event(struct link *l, unsigned node, enum cm_event_type t, st
 	if (!out)
 		out = &tmp;
 	if (link_run_until(l, has_event, &w, 100000 * MS) != LINK_DONE) {
-		CT_FAIL("node %u: no event (expected %s)", node, cm_event_name(t));
+		FAIL("node %u: no event (expected %s)", node, cm_event_name(t));
 		return false;
 	}
 	link_pop_event(l, node, out);
 	if (out->ev.type != t) {
-		CT_FAIL("node %u: event %s, expected %s", node, cm_event_name(out->ev.type), cm_event_name(t));
+		FAIL("node %u: event %s, expected %s", node, cm_event_name(out->ev.type), cm_event_name(t));
 		return false;
 	}
 	return true;
@@ -58,7 +58,7 @@ static void no_events(struct link *l, unsigned node)
 {
 	struct link_event e;
 	while (link_pop_event(l, node, &e))
-		CT_FAIL("node %u: unexpected event %s", node, cm_event_name(e.ev.type));
+		FAIL("node %u: unexpected event %s", node, cm_event_name(e.ev.type));
 }
 
 static struct cm_config test_config(void)
@@ -96,6 +96,33 @@ static struct cm_rep_param rep_param(uint32_t qpn)
 	return r;
 }
 
+/* How far handshake() goes. */
+enum hs_stage { HS_REQ, HS_REP, HS_ESTABLISHED };
+
+/* The CM handshake from node 0 to node 1, each step's event checked, up to
+ * `upto`: node 0 sends the REQ *p (*a) and node 1 receives it (*pa);
+ * node 1 accepts with QPN p->qpn + 1 and node 0 receives the REP; node 0
+ * sends the RTU and node 1 is established.  False, with the failure
+ * reported, if a step fails. */
+static bool handshake(struct link *l, const struct cm_req_param *p, enum hs_stage upto, struct cm_id **a,
+		      struct cm_id **pa)
+{
+	struct link_event e;
+	REQUIRE_RET(cm_connect(link_cm(l, 0), p, NULL, link_now(l), a) == 0, false);
+	if (!expect_event(l, 1, CM_EV_REQ_RECEIVED, &e))
+		return false;
+	*pa = e.ev.id;
+	if (upto == HS_REQ)
+		return true;
+	REQUIRE_RET(cm_accept(*pa, &(struct cm_rep_param){ .qpn = p->qpn + 1 }, link_now(l)) == 0, false);
+	if (!expect_event(l, 0, CM_EV_REP_RECEIVED, NULL))
+		return false;
+	if (upto == HS_REP)
+		return true;
+	REQUIRE_RET(cm_send_rtu(*a, NULL, 0, link_now(l)) == 0, false);
+	return expect_event(l, 1, CM_EV_ESTABLISHED, NULL);
+}
+
 struct conn {
 	struct cm_id *a, *p;            /* active on node 0, passive on node 1 */
 };
@@ -106,15 +133,13 @@ static bool establish(struct link *l, struct conn *c, uint32_t qpn)
 	struct cm_req_param p;
 	struct link_event e;
 	req_param(l, 0, 1, &p, qpn);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &c->a) == 0, false);
-	if (!expect_event(l, 1, CM_EV_REQ_RECEIVED, &e))
+	if (!handshake(l, &p, HS_REQ, &c->a, &c->p))
 		return false;
-	c->p = e.ev.id;
 	struct cm_rep_param r = rep_param(qpn + 1);
-	REQUIRE(cm_accept(c->p, &r, link_now(l)) == 0, false);
+	REQUIRE_RET(cm_accept(c->p, &r, link_now(l)) == 0, false);
 	if (!expect_event(l, 0, CM_EV_REP_RECEIVED, &e))
 		return false;
-	REQUIRE(cm_send_rtu(c->a, NULL, 0, link_now(l)) == 0, false);
+	REQUIRE_RET(cm_send_rtu(c->a, NULL, 0, link_now(l)) == 0, false);
 	if (!expect_event(l, 1, CM_EV_ESTABLISHED, &e))
 		return false;
 	CHECK_EQ(cm_id_state(c->a), CM_ST_ESTABLISHED);
@@ -182,10 +207,10 @@ static bool tap_fn(void *arg, unsigned from, unsigned to, uint64_t now, uint8_t 
 
 static void test_connect_accept(void)
 {
-	ct_begin("connect, accept, RTU, established; active disconnects");
+	check_begin("connect, accept, RTU, established; active disconnects");
 	struct cm_listen *lis;
 	struct link *l = setup(1, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	uint8_t req_pd[CM_REQ_PRIVATE_DATA_SIZE], rep_pd[CM_REP_PRIVATE_DATA_SIZE];
@@ -206,12 +231,12 @@ static void test_connect_accept(void)
 	p.private_data_len = sizeof(req_pd);
 	struct cm_id *a = NULL, *pa = NULL;
 	int user_a;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, &user_a, link_now(l), &a) == 0, );
+	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, &user_a, link_now(l), &a) == 0, );
 	CHECK_EQ(cm_id_state(a), CM_ST_REQ_SENT);
 	CHECK(cm_id_get_user(a) == &user_a);
 	CHECK(cm_id_local_comm_id(a) != 0);
 
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
 	pa = e.ev.id;
 	CHECK(e.ev.listen_user == &listen_tag);
 	CHECK(memcmp(e.ev.remote_gid, link_gid(l, 0), 16) == 0);
@@ -247,10 +272,10 @@ static void test_connect_accept(void)
 	r.rnr_retry_count = 5;
 	r.private_data = rep_pd;
 	r.private_data_len = sizeof(rep_pd);
-	REQUIRE(cm_accept(pa, &r, link_now(l)) == 0, );
+	REQUIRE_RET(cm_accept(pa, &r, link_now(l)) == 0, );
 	CHECK_EQ(cm_id_state(pa), CM_ST_REP_SENT);
 
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
 	CHECK(e.ev.id == a);
 	CHECK(e.ev.user == &user_a);
 	CHECK_EQ(e.ev.u.rep.qpn, 0x333);
@@ -264,9 +289,9 @@ static void test_connect_accept(void)
 	CHECK_EQ(cm_id_state(a), CM_ST_REP_RCVD);
 	CHECK_EQ(cm_id_remote_comm_id(a), cm_id_local_comm_id(pa));
 
-	REQUIRE(cm_send_rtu(a, "rtu!", 4, link_now(l)) == 0, );
+	REQUIRE_RET(cm_send_rtu(a, "rtu!", 4, link_now(l)) == 0, );
 	CHECK_EQ(cm_id_state(a), CM_ST_ESTABLISHED);
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, &e), );
 	CHECK(e.ev.id == pa);
 	CHECK(e.ev.private_data && memcmp(e.ev.private_data, "rtu!", 4) == 0);
 	CHECK_EQ(cm_id_state(pa), CM_ST_ESTABLISHED);
@@ -285,18 +310,18 @@ static void test_connect_accept(void)
 
 	/* The active side disconnects. */
 	uint64_t t0 = link_now(l);
-	REQUIRE(cm_disconnect(a, "bye", 3, t0) == 0, );
+	REQUIRE_RET(cm_disconnect(a, "bye", 3, t0) == 0, );
 	CHECK_EQ(cm_id_state(a), CM_ST_DREQ_SENT);
-	REQUIRE(expect_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
 	CHECK(e.ev.private_data && memcmp(e.ev.private_data, "bye", 3) == 0);
 	CHECK_EQ(cm_id_state(pa), CM_ST_TIMEWAIT);
-	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
 	CHECK_EQ(cm_id_state(a), CM_ST_TIMEWAIT);
 	/* TimeWait lasts timewait_ns from entering it. */
-	REQUIRE(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, &e), );
 	CHECK_EQ(e.time, t0 + 1 * US + 10 * MS);
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, &e), );
 	CHECK_EQ(e.time, t0 + 2 * US + 10 * MS);
 	CHECK_EQ(cm_id_state(a), CM_ST_IDLE);
 	CHECK_EQ(cm_id_state(pa), CM_ST_IDLE);
@@ -309,109 +334,105 @@ static void test_connect_accept(void)
 	cm_unlisten(lis);
 	struct cm_id *ids[] = { pa };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_disconnect_passive(void)
 {
-	ct_begin("passive side disconnects");
+	check_begin("passive side disconnects");
 	struct cm_listen *lis;
 	struct link *l = setup(2, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct conn c;
 	struct link_event e;
-	REQUIRE(establish(l, &c, 0x200), );
-	REQUIRE(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_DREQ_RECEIVED, &e), );
+	REQUIRE_RET(establish(l, &c, 0x200), );
+	REQUIRE_RET(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DREQ_RECEIVED, &e), );
 	CHECK(e.ev.id == c.a);
-	REQUIRE(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
 	CHECK_EQ(cm_id_state(c.a), CM_ST_TIMEWAIT);
 	CHECK_EQ(cm_id_state(c.p), CM_ST_TIMEWAIT);
 	/* A second disconnect is refused. */
 	CHECK_EQ(cm_disconnect(c.p, NULL, 0, link_now(l)), EINVAL);
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
-	REQUIRE(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
 	struct cm_id *ids[] = { c.a, c.p };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_simultaneous_disconnect(void)
 {
-	ct_begin("both sides disconnect at once");
+	check_begin("both sides disconnect at once");
 	struct cm_listen *lis;
 	struct link *l = setup(3, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct conn c;
 	struct link_event e;
-	REQUIRE(establish(l, &c, 0x300), );
-	REQUIRE(cm_disconnect(c.a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(establish(l, &c, 0x300), );
+	REQUIRE_RET(cm_disconnect(c.a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
-	REQUIRE(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
-	REQUIRE(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
 	no_events(l, 0);
 	no_events(l, 1);
 	struct cm_id *ids[] = { c.a, c.p };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_reject(void)
 {
-	ct_begin("consumer rejects: REJ 28 with private data");
+	check_begin("consumer rejects: REJ 28 with private data");
 	struct cm_listen *lis;
 	struct link *l = setup(4, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x400);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	uint8_t pd[CM_REJ_PRIVATE_DATA_SIZE];
 	fill_pattern(pd, sizeof(pd), 0x55);
-	REQUIRE(cm_reject(pa, CM_REJ_CONSUMER_DEFINED, NULL, 0, pd, sizeof(pd), link_now(l)) == 0, );
+	REQUIRE_RET(cm_reject(pa, CM_REJ_CONSUMER_DEFINED, NULL, 0, pd, sizeof(pd), link_now(l)) == 0, );
 	CHECK_EQ(cm_id_state(pa), CM_ST_TIMEWAIT);
-	REQUIRE(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_CONSUMER_DEFINED);
 	CHECK_EQ(e.ev.rej_msg, WIRE_CM_MSG_REQ);
 	CHECK(memcmp(e.ev.private_data, pd, sizeof(pd)) == 0);
 	CHECK_EQ(cm_id_state(a), CM_ST_TIMEWAIT);
 	CHECK_EQ(cm_accept(pa, &(struct cm_rep_param){ .qpn = 1 }, link_now(l)), EINVAL);
-	REQUIRE(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
 	no_events(l, 0);
 	no_events(l, 1);
 	CHECK_EQ(cm_counters(link_cm(l, 1))->tx_rej, 1);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_active_rejects_rep(void)
 {
-	ct_begin("active side rejects the REP");
+	check_begin("active side rejects the REP");
 	struct cm_listen *lis;
 	struct link *l = setup(5, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x500);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	struct cm_rep_param r = rep_param(0x501);
-	REQUIRE(cm_accept(pa, &r, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
-	REQUIRE(cm_reject(a, CM_REJ_INSUFFICIENT_RESP_RESOURCES, "ari", 3, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(cm_accept(pa, &r, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
+	REQUIRE_RET(cm_reject(a, CM_REJ_INSUFFICIENT_RESP_RESOURCES, "ari", 3, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_INSUFFICIENT_RESP_RESOURCES);
 	CHECK_EQ(e.ev.rej_msg, WIRE_CM_MSG_REP);
 	CHECK_EQ(e.ev.ari_len, 3);
@@ -427,22 +448,22 @@ static void test_active_rejects_rep(void)
 		CHECK_EQ(x.ev.type, CM_EV_TIMEWAIT_EXIT);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_unlistened(void)
 {
-	ct_begin("REQ for a service nobody listens on: REJ 8 at once");
+	check_begin("REQ for a service nobody listens on: REJ 8 at once");
 	struct link *l = setup(6, NULL, NULL);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a;
 	req_param(l, 0, 1, &p, 0x600);
 	p.service_id = 0x4242;
 	uint64_t t0 = link_now(l);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_INVALID_SERVICE_ID);
 	CHECK_EQ(e.ev.rej_msg, WIRE_CM_MSG_REQ);
 	CHECK_EQ(e.time, t0 + 2 * US);  /* one round trip */
@@ -454,15 +475,15 @@ static void test_unlistened(void)
 	no_events(l, 1);
 	struct cm_id *ids[] = { a };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_req_timeout(uint8_t timeout, uint8_t retries)
 {
-	ct_begin("REQ to a silent host: REQ_TIMEOUT after %u retries, T = 4.096us*2^%u", retries, timeout);
+	check_begin("REQ to a silent host: REQ_TIMEOUT after %u retries, T = 4.096us*2^%u", retries, timeout);
 	struct cm_listen *lis;
 	struct link *l = setup(7, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	t.drop_all_to[1] = true;
@@ -475,8 +496,8 @@ static void test_req_timeout(uint8_t timeout, uint8_t retries)
 	p.remote_cm_response_timeout = timeout;
 	p.max_cm_retries = retries;
 	uint64_t t0 = link_now(l), T = 4096ull << timeout;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REQ_TIMEOUT, &e), );
+	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REQ_TIMEOUT, &e), );
 	CHECK_EQ(e.ev.status, ETIMEDOUT);
 	CHECK_EQ(e.time, t0 + (uint64_t)(retries + 1) * T);
 	const struct cm_counters *c0 = cm_counters(link_cm(l, 0));
@@ -491,15 +512,15 @@ static void test_req_timeout(uint8_t timeout, uint8_t retries)
 	no_events(l, 1);
 	struct cm_id *ids[] = { a };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_req_resent_identical(void)
 {
-	ct_begin("a resent REQ is the same MAD (same TID)");
+	check_begin("a resent REQ is the same MAD (same TID)");
 	struct cm_listen *lis;
 	struct link *l = setup(8, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	static uint8_t first[256];
 	struct tap t;
 	memset(&t, 0, sizeof(t));
@@ -509,34 +530,34 @@ static void test_req_resent_identical(void)
 	struct cm_id *a;
 	req_param(l, 0, 1, &p, 0x800);
 	p.max_cm_retries = 1;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
+	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
 	memcpy(first, t.last[LK_REQ], 256);
-	REQUIRE(expect_event(l, 0, CM_EV_REQ_TIMEOUT, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REQ_TIMEOUT, NULL), );
 	CHECK_EQ(t.seen[LK_REQ], 2);
 	CHECK(memcmp(first, t.last[LK_REQ], 256) == 0);
 	struct cm_id *ids[] = { a };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_dreq_lost(void)
 {
-	ct_begin("every DREQ lost: DISCONNECT_DONE (ETIMEDOUT) after the retries; a later DREQ of the peer is answered in TimeWait");
+	check_begin("every DREQ lost: DISCONNECT_DONE (ETIMEDOUT) after the retries; a later DREQ of the peer is answered in TimeWait");
 	struct cm_listen *lis;
 	struct cm_config cfg = test_config();
 	cfg.timewait_ns = 10000 * MS;   /* long enough for the peer's DREQ */
 	struct link *l = setup(9, &cfg, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	t.drop_kinds[0] = 1u << LK_DREQ;
 	link_set_tap(l, tap_fn, &t);
 	struct conn c;
 	struct link_event e;
-	REQUIRE(establish(l, &c, 0x900), );
+	REQUIRE_RET(establish(l, &c, 0x900), );
 	uint64_t t0 = link_now(l), T = 4096ull << 10;   /* remote_cm_response_timeout 10 */
-	REQUIRE(cm_disconnect(c.a, NULL, 0, t0) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(cm_disconnect(c.a, NULL, 0, t0) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, ETIMEDOUT);
 	CHECK_EQ(e.time, t0 + 4 * T);   /* 1 + 3 retries */
 	const struct cm_counters *c0 = cm_counters(link_cm(l, 0)), *c1 = cm_counters(link_cm(l, 1));
@@ -546,8 +567,8 @@ static void test_dreq_lost(void)
 	CHECK_EQ(cm_id_state(c.p), CM_ST_ESTABLISHED);
 	no_events(l, 1);
 	/* The passive side disconnects now: node 0, in TimeWait, answers. */
-	REQUIRE(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
 	CHECK_EQ(c0->rx_dup_dreq, 1);
 	CHECK_EQ(c0->tx_drep, 1);
@@ -555,17 +576,17 @@ static void test_dreq_lost(void)
 	no_events(l, 0);
 	struct cm_id *ids[] = { c.a, c.p };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_auto_mra(void)
 {
-	ct_begin("slow consumer: a duplicate REQ gets an MRA; the connection is made after the plain REQ timeout");
+	check_begin("slow consumer: a duplicate REQ gets an MRA; the connection is made after the plain REQ timeout");
 	struct cm_listen *lis;
 	struct cm_config cfg = test_config();
 	cfg.cm_response_timeout = 14;   /* the MRA's service timeout, ~67 ms */
 	struct link *l = setup(10, &cfg, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
@@ -573,11 +594,9 @@ static void test_auto_mra(void)
 	p.remote_cm_response_timeout = 8;       /* ~1 ms */
 	p.max_cm_retries = 2;                   /* gives up at ~3.1 ms without MRA */
 	uint64_t t0 = link_now(l), T = 4096ull << 8;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );    /* at t0 */
 	/* The consumer sits on it; the REQ comes again after T. */
-	REQUIRE(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
 	CHECK_EQ(e.ev.mra_service_timeout, 14);
 	CHECK_EQ(e.time, t0 + T + 2 * US);
 	CHECK_EQ(cm_id_state(a), CM_ST_MRA_REQ_RCVD);
@@ -585,10 +604,10 @@ static void test_auto_mra(void)
 	link_run_for(l, 20 * MS);
 	no_events(l, 0);
 	struct cm_rep_param r = rep_param(0xa01);
-	REQUIRE(cm_accept(pa, &r, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
+	REQUIRE_RET(cm_accept(pa, &r, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
 	const struct cm_counters *c0 = cm_counters(link_cm(l, 0)), *c1 = cm_counters(link_cm(l, 1));
 	CHECK_EQ(c0->tx_req, 2);
 	CHECK_EQ(c0->mra_extensions, 1);
@@ -597,38 +616,34 @@ static void test_auto_mra(void)
 	CHECK_EQ(c1->rx_dup_req, 1);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_slow_active_consumer(void)
 {
-	ct_begin("slow active consumer: a duplicate REP gets an MRA of mra_service_timeout; an RTU 1 s late still connects");
+	check_begin("slow active consumer: a duplicate REP gets an MRA of mra_service_timeout; an RTU 1 s late still connects");
 	struct cm_listen *lis;
 	struct cm_config cfg = test_config();
 	cfg.mra_service_timeout = 24;   /* librdmacm's: 68.7 s, the kernel's CMA_CM_MRA_SETTING */
 	struct link *l = setup(13, &cfg, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0xd00);
 	p.local_cm_response_timeout = 9;        /* the passive side's wait, ~2 ms */
 	p.max_cm_retries = 2;                   /* gives up at ~6.3 ms without MRA */
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xd01 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(handshake(l, &p, HS_REP, &a, &pa), );
 	/* The consumer sits on the REP; it comes again after T, and the MRA
 	 * tells the passive side to wait. */
-	REQUIRE(expect_event(l, 1, CM_EV_MRA_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_MRA_RECEIVED, &e), );
 	CHECK_EQ(e.ev.mra_service_timeout, 24);
 	CHECK_EQ(cm_id_state(a), CM_ST_MRA_REP_SENT);
 	CHECK_EQ(cm_id_state(pa), CM_ST_MRA_REP_RCVD);
 	link_run_for(l, 1000 * MS);
 	no_events(l, 1);
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
 	CHECK_EQ(cm_id_state(a), CM_ST_ESTABLISHED);
 	const struct cm_counters *c0 = cm_counters(link_cm(l, 0)), *c1 = cm_counters(link_cm(l, 1));
 	CHECK_EQ(c1->tx_rep, 2);
@@ -637,48 +652,46 @@ static void test_slow_active_consumer(void)
 	CHECK_EQ(c0->rx_dup_rep, 1);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_explicit_mra(void)
 {
-	ct_begin("cm_send_mra: the active side waits the service timeout");
+	check_begin("cm_send_mra: the active side waits the service timeout");
 	struct cm_listen *lis;
 	struct link *l = setup(11, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0xb00);
 	p.remote_cm_response_timeout = 8;
 	p.max_cm_retries = 2;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	CHECK_EQ(cm_send_mra(pa, 32, link_now(l)), EINVAL);
-	REQUIRE(cm_send_mra(pa, 16, link_now(l)) == 0, );       /* ~268 ms */
+	REQUIRE_RET(cm_send_mra(pa, 16, link_now(l)) == 0, );       /* ~268 ms */
 	CHECK_EQ(cm_id_state(pa), CM_ST_MRA_REQ_SENT);
-	REQUIRE(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
 	uint64_t t_mra = e.time;
 	link_run_for(l, 200 * MS);
 	no_events(l, 0);
 	CHECK_EQ(cm_counters(link_cm(l, 0))->tx_req, 1);
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xb01 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xb01 }, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
 	CHECK(link_now(l) > t_mra + 200 * MS);
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_mra_runs_out(void)
 {
-	ct_begin("the MRA'd wait runs out: REQ resent, then REQ_TIMEOUT; the passive side gets REJ timeout");
+	check_begin("the MRA'd wait runs out: REQ resent, then REQ_TIMEOUT; the passive side gets REJ timeout");
 	struct cm_listen *lis;
 	struct link *l = setup(12, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
@@ -686,37 +699,35 @@ static void test_mra_runs_out(void)
 	p.remote_cm_response_timeout = 8;
 	p.max_cm_retries = 2;
 	uint64_t t0 = link_now(l), T = 4096ull << 8, S = 4096ull << 9;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, t0, &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
-	REQUIRE(cm_send_mra(pa, 9, link_now(l)) == 0, );
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );    /* at t0 */
+	REQUIRE_RET(cm_send_mra(pa, 9, link_now(l)) == 0, );
 	/* MRA at t0+2us extends to +S+T; REQ #2 then; the passive side (MRA
 	 * Sent) answers it with the MRA again: +S+T again; REQ #3; MRA;
 	 * +S+T; out of retries. */
 	for (int i = 0; i < 3; i++) {
-		REQUIRE(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
+		REQUIRE_RET(expect_event(l, 0, CM_EV_MRA_RECEIVED, &e), );
 		CHECK_EQ(e.time, t0 + 2 * US + (uint64_t)i * (S + T + 2 * US));
 	}
-	REQUIRE(expect_event(l, 0, CM_EV_REQ_TIMEOUT, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REQ_TIMEOUT, &e), );
 	CHECK_EQ(e.time, t0 + 2 * US + 2 * (S + T + 2 * US) + S + T);
 	CHECK_EQ(cm_counters(link_cm(l, 0))->tx_req, 3);
 	CHECK_EQ(cm_counters(link_cm(l, 1))->tx_mra, 3);
-	REQUIRE(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_TIMEOUT);
 	CHECK_EQ(e.ev.ari_len, 8);
 	CHECK(e.ev.ari && e.ev.ari[7] == 0x00 && e.ev.ari[6] == 0x10);  /* node 0's GUID 0x1000 */
 	CHECK_EQ(cm_id_state(pa), CM_ST_TIMEWAIT);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_duplicates(void)
 {
-	ct_begin("duplicates: REQ in REP Sent -> REP again; REP in Established -> RTU again; DREQ in TimeWait -> DREP again");
+	check_begin("duplicates: REQ in REP Sent -> REP again; REP in Established -> RTU again; DREQ in TimeWait -> DREP again");
 	struct cm_listen *lis;
 	struct link *l = setup(13, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	t.drop_kinds[0] = 1u << LK_RTU;         /* keep the passive side in REP Sent */
@@ -728,14 +739,14 @@ static void test_duplicates(void)
 	req_param(l, 0, 1, &p, 0xd00);
 	p.remote_cm_response_timeout = 20;      /* no retransmissions meanwhile */
 	p.local_cm_response_timeout = 20;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
+	REQUIRE_RET(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
 	memcpy(req, t.last[LK_REQ], 256);
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
 	pa = e.ev.id;
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xd01 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xd01 }, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
 	memcpy(rep, t.last[LK_REP], 256);
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
 	link_run_for(l, 10 * US);
 	CHECK_EQ(cm_id_state(pa), CM_ST_REP_SENT);
 
@@ -759,11 +770,11 @@ static void test_duplicates(void)
 	/* Let an RTU through; then disconnect and replay the DREQ. */
 	t.drop_kinds[0] = 0;
 	link_inject(l, 1, 0, rep, 256);
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
-	REQUIRE(cm_disconnect(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, NULL), );
+	REQUIRE_RET(cm_disconnect(a, NULL, 0, link_now(l)) == 0, );
 	memcpy(dreq, t.last[LK_DREQ], 256);
-	REQUIRE(expect_event(l, 1, CM_EV_DREQ_RECEIVED, NULL), );
-	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DREQ_RECEIVED, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DISCONNECT_DONE, NULL), );
 	uint64_t drep_before = c1->tx_drep;
 	static uint8_t drep[256];
 	memcpy(drep, t.last[LK_DREP], 256);
@@ -793,25 +804,25 @@ static void test_duplicates(void)
 		CHECK_EQ(x.ev.type, CM_EV_TIMEWAIT_EXIT);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_everything_twice(void)
 {
-	ct_begin("every MAD delivered twice: each event still once");
+	check_begin("every MAD delivered twice: each event still once");
 	struct cm_listen *lis;
 	struct link *l = setup(14, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct link_faults f = { .dup = 1.0, .delay_ns = 1000, .jitter_ns = 500 };
 	link_set_faults(l, &f);
 	struct conn c;
-	REQUIRE(establish(l, &c, 0xe00), );
+	REQUIRE_RET(establish(l, &c, 0xe00), );
 	link_run_for(l, 100 * US);
 	no_events(l, 0);
 	no_events(l, 1);
-	REQUIRE(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_DREQ_RECEIVED, NULL), );
-	REQUIRE(expect_event(l, 1, CM_EV_DISCONNECT_DONE, NULL), );
+	REQUIRE_RET(cm_disconnect(c.p, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DREQ_RECEIVED, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DISCONNECT_DONE, NULL), );
 	link_run_for(l, 100 * US);
 	no_events(l, 0);
 	no_events(l, 1);
@@ -819,30 +830,30 @@ static void test_everything_twice(void)
 	CHECK(c1->rx_dup_req >= 1);
 	CHECK(c0->rx_dup_rep >= 1);
 	CHECK(c0->rx_dup_dreq >= 1);
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
-	REQUIRE(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, NULL), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_TIMEWAIT_EXIT, NULL), );
 	struct cm_id *ids[] = { c.a, c.p };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_sidr(void)
 {
-	ct_begin("SIDR: request, reply; duplicate answered again; unknown service; timeout");
+	check_begin("SIDR: request, reply; duplicate answered again; unknown service; timeout");
 	struct cm_listen *lis;
 	struct link *l = setup(15, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	link_set_tap(l, tap_fn, &t);
 	struct link_event e;
 	struct cm_id *a, *pa, *b, *c;
 	int ua;
-	REQUIRE(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, "who", 3, 10, 3, &ua, link_now(l), &a) == 0, );
+	REQUIRE_RET(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, "who", 3, 10, 3, &ua, link_now(l), &a) == 0, );
 	CHECK_EQ(cm_id_state(a), CM_ST_SIDR_REQ_SENT);
 	static uint8_t sreq[256];
 	memcpy(sreq, t.last[LK_SIDR_REQ], 256);
-	REQUIRE(expect_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), );
 	pa = e.ev.id;
 	CHECK(e.ev.listen_user == &listen_tag);
 	CHECK_EQ(e.ev.u.sidr_req.service_id, SID);
@@ -853,9 +864,9 @@ static void test_sidr(void)
 	CHECK_EQ(cm_counters(link_cm(l, 1))->rx_dup_sidr_req, 1);
 	no_events(l, 1);
 	CHECK_EQ(cm_sidr_reply(pa, CM_SIDR_SUCCESS, 0x1000000, 0, NULL, 0, link_now(l)), EINVAL);
-	REQUIRE(cm_sidr_reply(pa, CM_SIDR_SUCCESS, 0x777, 0x11111111, "me", 2, link_now(l)) == 0, );
+	REQUIRE_RET(cm_sidr_reply(pa, CM_SIDR_SUCCESS, 0x777, 0x11111111, "me", 2, link_now(l)) == 0, );
 	CHECK_EQ(cm_id_state(pa), CM_ST_TIMEWAIT);
-	REQUIRE(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
 	CHECK(e.ev.id == a && e.ev.user == &ua);
 	CHECK_EQ(e.ev.u.sidr_rep.status, CM_SIDR_SUCCESS);
 	CHECK_EQ(e.ev.u.sidr_rep.qpn, 0x777);
@@ -874,8 +885,8 @@ static void test_sidr(void)
 	no_events(l, 1);
 
 	/* Unknown service: SIDR_REP status 1 at once. */
-	REQUIRE(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), 0x999, NULL, 0, 10, 3, NULL, link_now(l), &b) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
+	REQUIRE_RET(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), 0x999, NULL, 0, 10, 3, NULL, link_now(l), &b) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
 	CHECK_EQ(e.ev.u.sidr_rep.status, CM_SIDR_UNSUPPORTED);
 	CHECK_EQ(cm_counters(link_cm(l, 1))->sidr_unsupported, 1);
 	no_events(l, 1);
@@ -883,102 +894,95 @@ static void test_sidr(void)
 	/* Timeout. */
 	t.drop_all_to[1] = true;
 	uint64_t t0 = link_now(l);
-	REQUIRE(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 9, 2, NULL, t0, &c) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_SIDR_TIMEOUT, &e), );
+	REQUIRE_RET(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 9, 2, NULL, t0, &c) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_SIDR_TIMEOUT, &e), );
 	CHECK_EQ(e.time, t0 + 3 * (4096ull << 9));
 	CHECK_EQ(cm_counters(link_cm(l, 0))->sidr_timeouts, 1);
 	no_events(l, 1);
 	struct cm_id *ids[] = { a, pa, b, c };
 	teardown(l, ids, 4);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_sidr_destroy(void)
 {
-	ct_begin("SIDR: destroying an unanswered request replies \"rejected\"");
+	check_begin("SIDR: destroying an unanswered request replies \"rejected\"");
 	struct cm_listen *lis;
 	struct link *l = setup(16, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct link_event e;
 	struct cm_id *a;
-	REQUIRE(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 10, 3, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), );
+	REQUIRE_RET(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 10, 3, NULL, link_now(l), &a) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), );
 	cm_destroy_id(e.ev.id, link_now(l));
-	REQUIRE(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
 	CHECK_EQ(e.ev.u.sidr_rep.status, CM_SIDR_REJECT);
 	no_events(l, 1);
 	struct cm_id *ids[] = { a };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_destroy(void)
 {
-	ct_begin("cm_destroy_id: REQ Sent -> REJ timeout; REQ Received -> REJ 28; Established -> DREQ; no events after");
+	check_begin("cm_destroy_id: REQ Sent -> REJ timeout; REQ Received -> REJ 28; Established -> DREQ; no events after");
 	struct cm_listen *lis;
 	struct link *l = setup(17, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 
 	/* Active destroyed in REQ Sent. */
 	req_param(l, 0, 1, &p, 0xf00);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	cm_destroy_id(a, link_now(l));
-	REQUIRE(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_TIMEOUT);
 	CHECK_EQ(cm_id_state(pa), CM_ST_TIMEWAIT);
 	cm_destroy_id(pa, link_now(l));
 
 	/* Passive destroyed in REQ Received. */
 	req_param(l, 0, 1, &p, 0xf10);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	cm_destroy_id(e.ev.id, link_now(l));
-	REQUIRE(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
+	cm_destroy_id(pa, link_now(l));
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_CONSUMER_DEFINED);
 	cm_destroy_id(a, link_now(l));
 
 	/* Established, destroyed on the active side: DREQ. */
 	struct conn c;
-	REQUIRE(establish(l, &c, 0xf20), );
+	REQUIRE_RET(establish(l, &c, 0xf20), );
 	cm_destroy_id(c.a, link_now(l));
-	REQUIRE(expect_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
 	cm_destroy_id(c.p, link_now(l));
 
 	/* Passive destroyed in REP Sent: REJ 28 to the active side, which is in
 	 * REP Received. */
 	req_param(l, 0, 1, &p, 0xf30);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0xf31 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(handshake(l, &p, HS_REP, &a, &pa), );
 	cm_destroy_id(pa, link_now(l));
-	REQUIRE(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_CONSUMER_DEFINED);
 	CHECK_EQ(cm_send_rtu(a, NULL, 0, link_now(l)), EINVAL);
 
 	link_run_until(l, NULL, NULL, 1000 * MS);
 	/* Only a's TimeWait exit: every other id was destroyed. */
-	REQUIRE(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_TIMEWAIT_EXIT, &e), );
 	CHECK(e.ev.id == a);
 	no_events(l, 0);
 	no_events(l, 1);
 	struct cm_id *ids[] = { a };
 	teardown(l, ids, 1);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_establish(void)
 {
-	ct_begin("cm_establish before the RTU (COMM_EST); a late RTU is a duplicate");
+	check_begin("cm_establish before the RTU (COMM_EST); a late RTU is a duplicate");
 	struct cm_listen *lis;
 	struct link *l = setup(18, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	t.drop_kinds[0] = 1u << LK_RTU;
@@ -987,18 +991,16 @@ static void test_establish(void)
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 1, &p, 0x1100);
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	CHECK_EQ(cm_establish(pa, link_now(l)), EINVAL);        /* REQ Received */
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1101 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1101 }, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
 	link_run_for(l, 10 * US);
 	CHECK_EQ(cm_id_state(pa), CM_ST_REP_SENT);
-	REQUIRE(cm_establish(pa, link_now(l)) == 0, );
+	REQUIRE_RET(cm_establish(pa, link_now(l)) == 0, );
 	CHECK_EQ(link_pending_events(l, 1), 1);          /* reported inside the call */
-	REQUIRE(expect_event(l, 1, CM_EV_ESTABLISHED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_ESTABLISHED, &e), );
 	CHECK_EQ(cm_id_state(pa), CM_ST_ESTABLISHED);
 	CHECK_EQ(cm_establish(pa, link_now(l)), EISCONN);
 	t.drop_kinds[0] = 0;
@@ -1009,15 +1011,15 @@ static void test_establish(void)
 	CHECK_EQ(cm_counters(link_cm(l, 1))->tx_rep, 1);        /* no REP resent */
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_rep_timeout(void)
 {
-	ct_begin("every RTU lost: REP_TIMEOUT on the passive side, whose REJ ends the active side's connection");
+	check_begin("every RTU lost: REP_TIMEOUT on the passive side, whose REJ ends the active side's connection");
 	struct cm_listen *lis;
 	struct link *l = setup(19, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct tap t;
 	memset(&t, 0, sizeof(t));
 	t.drop_kinds[0] = 1u << LK_RTU;
@@ -1028,31 +1030,29 @@ static void test_rep_timeout(void)
 	req_param(l, 0, 1, &p, 0x1200);
 	p.local_cm_response_timeout = 9;        /* the passive side's wait */
 	p.max_cm_retries = 2;
-	REQUIRE(cm_connect(link_cm(l, 0), &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
-	pa = e.ev.id;
+	REQUIRE_RET(handshake(l, &p, HS_REQ, &a, &pa), );
 	uint64_t t0 = link_now(l), T = 4096ull << 9;
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1201 }, t0) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 1, CM_EV_REP_TIMEOUT, &e), );
+	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1201 }, t0) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, NULL), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REP_TIMEOUT, &e), );
 	CHECK_EQ(e.time, t0 + 3 * T);
 	CHECK_EQ(cm_counters(link_cm(l, 1))->tx_rep, 3);
 	CHECK_EQ(cm_counters(link_cm(l, 0))->tx_rtu, 3);        /* one per REP */
-	REQUIRE(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REJ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.rej_reason, CM_REJ_TIMEOUT);
 	CHECK_EQ(cm_id_state(a), CM_ST_TIMEWAIT);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_api_checks(void)
 {
-	ct_begin("consumer calls: arguments and states");
+	check_begin("consumer calls: arguments and states");
 	struct cm_listen *lis, *lis2;
 	struct link *l = setup(20, NULL, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm *cm0 = link_cm(l, 0);
 	CHECK_EQ(cm_listen(link_cm(l, 1), SID, NULL, &lis2), EADDRINUSE);
 	struct cm_req_param p;
@@ -1077,14 +1077,14 @@ static void test_api_checks(void)
 	CHECK_EQ(cm_counters(cm0)->tx_mads, 0);
 	p.max_cm_retries = 3;
 	p.qp_type = IBV_QPT_UC;
-	REQUIRE(cm_connect(cm0, &p, NULL, 0, &a) == 0, );
+	REQUIRE_RET(cm_connect(cm0, &p, NULL, 0, &a) == 0, );
 	CHECK_EQ(cm_send_rtu(a, NULL, 0, 0), EINVAL);
 	CHECK_EQ(cm_accept(a, &(struct cm_rep_param){ .qpn = 1 }, 0), EINVAL);
 	CHECK_EQ(cm_disconnect(a, NULL, 0, 0), EINVAL);
 	CHECK_EQ(cm_send_mra(a, 10, 0), EINVAL);
 	CHECK_EQ(cm_sidr_reply(a, CM_SIDR_SUCCESS, 1, 1, NULL, 0, 0), EINVAL);
 	struct link_event e;
-	REQUIRE(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
+	REQUIRE_RET(expect_event(l, 1, CM_EV_REQ_RECEIVED, &e), );
 	CHECK_EQ(e.ev.u.req.qp_type, IBV_QPT_UC);
 	struct cm_id *pa = e.ev.id;
 	CHECK_EQ(cm_accept(pa, &(struct cm_rep_param){ .qpn = 1, .private_data = big,
@@ -1099,7 +1099,7 @@ static void test_api_checks(void)
 	CHECK_EQ(cm_listen(link_cm(l, 1), SID, NULL, &lis2), 0);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 struct trace_log {
@@ -1116,34 +1116,34 @@ static void trace_fn(void *ctx, const char *line)
 
 static void test_self_connect(void)
 {
-	ct_begin("one cm connects to itself (client and server in one process)");
+	check_begin("one cm connects to itself (client and server in one process)");
 	struct cm_config cfg = test_config();
 	struct link *l = link_create(21, 2, &cfg);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	struct cm *cm = link_cm(l, 0);
 	static struct trace_log tr;
 	memset(&tr, 0, sizeof(tr));
 	cm_set_trace(cm, trace_fn, &tr);
 	struct cm_listen *lis;
-	REQUIRE(cm_listen(cm, SID, &listen_tag, &lis) == 0, );
+	REQUIRE_RET(cm_listen(cm, SID, &listen_tag, &lis) == 0, );
 	struct cm_req_param p;
 	struct link_event e;
 	struct cm_id *a, *pa;
 	req_param(l, 0, 0, &p, 0x1400);
-	REQUIRE(cm_connect(cm, &p, NULL, link_now(l), &a) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REQ_RECEIVED, &e), );
+	REQUIRE_RET(cm_connect(cm, &p, NULL, link_now(l), &a) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REQ_RECEIVED, &e), );
 	pa = e.ev.id;
 	CHECK(pa != a);
-	REQUIRE(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1401 }, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
+	REQUIRE_RET(cm_accept(pa, &(struct cm_rep_param){ .qpn = 0x1401 }, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_REP_RECEIVED, &e), );
 	CHECK(e.ev.id == a);
-	REQUIRE(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_ESTABLISHED, &e), );
+	REQUIRE_RET(cm_send_rtu(a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_ESTABLISHED, &e), );
 	CHECK(e.ev.id == pa);
-	REQUIRE(cm_disconnect(pa, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(expect_event(l, 0, CM_EV_DREQ_RECEIVED, &e), );
+	REQUIRE_RET(cm_disconnect(pa, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DREQ_RECEIVED, &e), );
 	CHECK(e.ev.id == a);
-	REQUIRE(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(expect_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK(e.ev.id == pa);
 	/* The trace names the IBTA states. */
 	char want[96];
@@ -1161,12 +1161,12 @@ static void test_self_connect(void)
 	cm_unlisten(lis);
 	struct cm_id *ids[] = { a, pa };
 	teardown(l, ids, 2);
-	ct_end();
+	check_end_say(true);
 }
 
 static void test_create_checks(void)
 {
-	ct_begin("cm_create: arguments");
+	check_begin("cm_create: arguments");
 	struct cm_config c;
 	cm_config_default(&c);
 	struct cm_io io = { 0 };
@@ -1177,7 +1177,7 @@ static void test_create_checks(void)
 	CHECK_EQ(cm_timeout_ns(20), 4096ull << 20);
 	CHECK(strcmp(cm_state_name(CM_ST_MRA_REQ_RCVD), "MRA(REQ) Received") == 0);
 	CHECK(strcmp(cm_event_name(CM_EV_DISCONNECT_DONE), "DISCONNECT_DONE") == 0);
-	ct_end();
+	check_end_say(true);
 }
 
 int main(void)
@@ -1207,5 +1207,6 @@ int main(void)
 	test_rep_timeout();
 	test_api_checks();
 	test_self_connect();
-	return ct_exit();
+	printf("%d cases, %d failures\n", check_cases, check_failures);
+	return check_exit("cm_basic");
 }

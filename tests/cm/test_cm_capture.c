@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "cm/cm.h"
-#include "cm_test.h"
+#include "../check.h"
 #include "wire/mad.h"
 #include "wire/pcap.h"
 #include "wire/wire.h"
@@ -79,7 +79,7 @@ static int read_capture(const char *path, struct capture *c)
 	static uint8_t buf[PCAP_MAX_SNAPLEN];
 	memset(c, 0, sizeof(*c));
 	if (pcap_open_read(&r, path)) {
-		CT_FAIL("%s: %s", path, strerror(errno));
+		FAIL("%s: %s", path, strerror(errno));
 		return -1;
 	}
 	int n = 0, rc;
@@ -87,7 +87,7 @@ static int read_capture(const char *path, struct capture *c)
 		struct wire_pkt p;
 		n++;
 		if (wire_decode_eth(rec.data, rec.caplen, true, &p) < 0) {
-			CT_FAIL("packet %d: not a RoCEv2 packet with a good ICRC", n);
+			FAIL("packet %d: not a RoCEv2 packet with a good ICRC", n);
 			continue;
 		}
 		const struct wire_bth *b = &p.ib.bth;
@@ -143,9 +143,9 @@ static int read_capture(const char *path, struct capture *c)
 	}
 	pcap_close_read(&r);
 	if (rc < 0)
-		CT_FAIL("%s: damaged after %d packets", path, n);
+		FAIL("%s: damaged after %d packets", path, n);
 	if (!c->have_req || !c->have_rep || !c->have_rtu || !c->active.sent_data || !c->passive.sent_data) {
-		CT_FAIL("%s: no REQ/REP/RTU followed by data both ways (req %d rep %d rtu %d)", path, c->have_req,
+		FAIL("%s: no REQ/REP/RTU followed by data both ways (req %d rep %d rtu %d)", path, c->have_req,
 			c->have_rep, c->have_rtu);
 		return -1;
 	}
@@ -201,7 +201,7 @@ static int node_init(struct node *n, const uint8_t gid[16], uint32_t seed)
 	struct cm_io io = { .ctx = n, .send_mad = on_send, .event = on_event };
 	n->cm = cm_create(&cfg, &io);
 	if (!n->cm) {
-		CT_FAIL("cm_create: %s", strerror(errno));
+		FAIL("cm_create: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -211,7 +211,7 @@ static int node_init(struct node *n, const uint8_t gid[16], uint32_t seed)
 static bool last_sent(struct node *n, uint16_t attr, struct wire_cm_msg *m)
 {
 	if (!n->nsent || wire_cm_decode(n->sent[n->nsent - 1], WIRE_MAD_LEN, m) < 0 || m->hdr.attr_id != attr) {
-		CT_FAIL("the cm sent no %s", wire_cm_attr_name(attr));
+		FAIL("the cm sent no %s", wire_cm_attr_name(attr));
 		return false;
 	}
 	return true;
@@ -229,24 +229,24 @@ static void check_attr(const char *who, const struct cm_qp_attr *a, const struct
 	       who, a->sq_psn, a->rq_psn, a->dest_qp_num, a->path_mtu, a->max_rd_atomic, a->max_dest_rd_atomic,
 	       a->timeout, a->retry_cnt, a->rnr_retry, a->pkey, a->traffic_class, a->hop_limit);
 	if (a->sq_psn != me->first_psn)
-		CT_FAIL("%s: sq_psn 0x%06x, but the kernel on this side sent from 0x%06x", who, a->sq_psn,
+		FAIL("%s: sq_psn 0x%06x, but the kernel on this side sent from 0x%06x", who, a->sq_psn,
 			me->first_psn);
 	if (a->rq_psn != peer->first_psn)
-		CT_FAIL("%s: rq_psn 0x%06x, but the peer sent from 0x%06x", who, a->rq_psn, peer->first_psn);
+		FAIL("%s: rq_psn 0x%06x, but the peer sent from 0x%06x", who, a->rq_psn, peer->first_psn);
 	if (!peer->acked_first)
-		CT_FAIL("%s: the peer never answered this side's first PSN", who);
+		FAIL("%s: the peer never answered this side's first PSN", who);
 	if (a->dest_qp_num != me->dqpn)
-		CT_FAIL("%s: dest_qp_num 0x%06x, but the kernel sent to 0x%06x", who, a->dest_qp_num, me->dqpn);
+		FAIL("%s: dest_qp_num 0x%06x, but the kernel sent to 0x%06x", who, a->dest_qp_num, me->dqpn);
 	if (a->pkey != me->pkey)
-		CT_FAIL("%s: pkey 0x%04x, the kernel's packets 0x%04x", who, a->pkey, me->pkey);
+		FAIL("%s: pkey 0x%04x, the kernel's packets 0x%04x", who, a->pkey, me->pkey);
 	if (a->traffic_class >> 2 != me->dscp)
-		CT_FAIL("%s: traffic class %u, the kernel's packets DSCP %u", who, a->traffic_class, me->dscp);
+		FAIL("%s: traffic class %u, the kernel's packets DSCP %u", who, a->traffic_class, me->dscp);
 	if (a->hop_limit != me->ttl)
-		CT_FAIL("%s: hop limit %u, the kernel's packets TTL %u", who, a->hop_limit, me->ttl);
+		FAIL("%s: hop limit %u, the kernel's packets TTL %u", who, a->hop_limit, me->ttl);
 	uint32_t mtu_bytes = 128u << a->path_mtu;
 	if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096 || me->max_payload > mtu_bytes ||
 	    peer->max_payload > mtu_bytes)
-		CT_FAIL("%s: path MTU %u bytes, payloads of %u / %u", who, mtu_bytes, me->max_payload,
+		FAIL("%s: path MTU %u bytes, payloads of %u / %u", who, mtu_bytes, me->max_payload,
 			peer->max_payload);
 }
 
@@ -254,7 +254,7 @@ static void check_attr(const char *who, const struct cm_qp_attr *a, const struct
 
 static void case_passive(const struct capture *c)
 {
-	ct_begin("passive: the kernel's REQ into softrnic's cm, the QP against the kernel's passive side");
+	check_begin("passive: the kernel's REQ into softrnic's cm, the QP against the kernel's passive side");
 	struct node n;
 	const struct wire_cm_req *kreq = &c->req.req;
 	const struct wire_cm_rep *krep = &c->rep.rep;
@@ -264,7 +264,7 @@ static void case_passive(const struct capture *c)
 	CHECK(cm_listen(n.cm, kreq->service_id, NULL, &l) == 0);
 	cm_receive(n.cm, c->active.gid, c->req_mad, WIRE_MAD_LEN, 1 * MS);
 	if (n.nev != 1 || n.ev[0].type != CM_EV_REQ_RECEIVED) {
-		CT_FAIL("no REQ_RECEIVED (%u events)", n.nev);
+		FAIL("no REQ_RECEIVED (%u events)", n.nev);
 		goto out;
 	}
 	CHECK(n.req.qpn == kreq->local_qpn);
@@ -297,12 +297,12 @@ static void case_passive(const struct capture *c)
 out:
 	if (n.cm)
 		cm_destroy(n.cm);
-	ct_end();
+	check_end_say(true);
 }
 
 static void case_active(const struct capture *c)
 {
-	ct_begin("active: softrnic's cm connects as the kernel did, the kernel's REP in, the QP against the kernel's active side");
+	check_begin("active: softrnic's cm connects as the kernel did, the kernel's REP in, the QP against the kernel's active side");
 	struct node n;
 	const struct wire_cm_req *kreq = &c->req.req;
 	if (node_init(&n, c->active.gid, 12))
@@ -327,7 +327,7 @@ static void case_active(const struct capture *c)
 	p.sl = kreq->primary.sl;
 	struct cm_id *id;
 	if (cm_connect(n.cm, &p, NULL, 1 * MS, &id)) {
-		CT_FAIL("cm_connect refused the kernel's REQ values");
+		FAIL("cm_connect refused the kernel's REQ values");
 		goto out;
 	}
 	struct wire_cm_msg req;
@@ -341,12 +341,12 @@ static void case_active(const struct capture *c)
 	rep.rep.remote_comm_id = req.req.local_comm_id;
 	rep.hdr.tid = req.hdr.tid;
 	if (wire_cm_encode(&rep, mad, sizeof(mad)) != (int)WIRE_MAD_LEN) {
-		CT_FAIL("the capture's REP does not encode again");
+		FAIL("the capture's REP does not encode again");
 		goto out;
 	}
 	cm_receive(n.cm, c->passive.gid, mad, WIRE_MAD_LEN, 2 * MS);
 	if (n.nev != 1 || n.ev[0].type != CM_EV_REP_RECEIVED) {
-		CT_FAIL("no REP_RECEIVED (%u events)", n.nev);
+		FAIL("no REP_RECEIVED (%u events)", n.nev);
 		goto out;
 	}
 	CHECK(n.rep.starting_psn == c->rep.rep.starting_psn);
@@ -360,22 +360,22 @@ static void case_active(const struct capture *c)
 out:
 	if (n.cm)
 		cm_destroy(n.cm);
-	ct_end();
+	check_end_say(true);
 }
 
 static void case_rule(const struct capture *c)
 {
-	ct_begin("rule: each side sends from the Starting PSN of the other side's message");
+	check_begin("rule: each side sends from the Starting PSN of the other side's message");
 	if (c->active.first_psn != c->rep.rep.starting_psn)
-		CT_FAIL("the active side sent from 0x%06x; the REP's Starting PSN is 0x%06x (its own REQ's 0x%06x)",
+		FAIL("the active side sent from 0x%06x; the REP's Starting PSN is 0x%06x (its own REQ's 0x%06x)",
 			c->active.first_psn, c->rep.rep.starting_psn, c->req.req.starting_psn);
 	if (c->passive.first_psn != c->req.req.starting_psn)
-		CT_FAIL("the passive side sent from 0x%06x; the REQ's Starting PSN is 0x%06x (its own REP's 0x%06x)",
+		FAIL("the passive side sent from 0x%06x; the REQ's Starting PSN is 0x%06x (its own REP's 0x%06x)",
 			c->passive.first_psn, c->req.req.starting_psn, c->rep.rep.starting_psn);
 	if (!c->active.acked_first || !c->passive.acked_first)
-		CT_FAIL("a side's first request was never answered (active %d, passive %d)", c->active.acked_first,
+		FAIL("a side's first request was never answered (active %d, passive %d)", c->active.acked_first,
 			c->passive.acked_first);
-	ct_end();
+	check_end_say(true);
 }
 
 int main(int argc, char **argv)
@@ -387,9 +387,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *path = argv[argc - 1];
-	ct_begin("read %s", path);
+	check_begin("read %s", path);
 	int rc = read_capture(path, &c);
-	ct_end();
+	check_end_say(true);
 	if (rc == 0) {
 		case_rule(&c);
 		if (!rule_only) {
@@ -397,5 +397,6 @@ int main(int argc, char **argv)
 			case_active(&c);
 		}
 	}
-	return ct_exit();
+	printf("%d cases, %d failures\n", check_cases, check_failures);
+	return check_exit("cm_capture");
 }

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cm_link.h"
-#include "cm_test.h"
+#include "../check.h"
 
 #define SID 0x0000000001060001ull
 #define MS 1000000ull
@@ -77,7 +77,7 @@ static bool next_event(struct link *l, unsigned node, enum cm_event_type t, stru
 		return false;
 	link_pop_event(l, node, e);
 	if (e->ev.type != t)
-		CT_FAIL("node %u: %s, expected %s", node, cm_event_name(e->ev.type), cm_event_name(t));
+		FAIL("node %u: %s, expected %s", node, cm_event_name(e->ev.type), cm_event_name(t));
 	return e->ev.type == t;
 }
 
@@ -107,29 +107,29 @@ static bool build(struct link *l, struct held *h)
 	struct link_event e;
 	/* established */
 	h->est_a = do_connect(l, 0x100, SID, &h->est_p);
-	REQUIRE(h->est_a, false);
-	REQUIRE(cm_accept(h->est_p, &(struct cm_rep_param){ .qpn = 0x101 }, link_now(l)) == 0, false);
-	REQUIRE(next_event(l, 0, CM_EV_REP_RECEIVED, &e), false);
-	REQUIRE(cm_send_rtu(h->est_a, NULL, 0, link_now(l)) == 0, false);
-	REQUIRE(next_event(l, 1, CM_EV_ESTABLISHED, &e), false);
+	REQUIRE_RET(h->est_a, false);
+	REQUIRE_RET(cm_accept(h->est_p, &(struct cm_rep_param){ .qpn = 0x101 }, link_now(l)) == 0, false);
+	REQUIRE_RET(next_event(l, 0, CM_EV_REP_RECEIVED, &e), false);
+	REQUIRE_RET(cm_send_rtu(h->est_a, NULL, 0, link_now(l)) == 0, false);
+	REQUIRE_RET(next_event(l, 1, CM_EV_ESTABLISHED, &e), false);
 	/* REQ Received, unanswered */
 	h->reqrcvd_a = do_connect(l, 0x200, SID, &h->reqrcvd_p);
-	REQUIRE(h->reqrcvd_a, false);
+	REQUIRE_RET(h->reqrcvd_a, false);
 	/* REP Received, unanswered */
 	h->reprcvd_a = do_connect(l, 0x300, SID, &h->reprcvd_p);
-	REQUIRE(h->reprcvd_a, false);
-	REQUIRE(cm_accept(h->reprcvd_p, &(struct cm_rep_param){ .qpn = 0x301 }, link_now(l)) == 0, false);
-	REQUIRE(next_event(l, 0, CM_EV_REP_RECEIVED, &e), false);
+	REQUIRE_RET(h->reprcvd_a, false);
+	REQUIRE_RET(cm_accept(h->reprcvd_p, &(struct cm_rep_param){ .qpn = 0x301 }, link_now(l)) == 0, false);
+	REQUIRE_RET(next_event(l, 0, CM_EV_REP_RECEIVED, &e), false);
 	/* SIDR REQ Received */
-	REQUIRE(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 22, 3, NULL, link_now(l), &h->sidr_a) == 0,
+	REQUIRE_RET(cm_sidr_request(link_cm(l, 0), link_gid(l, 1), SID, NULL, 0, 22, 3, NULL, link_now(l), &h->sidr_a) == 0,
 		false);
-	REQUIRE(next_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), false);
+	REQUIRE_RET(next_event(l, 1, CM_EV_SIDR_REQ_RECEIVED, &e), false);
 	h->sidr_p = e.ev.id;
 	/* TimeWait */
 	h->tw_a = do_connect(l, 0x400, SID, &h->tw_p);
-	REQUIRE(h->tw_a, false);
-	REQUIRE(cm_reject(h->tw_p, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, link_now(l)) == 0, false);
-	REQUIRE(next_event(l, 0, CM_EV_REJ_RECEIVED, &e), false);
+	REQUIRE_RET(h->tw_a, false);
+	REQUIRE_RET(cm_reject(h->tw_p, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0, link_now(l)) == 0, false);
+	REQUIRE_RET(next_event(l, 0, CM_EV_REJ_RECEIVED, &e), false);
 	link_run_for(l, 100 * US);
 	return true;
 }
@@ -151,7 +151,7 @@ static void same_states(struct held *h, const char *after)
 {
 	for (unsigned i = 0; i < 10; i++)
 		if (cm_id_state(*ids_of(h, i)) != h->st[i])
-			CT_FAIL("after %s: id %u went %s -> %s", after, i, cm_state_name(h->st[i]),
+			FAIL("after %s: id %u went %s -> %s", after, i, cm_state_name(h->st[i]),
 				cm_state_name(cm_id_state(*ids_of(h, i))));
 }
 
@@ -160,14 +160,14 @@ static void no_events(struct link *l, const char *after)
 	struct link_event e;
 	for (unsigned n = 0; n < 2; n++)
 		while (link_pop_event(l, n, &e))
-			CT_FAIL("after %s: node %u: event %s", after, n, cm_event_name(e.ev.type));
+			FAIL("after %s: node %u: event %s", after, n, cm_event_name(e.ev.type));
 }
 
 static void counters_ok(struct link *l, const char *after)
 {
 	for (unsigned n = 0; n < 2; n++)
 		if (!link_counters_consistent(l, n))
-			CT_FAIL("after %s: node %u counters", after, n);
+			FAIL("after %s: node %u counters", after, n);
 }
 
 static uint64_t rx_total(struct link *l, unsigned n)
@@ -185,7 +185,7 @@ static void feed(struct link *l, const uint8_t *mad, size_t len)
 static void encode(const struct wire_cm_msg *m, uint8_t *mad)
 {
 	if (wire_cm_encode(m, mad, 256) != 256)
-		CT_FAIL("encode attr 0x%x", m->hdr.attr_id);
+		FAIL("encode attr 0x%x", m->hdr.attr_id);
 }
 
 /* What the hostile and mutation rounds start from: two cms (timewait
@@ -198,23 +198,23 @@ static struct link *setup_held(uint64_t seed, uint64_t timewait_ns, struct captu
 	cm_config_default(&cfg);
 	cfg.timewait_ns = timewait_ns;
 	struct link *l = link_create(seed, 2, &cfg);
-	REQUIRE(l, NULL);
-	REQUIRE(cm_listen(link_cm(l, 1), SID, NULL, lis) == 0, NULL);
+	REQUIRE_RET(l, NULL);
+	REQUIRE_RET(cm_listen(link_cm(l, 1), SID, NULL, lis) == 0, NULL);
 	memset(cap, 0, sizeof(*cap));
 	link_set_tap(l, tap_capture, cap);
-	REQUIRE(build(l, h), NULL);
+	REQUIRE_RET(build(l, h), NULL);
 	link_set_tap(l, NULL, NULL);
 	return l;
 }
 
 static void test_hostile(uint64_t seed)
 {
-	ct_begin("hostile MADs into cms with ids in several states (seed %llu)", (unsigned long long)seed);
+	check_begin("hostile MADs into cms with ids in several states (seed %llu)", (unsigned long long)seed);
 	static struct capture cap;
 	struct cm_listen *lis;
 	struct held h;
 	struct link *l = setup_held(seed, 100000 * MS, &cap, &h, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	no_events(l, "set-up");
 	snapshot(&h);
 	CHECK_EQ(h.st[0], CM_ST_ESTABLISHED);
@@ -381,18 +381,18 @@ static void test_hostile(uint64_t seed)
 
 	/* The connections still work. */
 	struct link_event e;
-	REQUIRE(cm_disconnect(h.est_a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(next_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
-	REQUIRE(next_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
+	REQUIRE_RET(cm_disconnect(h.est_a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(next_event(l, 1, CM_EV_DREQ_RECEIVED, &e), );
+	REQUIRE_RET(next_event(l, 0, CM_EV_DISCONNECT_DONE, &e), );
 	CHECK_EQ(e.ev.status, 0);
-	REQUIRE(cm_accept(h.reqrcvd_p, &(struct cm_rep_param){ .qpn = 0x201 }, link_now(l)) == 0, );
-	REQUIRE(next_event(l, 0, CM_EV_REP_RECEIVED, &e), );
-	REQUIRE(cm_send_rtu(h.reqrcvd_a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(next_event(l, 1, CM_EV_ESTABLISHED, &e), );
-	REQUIRE(cm_send_rtu(h.reprcvd_a, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(next_event(l, 1, CM_EV_ESTABLISHED, &e), );
-	REQUIRE(cm_sidr_reply(h.sidr_p, CM_SIDR_SUCCESS, 0x55, 0x66, NULL, 0, link_now(l)) == 0, );
-	REQUIRE(next_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
+	REQUIRE_RET(cm_accept(h.reqrcvd_p, &(struct cm_rep_param){ .qpn = 0x201 }, link_now(l)) == 0, );
+	REQUIRE_RET(next_event(l, 0, CM_EV_REP_RECEIVED, &e), );
+	REQUIRE_RET(cm_send_rtu(h.reqrcvd_a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(next_event(l, 1, CM_EV_ESTABLISHED, &e), );
+	REQUIRE_RET(cm_send_rtu(h.reprcvd_a, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(next_event(l, 1, CM_EV_ESTABLISHED, &e), );
+	REQUIRE_RET(cm_sidr_reply(h.sidr_p, CM_SIDR_SUCCESS, 0x55, 0x66, NULL, 0, link_now(l)) == 0, );
+	REQUIRE_RET(next_event(l, 0, CM_EV_SIDR_REP_RECEIVED, &e), );
 	CHECK_EQ(e.ev.u.sidr_rep.qpn, 0x55);
 	counters_ok(l, "recovery");
 	for (unsigned i = 0; i < 10; i++)
@@ -404,19 +404,19 @@ static void test_hostile(uint64_t seed)
 	}
 	cm_unlisten(lis);
 	link_destroy(l);
-	ct_end();
+	check_end_say(true);
 }
 
 /* Round 6: real MADs, mutated.  They may move states; the consumer here
  * destroys every id it is handed and every id it made. */
 static void test_mutations(uint64_t seed)
 {
-	ct_begin("mutated real MADs (seed %llu)", (unsigned long long)seed);
+	check_begin("mutated real MADs (seed %llu)", (unsigned long long)seed);
 	static struct capture cap;
 	struct cm_listen *lis;
 	struct held h;
 	struct link *l = setup_held(seed, 50 * MS, &cap, &h, &lis);
-	REQUIRE(l, );
+	REQUIRE_RET(l, );
 	static struct cm_id *extra[4096];
 	unsigned nextra = 0;
 	uint8_t buf[256];
@@ -467,7 +467,7 @@ static void test_mutations(uint64_t seed)
 	       (unsigned long long)cm_counters(link_cm(l, 1))->rx_drop_unexpected);
 	cm_unlisten(lis);
 	link_destroy(l);
-	ct_end();
+	check_end_say(true);
 }
 
 int main(void)
@@ -476,5 +476,6 @@ int main(void)
 		test_hostile(s);
 	for (uint64_t s = 1; s <= 3; s++)
 		test_mutations(s);
-	return ct_exit();
+	printf("%d cases, %d failures\n", check_cases, check_failures);
+	return check_exit("cm_hostile");
 }

@@ -253,9 +253,9 @@ static void cm_event_cb(void *ctx, const struct cm_event *ev)
 	e->ev_hash = h;
 	struct cside *s = ev->user;
 	if (s && s->destroyed)
-		HT_FAIL("node %u: event %s for a destroyed id", n->idx, cm_event_name(ev->type));
+		FAIL("node %u: event %s for a destroyed id", n->idx, cm_event_name(ev->type));
 	if (n->qlen == EVQ) {
-		HT_FAIL("node %u: event queue full", n->idx);
+		FAIL("node %u: event queue full", n->idx);
 		return;
 	}
 	struct qevent *q = &n->q[(n->qhead + n->qlen++) % EVQ];
@@ -330,14 +330,14 @@ static int env_init(struct env *e, uint64_t seed)
 	rnic_config_default(&rc);
 	rc.seed = (uint32_t)(seed * 2654435761u);
 	e->pair = pair_create(seed, 2, &rc);
-	REQUIRE(e->pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(e->pair, -1, "pair_create: %s", strerror(errno));
 	for (unsigned i = 0; i < 2; i++) {
 		struct node *n = &e->node[i];
 		n->env = e;
 		n->idx = i;
 		n->r = pair_rnic(e->pair, i);
 		n->pd = rnic_pd_alloc(n->r);
-		REQUIRE(n->pd, -1, "pd_alloc");
+		REQUIRE_RET(n->pd, -1, "pd_alloc");
 		struct cm_config c;
 		cm_config_default(&c);
 		memcpy(c.gid, pair_gid(e->pair, i)->raw, 16);
@@ -348,12 +348,12 @@ static int env_init(struct env *e, uint64_t seed)
 		c.timewait_ns = TIMEWAIT_NS;
 		struct cm_io io = { .ctx = n, .send_mad = cm_send_mad, .event = cm_event_cb };
 		n->cm = cm_create(&c, &io);
-		REQUIRE(n->cm, -1, "cm_create: %s", strerror(errno));
+		REQUIRE_RET(n->cm, -1, "cm_create: %s", strerror(errno));
 		const char *tr = getenv("SOFTRNIC_CM_TRACE");
 		if (tr && *tr == '1')
 			cm_set_trace(n->cm, trace_line, n);
 		int err = attach_agent(e, i);
-		REQUIRE(err == 0, -1, "pair_set_agent: %d", err);
+		REQUIRE_RET(err == 0, -1, "pair_set_agent: %d", err);
 	}
 	for (unsigned i = 0; i < MAXCONN; i++) {
 		struct conn *c = &e->conn[i];
@@ -404,7 +404,7 @@ static bool counters_ok(struct env *e, unsigned i)
 {
 	char msg[256];
 	if (!cm_check_counters(cm_counters(e->node[i].cm), msg, sizeof(msg))) {
-		HT_FAIL("node %u cm counters: %s", i, msg);
+		FAIL("node %u cm counters: %s", i, msg);
 		return false;
 	}
 	return true;
@@ -421,9 +421,9 @@ static int side_create(struct env *e, struct cside *s)
 	uint64_t now = pair_now(e->pair);
 	s->scq = rnic_cq_create(n->r, 64, NULL);
 	s->rcq = rnic_cq_create(n->r, 64, NULL);
-	REQUIRE(s->scq && s->rcq, -1, "cq_create");
+	REQUIRE_RET(s->scq && s->rcq, -1, "cq_create");
 	s->mem = calloc(1, MEM_LEN);
-	REQUIRE(s->mem, -1, "calloc");
+	REQUIRE_RET(s->mem, -1, "calloc");
 	unsigned dir = s->passive ? 1 : 0;
 	for (unsigned k = 0; k < K; k++)
 		fill(mem_send(s) + k * MSG, send_len(e->seed, ci, dir, k), e->seed, ci, TAG_SEND + dir * 16 + k);
@@ -433,7 +433,7 @@ static int side_create(struct env *e, struct cside *s)
 		fill(mem_r2(s), RLEN, e->seed, ci, TAG_WRITE);  /* the WRITE's source */
 	s->iova = 0x10000000ull * (ci + 1) + (s->passive ? 0x8000000ull : 0);
 	s->mr = rnic_mr_reg(n->pd, s->mem, MEM_LEN, s->iova, HT_ALL_ACCESS);
-	REQUIRE(s->mr, -1, "mr_reg: %s", strerror(errno));
+	REQUIRE_RET(s->mr, -1, "mr_reg: %s", strerror(errno));
 	struct ibv_qp_init_attr init;
 	memset(&init, 0, sizeof(init));
 	init.qp_type = IBV_QPT_RC;
@@ -442,20 +442,20 @@ static int side_create(struct env *e, struct cside *s)
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	s->qp = rnic_qp_create(n->pd, s->scq, s->rcq, &init, s);
-	REQUIRE(s->qp, -1, "qp_create: %s", strerror(errno));
+	REQUIRE_RET(s->qp, -1, "qp_create: %s", strerror(errno));
 	s->qpn = rnic_qp_num(s->qp);
 	/* The PSN this side expects first (its REQ/REP Starting PSN): random,
 	 * now and then right before the 24-bit wrap. */
 	uint64_t r = mix64(e->seed ^ (uint64_t)ci << 8 ^ dir);
 	s->psn = (r & 3) == 0 ? (uint32_t)(0xfffffe - (r >> 8) % 3) : (uint32_t)(r >> 8) & 0xffffff;
 	int rc = ht_to_init(s->qp, HT_ALL_ACCESS, now);
-	REQUIRE(rc == 0, -1, "INIT: %s", strerror(rc));
+	REQUIRE_RET(rc == 0, -1, "INIT: %s", strerror(rc));
 	for (unsigned k = 0; k < K; k++) {
 		struct ibv_sge sge = { .addr = va(s, mem_recv(s) + k * MSG), .length = MSG,
 				       .lkey = rnic_mr_lkey(s->mr) };
 		struct ibv_recv_wr wr = { .wr_id = k, .sg_list = &sge, .num_sge = 1 }, *bad;
 		rc = rnic_post_recv(s->qp, &wr, &bad);
-		REQUIRE(rc == 0, -1, "post_recv: %s", strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "post_recv: %s", strerror(rc));
 	}
 	return 0;
 }
@@ -463,16 +463,11 @@ static int side_create(struct env *e, struct cside *s)
 static int post_one(struct env *e, struct cside *s, enum ibv_wr_opcode op, uint64_t wr_id, const uint8_t *local,
 		    uint32_t len, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = va(s, local), .length = len, .lkey = rnic_mr_lkey(s->mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, va(s, local), len, rnic_mr_lkey(s->mr));
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	int rc = rnic_post_send(s->qp, &wr, &bad, pair_now(e->pair));
 	CHECK(rc == 0, "conn %u %s: post_send op %d: %s", s->c->idx, s->passive ? "passive" : "active", op,
 	      strerror(rc));
@@ -543,7 +538,7 @@ static int connect_one(struct env *e, struct conn *c, uint64_t service_id, uint8
 	p.private_data = priv;
 	p.private_data_len = sizeof(priv);
 	int rc = cm_connect(a->n->cm, &p, a, pair_now(e->pair), &a->id);
-	REQUIRE(rc == 0, -1, "cm_connect: %s", strerror(rc));
+	REQUIRE_RET(rc == 0, -1, "cm_connect: %s", strerror(rc));
 	return 0;
 }
 
@@ -556,24 +551,24 @@ static void on_req(struct env *e, const struct qevent *q)
 	unsigned idx = pd ? (unsigned)(pd[1] | pd[2] << 8) : ~0u;
 	if (!pd || ev->private_data_len < 8 || pd[0] != 'C' || idx >= e->nconn || pd[3] != (uint8_t)e->seed ||
 	    pd[4] != 0xa5 || pd[7] != 0x34) {
-		HT_FAIL("REQ with foreign private data");
+		FAIL("REQ with foreign private data");
 		cm_destroy_id(ev->id, pair_now(e->pair));
 		return;
 	}
 	struct conn *c = &e->conn[idx];
 	struct cside *s = &c->p;
 	if (++s->req_rcvd > 1) {
-		HT_FAIL("conn %u: a second REQ_RECEIVED", idx);
+		FAIL("conn %u: a second REQ_RECEIVED", idx);
 		cm_destroy_id(ev->id, pair_now(e->pair));
 		return;
 	}
 	s->id = ev->id;
 	cm_id_set_user(ev->id, s);
-	CHECK_EQ_U(req->service_id, SID, "REQ service id");
-	CHECK_EQ_U(req->qpn, c->a.qpn, "REQ qpn");
-	CHECK_EQ_U(req->starting_psn, c->a.psn, "REQ starting psn");
-	CHECK_EQ_U(req->path_mtu, c->mtu, "REQ path mtu");
-	CHECK_EQ_U(req->qp_type, IBV_QPT_RC, "REQ qp type");
+	CHECK_EQ(req->service_id, SID, "REQ service id");
+	CHECK_EQ(req->qpn, c->a.qpn, "REQ qpn");
+	CHECK_EQ(req->starting_psn, c->a.psn, "REQ starting psn");
+	CHECK_EQ(req->path_mtu, c->mtu, "REQ path mtu");
+	CHECK_EQ(req->qp_type, IBV_QPT_RC, "REQ qp type");
 	CHECK(memcmp(ev->remote_gid, pair_gid(e->pair, 1)->raw, 16) == 0, "REQ from node 1's GID");
 	if (side_create(e, s))
 		return;
@@ -618,16 +613,16 @@ static void on_rep(struct env *e, struct cside *s, const struct qevent *q)
 	const struct cm_rep_info *rep = &ev->u.rep;
 	struct conn *c = s->c;
 	if (++s->rep_rcvd > 1) {
-		HT_FAIL("conn %u: a second REP_RECEIVED", c->idx);
+		FAIL("conn %u: a second REP_RECEIVED", c->idx);
 		return;
 	}
-	CHECK_EQ_U(rep->qpn, c->p.qpn, "REP qpn");
-	CHECK_EQ_U(rep->starting_psn, c->p.psn, "REP starting psn");
-	CHECK_EQ_U(rep->responder_resources, 2, "REP responder resources");
-	CHECK_EQ_U(rep->initiator_depth, 4, "REP initiator depth");
+	CHECK_EQ(rep->qpn, c->p.qpn, "REP qpn");
+	CHECK_EQ(rep->starting_psn, c->p.psn, "REP starting psn");
+	CHECK_EQ(rep->responder_resources, 2, "REP responder resources");
+	CHECK_EQ(rep->initiator_depth, 4, "REP initiator depth");
 	const uint8_t *pd = ev->private_data;
 	if (!pd || ev->private_data_len < 24 || pd[0] != 'R' || (unsigned)(pd[1] | pd[2] << 8) != c->idx) {
-		HT_FAIL("conn %u: REP with foreign private data", c->idx);
+		FAIL("conn %u: REP with foreign private data", c->idx);
 		return;
 	}
 	c->peer_rkey = (uint32_t)pd[4] | (uint32_t)pd[5] << 8 | (uint32_t)pd[6] << 16 | (uint32_t)pd[7] << 24;
@@ -685,7 +680,7 @@ static void wc_error(struct env *e, struct cside *s, const struct ibv_wc *wc, co
 	}
 	if (wc->status == IBV_WC_WR_FLUSH_ERR && c->data_failed)
 		return;
-	HT_FAIL("conn %u %s: %s wc %s", c->idx, s->passive ? "passive" : "active", what,
+	FAIL("conn %u %s: %s wc %s", c->idx, s->passive ? "passive" : "active", what,
 		ht_wc_status_str(wc->status));
 }
 
@@ -699,7 +694,7 @@ static void handle_event(struct env *e, struct node *n, const struct qevent *q)
 		return;
 	}
 	if (!s) {
-		HT_FAIL("node %u: event %s without a user", n->idx, cm_event_name(ev->type));
+		FAIL("node %u: event %s without a user", n->idx, cm_event_name(ev->type));
 		return;
 	}
 	switch (ev->type) {
@@ -761,7 +756,7 @@ static void poll_side(struct env *e, struct cside *s)
 				continue;
 			}
 			if (kind == WR_SEND) {
-				CHECK_EQ_U(wc[i].wr_id & 0xffffffff, s->sends_done, "send completion order");
+				CHECK_EQ(wc[i].wr_id & 0xffffffff, s->sends_done, "send completion order");
 				s->sends_done++;
 			} else if (kind == WR_WRITE) {
 				/* ACKed: the data lies in the passive's memory */
@@ -771,7 +766,7 @@ static void poll_side(struct env *e, struct cside *s)
 			} else if (kind == WR_READ) {
 				long at = compare(mem_r1(s), RLEN, e->seed, c->idx, TAG_READ);
 				CHECK(at < 0, "conn %u: RDMA READ data differs at %ld", c->idx, at);
-				CHECK_EQ_U(wc[i].byte_len, RLEN, "READ byte_len");
+				CHECK_EQ(wc[i].byte_len, RLEN, "READ byte_len");
 				s->read_done = true;
 			}
 		}
@@ -783,11 +778,11 @@ static void poll_side(struct env *e, struct cside *s)
 				continue;
 			}
 			unsigned k = s->recvs_done++;
-			CHECK_EQ_U(wc[i].wr_id, k, "recv completion order");
+			CHECK_EQ(wc[i].wr_id, k, "recv completion order");
 			if (k >= K)
 				continue;
 			uint32_t want = send_len(e->seed, c->idx, 1 - dir, k);
-			CHECK_EQ_U(wc[i].byte_len, want, "recv byte_len");
+			CHECK_EQ(wc[i].byte_len, want, "recv byte_len");
 			long at = compare(mem_recv(s) + k * MSG, want, e->seed, c->idx, TAG_SEND + (1 - dir) * 16 + k);
 			CHECK(at < 0, "conn %u %s: SEND %u differs at %ld", c->idx, who, k, at);
 			/* Data before the RTU: the consumer tells the CM (librdmacm
@@ -853,27 +848,27 @@ static enum pair_run_result run(struct env *e, uint64_t max_ns)
 static void case_agent_api(void)
 {
 	struct env e;
-	ht_begin_case("agent_api");
+	check_begin("agent_api");
 	if (env_init(&e, 1) == 0) {
 		struct pair_agent a = { .ctx = &e.node[0], .gsi_receive = agent_gsi_receive,
 					.next_deadline = agent_next_deadline, .advance = agent_advance };
 		struct pair_agent half = a;
 		half.advance = NULL;
 		struct pair_agent none = { 0 };
-		CHECK_EQ_U(pair_set_agent(e.pair, 0, &a), EBUSY, "second agent");
-		CHECK_EQ_U(pair_set_agent(e.pair, 2, &a), EINVAL, "bad node");
-		CHECK_EQ_U(pair_set_agent(e.pair, 0, NULL), 0, "detach");
-		CHECK_EQ_U(pair_set_agent(e.pair, 0, &half), EINVAL, "deadline without advance");
-		CHECK_EQ_U(pair_set_agent(e.pair, 0, &none), EINVAL, "no gsi_receive");
-		CHECK_EQ_U(pair_set_agent(e.pair, 0, &a), 0, "re-attach");
+		CHECK_EQ(pair_set_agent(e.pair, 0, &a), EBUSY, "second agent");
+		CHECK_EQ(pair_set_agent(e.pair, 2, &a), EINVAL, "bad node");
+		CHECK_EQ(pair_set_agent(e.pair, 0, NULL), 0, "detach");
+		CHECK_EQ(pair_set_agent(e.pair, 0, &half), EINVAL, "deadline without advance");
+		CHECK_EQ(pair_set_agent(e.pair, 0, &none), EINVAL, "no gsi_receive");
+		CHECK_EQ(pair_set_agent(e.pair, 0, &a), 0, "re-attach");
 		/* An agent without timers is fine. */
-		CHECK_EQ_U(pair_set_agent(e.pair, 1, NULL), 0, "detach 1");
+		CHECK_EQ(pair_set_agent(e.pair, 1, NULL), 0, "detach 1");
 		struct pair_agent notimer = { .ctx = &e.node[1], .gsi_receive = agent_gsi_receive };
-		CHECK_EQ_U(pair_set_agent(e.pair, 1, &notimer), 0, "agent without timers");
-		CHECK_EQ_U(pair_run_until(e.pair, NULL, NULL, HT_MS), PAIR_IDLE, "nothing to do");
+		CHECK_EQ(pair_set_agent(e.pair, 1, &notimer), 0, "agent without timers");
+		CHECK_EQ(pair_run_until(e.pair, NULL, NULL, HT_MS), PAIR_IDLE, "nothing to do");
 	}
 	env_fini(&e);
-	ht_end_case();
+	check_end();
 }
 
 /* Node 0 has no agent: its rnic accepts the MADs and the pair drops them;
@@ -881,7 +876,7 @@ static void case_agent_api(void)
 static void case_req_timeout(void)
 {
 	struct env e;
-	ht_begin_case("req_timeout");
+	check_begin("req_timeout");
 	if (env_init(&e, 7) == 0) {
 		e.nconn = 1;
 		pair_set_agent(e.pair, 0, NULL);
@@ -889,100 +884,90 @@ static void case_req_timeout(void)
 		pair_run_for(e.pair, 123 * HT_US);       /* not at time 0 */
 		uint64_t t0 = pair_now(e.pair);
 		if (connect_one(&e, &e.conn[0], SID, retries, code) == 0) {
-			CHECK_EQ_U(run(&e, 10000 * HT_MS), PAIR_IDLE, "run to idle");
+			CHECK_EQ(run(&e, 10000 * HT_MS), PAIR_IDLE, "run to idle");
 			struct qevent q;
 			bool got = pop_event(&e.node[1], &q);
 			CHECK(got, "an event on node 1");
 			if (got) {
-				CHECK_EQ_U(q.ev.type, CM_EV_REQ_TIMEOUT, "event type");
-				CHECK_EQ_U(q.ev.status, ETIMEDOUT, "status");
-				CHECK_EQ_U(q.time - t0, (retries + 1) * cm_timeout_ns(code), "time of the timeout");
+				CHECK_EQ(q.ev.type, CM_EV_REQ_TIMEOUT, "event type");
+				CHECK_EQ(q.ev.status, ETIMEDOUT, "status");
+				CHECK_EQ(q.time - t0, (retries + 1) * cm_timeout_ns(code), "time of the timeout");
 			}
 			/* then TimeWait, over at its configured time */
 			got = pop_event(&e.node[1], &q);
 			CHECK(got && q.ev.type == CM_EV_TIMEWAIT_EXIT, "then TIMEWAIT_EXIT");
 			if (got)
-				CHECK_EQ_U(q.time - t0, (retries + 1) * cm_timeout_ns(code) + TIMEWAIT_NS,
-					   "time of the TimeWait exit");
+				CHECK_EQ(q.time - t0, (retries + 1) * cm_timeout_ns(code) + TIMEWAIT_NS, "time of the TimeWait exit");
 			CHECK(!pop_event(&e.node[1], &q), "no more events");
 			CHECK(!pop_event(&e.node[0], &q), "no event on node 0");
 			const struct cm_counters *c1 = cm_counters(e.node[1].cm);
-			CHECK_EQ_U(c1->tx_req, retries + 1, "REQs sent");
-			CHECK_EQ_U(c1->retries, retries, "retries");
-			CHECK_EQ_U(c1->req_timeouts, 1, "req_timeouts");
+			CHECK_EQ(c1->tx_req, retries + 1, "REQs sent");
+			CHECK_EQ(c1->retries, retries, "retries");
+			CHECK_EQ(c1->req_timeouts, 1, "req_timeouts");
 			/* ... and a REJ "timeout" for a passive side that may hold a QP */
-			CHECK_EQ_U(c1->tx_rej, 1, "REJ timeout sent");
-			CHECK_EQ_U(rnic_counters(e.node[1].r)->tx_gsi_mads, retries + 2, "node 1 tx_gsi_mads");
-			CHECK_EQ_U(rnic_counters(e.node[0].r)->rx_gsi_mads, retries + 2, "node 0 rx_gsi_mads");
-			CHECK_EQ_U(rnic_counters(e.node[0].r)->rx_drop_gsi, 0, "node 0 rx_drop_gsi");
-			CHECK_EQ_U(pair_stats(e.pair)->gsi_no_agent, retries + 2, "pair gsi_no_agent");
-			CHECK_EQ_U(e.node[0].agent_calls, 0, "detached agent not called");
-			CHECK_EQ_U(cm_counters(e.node[0].cm)->rx_mads, 0, "node 0 cm saw nothing");
+			CHECK_EQ(c1->tx_rej, 1, "REJ timeout sent");
+			CHECK_EQ(rnic_counters(e.node[1].r)->tx_gsi_mads, retries + 2, "node 1 tx_gsi_mads");
+			CHECK_EQ(rnic_counters(e.node[0].r)->rx_gsi_mads, retries + 2, "node 0 rx_gsi_mads");
+			CHECK_EQ(rnic_counters(e.node[0].r)->rx_drop_gsi, 0, "node 0 rx_drop_gsi");
+			CHECK_EQ(pair_stats(e.pair)->gsi_no_agent, retries + 2, "pair gsi_no_agent");
+			CHECK_EQ(e.node[0].agent_calls, 0, "detached agent not called");
+			CHECK_EQ(cm_counters(e.node[0].cm)->rx_mads, 0, "node 0 cm saw nothing");
 			CHECK(pair_stats(e.pair)->agent_advances >= (uint64_t)retries + 1, "agent advanced by the pair");
 			counters_ok(&e, 1);
 		}
 	}
 	env_fini(&e);
-	ht_end_case();
+	check_end();
 }
 
 static void case_rej8(void)
 {
 	struct env e;
-	ht_begin_case("rej8");
+	check_begin("rej8");
 	if (env_init(&e, 11) == 0) {
 		e.nconn = 1;
 		int rc = cm_listen(e.node[0].cm, SID, NULL, &e.lis);
 		CHECK(rc == 0, "cm_listen: %s", strerror(rc));
 		uint64_t t0 = pair_now(e.pair);
 		if (connect_one(&e, &e.conn[0], SID_NONE, CM_RETRIES, CM_T_CODE) == 0) {
-			CHECK_EQ_U(run(&e, 10000 * HT_MS), PAIR_IDLE, "run to idle");
+			CHECK_EQ(run(&e, 10000 * HT_MS), PAIR_IDLE, "run to idle");
 			struct qevent q;
 			bool got = pop_event(&e.node[1], &q);
 			CHECK(got, "an event on node 1");
 			if (got) {
-				CHECK_EQ_U(q.ev.type, CM_EV_REJ_RECEIVED, "event type");
-				CHECK_EQ_U(q.ev.rej_reason, CM_REJ_INVALID_SERVICE_ID, "REJ reason");
-				CHECK_EQ_U(q.ev.rej_msg, 0, "REJ of the REQ");
+				CHECK_EQ(q.ev.type, CM_EV_REJ_RECEIVED, "event type");
+				CHECK_EQ(q.ev.rej_reason, CM_REJ_INVALID_SERVICE_ID, "REJ reason");
+				CHECK_EQ(q.ev.rej_msg, 0, "REJ of the REQ");
 				CHECK(q.time - t0 < cm_timeout_ns(CM_T_CODE), "REJ at once, not after a timeout");
 			}
 			while (pop_event(&e.node[1], &q))
 				CHECK(q.ev.type == CM_EV_TIMEWAIT_EXIT, "node 1: then only TimeWait exit, got %s",
 				      cm_event_name(q.ev.type));
 			CHECK(!pop_event(&e.node[0], &q), "no event on node 0");
-			CHECK_EQ_U(cm_counters(e.node[0].cm)->rej_invalid_service_id, 1, "REJ 8 sent");
-			CHECK_EQ_U(cm_counters(e.node[0].cm)->tx_rej, 1, "node 0 tx_rej");
-			CHECK_EQ_U(cm_counters(e.node[1].cm)->rx_rej, 1, "node 1 rx_rej");
-			CHECK_EQ_U(rnic_counters(e.node[0].r)->rx_gsi_mads, 1, "node 0 rx_gsi_mads");
-			CHECK_EQ_U(rnic_counters(e.node[0].r)->tx_gsi_mads, 1, "node 0 tx_gsi_mads");
-			CHECK_EQ_U(rnic_counters(e.node[1].r)->rx_gsi_mads, 1, "node 1 rx_gsi_mads");
-			CHECK_EQ_U(e.node[1].last_src_qpn, 1, "REJ from QP1");
-			CHECK_EQ_U(e.node[0].last_src_qpn, 1, "REQ from QP1");
+			CHECK_EQ(cm_counters(e.node[0].cm)->rej_invalid_service_id, 1, "REJ 8 sent");
+			CHECK_EQ(cm_counters(e.node[0].cm)->tx_rej, 1, "node 0 tx_rej");
+			CHECK_EQ(cm_counters(e.node[1].cm)->rx_rej, 1, "node 1 rx_rej");
+			CHECK_EQ(rnic_counters(e.node[0].r)->rx_gsi_mads, 1, "node 0 rx_gsi_mads");
+			CHECK_EQ(rnic_counters(e.node[0].r)->tx_gsi_mads, 1, "node 0 tx_gsi_mads");
+			CHECK_EQ(rnic_counters(e.node[1].r)->rx_gsi_mads, 1, "node 1 rx_gsi_mads");
+			CHECK_EQ(e.node[1].last_src_qpn, 1, "REJ from QP1");
+			CHECK_EQ(e.node[0].last_src_qpn, 1, "REQ from QP1");
 			counters_ok(&e, 0);
 			counters_ok(&e, 1);
 		}
 	}
 	env_fini(&e);
-	ht_end_case();
+	check_end();
 }
-
-/* Like REQUIRE, but to the cleanup at `out`. */
-#define GOTO_UNLESS(cond, ...)                                                 \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			HT_FAIL("requirement failed: %s: %s", #cond, ht_fmt(__VA_ARGS__)); \
-			goto out;                                              \
-		}                                                              \
-	} while (0)
 
 /* A UD QP on node 1 aims at node 0's QP1 with the bytes of a real REQ. */
 static void case_gsi_hostile(void)
 {
 	struct env e;
-	ht_begin_case("gsi_hostile");
+	check_begin("gsi_hostile");
 	if (env_init(&e, 13) != 0) {
 		env_fini(&e);
-		ht_end_case();
+		check_end();
 		return;
 	}
 	e.nconn = 1;
@@ -997,7 +982,7 @@ static void case_gsi_hostile(void)
 	if (!buf || connect_one(&e, &e.conn[0], SID_NONE, CM_RETRIES, CM_T_CODE) != 0)
 		goto out;
 	run(&e, 10000 * HT_MS);
-	GOTO_UNLESS(e.node[1].mads_sent == 1, "one REQ sent");
+	REQUIRE_GOTO(e.node[1].mads_sent == 1, out, "one REQ sent");
 	memcpy(buf, e.node[1].first_mad, 256);
 	memcpy(buf + 256, e.node[1].first_mad, 256);    /* for the 257/300-byte sends */
 	struct qevent q;
@@ -1016,7 +1001,7 @@ static void case_gsi_hostile(void)
 	init.cap.max_recv_sge = 1;
 	if (cq)
 		ud = rnic_qp_create(e.node[1].pd, cq, cq, &init, NULL);
-	GOTO_UNLESS(cq && mr && ud, "UD objects");
+	REQUIRE_GOTO(cq && mr && ud, out, "UD objects");
 	uint64_t now = pair_now(e.pair);
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
@@ -1024,14 +1009,14 @@ static void case_gsi_hostile(void)
 	a.port_num = 1;
 	a.qkey = GSI_QKEY;              /* sent for a "controlled" WR Q_Key */
 	int rc = rnic_qp_modify(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, now);
-	GOTO_UNLESS(rc == 0, "UD INIT: %s", strerror(rc));
+	REQUIRE_GOTO(rc == 0, out, "UD INIT: %s", strerror(rc));
 	a.qp_state = IBV_QPS_RTR;
 	rc = rnic_qp_modify(ud, &a, IBV_QP_STATE, now);
-	GOTO_UNLESS(rc == 0, "UD RTR: %s", strerror(rc));
+	REQUIRE_GOTO(rc == 0, out, "UD RTR: %s", strerror(rc));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0x10;
 	rc = rnic_qp_modify(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, now);
-	GOTO_UNLESS(rc == 0, "UD RTS: %s", strerror(rc));
+	REQUIRE_GOTO(rc == 0, out, "UD RTS: %s", strerror(rc));
 	struct ibv_ah_attr aa;
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
@@ -1039,7 +1024,7 @@ static void case_gsi_hostile(void)
 	aa.grh.hop_limit = 64;
 	memcpy(aa.grh.dgid.raw, pair_gid(e.pair, 0)->raw, 16);
 	ah = rnic_ah_create(e.node[1].pd, &aa);
-	GOTO_UNLESS(ah, "ah_create: %s", strerror(errno));
+	REQUIRE_GOTO(ah, out, "ah_create: %s", strerror(errno));
 
 	struct {
 		const char *what;
@@ -1079,25 +1064,25 @@ static void case_gsi_hostile(void)
 		      sends[i].what);
 		const struct rnic_counters *r0n = rnic_counters(e.node[0].r);
 		const struct cm_counters *c0n = cm_counters(e.node[0].cm);
-		CHECK_EQ_U(r0n->rx_packets - r0.rx_packets, 1, ht_fmt("%s: one packet in", sends[i].what));
+		CHECK_EQ(r0n->rx_packets - r0.rx_packets, 1, "%s: one packet in", sends[i].what);
 		if (sends[i].reaches_cm) {
-			CHECK_EQ_U(r0n->rx_drop_gsi - r0.rx_drop_gsi, 0, ht_fmt("%s: not dropped", sends[i].what));
-			CHECK_EQ_U(r0n->rx_gsi_mads - r0.rx_gsi_mads, 1, ht_fmt("%s: a MAD", sends[i].what));
-			CHECK_EQ_U(c0n->rx_mads - c0.rx_mads, 1, ht_fmt("%s: the cm sees it", sends[i].what));
-			CHECK_EQ_U(c0n->tx_rej - c0.tx_rej, 1, ht_fmt("%s: and answers REJ 8", sends[i].what));
-			CHECK_EQ_U(e.node[0].last_src_qpn, rnic_qp_num(ud), "the agent sees the UD QP's QPN");
+			CHECK_EQ(r0n->rx_drop_gsi - r0.rx_drop_gsi, 0, "%s: not dropped", sends[i].what);
+			CHECK_EQ(r0n->rx_gsi_mads - r0.rx_gsi_mads, 1, "%s: a MAD", sends[i].what);
+			CHECK_EQ(c0n->rx_mads - c0.rx_mads, 1, "%s: the cm sees it", sends[i].what);
+			CHECK_EQ(c0n->tx_rej - c0.tx_rej, 1, "%s: and answers REJ 8", sends[i].what);
+			CHECK_EQ(e.node[0].last_src_qpn, rnic_qp_num(ud), "the agent sees the UD QP's QPN");
 		} else {
-			CHECK_EQ_U(r0n->rx_drop_gsi - r0.rx_drop_gsi, 1, ht_fmt("%s: rx_drop_gsi", sends[i].what));
-			CHECK_EQ_U(r0n->rx_gsi_mads - r0.rx_gsi_mads, 0, ht_fmt("%s: no MAD", sends[i].what));
-			CHECK_EQ_U(c0n->rx_mads - c0.rx_mads, 0, ht_fmt("%s: the cm sees nothing", sends[i].what));
-			CHECK_EQ_U(c0n->tx_mads - c0.tx_mads, 0, ht_fmt("%s: the cm sends nothing", sends[i].what));
-			CHECK_EQ_U(e.node[0].agent_calls - calls, 0, ht_fmt("%s: no agent call", sends[i].what));
+			CHECK_EQ(r0n->rx_drop_gsi - r0.rx_drop_gsi, 1, "%s: rx_drop_gsi", sends[i].what);
+			CHECK_EQ(r0n->rx_gsi_mads - r0.rx_gsi_mads, 0, "%s: no MAD", sends[i].what);
+			CHECK_EQ(c0n->rx_mads - c0.rx_mads, 0, "%s: the cm sees nothing", sends[i].what);
+			CHECK_EQ(c0n->tx_mads - c0.tx_mads, 0, "%s: the cm sends nothing", sends[i].what);
+			CHECK_EQ(e.node[0].agent_calls - calls, 0, "%s: no agent call", sends[i].what);
 		}
 		CHECK(!pop_event(&e.node[0], &q), "%s: no cm event on node 0", sends[i].what);
 		while (pop_event(&e.node[1], &q))
 			;
 	}
-	CHECK_EQ_U(pair_stats(e.pair)->bad_icrc, 0, "no ICRC failures");
+	CHECK_EQ(pair_stats(e.pair)->bad_icrc, 0, "no ICRC failures");
 	counters_ok(&e, 0);
 	counters_ok(&e, 1);
 out:
@@ -1111,7 +1096,7 @@ out:
 		rnic_cq_destroy(cq);
 	env_fini(&e);
 	free(buf);
-	ht_end_case();
+	check_end();
 }
 
 /* ---- the soak -------------------------------------------------------------------- */
@@ -1157,7 +1142,7 @@ static void soak_once(uint64_t seed, struct soak_result *res)
 			pair_run_for(e.pair, 0);
 	}
 	enum pair_run_result r = run(&e, 60000 * HT_MS);
-	CHECK_EQ_U(r, PAIR_IDLE, "run ends idle");
+	CHECK_EQ(r, PAIR_IDLE, "run ends idle");
 	bool any_failed = false;
 
 	for (unsigned i = 0; i < e.nconn; i++) {
@@ -1193,7 +1178,7 @@ static void soak_once(uint64_t seed, struct soak_result *res)
 			      "conn %u: DISCONNECT_DONE %u status %d (REJ %u)", i, a->disc_done, a->disc_status,
 			      a->disc_reason);
 			tally.stale_rej += stale;
-			CHECK_EQ_U(p->dreq_rcvd, 1, ht_fmt("conn %u DREQ_RECEIVED", i));
+			CHECK_EQ(p->dreq_rcvd, 1, "conn %u DREQ_RECEIVED", i);
 		}
 		CHECK(a->tw_exit == 1 && p->tw_exit == 1, "conn %u: TimeWait exits %u/%u", i, a->tw_exit, p->tw_exit);
 		CHECK(a->other + p->other == 0, "conn %u: unexpected events", i);
@@ -1210,19 +1195,19 @@ static void soak_once(uint64_t seed, struct soak_result *res)
 		      (unsigned long long)cc->ids_created, (unsigned long long)cc->ids_freed);
 		/* Every MAD gsi.c accepted went to the cm, every MAD the cm sent
 		 * left through QP1. */
-		CHECK_EQ_U(rc2->rx_gsi_mads, cc->rx_mads, ht_fmt("node %u: rx_gsi_mads == cm rx_mads", i));
-		CHECK_EQ_U(rc2->tx_gsi_mads, cc->tx_mads, ht_fmt("node %u: tx_gsi_mads == cm tx_mads", i));
-		CHECK_EQ_U(rc2->rx_drop_gsi, 0, ht_fmt("node %u: rx_drop_gsi", i));
-		CHECK_EQ_U(cc->rx_drop_malformed, 0, ht_fmt("node %u: malformed MADs", i));
+		CHECK_EQ(rc2->rx_gsi_mads, cc->rx_mads, "node %u: rx_gsi_mads == cm rx_mads", i);
+		CHECK_EQ(rc2->tx_gsi_mads, cc->tx_mads, "node %u: tx_gsi_mads == cm tx_mads", i);
+		CHECK_EQ(rc2->rx_drop_gsi, 0, "node %u: rx_drop_gsi", i);
+		CHECK_EQ(cc->rx_drop_malformed, 0, "node %u: malformed MADs", i);
 		if (!any_failed)
-			CHECK_EQ_U(rc2->completion_errors, 0, ht_fmt("node %u: completion errors", i));
+			CHECK_EQ(rc2->completion_errors, 0, "node %u: completion errors", i);
 		res->retries += (unsigned)cc->retries;
 		res->dup_mads += (unsigned)(cc->rx_dup_req + cc->rx_dup_rep + cc->rx_dup_rtu + cc->rx_dup_dreq +
 					    cc->rx_dup_drep + cc->rx_dup_rej + cc->rx_dup_mra);
 		res->rc_retransmits += (unsigned)rc2->retransmits;
 	}
-	CHECK_EQ_U(pair_stats(e.pair)->gsi_no_agent, 0, "gsi_no_agent");
-	CHECK_EQ_U(e.cm_failures, 0, "consumer saw CM failures (REJ, timeouts)");
+	CHECK_EQ(pair_stats(e.pair)->gsi_no_agent, 0, "gsi_no_agent");
+	CHECK_EQ(e.cm_failures, 0, "consumer saw CM failures (REJ, timeouts)");
 	res->trace = pair_trace_hash(e.pair);
 	res->ev_hash = e.ev_hash;
 	res->sim_end = pair_now(e.pair);
@@ -1238,21 +1223,21 @@ static void case_soak(uint64_t seed)
 	struct soak_result r1, r2;
 	struct pair_faults f;
 	soak_faults(seed, &f);
-	ht_begin_case("soak seed %llu (loss %.2f dup %.2f reorder %.2f)", (unsigned long long)seed, f.loss, f.dup,
+	check_begin("soak seed %llu (loss %.2f dup %.2f reorder %.2f)", (unsigned long long)seed, f.loss, f.dup,
 		      f.reorder);
 	soak_once(seed, &r1);
 	/* The second run is counted only for the replay check. */
 	struct tally saved = tally;
 	soak_once(seed, &r2);
 	tally = saved;
-	CHECK_EQ_U(r2.trace, r1.trace, "same seed, same trace hash");
-	CHECK_EQ_U(r2.ev_hash, r1.ev_hash, "same seed, same events at the same times");
-	CHECK_EQ_U(r2.sim_end, r1.sim_end, "same seed, same end time");
+	CHECK_EQ(r2.trace, r1.trace, "same seed, same trace hash");
+	CHECK_EQ(r2.ev_hash, r1.ev_hash, "same seed, same events at the same times");
+	CHECK_EQ(r2.sim_end, r1.sim_end, "same seed, same end time");
 	tally.seeds++;
 	tally.cm_retries += r1.retries;
 	tally.rc_retransmits += r1.rc_retransmits;
 	tally.mras += r1.mras;
-	ht_end_case();
+	check_end();
 }
 
 #define NSEEDS 1000
@@ -1271,8 +1256,11 @@ int main(int argc, char **argv)
 		case_rej8();
 		case_gsi_hostile();
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		case_soak(seeds[i]);
+	}
+	check_seeded = false;
 	printf("soak: %u seeds, %u connections, %u established on both sides; link lost %llu, duplicated %llu, "
 	       "reordered %llu; CM retries %llu, MRAs %llu, established by data before the RTU %llu, "
 	       "disconnects ended by REJ stale-connection %u; RC retransmits %llu, RC retry exhausted on %u\n",
@@ -1288,12 +1276,12 @@ int main(int argc, char **argv)
 		CHECK(tally.rc_retransmits > 0, "RC retransmits happened");
 		CHECK(tally.mras > 0, "MRAs for slow accepts happened");
 		CHECK(tally.early_establish > 0, "data before the RTU happened");
-		CHECK_EQ_U(tally.established, tally.conns, "every connection established");
+		CHECK_EQ(tally.established, tally.conns, "every connection established");
 		/* RC retry exhaustion stays rare (it is a property of 7 retries
 		 * at 15-20% loss, not of the CM). */
 		CHECK(tally.data_failed * 100 <= tally.conns, "RC gave up on %u of %u connections",
 		      tally.data_failed, tally.conns);
 	}
-	printf("%s: %d failed checks\n", ht_failures ? "FAIL" : "ok", ht_failures);
-	return ht_failures ? 1 : 0;
+	printf("%s: %d failed checks\n", check_failures ? "FAIL" : "ok", check_failures);
+	return check_exit("cm_pair_rnic");
 }

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "cm_link.h"
-#include "cm_test.h"
+#include "../check.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -133,7 +133,7 @@ static void add_action(struct soak *k, uint64_t t, enum act_kind kind, unsigned 
 		;
 	if (i == k->nact) {
 		if (k->nact >= sizeof(k->act) / sizeof(k->act[0])) {
-			CT_FAIL("seed %llu: action table full", (unsigned long long)k->seed);
+			FAIL("seed %llu: action table full", (unsigned long long)k->seed);
 			return;
 		}
 		k->nact++;
@@ -164,7 +164,7 @@ static void event_hook(void *arg, const struct link_event *e)
 	k->events_seen[e->node]++;
 	for (unsigned i = 0; i < k->ndestroyed[e->node]; i++)
 		if (k->destroyed[e->node][i] == e->local_comm_id)
-			CT_FAIL("seed %llu: node %u: event %s for destroyed id 0x%08x", (unsigned long long)k->seed,
+			FAIL("seed %llu: node %u: event %s for destroyed id 0x%08x", (unsigned long long)k->seed,
 				e->node, cm_event_name(e->ev.type), e->local_comm_id);
 }
 
@@ -177,7 +177,7 @@ static void accept_now(struct soak *k, struct conn *c)
 	/* Late: the connection may have been given up meanwhile. */
 	int rc = cm_accept(c->p.id, &r, link_now(k->l));
 	if (rc && rc != EINVAL)
-		CT_FAIL("seed %llu conn %u: cm_accept %d", (unsigned long long)k->seed, c->idx, rc);
+		FAIL("seed %llu conn %u: cm_accept %d", (unsigned long long)k->seed, c->idx, rc);
 }
 
 static void send_rtu(struct soak *k, struct conn *c)
@@ -197,14 +197,14 @@ static void on_event(struct soak *k, struct link_event *e)
 		bool is_sidr = e->ev.type == CM_EV_SIDR_REQ_RECEIVED;
 		unsigned idx = pd ? (unsigned)(pd[1] | pd[2] << 8) : 9999;
 		if (!pd || pd[0] != (is_sidr ? 'S' : 'C') || idx >= (is_sidr ? NSIDR : k->nconn)) {
-			CT_FAIL("seed %llu: %s with foreign private data", (unsigned long long)k->seed,
+			FAIL("seed %llu: %s with foreign private data", (unsigned long long)k->seed,
 				cm_event_name(e->ev.type));
 			cm_destroy_id(e->ev.id, link_now(k->l));
 			return;
 		}
 		s = is_sidr ? &k->sidr[idx].p : &k->conn[idx].p;
 		if (s->id) {
-			CT_FAIL("seed %llu: %s %u received twice", (unsigned long long)k->seed, is_sidr ? "SIDR" : "conn",
+			FAIL("seed %llu: %s %u received twice", (unsigned long long)k->seed, is_sidr ? "SIDR" : "conn",
 				idx);
 			cm_destroy_id(e->ev.id, link_now(k->l));
 			return;
@@ -214,7 +214,7 @@ static void on_event(struct soak *k, struct link_event *e)
 		cm_id_set_user(s->id, s);
 	}
 	if (!s) {
-		CT_FAIL("seed %llu: node %u: event %s without a user", (unsigned long long)k->seed, e->node,
+		FAIL("seed %llu: node %u: event %s without a user", (unsigned long long)k->seed, e->node,
 			cm_event_name(e->ev.type));
 		return;
 	}
@@ -234,11 +234,11 @@ static void on_event(struct soak *k, struct link_event *e)
 			static const uint8_t want[S_NPLANS] = { CM_SIDR_SUCCESS, CM_SIDR_NO_QP, CM_SIDR_REJECT,
 								CM_SIDR_UNSUPPORTED };
 			if (e->ev.u.sidr_rep.status != want[r->plan])
-				CT_FAIL("seed %llu sidr %u: status %u, expected %u", (unsigned long long)k->seed, r->idx,
+				FAIL("seed %llu sidr %u: status %u, expected %u", (unsigned long long)k->seed, r->idx,
 					e->ev.u.sidr_rep.status, want[r->plan]);
 			if (r->plan == S_REPLY && (e->ev.u.sidr_rep.qpn != 0x5000 + r->idx ||
 						   e->ev.u.sidr_rep.qkey != 0x1234 || !pd || memcmp(pd, "ok", 2)))
-				CT_FAIL("seed %llu sidr %u: wrong answer", (unsigned long long)k->seed, r->idx);
+				FAIL("seed %llu sidr %u: wrong answer", (unsigned long long)k->seed, r->idx);
 			if (r->plan == S_REPLY)
 				tally.sidr_ok++;
 		}
@@ -254,13 +254,13 @@ static void on_event(struct soak *k, struct link_event *e)
 			case P_ACCEPT_LATE: add_action(k, now + c->pdelay, ACT_ACCEPT, c->idx); break;
 			case P_MRA_ACCEPT:
 				if (cm_send_mra(s->id, 14, now))
-					CT_FAIL("seed %llu conn %u: cm_send_mra", (unsigned long long)k->seed, c->idx);
+					FAIL("seed %llu conn %u: cm_send_mra", (unsigned long long)k->seed, c->idx);
 				add_action(k, now + c->pdelay, ACT_ACCEPT, c->idx);
 				break;
 			case P_REJECT: {
 				uint8_t no[3] = { 'n', 'o', (uint8_t)c->idx };
 				if (cm_reject(s->id, CM_REJ_CONSUMER_DEFINED, NULL, 0, no, 3, now))
-					CT_FAIL("seed %llu conn %u: cm_reject", (unsigned long long)k->seed, c->idx);
+					FAIL("seed %llu conn %u: cm_reject", (unsigned long long)k->seed, c->idx);
 				break;
 			}
 			case P_DESTROY: destroy_side(k, s); break;
@@ -275,7 +275,7 @@ static void on_event(struct soak *k, struct link_event *e)
 	switch (e->ev.type) {
 	case CM_EV_REP_RECEIVED:
 		if (e->ev.u.rep.qpn != 0x2000 + c->idx * 2 + 1)
-			CT_FAIL("seed %llu conn %u: REP QPN 0x%x", (unsigned long long)k->seed, c->idx, e->ev.u.rep.qpn);
+			FAIL("seed %llu conn %u: REP QPN 0x%x", (unsigned long long)k->seed, c->idx, e->ev.u.rep.qpn);
 		switch (c->ap) {
 		case A_RTU: send_rtu(k, c); break;
 		case A_RTU_LATE: add_action(k, now + c->adelay, ACT_RTU, c->idx); break;
@@ -286,7 +286,7 @@ static void on_event(struct soak *k, struct link_event *e)
 	case CM_EV_REJ_RECEIVED:
 		if (c->pp == P_REJECT && e->ev.rej_reason == CM_REJ_CONSUMER_DEFINED &&
 		    (!pd || pd[0] != 'n' || pd[1] != 'o' || pd[2] != (uint8_t)c->idx))
-			CT_FAIL("seed %llu conn %u: REJ private data", (unsigned long long)k->seed, c->idx);
+			FAIL("seed %llu conn %u: REJ private data", (unsigned long long)k->seed, c->idx);
 		break;
 	default:
 		break;
@@ -310,11 +310,11 @@ static void run_eplan(struct soak *k, struct conn *c)
 	switch (c->ep) {
 	case E_DISC_ACTIVE:
 		if (as == CM_ST_ESTABLISHED && cm_disconnect(c->a.id, NULL, 0, now))
-			CT_FAIL("seed %llu conn %u: cm_disconnect active", (unsigned long long)k->seed, c->idx);
+			FAIL("seed %llu conn %u: cm_disconnect active", (unsigned long long)k->seed, c->idx);
 		break;
 	case E_DISC_PASSIVE:
 		if (cm_disconnect(c->p.id, "pd", 2, now))
-			CT_FAIL("seed %llu conn %u: cm_disconnect passive", (unsigned long long)k->seed, c->idx);
+			FAIL("seed %llu conn %u: cm_disconnect passive", (unsigned long long)k->seed, c->idx);
 		break;
 	case E_DISC_BOTH:
 		if (as == CM_ST_ESTABLISHED)
@@ -336,7 +336,7 @@ static void run_action(struct soak *k, struct action *a)
 		uint64_t sid = r->plan == S_UNLISTENED ? SID_NONE : SID_BASE + r->to;
 		if (cm_sidr_request(link_cm(k->l, r->from), link_gid(k->l, r->to), sid, pd, 3, 10, 15, &r->a, now,
 				    &r->a.id))
-			CT_FAIL("seed %llu: cm_sidr_request", (unsigned long long)k->seed);
+			FAIL("seed %llu: cm_sidr_request", (unsigned long long)k->seed);
 		else
 			r->a.comm_id = cm_id_local_comm_id(r->a.id);
 		return;
@@ -357,7 +357,7 @@ static void run_action(struct soak *k, struct action *a)
 		p.private_data = pd;
 		p.private_data_len = 3;
 		if (cm_connect(link_cm(k->l, c->from), &p, &c->a, now, &c->a.id)) {
-			CT_FAIL("seed %llu: cm_connect", (unsigned long long)k->seed);
+			FAIL("seed %llu: cm_connect", (unsigned long long)k->seed);
 			return;
 		}
 		c->a.comm_id = cm_id_local_comm_id(c->a.id);
@@ -484,7 +484,7 @@ static const char *seq_str(const struct side *s)
 
 #define VFAIL(c, ...)                                                                                   \
 	do {                                                                                            \
-		CT_FAIL(__VA_ARGS__);                                                                   \
+		FAIL(__VA_ARGS__);                                                                   \
 		printf("   conn %u %u->%u plans p%d a%d e%d: active [%s] passive [%s]\n", (c)->idx, (c)->from, \
 		       (c)->to, (c)->pp, (c)->ap, (c)->ep, seq_str(&(c)->a), seq_str(&(c)->p));         \
 	} while (0)
@@ -660,11 +660,11 @@ static void check_sidr(struct soak *k, struct sidr *r)
 	for (unsigned i = 0; i < r->p.n; i++)
 		req += r->p.seq[i] == CM_EV_SIDR_REQ_RECEIVED;
 	if (rep + tmo != 1 || r->a.n != 1)
-		CT_FAIL("seed %llu sidr %u: active events [%s]", (unsigned long long)k->seed, r->idx, seq_str(&r->a));
+		FAIL("seed %llu sidr %u: active events [%s]", (unsigned long long)k->seed, r->idx, seq_str(&r->a));
 	if (req > 1 || r->p.n > 1)
-		CT_FAIL("seed %llu sidr %u: passive events [%s]", (unsigned long long)k->seed, r->idx, seq_str(&r->p));
+		FAIL("seed %llu sidr %u: passive events [%s]", (unsigned long long)k->seed, r->idx, seq_str(&r->p));
 	if (r->plan == S_UNLISTENED && req)
-		CT_FAIL("seed %llu sidr %u: unlistened reached the consumer", (unsigned long long)k->seed, r->idx);
+		FAIL("seed %llu sidr %u: unlistened reached the consumer", (unsigned long long)k->seed, r->idx);
 	if (tmo)
 		k->timeouts++, tally.timeouts++;
 }
@@ -688,18 +688,18 @@ static struct outcome run_seed(uint64_t seed, bool verbose)
 	cfg.cm_response_timeout = 14;   /* automatic MRAs: ~67 ms */
 	k.l = link_create(seed, NNODES, &cfg);
 	if (!k.l) {
-		CT_FAIL("seed %llu: link_create", (unsigned long long)seed);
+		FAIL("seed %llu: link_create", (unsigned long long)seed);
 		return out;
 	}
 	link_verbose(k.l, verbose);
 	link_set_event_hook(k.l, event_hook, &k);
 	for (unsigned n = 0; n < NNODES; n++)
 		if (cm_listen(link_cm(k.l, n), SID_BASE + n, NULL, &k.lis[n]))
-			CT_FAIL("seed %llu: cm_listen", (unsigned long long)seed);
+			FAIL("seed %llu: cm_listen", (unsigned long long)seed);
 	draw(&k);
 	enum link_run r = link_run_until(k.l, drive, &k, 3600000 * MS);
 	if (r != LINK_IDLE)
-		CT_FAIL("seed %llu: run ended %d, not idle", (unsigned long long)seed, r);
+		FAIL("seed %llu: run ended %d, not idle", (unsigned long long)seed, r);
 
 	for (unsigned i = 0; i < k.nconn; i++)
 		check_conn(&k, &k.conn[i]);
@@ -719,15 +719,15 @@ static struct outcome run_seed(uint64_t seed, bool verbose)
 	for (unsigned n = 0; n < NNODES; n++) {
 		const struct cm_counters *c = cm_counters(link_cm(k.l, n));
 		if (!link_counters_consistent(k.l, n))
-			CT_FAIL("seed %llu node %u: counters do not add up", (unsigned long long)seed, n);
+			FAIL("seed %llu node %u: counters do not add up", (unsigned long long)seed, n);
 		if (c->ids_created != c->ids_freed)
-			CT_FAIL("seed %llu node %u: %llu ids created, %llu freed", (unsigned long long)seed, n,
+			FAIL("seed %llu node %u: %llu ids created, %llu freed", (unsigned long long)seed, n,
 				(unsigned long long)c->ids_created, (unsigned long long)c->ids_freed);
 		if (c->events != k.events_seen[n])
-			CT_FAIL("seed %llu node %u: %llu events counted, %llu seen", (unsigned long long)seed, n,
+			FAIL("seed %llu node %u: %llu events counted, %llu seen", (unsigned long long)seed, n,
 				(unsigned long long)c->events, (unsigned long long)k.events_seen[n]);
 		if (cm_next_deadline(link_cm(k.l, n)) != UINT64_MAX)
-			CT_FAIL("seed %llu node %u: a timer is left", (unsigned long long)seed, n);
+			FAIL("seed %llu node %u: a timer is left", (unsigned long long)seed, n);
 		tally.dups += c->rx_dup_req + c->rx_dup_rep + c->rx_dup_dreq + c->rx_dup_rtu + c->rx_dup_mra +
 			      c->rx_dup_sidr_req;
 		tally.retries += c->retries;
@@ -757,14 +757,16 @@ int main(int argc, char **argv)
 	if (ai < argc)
 		n = strtoull(argv[ai++], NULL, 0);
 
-	ct_begin("soak: seeds %llu..%llu, 3 nodes, %u connections + %u SIDR each, loss 0-20%% per kind, dup, reorder",
+	check_begin("soak: seeds %llu..%llu, 3 nodes, %u connections + %u SIDR each, loss 0-20%% per kind, dup, reorder",
 		 (unsigned long long)first, (unsigned long long)(first + n - 1), NCONN + 1, NSIDR);
 	unsigned replay_mismatch = 0;
 	for (uint64_t s = first; s < first + n; s++) {
-		int before = ct_failures;
+		int before = check_failures;
+		check_seed(s);
 		struct outcome o1 = run_seed(s, verbose);
-		if (ct_failures != before) {
+		if (check_failures != before) {
 			printf("   replay with: cm_soak -v %llu 1\n", (unsigned long long)s);
+			check_replay("cm_soak -v %llu 1", (unsigned long long)s);
 			continue;
 		}
 		/* The same seed again: the same run. */
@@ -773,11 +775,13 @@ int main(int argc, char **argv)
 		tally = saved;
 		if (o1.hash != o2.hash || o1.established != o2.established) {
 			replay_mismatch++;
-			CT_FAIL("seed %llu: replay differs (hash %016llx vs %016llx)", (unsigned long long)s,
+			FAIL("seed %llu: replay differs (hash %016llx vs %016llx)", (unsigned long long)s,
 				(unsigned long long)o1.hash, (unsigned long long)o2.hash);
+			check_replay("cm_soak -v %llu 1", (unsigned long long)s);
 		}
 		tally.seeds++;
 	}
+	check_seeded = false;
 	printf("   %u seeds: %u connection attempts, %u established, %u rejected, %u timeouts, %u MRAs, %u SIDR answers\n",
 	       tally.seeds, tally.attempts, tally.established, tally.rejects, tally.timeouts, tally.mras, tally.sidr_ok);
 	printf("   MADs lost %llu, duplicated %llu, reordered %llu; cm duplicates %llu, retries %llu\n",
@@ -794,6 +798,7 @@ int main(int argc, char **argv)
 		CHECK(tally.sidr_ok > 0);
 		CHECK(tally.timeouts * 200 < tally.attempts + 200);
 	}
-	ct_end();
-	return ct_exit();
+	check_end_say(true);
+	printf("%d cases, %d failures\n", check_cases, check_failures);
+	return check_exit("cm_soak");
 }

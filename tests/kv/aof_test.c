@@ -477,7 +477,7 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "kv_aof_test: could not remove %s\n", dir);
-	if (failures)
+	if (check_failures)
 		return check_exit("kv_aof_test");
 	printf("kv_aof_test: ok\n");
 	return 0;

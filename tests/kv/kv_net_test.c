@@ -66,18 +66,10 @@
 #include "kv/client.h"
 #include "kv/cluster.h"
 
+#include "../check.h"
+
 #define NKEYS 200
 #define MAXV (64 * 1024)
-
-static int failures;
-
-#define CHECK(cond)                                                                                  \
-	do {                                                                                         \
-		if (!(cond)) {                                                                       \
-			fprintf(stderr, "client %d: %s:%d: CHECK failed: %s\n", who, __FILE__, __LINE__, #cond); \
-			failures++;                                                                  \
-		}                                                                                    \
-	} while (0)
 
 static int who;
 
@@ -163,7 +155,7 @@ static int race(struct kv_client *c, bool writer, long ops)
 			CHECK(got == (1ull << KV_DEPTH) - 1);
 			CHECK(kv_in_flight(c) == 0);
 		}
-		if (failures > 5)
+		if (check_failures > 5)
 			break;
 	}
 	if (!writer) {
@@ -173,7 +165,7 @@ static int race(struct kv_client *c, bool writer, long ops)
 	} else {
 		printf("client %d: %ld SETs of the raced key\n", who, ops);
 	}
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 static struct kv_client *connect_client(const char *host, const char *port, int *err)
@@ -236,10 +228,10 @@ static int shard(const char *list, long ops, bool degraded)
 	int err;
 
 	CHECK(kv_cluster_open(&cl, list, "18860", &o) == 0);
-	if (failures)
+	if (check_failures)
 		return 1;
 	unsigned n = kv_cluster_size(cl);
-	for (long i = 0; i < ops && failures < 10; i++) {
+	for (long i = 0; i < ops && check_failures < 10; i++) {
 		char key[32];
 		uint32_t klen = (uint32_t)snprintf(key, sizeof(key), "s:%ld", i);
 		uint32_t len = shard_value(v, i);
@@ -309,7 +301,7 @@ static int shard(const char *list, long ops, bool degraded)
 		CHECK(served > 0 && refused > 0);
 	}
 	kv_cluster_close(cl);
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 static void test_bad(struct kv_client *c)
@@ -373,6 +365,9 @@ int main(int argc, char **argv)
 	}
 	const char *mode = argc == 6 ? argv[5] : "model";
 	who = atoi(argv[3]);
+	static char who_name[32];
+	snprintf(who_name, sizeof(who_name), "client %d", who);
+	check_who = who_name;
 	long ops = atol(argv[4]);
 	if (strcmp(mode, "stall") == 0)
 		return stall(argv[1], argv[2], ops);
@@ -390,7 +385,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		sleep((unsigned)ops);
 		kv_close(c);
-		return failures ? 1 : 0;
+		return check_failures ? 1 : 0;
 	}
 	if (strcmp(mode, "fill") == 0 || strcmp(mode, "verify") == 0) {
 		bool fill_mode = mode[0] == 'f';
@@ -413,7 +408,7 @@ int main(int argc, char **argv)
 		if (!fill_mode)
 			printf("client %d: all %ld acknowledged SETs found after the restart\n", who, ops);
 		kv_close(c);
-		return failures ? 1 : 0;
+		return check_failures ? 1 : 0;
 	}
 	if (strcmp(mode, "confine") == 0) {
 		struct kv_result r;
@@ -439,7 +434,7 @@ int main(int argc, char **argv)
 			kv_close(c);
 		}
 		printf("client %d: the rkey reads the table only: outside reads and every write refused\n", who);
-		return failures ? 1 : 0;
+		return check_failures ? 1 : 0;
 	}
 	if (strcmp(mode, "model") != 0) {
 		int rc = race(c, strcmp(mode, "race-writer") == 0, ops);
@@ -503,14 +498,14 @@ int main(int argc, char **argv)
 			counter[k] += d;
 			CHECK(r.number == counter[k]);
 		}
-		if (failures > 20)
+		if (check_failures > 20)
 			break;
 	}
 	/* Asynchronous GETs, one-sided and two-sided mixed, KV_DEPTH - 1 at a
 	 * time (the answer handed out last holds its slot until the next
 	 * kv_complete), against the model (this client's keys change only
 	 * here). */
-	for (int round = 0; round < 200 && failures < 20; round++) {
+	for (int round = 0; round < 200 && check_failures < 20; round++) {
 		enum { N = KV_DEPTH - 1 };
 		int ks[N];
 		uint64_t tok[N];
@@ -539,10 +534,8 @@ int main(int argc, char **argv)
 	}
 	test_bad(c);
 	kv_close(c);
-	if (failures) {
-		fprintf(stderr, "client %d: %d failures\n", who, failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit(check_who);
 	printf("client %d: %ld operations ok\n", who, ops);
 	return 0;
 }

@@ -79,7 +79,7 @@ int main(void)
 	CHECK(kv_ring_build(&r3, dup, 3) == EINVAL);
 	CHECK(kv_ring_build(&r3, three, 0) == EINVAL);
 	CHECK(kv_ring_build(&r3, three, KV_RING_MAX_SERVERS + 1) == EINVAL);
-	if (failures)
+	if (check_failures)
 		return check_exit("kv_ring_test");
 	printf("ring: ok\n");
 	return 0;

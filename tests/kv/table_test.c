@@ -146,6 +146,8 @@ static void agree(struct kv_table *t, struct model *m, int k, uint8_t *scratch)
 
 static void test_model(uint64_t seed)
 {
+	int before = check_failures;
+	check_seed(seed);
 	static uint64_t arena[(4 << 20) / 8];
 	static uint8_t val[MAXV], scratch[MAXV];
 	static struct model m;
@@ -233,6 +235,9 @@ static void test_model(uint64_t seed)
 	CHECK(t.stats.evictions > 1000);        /* the arena was too small on purpose */
 	printf("kv model seed %" PRIu64 ": %" PRIu64 " items, %" PRIu64 " evictions, %" PRIu64 " set failures\n",
 	       seed, t.stats.items, t.stats.evictions, t.stats.set_failures);
+	if (check_failures > before)
+		check_replay("kv_table_test --seed %" PRIu64, seed);
+	check_seeded = false;
 }
 
 /* ---- what a one-sided reader sees ------------------------------------------- */
@@ -329,7 +334,7 @@ int main(int argc, char **argv)
 	test_model(seed);
 	test_model(seed + 1);
 	test_onesided();
-	if (failures)
+	if (check_failures)
 		return check_exit("kv_table_test");
 	printf("kv_table_test: ok\n");
 	return 0;

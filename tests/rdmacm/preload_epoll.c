@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 	close(s2);
 	close(ep);
 	close(l);
-	if (!failures)
+	if (!check_failures)
 		printf("preload_epoll: ok\n");
 	return check_exit("preload_epoll");
 }

@@ -65,9 +65,8 @@ static bool expect(struct rdma_event_channel *ch, int want, int ms, struct rdma_
 
 	if (got == want)
 		return true;
-	fprintf(stderr, "FAIL %s: %s, want %s\n", what, got < 0 ? "no event" : rdma_event_str(got),
+	FAIL("%s: %s, want %s", what, got < 0 ? "no event" : rdma_event_str(got),
 		rdma_event_str(want));
-	failures++;
 	return false;
 }
 
@@ -156,8 +155,7 @@ static int client(int port, const char *mode)
 	if (!strcmp(mode, "dreq_timeout"))
 		kill(getppid(), SIGSTOP);
 	if (rdma_disconnect(id)) {
-		fprintf(stderr, "FAIL client: rdma_disconnect: %s\n", strerror(errno));
-		failures++;
+		FAIL("client: rdma_disconnect: %s", strerror(errno));
 	}
 	expect(ch, RDMA_CM_EVENT_DISCONNECTED, 5000, NULL, NULL, "client disconnected");
 	expect(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 5000, NULL, NULL, "client timewait exit");
@@ -166,7 +164,7 @@ static int client(int port, const char *mode)
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* ---- the server ------------------------------------------------------------ */
@@ -182,8 +180,7 @@ static struct rdma_cm_id *accept_one(struct rdma_event_channel *ch, struct rdma_
 	if (!expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, &conn, &l, what))
 		return NULL;
 	if (l != want_listen) {
-		fprintf(stderr, "FAIL %s: the request reached the wrong listener\n", what);
-		failures++;
+		FAIL("%s: the request reached the wrong listener", what);
 	}
 	if (rdma_create_qp(conn, NULL, &qa) || rdma_accept(conn, &cp) ||
 	    !expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000, NULL, NULL, what))
@@ -233,10 +230,10 @@ int main(int argc, char **argv)
 		rdma_destroy_id(l6);
 	if (l4)
 		rdma_destroy_id(l4);
-	printf("%s dual_stack, timewait\n", failures ? "FAIL" : "ok  ");
+	printf("%s dual_stack, timewait\n", check_failures ? "FAIL" : "ok  ");
 
 	/* handover: [::] first, then 0.0.0.0; [::] goes. */
-	int before = failures;
+	int before = check_failures;
 	l6 = listener(ch, AF_INET6, port + 1, &err);
 	l4 = listener(ch, AF_INET, port + 1, &err);
 	CHECK(l6 && l4);
@@ -253,10 +250,10 @@ int main(int argc, char **argv)
 	CHECK(client_status(c) == 0);
 	if (l4)
 		rdma_destroy_id(l4);
-	printf("%s handover\n", failures > before ? "FAIL" : "ok  ");
+	printf("%s handover\n", check_failures > before ? "FAIL" : "ok  ");
 
 	/* exit: the client leaves connected; its DREQ tells us. */
-	before = failures;
+	before = check_failures;
 	l4 = listener(ch, AF_INET, port + 2, &err);
 	CHECK(l4 != NULL);
 	c = start_client(port + 2, "exit");
@@ -270,11 +267,11 @@ int main(int argc, char **argv)
 	}
 	if (l4)
 		rdma_destroy_id(l4);
-	printf("%s exit\n", failures > before ? "FAIL" : "ok  ");
+	printf("%s exit\n", check_failures > before ? "FAIL" : "ok  ");
 
 	/* dreq_timeout: the client stops us, disconnects, and checks its own
 	 * events; it lets us go on when done. */
-	before = failures;
+	before = check_failures;
 	l4 = listener(ch, AF_INET, port + 3, &err);
 	CHECK(l4 != NULL);
 	c = start_client(port + 3, "dreq_timeout");
@@ -289,8 +286,8 @@ int main(int argc, char **argv)
 	}
 	if (l4)
 		rdma_destroy_id(l4);
-	printf("%s dreq_timeout\n", failures > before ? "FAIL" : "ok  ");
+	printf("%s dreq_timeout\n", check_failures > before ? "FAIL" : "ok  ");
 
 	rdma_destroy_event_channel(ch);
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }

@@ -19,16 +19,6 @@
 
 #include "check.h"
 
-#define EXPECT_OK(call)                                                                     \
-	do {                                                                                \
-		int rc_ = (call);                                                           \
-		if (rc_) {                                                                  \
-			printf("FAIL %-60s rc %d errno %s, want 0\n", #call, rc_,            \
-			       strerror(errno));                                            \
-			failures++;                                                         \
-		}                                                                           \
-	} while (0)
-
 /* The next event on `ch` within 5 s, of type `want` (NULL otherwise). */
 static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 {
@@ -36,13 +26,11 @@ static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch, enum rdma
 	struct rdma_cm_event *ev;
 
 	if (poll(&p, 1, 5000) != 1 || rdma_get_cm_event(ch, &ev)) {
-		printf("FAIL no event (want %s)\n", rdma_event_str(want));
-		failures++;
+		FAIL("no event (want %s)", rdma_event_str(want));
 		return NULL;
 	}
 	if (ev->event != want) {
-		printf("FAIL event %s, want %s\n", rdma_event_str(ev->event), rdma_event_str(want));
-		failures++;
+		FAIL("event %s, want %s", rdma_event_str(ev->event), rdma_event_str(want));
 		rdma_ack_cm_event(ev);
 		return NULL;
 	}
@@ -199,6 +187,6 @@ int main(int argc, char **argv)
 	EXPECT_OK(rdma_destroy_id(c));
 	EXPECT_OK(rdma_destroy_id(l));
 	rdma_destroy_event_channel(ch);
-	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	printf("%s: %d failure(s)\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
 }

@@ -60,6 +60,8 @@
 
 #include <rdma/rdma_cma.h>
 
+#include "../check.h"
+
 #define MAX_WQE 1024
 #define RX_LEN (64 * 1024)
 #define MAX_MSG (16 * 1024)
@@ -79,24 +81,10 @@ _Static_assert(sizeof(struct xfer_cmd) == 32, "Valkey's command is 32 bytes");
 
 enum { OP_KEEPALIVE = 2, OP_REGISTER_XFER_MEMORY = 3, OP_INVALID = 0xffff };
 
-static atomic_int failures;
-
-static void fail(const char *fmt, ...)
+/* Failures so far, from any thread (tests/check.h counts atomically). */
+static int failed(void)
 {
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		n = 0;
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	fprintf(stderr, "FAIL %.*s", n, line);   /* one write per line: threads fail at once */
-	atomic_fetch_add(&failures, 1);
+	return __atomic_load_n(&check_failures, __ATOMIC_RELAXED);
 }
 
 static double now_s(void)
@@ -245,7 +233,7 @@ static int send_cmd(struct conn *c, const struct xfer_cmd *cmd)
 			break;
 		}
 	if (!slot) {
-		fail("no free command slot");
+		FAIL("no free command slot");
 		return -1;
 	}
 	*slot = *cmd;
@@ -254,7 +242,7 @@ static int send_cmd(struct conn *c, const struct xfer_cmd *cmd)
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 	int e = ibv_post_send(c->id->qp, &wr, &bad);
 	if (e)
-		fail("post SEND: %s", strerror(e));
+		FAIL("post SEND: %s", strerror(e));
 	return e ? -1 : 0;
 }
 
@@ -275,7 +263,7 @@ static int register_rx(struct conn *c)
 static int handle_recv(struct conn *c, struct xfer_cmd *cmd, uint32_t byte_len)
 {
 	if (byte_len != sizeof(*cmd)) {
-		fail("command of %u bytes", byte_len);
+		FAIL("command of %u bytes", byte_len);
 		return -1;
 	}
 	switch (ntohs(cmd->opcode)) {
@@ -292,7 +280,7 @@ static int handle_recv(struct conn *c, struct xfer_cmd *cmd, uint32_t byte_len)
 			c->tx = aligned_alloc(4096, len);
 			c->tx_mr = c->tx ? ibv_reg_mr(c->pd, c->tx, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
 			if (!c->tx_mr) {
-				fail("send buffer of %u bytes", len);
+				FAIL("send buffer of %u bytes", len);
 				return -1;
 			}
 			c->tx_cap = len;
@@ -303,7 +291,7 @@ static int handle_recv(struct conn *c, struct xfer_cmd *cmd, uint32_t byte_len)
 	case OP_KEEPALIVE:
 		break;
 	default:
-		fail("unknown command %u", ntohs(cmd->opcode));
+		FAIL("unknown command %u", ntohs(cmd->opcode));
 		return -1;
 	}
 	return post_cmd_recv(c, cmd);
@@ -318,18 +306,18 @@ static int handle_cq(struct conn *c)
 
 	if (ibv_get_cq_event(c->channel, &ev_cq, &ev_ctx) < 0) {
 		if (errno != EAGAIN) {
-			fail("ibv_get_cq_event: %s", strerror(errno));
+			FAIL("ibv_get_cq_event: %s", strerror(errno));
 			return -1;
 		}
 	} else if (ibv_req_notify_cq(ev_cq, 0)) {
-		fail("ibv_req_notify_cq");
+		FAIL("ibv_req_notify_cq");
 		return -1;
 	}
 	for (;;) {
 		int n = ibv_poll_cq(c->cq, 1, &wc);
 
 		if (n < 0) {
-			fail("ibv_poll_cq: %d", n);
+			FAIL("ibv_poll_cq: %d", n);
 			return -1;
 		}
 		if (n == 0)
@@ -337,7 +325,7 @@ static int handle_cq(struct conn *c)
 		ibv_ack_cq_events(c->cq, 1);
 		if (wc.status != IBV_WC_SUCCESS) {
 			if (!c->closed)
-				fail("completion %s (opcode 0x%x)", ibv_wc_status_str(wc.status), wc.opcode);
+				FAIL("completion %s (opcode 0x%x)", ibv_wc_status_str(wc.status), wc.opcode);
 			return -1;
 		}
 		switch (wc.opcode) {
@@ -349,7 +337,7 @@ static int handle_cq(struct conn *c)
 			uint32_t len = ntohl(wc.imm_data);
 
 			if ((uint64_t)c->rx_offset + len > RX_LEN) {
-				fail("immediate %u past the buffer (offset %u)", len, c->rx_offset);
+				FAIL("immediate %u past the buffer (offset %u)", len, c->rx_offset);
 				return -1;
 			}
 			c->rx_offset += len;
@@ -367,7 +355,7 @@ static int handle_cq(struct conn *c)
 			break;
 		}
 		default:
-			fail("unexpected completion opcode 0x%x", wc.opcode);
+			FAIL("unexpected completion opcode 0x%x", wc.opcode);
 			return -1;
 		}
 	}
@@ -388,7 +376,7 @@ static int write_imm(struct conn *c, const uint8_t *data, uint32_t len)
 	wr.wr.rdma.rkey = c->peer_key;
 	int e = ibv_post_send(c->id->qp, &wr, &bad);
 	if (e) {
-		fail("post WRITE WITH IMMEDIATE: %s", strerror(e));
+		FAIL("post WRITE WITH IMMEDIATE: %s", strerror(e));
 		return -1;
 	}
 	c->tx_offset += len;
@@ -431,10 +419,10 @@ static int wait_cm(struct rdma_event_channel *ch, enum rdma_cm_event_type want, 
 		rdma_ack_cm_event(ev);
 		if (got == want)
 			return 0;
-		fail("cm event %s (status %d), want %s", rdma_event_str(got), status, rdma_event_str(want));
+		FAIL("cm event %s (status %d), want %s", rdma_event_str(got), status, rdma_event_str(want));
 		return -1;
 	}
-	fail("no cm event %s within %.0f s", rdma_event_str(want), OP_DEADLINE_S);
+	FAIL("no cm event %s within %.0f s", rdma_event_str(want), OP_DEADLINE_S);
 	return -1;
 }
 
@@ -444,7 +432,7 @@ static int client_wait(struct conn *c, double end, const char *what)
 	struct pollfd p = { .fd = c->channel->fd, .events = POLLIN };
 
 	if (now_s() > end) {
-		fail("%s: nothing within %.0f s", what, OP_DEADLINE_S);
+		FAIL("%s: nothing within %.0f s", what, OP_DEADLINE_S);
 		return -1;
 	}
 	if (poll(&p, 1, 100) < 0 && errno != EINTR)
@@ -516,26 +504,26 @@ static void *client_thread(void *p)
 
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
 	    fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK)) {
-		fail("client %u: cm id", a->index);
+		FAIL("client %u: cm id", a->index);
 		return NULL;
 	}
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 100) ||
 	    wait_cm(ch, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) || rdma_resolve_route(id, 100) ||
 	    wait_cm(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL)) {
-		fail("client %u: resolve", a->index);
+		FAIL("client %u: resolve", a->index);
 		goto out;
 	}
 	if (create_resources(&c, id, MAX_WQE)) {
-		fail("client %u: resources", a->index);
+		FAIL("client %u: resources", a->index);
 		goto out;
 	}
 	if (rdma_connect(id, &cp) || wait_cm(ch, RDMA_CM_EVENT_ESTABLISHED, NULL)) {
-		fail("client %u: connect", a->index);
+		FAIL("client %u: connect", a->index);
 		goto out;
 	}
 	if (register_rx(&c))
 		goto out;
-	for (unsigned m = 0; m < a->msgs && !atomic_load(&failures); m++) {
+	for (unsigned m = 0; m < a->msgs && !failed(); m++) {
 		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 		uint32_t len = (uint32_t)(rng >> 33);
 		/* Mostly Valkey-sized (a SET of 1 KiB is about 1.1 KiB),
@@ -544,7 +532,7 @@ static void *client_thread(void *p)
 		for (uint32_t k = 0; k < len; k++)
 			o[k] = stream_byte(a->index, off + k);
 		if (client_write(&c, o, len) || client_read(&c, i, len)) {
-			fail("client %u: message %u of %u bytes", a->index, m, len);
+			FAIL("client %u: message %u of %u bytes", a->index, m, len);
 			break;
 		}
 		if (memcmp(o, i, len)) {
@@ -552,7 +540,7 @@ static void *client_thread(void *p)
 
 			while (o[k] == i[k])
 				k++;
-			fail("client %u: message %u: byte %u (stream offset %llu) is 0x%02x, sent 0x%02x",
+			FAIL("client %u: message %u: byte %u (stream offset %llu) is 0x%02x, sent 0x%02x",
 			     a->index, m, k, (unsigned long long)(off + k), i[k], o[k]);
 			break;
 		}
@@ -626,7 +614,7 @@ static bool same_host_address(struct rdma_cm_id *id)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)l)->sin_addr, ls, sizeof(ls));
 	if (r->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)r)->sin_addr, rs, sizeof(rs));
-	fail("server: connection from %s to %s: a client on this host connecting to 127.0.0.1 "
+	FAIL("server: connection from %s to %s: a client on this host connecting to 127.0.0.1 "
 	     "should name the server's address (Valkey's protected mode refuses it otherwise)", rs, ls);
 	return false;
 }
@@ -645,19 +633,19 @@ static int run_server(int port, unsigned conns, int ready_fd)
 	if (!ch || fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) ||
 	    rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP) || rdma_bind_addr(listen_id, (struct sockaddr *)&sin) ||
 	    rdma_listen(listen_id, 128)) {
-		fail("server: listen on 127.0.0.1:%d: %s", port, strerror(errno));
+		FAIL("server: listen on 127.0.0.1:%d: %s", port, strerror(errno));
 		return 1;
 	}
 	if (write(ready_fd, "r", 1) != 1)
 		return 1;
 	close(ready_fd);
-	while (closed < conns && !atomic_load(&failures)) {
+	while (closed < conns && !failed()) {
 		struct pollfd p[MAX_CONNS + 1];
 		unsigned np = 0, idx[MAX_CONNS + 1];
 		struct rdma_cm_event *ev;
 
 		if (now_s() > end) {
-			fail("server: %u of %u connections closed after %.0f s", closed, conns, SERVER_DEADLINE_S);
+			FAIL("server: %u of %u connections closed after %.0f s", closed, conns, SERVER_DEADLINE_S);
 			break;
 		}
 		p[np].fd = ch->fd;
@@ -689,7 +677,7 @@ static int run_server(int port, unsigned conns, int ready_fd)
 				c = &cs[accepted++];
 				id->context = c;
 				if (create_resources(c, id, MAX_WQE / 2) || rdma_accept(id, &cp))
-					fail("server: accept: %s", strerror(errno));
+					FAIL("server: accept: %s", strerror(errno));
 			} else if (type == RDMA_CM_EVENT_ESTABLISHED && c) {
 				c->established = true;
 				if (register_rx(c))
@@ -699,12 +687,12 @@ static int run_server(int port, unsigned conns, int ready_fd)
 				closed++;
 				echoed += c->echoed;
 				if (c->pending_len)
-					fail("server: %zu bytes not echoed at disconnect", c->pending_len);
+					FAIL("server: %zu bytes not echoed at disconnect", c->pending_len);
 			} else if (type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
 				/* After a disconnect, as the kernel reports it;
 				 * Valkey logs it and goes on. */
 			} else if (type != RDMA_CM_EVENT_DISCONNECTED) {
-				fail("server: cm event %s", rdma_event_str(type));
+				FAIL("server: cm event %s", rdma_event_str(type));
 			}
 		}
 		for (unsigned k = 1; k < np; k++) {
@@ -712,7 +700,7 @@ static int run_server(int port, unsigned conns, int ready_fd)
 
 			/* RDMA has no POLLOUT: every round also writes what waits. */
 			if (!c->closed && server_event(c))
-				fail("server: connection %u", idx[k]);
+				FAIL("server: connection %u", idx[k]);
 		}
 	}
 	printf("server: %u connections, %llu bytes echoed\n", accepted, (unsigned long long)echoed);
@@ -723,7 +711,7 @@ static int run_server(int port, unsigned conns, int ready_fd)
 	}
 	rdma_destroy_id(listen_id);
 	rdma_destroy_event_channel(ch);
-	return atomic_load(&failures) ? 1 : 0;
+	return failed() ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -770,8 +758,8 @@ int main(int argc, char **argv)
 		total += args[k].checked;
 		printf("client %u: %llu bytes echoed and checked\n", k, (unsigned long long)args[k].checked);
 	}
-	if (!atomic_load(&failures) && total == 0)
-		fail("no byte went through");
+	if (!failed() && total == 0)
+		FAIL("no byte went through");
 	double t1 = now_s();
 	/* The server exits once every connection is closed; it fails on its own. */
 	for (int waited = 0; waitpid(pid, &status, WNOHANG) == 0; waited++) {
@@ -785,8 +773,8 @@ int main(int argc, char **argv)
 		usleep(100000);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		fail("server exited with status 0x%x", status);
+		FAIL("server exited with status 0x%x", status);
 	printf("%u connections x %u messages, %llu bytes each way in %.2f s: %s\n", conns, msgs,
-	       (unsigned long long)total, t1 - t0, atomic_load(&failures) ? "FAIL" : "ok");
-	return atomic_load(&failures) ? 1 : 0;
+	       (unsigned long long)total, t1 - t0, failed() ? "FAIL" : "ok");
+	return failed() ? 1 : 0;
 }

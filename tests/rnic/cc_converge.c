@@ -37,35 +37,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "flows.h"
 
-#define MAX_FLOWS 4
-#define MSG (64u * 1024)
+#define MAX_FLOWS FLOWS_MAX
+#define MSG FLOWS_BUF                   /* bytes per WRITE */
 #define DEPTH 8                         /* WRITEs kept outstanding per flow */
 #define BIN_NS (1 * HT_MS)
-#define MAX_BINS 200
+#define MAX_BINS FLOWS_BINS
 #define BOTTLENECK_BPS 10000000000ull
-#define SRC_IOVA 0x100000ull
-#define DST_IOVA(i) (0x1000000ull * ((uint64_t)(i) + 1))
 
-struct flow {
-	struct rnic_qp *qp, *peer;
-	struct rnic_cq *cq;
-	struct rnic_mr *src_mr, *dst_mr;
-	uint8_t *src, *dst;
-	uint64_t start_ns;
-	unsigned outstanding;
-	uint64_t posted;
-	uint64_t bytes_in_bin[MAX_BINS];
-	bool error;
-};
-
+/* The flows (flows.h) and when posting stops. */
 struct world {
-	struct pair *pair;
-	unsigned nflows, receiver;
-	struct rnic_pd *rpd, *pd[MAX_FLOWS];
-	struct rnic_cq *rcq;
-	struct flow f[MAX_FLOWS];
+	struct flows fl;
 	uint64_t end_ns;
 };
 
@@ -82,51 +65,23 @@ struct result {
 
 static bool verbose;
 
-
-static void post_write(struct world *w, struct flow *f)
-{
-	struct ibv_sge sge = { .addr = SRC_IOVA, .length = MSG, .lkey = rnic_mr_lkey(f->src_mr) };
-	struct ibv_send_wr wr, *bad = NULL;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = f->posted++;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = DST_IOVA(f - w->f);
-	wr.wr.rdma.rkey = rnic_mr_rkey(f->dst_mr);
-	if (rnic_post_send(f->qp, &wr, &bad, pair_now(w->pair)) == 0)
-		f->outstanding++;
-	else
-		f->error = true;
-}
-
 /* Called before every simulation step: reap completions, keep each
  * started flow DEPTH deep, account completed bytes to the current bin. */
 static bool step(void *arg)
 {
 	struct world *w = arg;
-	uint64_t now = pair_now(w->pair);
+	uint64_t now = pair_now(w->fl.pair);
 
-	for (unsigned i = 0; i < w->nflows; i++) {
-		struct flow *f = &w->f[i];
-		struct ibv_wc wc[16];
-		int n;
+	for (unsigned i = 0; i < w->fl.nflows; i++) {
+		struct flow *f = &w->fl.f[i];
 
 		if (now < f->start_ns)
 			continue;
-		while ((n = rnic_cq_poll(f->cq, 16, wc)) > 0) {
-			for (int k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS)
-					f->error = true;
-				f->outstanding--;
-				if (now / BIN_NS < MAX_BINS)
-					f->bytes_in_bin[now / BIN_NS] += MSG;
-			}
-		}
+		unsigned n = flows_reap(f);
+		if (now / BIN_NS < MAX_BINS)
+			f->bytes_in_bin[now / BIN_NS] += (uint64_t)n * MSG;
 		while (!f->error && f->outstanding < DEPTH && now < w->end_ns)
-			post_write(w, f);
+			flows_post_write(&w->fl, f, MSG);
 	}
 	return now >= w->end_ns;
 }
@@ -185,80 +140,22 @@ static int build(struct world *w, uint64_t seed, unsigned nflows, bool dcqcn, ui
 	cfg.hpcc.base_rtt = 10000;
 	cfg.hpcc.min_rate = 100;
 	q.host_rate_bps = cfg.line_rate;
-	w->nflows = nflows;
-	w->receiver = nflows;
-	w->pair = pair_create(seed, nflows + 1, &cfg);
-	REQUIRE(w->pair, -1, "pair_create: %s", strerror(errno));
-	REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
+	w->fl.nflows = nflows;
+	w->fl.receiver = nflows;
+	w->fl.pair = pair_create(seed, nflows + 1, &cfg);
+	REQUIRE_RET(w->fl.pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(pair_set_queue(w->fl.pair, w->fl.receiver, &q) == 0, -1, "%s", "pair_set_queue");
 
-	struct rnic *rr = pair_rnic(w->pair, w->receiver);
-	struct rnic_pd *rpd = w->rpd = rnic_pd_alloc(rr);
-	struct rnic_cq *rcq = w->rcq = rnic_cq_create(rr, 64, NULL);
-	REQUIRE(rpd && rcq, -1, "%s", "receiver pd/cq");
-	for (unsigned i = 0; i < nflows; i++) {
-		struct flow *f = &w->f[i];
-		struct rnic *r = pair_rnic(w->pair, i);
-		struct rnic_pd *pd = w->pd[i] = rnic_pd_alloc(r);
-		struct ibv_qp_init_attr init;
-
-		f->cq = rnic_cq_create(r, 64, NULL);
-		REQUIRE(pd && f->cq, -1, "%s", "sender pd/cq");
-		memset(&init, 0, sizeof(init));
-		init.qp_type = IBV_QPT_RC;
-		init.cap.max_send_wr = 32;
-		init.cap.max_recv_wr = 4;
-		init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-		f->qp = rnic_qp_create(pd, f->cq, f->cq, &init, NULL);
-		f->peer = rnic_qp_create(rpd, rcq, rcq, &init, NULL);
-		REQUIRE(f->qp && f->peer, -1, "%s", "qp_create");
-		f->src = calloc(1, MSG);
-		f->dst = calloc(1, MSG);
-		REQUIRE(f->src && f->dst, -1, "%s", "buffers");
-		/* Fixed iovas, not the buffers' addresses: the packets (and
-		 * so the trace hash) must not depend on where malloc put them. */
-		f->src_mr = rnic_mr_reg(pd, f->src, MSG, SRC_IOVA, IBV_ACCESS_LOCAL_WRITE);
-		f->dst_mr = rnic_mr_reg(rpd, f->dst, MSG, DST_IOVA(i), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		REQUIRE(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
-		REQUIRE(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
-			-1, "%s", "init");
-		REQUIRE(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_4096,
-				  0, 0, 0) == 0,
-			-1, "%s", "rtr");
-		REQUIRE(ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_4096, 0, 0, 0) == 0,
-			-1, "%s", "rtr");
-		REQUIRE(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
-			"%s", "rts");
-		f->start_ns = (uint64_t)i * 5 * HT_MS;  /* staggered starts */
-	}
+	if (flows_build(&w->fl, IBV_MTU_4096) != 0)
+		return -1;
+	for (unsigned i = 0; i < nflows; i++)
+		w->fl.f[i].start_ns = (uint64_t)i * 5 * HT_MS;  /* staggered starts */
 	return 0;
 }
 
 static void destroy(struct world *w)
 {
-	/* Objects in dependency order; pair_destroy frees the rnics. */
-	for (unsigned i = 0; i < w->nflows; i++) {
-		struct flow *f = &w->f[i];
-
-		if (f->qp)
-			rnic_qp_destroy(f->qp);
-		if (f->peer)
-			rnic_qp_destroy(f->peer);
-		if (f->src_mr)
-			rnic_mr_dereg(f->src_mr);
-		if (f->dst_mr)
-			rnic_mr_dereg(f->dst_mr);
-		if (f->cq)
-			rnic_cq_destroy(f->cq);
-		if (w->pd[i])
-			rnic_pd_free(w->pd[i]);
-		free(f->src);
-		free(f->dst);
-	}
-	if (w->rcq)
-		rnic_cq_destroy(w->rcq);
-	if (w->rpd)
-		rnic_pd_free(w->rpd);
-	pair_destroy(w->pair);
+	flows_destroy(&w->fl);
 }
 
 static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, const struct cc_setup *cc, uint64_t end_ns,
@@ -272,18 +169,18 @@ static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, cons
 		return -1;
 	}
 	w.end_ns = end_ns;
-	uint64_t tail_from = w.f[nflows - 1].start_ns + 10 * HT_MS;
+	uint64_t tail_from = w.fl.f[nflows - 1].start_ns + 10 * HT_MS;
 
 	/* In slices: the predicate sees every slice boundary even when the
 	 * network is quiet (a flow's start time passes with no event). */
-	while (pair_now(w.pair) < end_ns) {
-		if (pair_run_until(w.pair, step, &w, 50 * HT_US) == PAIR_IDLE) {
+	while (pair_now(w.fl.pair) < end_ns) {
+		if (pair_run_until(w.fl.pair, step, &w, 50 * HT_US) == PAIR_IDLE) {
 			/* Nothing in flight and no timer while flows wait: a
 			 * transport that stalled.  Fail rather than spin. */
-			fprintf(stderr, "stalled at %llu ns\n", (unsigned long long)pair_now(w.pair));
+			fprintf(stderr, "stalled at %llu ns\n", (unsigned long long)pair_now(w.fl.pair));
 			for (unsigned i = 0; i < nflows; i++) {
 				struct rnic_qp_info qi;
-				if (rnic_qp_infos(pair_rnic(w.pair, i), &qi, 1, pair_now(w.pair)))
+				if (rnic_qp_infos(pair_rnic(w.fl.pair, i), &qi, 1, pair_now(w.fl.pair)))
 					fprintf(stderr, "  flow %u: state %d sq_psn %u unacked %u outstanding %u\n", i, (int)qi.state, qi.sq_psn,
 						qi.unacked_psn, qi.outstanding);
 			}
@@ -291,8 +188,8 @@ static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, cons
 			return -1;
 		}
 		/* The queue in the measured tail (see below). */
-		if (pair_now(w.pair) >= tail_from) {
-			uint64_t b = pair_queue_backlog(w.pair, w.receiver);
+		if (pair_now(w.fl.pair) >= tail_from) {
+			uint64_t b = pair_queue_backlog(w.fl.pair, w.fl.receiver);
 			res->tail_backlog_sum += b;
 			res->tail_samples++;
 			if (b > res->tail_backlog_max)
@@ -309,17 +206,17 @@ static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, cons
 	for (unsigned i = 0; i < nflows; i++) {
 		uint64_t bytes = 0;
 		for (unsigned b = first; b < last; b++)
-			bytes += w.f[i].bytes_in_bin[b];
+			bytes += w.fl.f[i].bytes_in_bin[b];
 		double gbps = (double)bytes * 8 / ((double)(last - first) * BIN_NS);
 		res->share[i] = gbps;
 		sum += gbps;
 		sumsq += gbps * gbps;
 		total += gbps;
-		res->errors |= w.f[i].error;
+		res->errors |= w.fl.f[i].error;
 		if (verbose) {
 			printf("  flow %u:", i);
 			for (unsigned b = 0; b < last; b += 2)
-				printf(" %.1f", (double)w.f[i].bytes_in_bin[b] * 8 / BIN_NS);
+				printf(" %.1f", (double)w.fl.f[i].bytes_in_bin[b] * 8 / BIN_NS);
 			printf("\n");
 		}
 	}
@@ -327,19 +224,19 @@ static int run(uint64_t seed, unsigned nflows, bool dcqcn, uint64_t buffer, cons
 	/* WRITE payload against the link's bits: headers are ~1.5% of 4 KiB
 	 * packets, so a full link shows ~0.98. */
 	res->utilisation = total * 1e9 / (double)BOTTLENECK_BPS;
-	const struct pair_queue_stats *qs = pair_queue_stats(w.pair, w.receiver);
+	const struct pair_queue_stats *qs = pair_queue_stats(w.fl.pair, w.fl.receiver);
 	res->drops = qs->dropped;
 	res->marked = qs->marked;
 	res->packets = qs->packets;
 	res->max_backlog = qs->max_backlog;
 	for (unsigned i = 0; i <= nflows; i++) {
-		const struct rnic_counters *c = rnic_counters(pair_rnic(w.pair, i));
+		const struct rnic_counters *c = rnic_counters(pair_rnic(w.fl.pair, i));
 		res->retransmits += c->retransmits;
 		res->cnp_sent += c->cnp_sent;
 		res->cnp_received += c->cnp_received;
 		res->rate_decreases += c->rate_decreases;
 	}
-	res->trace = pair_trace_hash(w.pair);
+	res->trace = pair_trace_hash(w.fl.pair);
 	destroy(&w);
 	return 0;
 }
@@ -369,12 +266,12 @@ static void case_dcqcn(uint64_t seed, unsigned nflows, enum dcqcn_profile prof)
 	const char *name = prof == DCQCN_PROFILE_PAPER ? "dcqcn paper" : "dcqcn mlx5 ";
 	const struct cc_setup cc = { RNIC_CC_DCQCN, prof, 0 };
 
-	ht_begin_case("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)check_end(), "%s", "run");
 	print(name, nflows, &r);
 	CHECK(!r.errors, "%s", "completion errors");
-	CHECK_EQ_U(r.drops, 0, "queue drops");
-	CHECK_EQ_U(r.retransmits, 0, "retransmits");
+	CHECK_EQ(r.drops, 0, "queue drops");
+	CHECK_EQ(r.retransmits, 0, "retransmits");
 	/* A CNP or two may still be on the wire when the run ends. */
 	CHECK(r.cnp_sent > 0 && r.cnp_received <= r.cnp_sent && r.cnp_received + 4 >= r.cnp_sent,
 	      "CNPs sent %llu received %llu",
@@ -393,10 +290,10 @@ static void case_dcqcn(uint64_t seed, unsigned nflows, enum dcqcn_profile prof)
 	CHECK(r.tail_samples && r.tail_backlog_sum / r.tail_samples < (uint64_t)nflows * DEPTH * MSG / 4,
 	      "mean tail backlog %llu", (unsigned long long)(r.tail_samples ? r.tail_backlog_sum / r.tail_samples : 0));
 	/* Replay: same seed, same packets at the same times. */
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)check_end(), "%s", "run");
 	CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
 	      (unsigned long long)r.trace);
-	ht_end_case();
+	check_end();
 }
 
 /* DCTCP (ECN echoes as CNPs, α per window), TIMELY (RTT gradient) and
@@ -412,12 +309,12 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 	const struct cc_setup cc = { algo, DCQCN_PROFILE_PAPER, WINDOW };
 	const char *name = algo == RNIC_CC_DCTCP ? "dctcp      " : algo == RNIC_CC_HPCC ? "hpcc       " : "timely     ";
 
-	ht_begin_case("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
-	REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: %s, %u flows", (unsigned long long)seed, name, nflows);
+	REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &r) == 0, (void)check_end(), "%s", "run");
 	print(name, nflows, &r);
 	CHECK(!r.errors, "%s", "completion errors");
-	CHECK_EQ_U(r.drops, 0, "queue drops");
-	CHECK_EQ_U(r.retransmits, 0, "retransmits");
+	CHECK_EQ(r.drops, 0, "queue drops");
+	CHECK_EQ(r.retransmits, 0, "retransmits");
 	CHECK(r.rate_decreases > 0, "%s", "no rate decrease");
 	if (algo == RNIC_CC_DCTCP)
 		/* One echo per CE packet: every mark comes back (but those
@@ -436,11 +333,11 @@ static void case_other(uint64_t seed, unsigned nflows, enum rnic_cc_algo algo)
 	/* Replay, in the 2-flow case (the 4-flow one would double the
 	 * time under ASan for the same code path). */
 	if (nflows == 2) {
-		REQUIRE(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)ht_end_case(), "%s", "run");
+		REQUIRE_RET(run(seed, nflows, true, BUFFER_DEEP, &cc, end, &again) == 0, (void)check_end(), "%s", "run");
 		CHECK(again.trace == r.trace, "replay: trace %llx vs %llx", (unsigned long long)again.trace,
 		      (unsigned long long)r.trace);
 	}
-	ht_end_case();
+	check_end();
 }
 
 static void case_no_dcqcn(uint64_t seed)
@@ -448,8 +345,8 @@ static void case_no_dcqcn(uint64_t seed)
 	struct result r;
 	const struct cc_setup cc = { RNIC_CC_DCQCN, DCQCN_PROFILE_MLX5, 0 };
 
-	ht_begin_case("seed %llu: DCQCN off, shallow buffer", (unsigned long long)seed);
-	REQUIRE(run(seed, 2, false, BUFFER_SHALLOW, &cc, 25 * HT_MS, &r) == 0, (void)ht_end_case(), "%s", "run");
+	check_begin("seed %llu: DCQCN off, shallow buffer", (unsigned long long)seed);
+	REQUIRE_RET(run(seed, 2, false, BUFFER_SHALLOW, &cc, 25 * HT_MS, &r) == 0, (void)check_end(), "%s", "run");
 	print("dcqcn off  ", 2, &r);
 	/* The same marks come and CNPs go back, but nobody slows down. */
 	CHECK(r.cnp_sent > 0 && r.rate_decreases == 0, "cnps %llu cuts %llu", (unsigned long long)r.cnp_sent,
@@ -461,7 +358,7 @@ static void case_no_dcqcn(uint64_t seed)
 	      (unsigned long long)r.packets);
 	CHECK(r.drops > 0 && r.retransmits > 0, "drops %llu retransmits %llu", (unsigned long long)r.drops,
 	      (unsigned long long)r.retransmits);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -480,6 +377,7 @@ int main(int argc, char **argv)
 	}
 	n = ht_seeds_from_args(argc, argv, seeds, 16, defaults, 2);
 	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		if (others) {
 			case_other(seeds[i], 2, RNIC_CC_DCTCP);
 			case_other(seeds[i], 4, RNIC_CC_DCTCP);
@@ -495,10 +393,9 @@ int main(int argc, char **argv)
 		case_dcqcn(seeds[i], 4, DCQCN_PROFILE_PAPER);
 		case_no_dcqcn(seeds[i]);
 	}
-	if (ht_failures) {
-		printf("cc_converge: %d failures\n", ht_failures);
-		return 1;
-	}
+	check_seeded = false;
+	if (check_failures)
+		return check_exit("cc_converge");
 	printf("cc_converge: ok\n");
 	return 0;
 }

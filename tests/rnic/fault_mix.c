@@ -145,7 +145,7 @@ static void fill_random(struct run *u, uint8_t *p, size_t len)
 /* Fail the run: record, and make the predicate stop the simulation. */
 #define RUN_FAIL(u, ...)                                                       \
 	do {                                                                   \
-		HT_FAIL(__VA_ARGS__);                                          \
+		FAIL(__VA_ARGS__);                                          \
 		(u)->failed = true;                                            \
 	} while (0)
 
@@ -282,7 +282,7 @@ static int setup_dir(struct run *u, struct dir *d, int s)
 	d->local_model = malloc(LOCAL_CAP);
 	d->tgt = malloc(TGT_LEN);
 	d->tgt_model = malloc(TGT_LEN);
-	REQUIRE(d->local && d->local_model && d->tgt && d->tgt_model, -1, "out of memory");
+	REQUIRE_RET(d->local && d->local_model && d->tgt && d->tgt_model, -1, "out of memory");
 	fill_random(u, d->local, LOCAL_CAP);
 	memcpy(d->local_model, d->local, LOCAL_CAP);
 	fill_random(u, d->tgt, TGT_LEN);
@@ -293,24 +293,24 @@ static int setup_dir(struct run *u, struct dir *d, int s)
 	 * and with them the trace hash, do not depend on where malloc put it. */
 	d->tgt_iova = 0x7e5700000000ull + (uint64_t)s * 0x100000000ull;
 	d->tgt_mr = rnic_mr_reg(R->pd, d->tgt, TGT_LEN, d->tgt_iova, HT_ALL_ACCESS);
-	REQUIRE(d->local_mr && d->tgt_mr, -1, "mr_reg: %s", strerror(errno));
+	REQUIRE_RET(d->local_mr && d->tgt_mr, -1, "mr_reg: %s", strerror(errno));
 
 	gen_ops(u, d);
-	REQUIRE(d->local_used <= LOCAL_CAP, -1, "local buffer overflow");
+	REQUIRE_RET(d->local_used <= LOCAL_CAP, -1, "local buffer overflow");
 
 	size_t rlen = (d->nconsumers + EXTRA_RECVS) * RECV_SLOT;
 	d->rbuf = malloc(rlen);
 	d->rbuf_model = malloc(rlen);
-	REQUIRE(d->rbuf && d->rbuf_model, -1, "out of memory");
+	REQUIRE_RET(d->rbuf && d->rbuf_model, -1, "out of memory");
 	memset(d->rbuf, 0x5a, rlen);
 	memset(d->rbuf_model, 0x5a, rlen);
 	d->rbuf_mr = ht_reg(R, d->rbuf, rlen, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(d->rbuf_mr, -1, "rbuf mr");
+	REQUIRE_RET(d->rbuf_mr, -1, "rbuf mr");
 	gen_recvs(u, d);
 	for (size_t k = 0; k < d->nrecvs; k++) {
 		struct ibv_recv_wr wr = { .wr_id = k, .sg_list = d->recvs[k].sge, .num_sge = d->recvs[k].nsge }, *bad;
 		int rc = rnic_post_recv(R->qp, &wr, &bad);
-		REQUIRE(rc == 0, -1, "post_recv %zu: %s", k, strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "post_recv %zu: %s", k, strerror(rc));
 	}
 	return 0;
 }
@@ -786,7 +786,7 @@ static void describe(struct run *u)
 	const struct pair_stats *ps = pair_stats(u->h.pair);
 	printf("  [%s] pair: sent %llu delivered %llu lost %llu dup %llu reordered %llu corrupted %llu bad_icrc %llu; "
 	       "sim time %.3f ms\n",
-	       ht_case, (unsigned long long)ps->sent, (unsigned long long)ps->delivered, (unsigned long long)ps->lost,
+	       check_case, (unsigned long long)ps->sent, (unsigned long long)ps->delivered, (unsigned long long)ps->lost,
 	       (unsigned long long)ps->duplicated, (unsigned long long)ps->reordered,
 	       (unsigned long long)ps->corrupted, (unsigned long long)ps->bad_icrc,
 	       (double)pair_now(u->h.pair) / 1e6);
@@ -795,7 +795,7 @@ static void describe(struct run *u)
 		const struct rnic_counters *c = rnic_counters(u->h.side[i].r);
 		printf("  [%s] node %d (%s): posted %zu/%zu, done through %ld, recv wc %zu/%zu; retransmits %llu timeouts "
 		       "%llu probes %llu nak_seq tx/rx %llu/%llu selective tx/rx %llu/%llu kept %llu dup_req %llu\n",
-		       ht_case, i, u->h.opts.go_back_n[i] ? "go-back-n" : "selective", d->next_post, d->nops,
+		       check_case, i, u->h.opts.go_back_n[i] ? "go-back-n" : "selective", d->next_post, d->nops,
 		       d->last_done, u->dir[1 - i].next_recv_wc, u->dir[1 - i].nconsumers,
 		       (unsigned long long)c->retransmits, (unsigned long long)c->retransmit_timeouts,
 		       (unsigned long long)c->retransmit_probes, (unsigned long long)c->tx_nak_psn_seq,
@@ -813,7 +813,7 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 	u->seed = seed;
 	u->sabotage = sabotage;
 	u->max_wr_per_dir = 120;
-	int before = ht_failures;
+	int before = check_failures;
 
 	/* The pair's PRNG decides everything, so first make a pair just to
 	 * draw the link parameters, then the real one with those. */
@@ -823,7 +823,7 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 	{
 		struct pair *probe = pair_create(seed ^ 0x5eedull, 2, NULL);
 		if (!probe) {
-			HT_FAIL("pair_create: %s", strerror(errno));
+			FAIL("pair_create: %s", strerror(errno));
 			free(u);
 			return false;
 		}
@@ -881,7 +881,7 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 
 	enum pair_run_result rr = pair_run_until(u->h.pair, step, u, 120ull * 1000 * HT_MS);
 	if (!u->failed && rr != PAIR_DONE) {
-		HT_FAIL("run ended without finishing (%s) at %.3f ms simulated",
+		FAIL("run ended without finishing (%s) at %.3f ms simulated",
 			rr == PAIR_IDLE ? "idle: nothing left to happen" : rr == PAIR_STUCK ? "stuck" : "timeout",
 			(double)pair_now(u->h.pair) / 1e6);
 		u->failed = true;
@@ -892,29 +892,29 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 		struct ibv_wc wc;
 		for (int i = 0; i < 2; i++) {
 			if (rnic_cq_poll(u->h.side[i].scq, 1, &wc) == 1)
-				HT_FAIL("node %d: extra send completion wr_id %llu status %s", i,
+				FAIL("node %d: extra send completion wr_id %llu status %s", i,
 					(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 			if (rnic_cq_poll(u->h.side[i].rcq, 1, &wc) == 1)
-				HT_FAIL("node %d: extra recv completion wr_id %llu status %s", i,
+				FAIL("node %d: extra recv completion wr_id %llu status %s", i,
 					(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 		}
 		for (int i = 0; i < 2; i++) {
 			struct dir *d = &u->dir[i];
 			for (size_t k = 0; k < TGT_LEN; k++)
 				if (d->tgt[k] != d->tgt_model[k]) {
-					HT_FAIL("dir %d: target byte %zu is 0x%02x, model says 0x%02x", i, k, d->tgt[k],
+					FAIL("dir %d: target byte %zu is 0x%02x, model says 0x%02x", i, k, d->tgt[k],
 						d->tgt_model[k]);
 					break;
 				}
 			for (size_t k = 0; k < LOCAL_CAP; k++)
 				if (d->local[k] != d->local_model[k]) {
-					HT_FAIL("dir %d: local byte %zu is 0x%02x, model says 0x%02x", i, k,
+					FAIL("dir %d: local byte %zu is 0x%02x, model says 0x%02x", i, k,
 						d->local[k], d->local_model[k]);
 					break;
 				}
 			for (size_t k = 0; k < d->nrecvs; k++)
 				if (!recv_slot_matches(d, k)) {
-					HT_FAIL("dir %d: receive slot %zu differs from the model", i, k);
+					FAIL("dir %d: receive slot %zu differs from the model", i, k);
 					break;
 				}
 			const struct rnic_counters *c = rnic_counters(u->h.side[i].r);
@@ -922,10 +922,10 @@ static bool run_seed(uint64_t seed, enum sabotage sabotage, struct outcome *out)
 			      (unsigned long long)c->completion_errors);
 		}
 	}
-	if ((ht_failures != before && !ht_quiet) || opt_verbose)
+	if ((check_failures != before && !check_quiet) || opt_verbose)
 		describe(u);
 	if (sabotage != SAB_NONE && !u->sabotaged && !u->sabotage_hits)
-		printf("  [%s] self-check %s: no packet to sabotage\n", ht_case, sabotage_names[sabotage]);
+		printf("  [%s] self-check %s: no packet to sabotage\n", check_case, sabotage_names[sabotage]);
 	out->trace = pair_trace_hash(u->h.pair);
 	{
 		const struct pair_stats *ps = pair_stats(u->h.pair);
@@ -943,7 +943,7 @@ out:
 	free_dir(&u->dir[1]);
 	ht_teardown(&u->h);
 	free(u);
-	return ht_failures == before;
+	return check_failures == before;
 }
 
 int main(int argc, char **argv)
@@ -976,42 +976,44 @@ int main(int argc, char **argv)
 	int failed = 0;
 	uint64_t prev_trace = 0;
 	for (size_t i = 0; i < n; i++) {
-		ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
+		check_begin("seed %llu", (unsigned long long)seeds[i]);
+		check_seed(seeds[i]);
 		struct outcome a = { 0 }, b = { 0 };
 		bool ok = run_seed(seeds[i], SAB_NONE, &a);
 		/* Determinism: replay some seeds and compare the traces. */
 		if (ok && (twice_all || i % 8 == 0 || n == 1)) {
 			ok = run_seed(seeds[i], SAB_NONE, &b);
 			if (ok && (a.trace != b.trace || a.now != b.now || a.delivered != b.delivered))
-				HT_FAIL("replay differs: trace %016llx vs %016llx, now %llu vs %llu, delivered %llu vs %llu",
+				FAIL("replay differs: trace %016llx vs %016llx, now %llu vs %llu, delivered %llu vs %llu",
 					(unsigned long long)a.trace, (unsigned long long)b.trace,
 					(unsigned long long)a.now, (unsigned long long)b.now,
 					(unsigned long long)a.delivered, (unsigned long long)b.delivered);
 		}
 		/* and the trace does depend on the seed */
 		if (ok && i > 0 && a.trace == prev_trace)
-			HT_FAIL("seed %llu has the same trace hash as the previous seed", (unsigned long long)seeds[i]);
+			FAIL("seed %llu has the same trace hash as the previous seed", (unsigned long long)seeds[i]);
 		prev_trace = a.trace;
-		if (ht_end_case()) {
+		if (check_end()) {
 			printf("  replay: SOFTRNIC_SEED=%llu %s\n", (unsigned long long)seeds[i], argv[0]);
 			failed++;
 		}
 	}
+	check_seeded = false;
 	/* Self-check: each sabotage must make the run fail, or the checks
 	 * above prove nothing. */
 	if (!no_self_check) {
 		for (int sab = SAB_NONE + 1; sab < SAB_KINDS; sab++) {
-			ht_begin_case("self-check: %s", sabotage_names[sab]);
+			check_begin("self-check: %s", sabotage_names[sab]);
 			struct outcome x;
-			int saved = ht_failures;
-			ht_quiet = true;
+			int saved = check_failures;
+			check_quiet = true;
 			bool ok = run_seed(1, (enum sabotage)sab, &x);
-			ht_quiet = false;
-			ht_failures = saved;
-			ht_case_failures = 0;
+			check_quiet = false;
+			check_failures = saved;
+			check_case_failures = 0;
 			if (ok)
-				HT_FAIL("a corrupted %s went unnoticed by the model", sabotage_names[sab]);
-			if (ht_end_case())
+				FAIL("a corrupted %s went unnoticed by the model", sabotage_names[sab]);
+			if (check_end())
 				failed++;
 		}
 	}
@@ -1035,5 +1037,6 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	check_exit("fault_mix");
 	return failed ? 1 : 0;
 }

@@ -128,59 +128,59 @@ static void test_success(uint64_t seed)
 	struct flush_tap t;
 	struct ibv_wc wc;
 
-	ht_begin_case("seed %llu: FLUSH of a range, of a region, global only", (unsigned long long)seed);
+	check_begin("seed %llu: FLUSH of a range, of a region, global only", (unsigned long long)seed);
 	memset(&t, 0, sizeof(t));
 	if (!setup(&h, seed, FLUSH_ACCESS))
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
-	REQUIRE(mr, , "target MR");
+	REQUIRE_RET(mr, , "target MR");
 	struct pair_persisted *log = pair_persist_log(h.pair, 1);
 	pair_set_tap(h.pair, tap, &t);
 
 	/* A range, persistence. */
 	struct ibv_send_wr wr = flush_wr(1, mr, (uintptr_t)target + 100, 1000, RNIC_FLUSH_PERSISTENT, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), 0, "post FLUSH range");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "FLUSH completes");
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "range status");
-	CHECK_EQ_U(wc.opcode, RNIC_WC_FLUSH, "completion opcode IBV_WC_FLUSH");
-	CHECK_EQ_U(wc.wr_id, 1, "wr_id");
-	CHECK_EQ_U(t.flush_packets, 1, "one FLUSH packet");
-	CHECK_EQ_U(t.last_flush.feth.placement, WIRE_FLUSH_PERSISTENT, "FETH placement");
-	CHECK_EQ_U(t.last_flush.feth.selectivity, WIRE_FLUSH_RANGE, "FETH selectivity");
-	CHECK_EQ_U(t.last_flush.reth.va, (uintptr_t)target + 100, "RETH va");
-	CHECK_EQ_U(t.last_flush.reth.dma_len, 1000, "RETH length");
-	CHECK_EQ_U(t.last_flush.reth.rkey, rnic_mr_rkey(mr), "RETH rkey");
-	CHECK_EQ_U(t.last_flush.payload_len, 0, "no payload");
+	CHECK_EQ(post(&h, &wr), 0, "post FLUSH range");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "FLUSH completes");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "range status");
+	CHECK_EQ(wc.opcode, RNIC_WC_FLUSH, "completion opcode IBV_WC_FLUSH");
+	CHECK_EQ(wc.wr_id, 1, "wr_id");
+	CHECK_EQ(t.flush_packets, 1, "one FLUSH packet");
+	CHECK_EQ(t.last_flush.feth.placement, WIRE_FLUSH_PERSISTENT, "FETH placement");
+	CHECK_EQ(t.last_flush.feth.selectivity, WIRE_FLUSH_RANGE, "FETH selectivity");
+	CHECK_EQ(t.last_flush.reth.va, (uintptr_t)target + 100, "RETH va");
+	CHECK_EQ(t.last_flush.reth.dma_len, 1000, "RETH length");
+	CHECK_EQ(t.last_flush.reth.rkey, rnic_mr_rkey(mr), "RETH rkey");
+	CHECK_EQ(t.last_flush.payload_len, 0, "no payload");
 	CHECK(!t.ackreq_seen, "a FLUSH asks for no ACK: its response answers it");
-	CHECK_EQ_U(t.zero_len_responses, 1, "answered by one zero-length READ response");
-	CHECK_EQ_U(log->calls, 1, "persist asked once");
+	CHECK_EQ(t.zero_len_responses, 1, "answered by one zero-length READ response");
+	CHECK_EQ(log->calls, 1, "persist asked once");
 	CHECK(log->last_addr == target + 100 && log->last_len == 1000, "persisted the RETH's range");
-	CHECK_EQ_U(rnic_counters(h.side[1].r)->flushes, 1, "responder counts the flush");
+	CHECK_EQ(rnic_counters(h.side[1].r)->flushes, 1, "responder counts the flush");
 
 	/* The whole region: the RETH's va and length are not read. */
 	wr = flush_wr(2, mr, 0xdead0000ull, 7, RNIC_FLUSH_PERSISTENT | RNIC_FLUSH_GLOBAL, RNIC_FLUSH_MR);
-	CHECK_EQ_U(post(&h, &wr), 0, "post FLUSH region");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "region FLUSH completes");
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "region status");
-	CHECK_EQ_U(log->calls, 2, "persist asked again");
+	CHECK_EQ(post(&h, &wr), 0, "post FLUSH region");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "region FLUSH completes");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "region status");
+	CHECK_EQ(log->calls, 2, "persist asked again");
 	CHECK(log->last_addr == target && log->last_len == BUF, "persisted the whole region");
 
 	/* Global visibility only: nothing for the port to persist. */
 	wr = flush_wr(3, mr, (uintptr_t)target, 64, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), 0, "post FLUSH global");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "global FLUSH completes");
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "global status");
-	CHECK_EQ_U(log->calls, 2, "global visibility persists nothing");
+	CHECK_EQ(post(&h, &wr), 0, "post FLUSH global");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "global FLUSH completes");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "global status");
+	CHECK_EQ(log->calls, 2, "global visibility persists nothing");
 
 	/* A zero-length range needs no key (like a zero-length READ). */
 	wr = flush_wr(4, NULL, 0, 0, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), 0, "post zero-length FLUSH");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "zero-length FLUSH completes");
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "zero-length status");
-	CHECK_EQ_U(ht_drops(rnic_counters(h.side[0].r)) + ht_drops(rnic_counters(h.side[1].r)), 0, "nothing dropped");
+	CHECK_EQ(post(&h, &wr), 0, "post zero-length FLUSH");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS), , "zero-length FLUSH completes");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "zero-length status");
+	CHECK_EQ(ht_drops(rnic_counters(h.side[0].r)) + ht_drops(rnic_counters(h.side[1].r)), 0, "nothing dropped");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 /* One case of the responder's rules: the requester's completion status. */
@@ -190,20 +190,20 @@ static void rule_case(const char *what, int qp_access, int mr_access, uint64_t v
 	struct ht h;
 	struct ibv_wc wc;
 
-	ht_begin_case("rule: %s", what);
+	check_begin("rule: %s", what);
 	if (!setup(&h, 7, qp_access))
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, mr_access);
-	REQUIRE(mr, , "target MR");
+	REQUIRE_RET(mr, , "target MR");
 	struct ibv_send_wr wr = flush_wr(9, mr, (uintptr_t)target + va_off, len, placement, level);
-	CHECK_EQ_U(post(&h, &wr), 0, "post");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 200 * HT_MS), , "completion");
+	CHECK_EQ(post(&h, &wr), 0, "post");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 200 * HT_MS), , "completion");
 	if (wc.status != want)
-		HT_FAIL("status %s, expected %s", ht_wc_status_str(wc.status), ht_wc_status_str(want));
-	CHECK_EQ_U(pair_persist_log(h.pair, 1)->calls, 0, "nothing persisted on a refused FLUSH");
+		FAIL("status %s, expected %s", ht_wc_status_str(wc.status), ht_wc_status_str(want));
+	CHECK_EQ(pair_persist_log(h.pair, 1)->calls, 0, "nothing persisted on a refused FLUSH");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 static void test_rules(void)
@@ -234,29 +234,29 @@ static void test_post_errors(void)
 	struct ht h;
 	struct ibv_sge sge = { (uintptr_t)target, 8, 0 };
 
-	ht_begin_case("post: bad FLUSH work requests get EINVAL");
+	check_begin("post: bad FLUSH work requests get EINVAL");
 	if (!setup(&h, 3, FLUSH_ACCESS))
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
-	REQUIRE(mr, , "MR");
+	REQUIRE_RET(mr, , "MR");
 	uint32_t free_before = rnic_qp_sq_free(h.side[0].qp);
 	struct ibv_send_wr wr = flush_wr(1, mr, (uintptr_t)target, 8, 0, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), EINVAL, "no placement type");
+	CHECK_EQ(post(&h, &wr), EINVAL, "no placement type");
 	wr = flush_wr(1, mr, (uintptr_t)target, 8, 4, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), EINVAL, "unknown placement bit");
+	CHECK_EQ(post(&h, &wr), EINVAL, "unknown placement bit");
 	wr = flush_wr(1, mr, (uintptr_t)target, 8, RNIC_FLUSH_GLOBAL, 2);
-	CHECK_EQ_U(post(&h, &wr), EINVAL, "selectivity 2");
+	CHECK_EQ(post(&h, &wr), EINVAL, "selectivity 2");
 	wr = flush_wr(1, mr, (uintptr_t)target, 1ull << 32, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), EINVAL, "length past 32 bits");
+	CHECK_EQ(post(&h, &wr), EINVAL, "length past 32 bits");
 	wr = flush_wr(1, mr, (uintptr_t)target, 8, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE);
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	CHECK_EQ_U(post(&h, &wr), EINVAL, "with an SGE");
-	CHECK_EQ_U(rnic_qp_sq_free(h.side[0].qp), free_before, "nothing queued");
-	CHECK_EQ_U(rnic_counters(h.side[0].r)->tx_packets, 0, "nothing sent");
+	CHECK_EQ(post(&h, &wr), EINVAL, "with an SGE");
+	CHECK_EQ(rnic_qp_sq_free(h.side[0].qp), free_before, "nothing queued");
+	CHECK_EQ(rnic_counters(h.side[0].r)->tx_packets, 0, "nothing sent");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 /* A lost response: asked again, answered again, flushed once. */
@@ -266,26 +266,26 @@ static void test_lost_response(uint64_t seed)
 	struct flush_tap t;
 	struct ibv_wc wc;
 
-	ht_begin_case("seed %llu: the FLUSH response is lost twice", (unsigned long long)seed);
+	check_begin("seed %llu: the FLUSH response is lost twice", (unsigned long long)seed);
 	memset(&t, 0, sizeof(t));
 	t.drop_responses = 2;
 	if (!setup(&h, seed, FLUSH_ACCESS))
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
-	REQUIRE(mr, , "MR");
+	REQUIRE_RET(mr, , "MR");
 	pair_set_tap(h.pair, tap, &t);
 	struct ibv_send_wr wr = flush_wr(5, mr, (uintptr_t)target, 4096, RNIC_FLUSH_PERSISTENT, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), 0, "post");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 2000 * HT_MS), , "FLUSH completes after two losses");
-	CHECK_EQ_U(wc.status, IBV_WC_SUCCESS, "status");
-	CHECK_EQ_U(wc.opcode, RNIC_WC_FLUSH, "opcode");
-	CHECK_EQ_U(t.flush_packets, 3, "sent three times");
-	CHECK_EQ_U(t.responses, 3, "answered three times");
-	CHECK_EQ_U(pair_persist_log(h.pair, 1)->calls, 1, "flushed once: duplicates are answered, not run");
-	CHECK_EQ_U(rnic_counters(h.side[1].r)->duplicate_requests, 2, "two duplicates seen");
+	CHECK_EQ(post(&h, &wr), 0, "post");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 2000 * HT_MS), , "FLUSH completes after two losses");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "status");
+	CHECK_EQ(wc.opcode, RNIC_WC_FLUSH, "opcode");
+	CHECK_EQ(t.flush_packets, 3, "sent three times");
+	CHECK_EQ(t.responses, 3, "answered three times");
+	CHECK_EQ(pair_persist_log(h.pair, 1)->calls, 1, "flushed once: duplicates are answered, not run");
+	CHECK_EQ(rnic_counters(h.side[1].r)->duplicate_requests, 2, "two duplicates seen");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 /* max_rd_atomic 1: a FLUSH waits for an outstanding READ, and a READ for an
@@ -298,7 +298,7 @@ static void test_rd_atomic_limit(void)
 	struct ibv_wc wc[3];
 	static uint8_t local[64];
 
-	ht_begin_case("max_rd_atomic 1: FLUSH and READ take turns");
+	check_begin("max_rd_atomic 1: FLUSH and READ take turns");
 	memset(&t, 0, sizeof(t));
 	nregs = 0;
 	ht_default_opts(&o, 11);
@@ -308,7 +308,7 @@ static void test_rd_atomic_limit(void)
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	struct rnic_mr *lmr = reg(&h.side[0], local, sizeof(local), HT_ALL_ACCESS);
-	REQUIRE(mr && lmr, , "MRs");
+	REQUIRE_RET(mr && lmr, , "MRs");
 	struct ibv_sge sge = { (uintptr_t)local, sizeof(local), rnic_mr_lkey(lmr) };
 	struct ibv_send_wr rd;
 	memset(&rd, 0, sizeof(rd));
@@ -325,17 +325,17 @@ static void test_rd_atomic_limit(void)
 	rd.next = &fl;
 	fl.next = &rd2;
 	pair_set_tap(h.pair, tap, &t);
-	CHECK_EQ_U(post(&h, &rd), 0, "post READ, FLUSH, READ");
-	CHECK_EQ_U(t.flush_packets, 0, "the FLUSH waits for the READ");
+	CHECK_EQ(post(&h, &rd), 0, "post READ, FLUSH, READ");
+	CHECK_EQ(t.flush_packets, 0, "the FLUSH waits for the READ");
 	for (int i = 0; i < 3; i++) {
-		REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc[i], 100 * HT_MS), , "completion %d", i);
-		CHECK_EQ_U(wc[i].status, IBV_WC_SUCCESS, "status");
-		CHECK_EQ_U(wc[i].wr_id, 20u + (unsigned)i, "in order");
+		REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc[i], 100 * HT_MS), , "completion %d", i);
+		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS, "status");
+		CHECK_EQ(wc[i].wr_id, 20u + (unsigned)i, "in order");
 	}
-	CHECK_EQ_U(wc[1].opcode, RNIC_WC_FLUSH, "the middle one is the FLUSH");
+	CHECK_EQ(wc[1].opcode, RNIC_WC_FLUSH, "the middle one is the FLUSH");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 /* The port fails to persist: a remote operation error for the requester,
@@ -345,21 +345,21 @@ static void test_persist_fails(void)
 	struct ht h;
 	struct ibv_wc wc;
 
-	ht_begin_case("persist fails: remote operation error");
+	check_begin("persist fails: remote operation error");
 	if (!setup(&h, 5, FLUSH_ACCESS))
 		goto out;
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
-	REQUIRE(mr, , "MR");
+	REQUIRE_RET(mr, , "MR");
 	pair_persist_log(h.pair, 1)->fail_with = EIO;
 	struct ibv_send_wr wr = flush_wr(6, mr, (uintptr_t)target, 64, RNIC_FLUSH_PERSISTENT, RNIC_FLUSH_RANGE);
-	CHECK_EQ_U(post(&h, &wr), 0, "post");
-	REQUIRE(ht_wait_wc(&h, h.side[0].scq, &wc, 200 * HT_MS), , "completion");
+	CHECK_EQ(post(&h, &wr), 0, "post");
+	REQUIRE_RET(ht_wait_wc(&h, h.side[0].scq, &wc, 200 * HT_MS), , "completion");
 	if (wc.status != IBV_WC_REM_OP_ERR)
-		HT_FAIL("status %s, expected REM_OP_ERR", ht_wc_status_str(wc.status));
-	CHECK_EQ_U(rnic_counters(h.side[1].r)->flush_failed, 1, "counted");
+		FAIL("status %s, expected REM_OP_ERR", ht_wc_status_str(wc.status));
+	CHECK_EQ(rnic_counters(h.side[1].r)->flush_failed, 1, "counted");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 /* UC has no FLUSH (RC only, IBTA 1.5). */
@@ -368,7 +368,7 @@ static void test_uc_refused(void)
 	struct ht h;
 	struct ibv_qp_init_attr init;
 
-	ht_begin_case("UC QP: FLUSH refused at post");
+	check_begin("UC QP: FLUSH refused at post");
 	if (!setup(&h, 9, FLUSH_ACCESS))
 		goto out;
 	memset(&init, 0, sizeof(init));
@@ -378,7 +378,7 @@ static void test_uc_refused(void)
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	struct rnic_qp *uc = rnic_qp_create(h.side[0].pd, h.side[0].scq, h.side[0].rcq, &init, NULL);
-	REQUIRE(uc, , "UC QP");
+	REQUIRE_RET(uc, , "UC QP");
 	struct rnic_mr *mr = reg(&h.side[1], target, BUF, FLUSH_ACCESS);
 	struct ibv_send_wr wr = flush_wr(1, mr, (uintptr_t)target, 8, RNIC_FLUSH_GLOBAL, RNIC_FLUSH_RANGE), *bad;
 	/* Only the attributes UC takes (IBTA 11.2.5 / rdma-core's table). */
@@ -401,11 +401,11 @@ static void test_uc_refused(void)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	CHECK(rnic_qp_modify(uc, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, 0) == 0, "UC RTS");
-	CHECK_EQ_U(rnic_post_send(uc, &wr, &bad, 0), EINVAL, "UC FLUSH");
+	CHECK_EQ(rnic_post_send(uc, &wr, &bad, 0), EINVAL, "UC FLUSH");
 	CHECK(rnic_qp_destroy(uc) == 0, "destroy UC");
 out:
 	teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -415,18 +415,18 @@ int main(int argc, char **argv)
 	size_t n = ht_seeds_from_args(argc, argv, seeds, 64, defaults, 3);
 
 	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		test_success(seeds[i]);
 		test_lost_response(seeds[i]);
 	}
+	check_seeded = false;
 	test_rules();
 	test_post_errors();
 	test_rd_atomic_limit();
 	test_persist_fails();
 	test_uc_refused();
-	if (ht_failures) {
-		fprintf(stderr, "flush: %d failure(s)\n", ht_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("flush");
 	printf("flush: FLUSH packet, rules, answers, losses and limits: ok\n");
 	return 0;
 }

@@ -4,62 +4,8 @@
 #include "harness.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-char ht_case[128];
-int ht_failures;
-int ht_case_failures;
-bool ht_quiet;
-
-/* ---- failure reporting ------------------------------------------------- */
-
-void ht_begin_case(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(ht_case, sizeof(ht_case), fmt, ap);
-	va_end(ap);
-	ht_case_failures = 0;
-}
-
-int ht_end_case(void)
-{
-	if (ht_case_failures) {
-		printf("FAIL [%s] (%d failed checks)\n", ht_case, ht_case_failures);
-		fflush(stdout);
-		return 1;
-	}
-	return 0;
-}
-
-void ht_fail_at(const char *file, int line, const char *fmt, ...)
-{
-	ht_failures++;
-	/* Only the first few failures of a case: later ones are usually echoes. */
-	if (++ht_case_failures > 8 || ht_quiet)
-		return;
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	printf("  [%s] %s:%d: %s\n", ht_case, file, line, msg);
-	fflush(stdout);
-}
-
-const char *ht_fmt(const char *fmt, ...)
-{
-	static char bufs[4][256];
-	static unsigned next;
-	char *b = bufs[next++ % 4];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(bufs[0]), fmt, ap);
-	va_end(ap);
-	return b;
-}
 
 /* Our own names: the tests must not link the system libibverbs (softrnic
  * builds its own). */
@@ -169,10 +115,10 @@ static int setup_side(struct ht *h, int i)
 	struct ht_side *s = &h->side[i];
 	s->r = pair_rnic(h->pair, (unsigned)i);
 	s->pd = rnic_pd_alloc(s->r);
-	REQUIRE(s->pd, -1, "pd_alloc: %s", strerror(errno));
+	REQUIRE_RET(s->pd, -1, "pd_alloc: %s", strerror(errno));
 	s->scq = rnic_cq_create(s->r, 1024, NULL);
 	s->rcq = rnic_cq_create(s->r, 1024, NULL);
-	REQUIRE(s->scq && s->rcq, -1, "cq_create: %s", strerror(errno));
+	REQUIRE_RET(s->scq && s->rcq, -1, "cq_create: %s", strerror(errno));
 	struct ibv_qp_init_attr init;
 	memset(&init, 0, sizeof(init));
 	init.qp_type = IBV_QPT_RC;
@@ -183,7 +129,7 @@ static int setup_side(struct ht *h, int i)
 	init.cap.max_recv_sge = 4;
 	init.cap.max_inline_data = 64;
 	s->qp = rnic_qp_create(s->pd, s->scq, s->rcq, &init, NULL);
-	REQUIRE(s->qp, -1, "qp_create: %s", strerror(errno));
+	REQUIRE_RET(s->qp, -1, "qp_create: %s", strerror(errno));
 	s->qpn = rnic_qp_num(s->qp);
 	s->max_inline = init.cap.max_inline_data;
 	return 0;
@@ -202,7 +148,7 @@ int ht_setup(struct ht *h, const struct ht_opts *o)
 		cfg[i].selective_repeat = !o->go_back_n[i];
 	}
 	h->pair = pair_create_each(o->seed, 2, cfg);
-	REQUIRE(h->pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(h->pair, -1, "pair_create: %s", strerror(errno));
 	for (int i = 0; i < 2; i++)
 		if (setup_side(h, i))
 			return -1;
@@ -210,17 +156,17 @@ int ht_setup(struct ht *h, const struct ht_opts *o)
 	for (int i = 0; i < 2; i++) {
 		struct ht_side *s = &h->side[i], *peer = &h->side[1 - i];
 		int rc = ht_to_init(s->qp, o->access, now);
-		REQUIRE(rc == 0, -1, "INIT: %s", strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "INIT: %s", strerror(rc));
 		rc = ht_to_rtr(s->qp, pair_gid(h->pair, (unsigned)(1 - i)), peer->qpn, o->psn[1 - i], o->mtu,
 			       o->max_rd_atomic, o->min_rnr_timer[i], now);
-		REQUIRE(rc == 0, -1, "RTR: %s", strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "RTR: %s", strerror(rc));
 		if (o->message_path[i]) {
 			/* every message over 4 KiB whole, to test the most */
 			rc = rnic_qp_set_message_path(s->qp, RNIC_PKT_MAX_PAYLOAD);
-			REQUIRE(rc == 0, -1, "message path: %s", strerror(rc));
+			REQUIRE_RET(rc == 0, -1, "message path: %s", strerror(rc));
 		}
 		rc = ht_to_rts(s->qp, o->psn[i], o->timeout, o->retry_cnt, o->rnr_retry, o->max_rd_atomic, now);
-		REQUIRE(rc == 0, -1, "RTS: %s", strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "RTS: %s", strerror(rc));
 	}
 	return 0;
 }
@@ -276,7 +222,7 @@ struct rnic_mr *ht_reg(struct ht_side *s, void *buf, size_t len, int access)
 {
 	struct rnic_mr *mr = rnic_mr_reg(s->pd, buf, len, (uint64_t)(uintptr_t)buf, access);
 	if (!mr)
-		HT_FAIL("mr_reg(len %zu, access 0x%x): %s", len, (unsigned)access, strerror(errno));
+		FAIL("mr_reg(len %zu, access 0x%x): %s", len, (unsigned)access, strerror(errno));
 	return mr;
 }
 
@@ -292,6 +238,7 @@ uint64_t ht_drops(const struct rnic_counters *c)
 size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
 			  size_t ndefaults)
 {
+	check_seed_env = "SOFTRNIC_SEED";
 	size_t n = 0;
 	const char *env = getenv("SOFTRNIC_SEED");
 	if (env && *env && n < cap)
@@ -333,21 +280,24 @@ int ht_replay_seeds(int argc, char **argv, size_t ndefaults, unsigned nvariants,
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned v = 0; v < nvariants; v++) {
 			if (nvariants > 1)
-				ht_begin_case("seed %llu, %s", (unsigned long long)seeds[i], variant_names[v]);
+				check_begin("seed %llu, %s", (unsigned long long)seeds[i], variant_names[v]);
 			else
-				ht_begin_case("seed %llu", (unsigned long long)seeds[i]);
+				check_begin("seed %llu", (unsigned long long)seeds[i]);
+			check_seed(seeds[i]);
 			struct ht_replay a = { 0 }, b = { 0 };
 			if (run(ctx, seeds[i], v, true, verbose, &a) && run(ctx, seeds[i], v, false, false, &b) &&
 			    (a.trace != b.trace || a.now != b.now))
-				HT_FAIL("replay differs: trace %016llx vs %016llx, end %llu vs %llu ns",
+				FAIL("replay differs: trace %016llx vs %016llx, end %llu vs %llu ns",
 					(unsigned long long)a.trace, (unsigned long long)b.trace,
 					(unsigned long long)a.now, (unsigned long long)b.now);
-			if (ht_end_case()) {
+			if (check_end()) {
 				printf("  replay: SOFTRNIC_SEED=%llu %s -v\n", (unsigned long long)seeds[i], argv[0]);
+				check_replay("SOFTRNIC_SEED=%llu %s -v", (unsigned long long)seeds[i], argv[0]);
 				failed++;
 			}
 		}
 	}
+	check_seeded = false;
 	*nseeds = n;
 	return failed;
 }

@@ -1,7 +1,8 @@
 /*
  * harness.h — shared helpers for the transport tests in tests/rnic: two rnics
  * on a seeded pair link, one connected RC QP on each, CQ helpers, and the
- * CHECK macros that report the seed a failure can be replayed with.
+ * seed loop that says how to replay a failed seed (failures are counted
+ * and printed by tests/check.h).
  *
  * Tests stay plain C: every test binary has its own main(), runs its cases,
  * prints "FAIL ..." lines and exits non-zero if any case failed.
@@ -13,47 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../check.h"
+#include "../verbs_helpers.h"
 #include "ports/pair.h"
 #include "rnic/rnic.h"
-
-/* ---- failure reporting ------------------------------------------------- */
-
-/* The case being run, printed with every failure ("seed 17", "wrong rkey"). */
-extern char ht_case[128];
-extern int ht_failures;         /* failures in this process */
-extern int ht_case_failures;    /* failures in the current case */
-extern bool ht_quiet;           /* count failures without printing them */
-
-void ht_begin_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Returns 0 if the case passed, 1 if not (and prints a summary line). */
-int ht_end_case(void);
-void ht_fail_at(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-#define HT_FAIL(...) ht_fail_at(__FILE__, __LINE__, __VA_ARGS__)
-/* CHECK records a failure and continues; REQUIRE returns `ret` from the
- * calling function. */
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			HT_FAIL("check failed: %s: " "%s", #cond, ht_fmt(__VA_ARGS__)); \
-	} while (0)
-#define REQUIRE(cond, ret, ...)                                                \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			HT_FAIL("requirement failed: %s: " "%s", #cond, ht_fmt(__VA_ARGS__)); \
-			return ret;                                            \
-		}                                                              \
-	} while (0)
-#define CHECK_EQ_U(a, b, what)                                                 \
-	do {                                                                   \
-		unsigned long long ht_a_ = (unsigned long long)(a);            \
-		unsigned long long ht_b_ = (unsigned long long)(b);            \
-		if (ht_a_ != ht_b_)                                            \
-			HT_FAIL("%s: got %llu (0x%llx), expected %llu (0x%llx)", what, ht_a_, ht_a_, ht_b_, ht_b_); \
-	} while (0)
-
-/* printf into a rotating static buffer (for the macros above). */
-const char *ht_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 const char *ht_wc_status_str(int status);
 
@@ -120,7 +84,9 @@ uint64_t ht_drops(const struct rnic_counters *c);
 
 /* Seeds: parse "--seed N" / "--seeds A-B" / "--count N" from argv and the
  * environment variable SOFTRNIC_SEED (one seed to replay).  Fills seeds[]
- * and returns how many; `defaults` is used when nothing is given. */
+ * and returns how many; `defaults` is used when nothing is given.  Names
+ * SOFTRNIC_SEED as the variable of check_exit's replay line: a seed loop
+ * calls check_seed(seed) for each seed and ends with check_exit. */
 size_t ht_seeds_from_args(int argc, char **argv, uint64_t *seeds, size_t cap, const uint64_t *defaults,
 			  size_t ndefaults);
 

@@ -97,14 +97,14 @@ static int env_setup(struct env *e, uint64_t seed)
 	e->tgt = malloc(BUF);
 	e->tgt_copy = malloc(BUF);
 	e->lbuf = malloc(BUF);
-	REQUIRE(e->rbuf && e->tgt && e->tgt_copy && e->lbuf, -1, "out of memory");
+	REQUIRE_RET(e->rbuf && e->tgt && e->tgt_copy && e->lbuf, -1, "out of memory");
 	for (unsigned i = 0; i < BUF; i++)
 		e->tgt[i] = (uint8_t)(i * 31 + 7);
 	memcpy(e->tgt_copy, e->tgt, BUF);
 	e->rmr = ht_reg(&e->h.side[1], e->rbuf, (size_t)NRECV * BUF, IBV_ACCESS_LOCAL_WRITE);
 	e->tmr = ht_reg(&e->h.side[1], e->tgt, BUF, HT_ALL_ACCESS);
 	e->lmr = ht_reg(&e->h.side[0], e->lbuf, BUF, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(e->rmr && e->tmr && e->lmr, -1, "mr_reg");
+	REQUIRE_RET(e->rmr && e->tmr && e->lmr, -1, "mr_reg");
 	return 0;
 }
 
@@ -127,7 +127,7 @@ static bool post_recv_slot(struct env *e)
 {
 	unsigned k = e->recv_posted;
 	if (k >= NRECV) {
-		HT_FAIL("test ran out of receive slots");
+		FAIL("test ran out of receive slots");
 		return false;
 	}
 	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(e->rbuf + (size_t)k * BUF), .length = BUF,
@@ -135,7 +135,7 @@ static bool post_recv_slot(struct env *e)
 	struct ibv_recv_wr wr = { .wr_id = k, .sg_list = &sge, .num_sge = 1 }, *bad;
 	int rc = rnic_post_recv(e->h.side[1].qp, &wr, &bad);
 	if (rc) {
-		HT_FAIL("post_recv: %s", strerror(rc));
+		FAIL("post_recv: %s", strerror(rc));
 		return false;
 	}
 	e->recv_posted++;
@@ -144,20 +144,14 @@ static bool post_recv_slot(struct env *e)
 
 static bool post(struct env *e, enum ibv_wr_opcode op, uint32_t loff, uint32_t len, uint32_t toff, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(e->lbuf + loff), .length = len,
-			       .lkey = rnic_mr_lkey(e->lmr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)(e->lbuf + loff), len, rnic_mr_lkey(e->lmr));
+	wr_remote(&wr, (uint64_t)(uintptr_t)(e->tgt + toff), rnic_mr_rkey(e->tmr));
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)(e->tgt + toff);
-	wr.wr.rdma.rkey = rnic_mr_rkey(e->tmr);
 	int rc = rnic_post_send(e->h.side[0].qp, &wr, &bad, pair_now(e->h.pair));
 	if (rc)
-		HT_FAIL("post_send: %s", strerror(rc));
+		FAIL("post_send: %s", strerror(rc));
 	return rc == 0;
 }
 
@@ -180,38 +174,38 @@ static bool traffic_ok(struct env *e, const char *after)
 	struct ibv_wc wc;
 	for (uint64_t id = 1; id <= 3; id++) {
 		if (!ht_wait_wc(&e->h, e->h.side[0].scq, &wc, 500 * HT_MS)) {
-			HT_FAIL("after %s: WR %llu never completed", after, (unsigned long long)(100 * r + id));
+			FAIL("after %s: WR %llu never completed", after, (unsigned long long)(100 * r + id));
 			return false;
 		}
 		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 100 * r + id) {
-			HT_FAIL("after %s: completion wr_id %llu status %s, expected %llu SUCCESS", after,
+			FAIL("after %s: completion wr_id %llu status %s, expected %llu SUCCESS", after,
 				(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status),
 				(unsigned long long)(100 * r + id));
 			return false;
 		}
 	}
 	if (!ht_wait_wc(&e->h, e->h.side[1].rcq, &wc, 100 * HT_MS)) {
-		HT_FAIL("after %s: no receive completion", after);
+		FAIL("after %s: no receive completion", after);
 		return false;
 	}
 	unsigned k = e->recv_done++;
 	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != k || wc.byte_len != 2000) {
-		HT_FAIL("after %s: receive wr_id %llu status %s byte_len %u, expected %u SUCCESS 2000", after,
+		FAIL("after %s: receive wr_id %llu status %s byte_len %u, expected %u SUCCESS 2000", after,
 			(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status), wc.byte_len, k);
 		return false;
 	}
 	bool ok = true;
 	if (memcmp(e->rbuf + (size_t)k * BUF, e->lbuf, 2000) != 0) {
-		HT_FAIL("after %s: SEND data differ", after);
+		FAIL("after %s: SEND data differ", after);
 		ok = false;
 	}
 	memcpy(e->tgt_copy, e->lbuf + 2048, 3000);
 	if (memcmp(e->tgt, e->tgt_copy, BUF) != 0) {
-		HT_FAIL("after %s: target memory differs from what was written", after);
+		FAIL("after %s: target memory differs from what was written", after);
 		ok = false;
 	}
 	if (memcmp(e->lbuf + 6000, expect_read, 1500) != 0) {
-		HT_FAIL("after %s: READ data differ", after);
+		FAIL("after %s: READ data differ", after);
 		ok = false;
 	}
 	return ok;
@@ -260,7 +254,7 @@ static size_t craft(struct env *e, uint8_t opcode, uint32_t dqpn, uint32_t psn, 
 	ib.payload_len = payload_len;
 	int n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
 	if (n < 0) {
-		HT_FAIL("wire_encode_ib(opcode 0x%x): %s", opcode, wire_strerror(n));
+		FAIL("wire_encode_ib(opcode 0x%x): %s", opcode, wire_strerror(n));
 		return 0;
 	}
 	return (size_t)n;
@@ -287,7 +281,7 @@ static void no_recv_completion(struct env *e, const char *what)
 {
 	struct ibv_wc wc;
 	if (rnic_cq_poll(e->h.side[1].rcq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS)
-		HT_FAIL("%s consumed a receive WQE (wr_id %llu, byte_len %u)", what, (unsigned long long)wc.wr_id,
+		FAIL("%s consumed a receive WQE (wr_id %llu, byte_len %u)", what, (unsigned long long)wc.wr_id,
 			wc.byte_len);
 }
 
@@ -337,7 +331,7 @@ static void random_bytes(struct env *e, struct pair *rng)
 	pair_run_for(e->h.pair, HT_MS);
 	for (size_t i = 0; i < BUF; i++)
 		if (e->tgt[i] != e->tgt_copy[i]) {
-			HT_FAIL("random packets for the live QP changed target byte %zu", i);
+			FAIL("random packets for the live QP changed target byte %zu", i);
 			break;
 		}
 	no_recv_completion(e, "random duplicate-PSN packets");
@@ -348,7 +342,7 @@ static void truncations(struct env *e, const uint8_t *pkt, size_t len, const cha
 	uint8_t buf[WIRE_MAX_IB_PACKET];
 	struct wire_ib ib;
 	if (len == 0 || wire_decode_ib(pkt, len, &ib) != 0) {
-		HT_FAIL("no captured %s packet", what);
+		FAIL("no captured %s packet", what);
 		return;
 	}
 	size_t hdr = (size_t)wire_opcode_info(ib.bth.opcode)->hdr_len;
@@ -460,7 +454,7 @@ static void wrong_fields(struct env *e)
 	no_recv_completion(e, "a duplicate SEND");
 	for (size_t i = 0; i < BUF; i++)
 		if (e->tgt[i] != e->tgt_copy[i]) {
-			HT_FAIL("a duplicate WRITE re-executed: target byte %zu changed", i);
+			FAIL("a duplicate WRITE re-executed: target byte %zu changed", i);
 			break;
 		}
 
@@ -487,7 +481,7 @@ static void wrong_fields(struct env *e)
 
 static int survive_case(uint64_t seed)
 {
-	ht_begin_case("hostile packets, connection survives (seed %llu)", (unsigned long long)seed);
+	check_begin("hostile packets, connection survives (seed %llu)", (unsigned long long)seed);
 	struct env e;
 	if (env_setup(&e, seed) == 0 && traffic_ok(&e, "setup")) {
 		struct pair *rng = pair_create(seed ^ 0xbadull, 2, NULL);
@@ -508,7 +502,7 @@ static int survive_case(uint64_t seed)
 		traffic_ok(&e, "packets with wrong fields (again)");
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* ---- cases at the expected PSN: the connection may break ---------------- */
@@ -517,7 +511,7 @@ static int survive_case(uint64_t seed)
  * Error (IBTA 9.7.5.2.4 / table 43), nothing written. */
 static int wrong_rkey_case(void)
 {
-	ht_begin_case("WRITE at the expected PSN with a wrong R_Key");
+	check_begin("WRITE at the expected PSN with a wrong R_Key");
 	struct env e;
 	if (env_setup(&e, 31) == 0 && traffic_ok(&e, "setup")) {
 		uint8_t buf[WIRE_MAX_IB_PACKET];
@@ -542,7 +536,7 @@ static int wrong_rkey_case(void)
 		CHECK(memcmp(e.tgt, e.tgt_copy, BUF) == 0, "target written through an out-of-bounds VA");
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* Opcode sequence errors at the expected PSN: an RC responder NAKs
@@ -550,7 +544,7 @@ static int wrong_rkey_case(void)
  * executes nothing.  (rx_drop_bad_opcode_seq may count the reason too.) */
 static int opcode_seq_case(const char *name, uint8_t first, uint8_t second)
 {
-	ht_begin_case("opcode sequence: %s", name);
+	check_begin("opcode sequence: %s", name);
 	struct env e;
 	if (env_setup(&e, 32) == 0 && traffic_ok(&e, "setup")) {
 		post_recv_slot(&e);
@@ -580,7 +574,7 @@ static int opcode_seq_case(const char *name, uint8_t first, uint8_t second)
 			CHECK(memcmp(e.tgt, e.tgt_copy, BUF) == 0, "%s wrote into the target", name);
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* Length rules of a multi-packet RDMA WRITE (IBTA 9.7.5.1.3 length
@@ -592,7 +586,7 @@ static int opcode_seq_case(const char *name, uint8_t first, uint8_t second)
 static int write_length_case(const char *name, uint32_t dma_len, const uint32_t *pay, const uint8_t *ops, int n,
 			     uint32_t max_written)
 {
-	ht_begin_case("WRITE length: %s", name);
+	check_begin("WRITE length: %s", name);
 	struct env e;
 	if (env_setup(&e, 33) == 0 && traffic_ok(&e, "setup")) {
 		uint8_t buf[WIRE_MAX_IB_PACKET];
@@ -616,12 +610,12 @@ static int write_length_case(const char *name, uint32_t dma_len, const uint32_t 
 		      (unsigned long long)DELTA(&e, &s, 1, tx_nak_invalid_req), (unsigned long long)drop_delta(&e, &s, 1));
 		for (size_t i = max_written; i < BUF; i++)
 			if (e.tgt[i] != e.tgt_copy[i]) {
-				HT_FAIL("byte %zu written (limit %u: the RETH range / what was legal)", i, max_written);
+				FAIL("byte %zu written (limit %u: the RETH range / what was legal)", i, max_written);
 				break;
 			}
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 static int write_length_cases(void)
@@ -667,8 +661,11 @@ int main(int argc, char **argv)
 	uint64_t seeds[64];
 	size_t n = ht_seeds_from_args(argc, argv, seeds, 64, defaults, 3);
 	int failed = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		failed += survive_case(seeds[i]);
+	}
+	check_seeded = false;
 	failed += wrong_rkey_case();
 	failed += write_length_cases();
 	failed += opcode_seq_case("SEND_MIDDLE without FIRST", 0xff, WIRE_OP_SEND_MIDDLE);
@@ -678,5 +675,6 @@ int main(int argc, char **argv)
 	failed += opcode_seq_case("WRITE_FIRST then SEND_MIDDLE", WIRE_OP_WRITE_FIRST, WIRE_OP_SEND_MIDDLE);
 	failed += opcode_seq_case("WRITE_FIRST then SEND_ONLY", WIRE_OP_WRITE_FIRST, WIRE_OP_SEND_ONLY);
 	printf("%s: %d cases failed\n", failed ? "FAIL" : "PASS", failed);
+	check_exit("hostile");
 	return failed ? 1 : 0;
 }

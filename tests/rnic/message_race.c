@@ -135,18 +135,18 @@ static int setup(struct run *u, uint64_t seed, unsigned rcv)
 	for (unsigned m = 0; m < NMR; m++) {
 		u->tgt[m] = malloc(GUARD + MR_LEN + GUARD);
 		u->tgt_orig[m] = malloc(GUARD + MR_LEN + GUARD);
-		REQUIRE(u->tgt[m] && u->tgt_orig[m], -1, "out of memory");
+		REQUIRE_RET(u->tgt[m] && u->tgt_orig[m], -1, "out of memory");
 		for (size_t i = 0; i < GUARD + MR_LEN + GUARD; i++)
 			u->tgt[m][i] = pattern(seed, 10 + m, i);
 		memcpy(u->tgt_orig[m], u->tgt[m], GUARD + MR_LEN + GUARD);
 		u->tmr[m] = rnic_mr_reg(u->h.side[u->rcv].pd, u->tgt[m] + GUARD, MR_LEN, TGT_IOVA + (uint64_t)m * MR_LEN,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		REQUIRE(u->tmr[m], -1, "target mr_reg: %s", strerror(errno));
+		REQUIRE_RET(u->tmr[m], -1, "target mr_reg: %s", strerror(errno));
 	}
 	u->rsrc = malloc(READ_LEN);
 	u->recv = calloc(NRECV, RECV_LEN);
 	u->local = malloc((size_t)NOPS * SLOT);
-	REQUIRE(u->rsrc && u->recv && u->local, -1, "out of memory");
+	REQUIRE_RET(u->rsrc && u->recv && u->local, -1, "out of memory");
 	for (size_t i = 0; i < READ_LEN; i++)
 		u->rsrc[i] = pattern(seed, 20, i);
 	for (size_t i = 0; i < (size_t)NOPS * SLOT; i++)
@@ -154,7 +154,7 @@ static int setup(struct run *u, uint64_t seed, unsigned rcv)
 	u->rmr = rnic_mr_reg(u->h.side[u->rcv].pd, u->rsrc, READ_LEN, READ_IOVA, IBV_ACCESS_REMOTE_READ);
 	u->recv_mr = ht_reg(&u->h.side[u->rcv], u->recv, (size_t)NRECV * RECV_LEN, IBV_ACCESS_LOCAL_WRITE);
 	u->lmr = ht_reg(&u->h.side[u->snd], u->local, (size_t)NOPS * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(u->rmr && u->recv_mr && u->lmr, -1, "mr_reg: %s", strerror(errno));
+	REQUIRE_RET(u->rmr && u->recv_mr && u->lmr, -1, "mr_reg: %s", strerror(errno));
 	return 0;
 }
 
@@ -211,7 +211,7 @@ static int post_all(struct run *u)
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->recv + (size_t)r * RECV_LEN),
 				       .length = RECV_LEN, .lkey = rnic_mr_lkey(u->recv_mr) };
 		struct ibv_recv_wr wr = { .wr_id = r, .sg_list = &sge, .num_sge = 1 }, *bad;
-		REQUIRE(rnic_post_recv(u->h.side[u->rcv].qp, &wr, &bad) == 0, -1, "post_recv");
+		REQUIRE_RET(rnic_post_recv(u->h.side[u->rcv].qp, &wr, &bad) == 0, -1, "post_recv");
 	}
 	for (unsigned i = 0; i < NOPS; i++) {
 		struct op *o = &u->op[i];
@@ -253,7 +253,7 @@ static int post_all(struct run *u)
 		wr.sg_list = o->sge;
 		wr.num_sge = o->nsge;
 		struct ibv_send_wr *bad;
-		REQUIRE(rnic_post_send(u->h.side[u->snd].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
+		REQUIRE_RET(rnic_post_send(u->h.side[u->snd].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
 	}
 	return 0;
 }
@@ -298,13 +298,13 @@ static void poll_sender(struct run *u)
 		for (int k = 0; k < n; k++) {
 			uint64_t id = wc[k].wr_id;
 			if (id >= NOPS) {
-				HT_FAIL("completion for unknown wr_id %llu", (unsigned long long)id);
+				FAIL("completion for unknown wr_id %llu", (unsigned long long)id);
 				continue;
 			}
 			if (u->op[id].done)
-				HT_FAIL("WR %llu completed twice", (unsigned long long)id);
+				FAIL("WR %llu completed twice", (unsigned long long)id);
 			if (id != u->completed)
-				HT_FAIL("WR %llu completed out of order (expected %u)", (unsigned long long)id,
+				FAIL("WR %llu completed out of order (expected %u)", (unsigned long long)id,
 					u->completed);
 			u->op[id].done = true;
 			u->op[id].status = wc[k].status;
@@ -327,16 +327,16 @@ static void check_recv(struct run *u)
 			}
 			unsigned r = (unsigned)wc[k].wr_id, s = u->nrecv_wc++;
 			if (r != s || s >= u->sends_posted) {
-				HT_FAIL("receive %u completed as the %u-th successful one", r, s);
+				FAIL("receive %u completed as the %u-th successful one", r, s);
 				continue;
 			}
 			const struct op *o = &u->op[u->send_op[s]];
-			CHECK_EQ_U(wc[k].byte_len, o->len, "receive byte_len");
+			CHECK_EQ(wc[k].byte_len, o->len, "receive byte_len");
 			const uint8_t *got = u->recv + (size_t)r * RECV_LEN;
 			uint32_t at = 0;
 			for (int i = 0; i < o->nsge; i++) {
 				if (memcmp(got + at, (const void *)(uintptr_t)o->sge[i].addr, o->sge[i].length)) {
-					HT_FAIL("receive %u: bytes differ from SEND %u", r, u->send_op[s]);
+					FAIL("receive %u: bytes differ from SEND %u", r, u->send_op[s]);
 					break;
 				}
 				at += o->sge[i].length;
@@ -362,13 +362,13 @@ static void check_memory(struct run *u)
 		const uint8_t *t = u->tgt[m], *orig = u->tgt_orig[m];
 		for (size_t i = 0; i < GUARD; i++)
 			if (t[i] != orig[i] || t[GUARD + MR_LEN + i] != orig[GUARD + MR_LEN + i]) {
-				HT_FAIL("MR %u: a guard byte changed", m);
+				FAIL("MR %u: a guard byte changed", m);
 				break;
 			}
 		if (u->dead[m]) {
 			for (size_t i = 0; i < MR_LEN; i++)
 				if (t[GUARD + i] != DEAD) {
-					HT_FAIL("MR %u: byte %zu written after the MR was deregistered", m, i);
+					FAIL("MR %u: byte %zu written after the MR was deregistered", m, i);
 					break;
 				}
 			continue;
@@ -383,15 +383,15 @@ static void check_memory(struct run *u)
 				uint8_t b = t[base + j], was = orig[base + j];
 				bool in = w && j < w->len;
 				if (in && w->status == IBV_WC_SUCCESS && b != source_byte(w, j)) {
-					HT_FAIL("MR %u slot %u: byte %u of a completed WRITE is not the source's", m, s, j);
+					FAIL("MR %u slot %u: byte %u of a completed WRITE is not the source's", m, s, j);
 					break;
 				}
 				if (in && b != was && b != source_byte(w, j)) {
-					HT_FAIL("MR %u slot %u: byte %u is neither old nor the WRITE's", m, s, j);
+					FAIL("MR %u slot %u: byte %u is neither old nor the WRITE's", m, s, j);
 					break;
 				}
 				if (!in && b != was) {
-					HT_FAIL("MR %u slot %u: byte %u outside any WRITE changed", m, s, j);
+					FAIL("MR %u slot %u: byte %u outside any WRITE changed", m, s, j);
 					break;
 				}
 			}
@@ -404,7 +404,7 @@ static void check_memory(struct run *u)
 		uint32_t at = o->read_off;
 		for (int k = 0; k < o->nsge; k++) {
 			if (memcmp((const void *)(uintptr_t)o->sge[k].addr, u->rsrc + at, o->sge[k].length)) {
-				HT_FAIL("READ %u: returned bytes differ from the source", i);
+				FAIL("READ %u: returned bytes differ from the source", i);
 				break;
 			}
 			at += o->sge[k].length;
@@ -425,7 +425,7 @@ static void check_statuses(struct run *u)
 	for (unsigned i = 0; i < NOPS; i++) {
 		const struct op *o = &u->op[i];
 		if (!o->done) {
-			HT_FAIL("WR %u never completed", i);
+			FAIL("WR %u never completed", i);
 			return;
 		}
 		if (failed) {
@@ -449,10 +449,10 @@ struct outcome {
 static bool run_seed(uint64_t seed, unsigned rcv, struct outcome *out, bool verbose)
 {
 	struct run *u = malloc(sizeof(*u));
-	int before = ht_failures;
+	int before = check_failures;
 
 	if (!u) {
-		HT_FAIL("out of memory");
+		FAIL("out of memory");
 		return false;
 	}
 	if (setup(u, seed, rcv) || post_all(u))
@@ -503,8 +503,8 @@ static bool run_seed(uint64_t seed, unsigned rcv, struct outcome *out, bool verb
 	out->ok_ops = 0;
 	for (unsigned i = 0; i < NOPS; i++)
 		out->ok_ops += u->op[i].status == IBV_WC_SUCCESS;
-	if (verbose || ht_failures != before) {
-		printf("  [%s] races:", ht_case);
+	if (verbose || check_failures != before) {
+		printf("  [%s] races:", check_case);
 		for (unsigned e = 0; e < u->nev; e++)
 			printf(" %s@%lluus", race_names[u->ev[e].kind], (unsigned long long)((u->ev[e].at - u->start) / HT_US));
 		printf("%s; %u of %u WRs succeeded; %llu message packets, %llu reads, %llu failed\n",
@@ -514,7 +514,7 @@ static bool run_seed(uint64_t seed, unsigned rcv, struct outcome *out, bool verb
 out:
 	teardown(u);
 	free(u);
-	return ht_failures == before;
+	return check_failures == before;
 }
 
 static unsigned messages, ok, pull_failures, with_errors, put_off, put_off_failures;

@@ -73,7 +73,8 @@ static const int conn_nodes[CONNS][2] = { { 0, 1 }, { 0, 1 }, { 0, 2 }, { 1, 2 }
 #define TGT_LEN ((size_t)OPS * SLOT + RO_LEN + 8)
 #define COUNTER_OFF ((size_t)OPS * SLOT + RO_LEN)
 
-static void fail(struct world *w)
+/* Stop the run: a failure was reported (FAIL) and the rest would echo it. */
+static void stop_failed(struct world *w)
 {
 	w->failed = true;
 }
@@ -98,13 +99,13 @@ static int setup_qp(struct world *w, struct qpx *x, int node)
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	x->qp = rnic_qp_create(w->pd[node], w->scq[node], w->rcq[node], &init, x);
-	REQUIRE(x->qp, -1, "qp_create: %s", strerror(errno));
+	REQUIRE_RET(x->qp, -1, "qp_create: %s", strerror(errno));
 	x->qpn = rnic_qp_num(x->qp);
 	x->src = malloc((size_t)OPS * SLOT);
 	x->dst = calloc(OPS, SLOT);
 	x->tgt = calloc(1, TGT_LEN);
 	x->rbuf = calloc(OPS, SLOT);
-	REQUIRE(x->src && x->dst && x->tgt && x->rbuf, -1, "out of memory");
+	REQUIRE_RET(x->src && x->dst && x->tgt && x->rbuf, -1, "out of memory");
 	for (size_t i = 0; i < (size_t)OPS * SLOT; i++)
 		x->src[i] = (uint8_t)pair_random(w->pair);
 	for (size_t i = 0; i < RO_LEN; i++)
@@ -114,7 +115,7 @@ static int setup_qp(struct world *w, struct qpx *x, int node)
 	x->dst_mr = rnic_mr_reg(pd, x->dst, (size_t)OPS * SLOT, (uint64_t)(uintptr_t)x->dst, IBV_ACCESS_LOCAL_WRITE);
 	x->tgt_mr = rnic_mr_reg(pd, x->tgt, TGT_LEN, (uint64_t)(uintptr_t)x->tgt, HT_ALL_ACCESS);
 	x->rbuf_mr = rnic_mr_reg(pd, x->rbuf, (size_t)OPS * SLOT, (uint64_t)(uintptr_t)x->rbuf, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(x->src_mr && x->dst_mr && x->tgt_mr && x->rbuf_mr, -1, "mr_reg: %s", strerror(errno));
+	REQUIRE_RET(x->src_mr && x->dst_mr && x->tgt_mr && x->rbuf_mr, -1, "mr_reg: %s", strerror(errno));
 	return 0;
 }
 
@@ -147,14 +148,14 @@ static int connect_qp(struct world *w, struct qpx *x)
 			       4, 1, now);
 	if (!rc)
 		rc = ht_to_rts(x->qp, psn, 10, 7, 7, 4, now);
-	REQUIRE(rc == 0, -1, "connect qp %u: %s", x->qpn, strerror(rc));
+	REQUIRE_RET(rc == 0, -1, "connect qp %u: %s", x->qpn, strerror(rc));
 	/* all receives this QP will need */
 	for (size_t k = 0; k < x->nconsumers; k++) {
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(x->rbuf + k * SLOT), .length = SLOT,
 				       .lkey = rnic_mr_lkey(x->rbuf_mr) };
 		struct ibv_recv_wr wr = { .wr_id = k, .sg_list = &sge, .num_sge = 1 }, *bad;
 		rc = rnic_post_recv(x->qp, &wr, &bad);
-		REQUIRE(rc == 0, -1, "post_recv: %s", strerror(rc));
+		REQUIRE_RET(rc == 0, -1, "post_recv: %s", strerror(rc));
 	}
 	return 0;
 }
@@ -202,8 +203,8 @@ static void post_all(struct world *w, struct qpx *x)
 		}
 		int rc = rnic_post_send(x->qp, &wr, &bad, pair_now(w->pair));
 		if (rc) {
-			HT_FAIL("qp %u: post_send op %zu: %s", x->qpn, i, strerror(rc));
-			fail(w);
+			FAIL("qp %u: post_send op %zu: %s", x->qpn, i, strerror(rc));
+			stop_failed(w);
 			return;
 		}
 		x->posted++;
@@ -216,16 +217,16 @@ static void check_done_through(struct world *w, struct qpx *x, size_t upto)
 	for (size_t j = (size_t)(x->done + 1); j <= upto; j++) {
 		struct op *o = &x->ops[j];
 		if (o->kind == K_READ && memcmp(x->dst + j * SLOT, p->tgt + (size_t)OPS * SLOT, o->len) != 0) {
-			HT_FAIL("qp %u op %zu: READ data differ", x->qpn, j);
-			fail(w);
+			FAIL("qp %u op %zu: READ data differ", x->qpn, j);
+			stop_failed(w);
 		}
 		if (o->kind == K_FADD) {
 			uint64_t got;
 			memcpy(&got, x->dst + j * SLOT, 8);
 			if (got != x->expect_old[j]) {
-				HT_FAIL("qp %u op %zu: FETCH_ADD returned %llu, expected %llu", x->qpn, j,
+				FAIL("qp %u op %zu: FETCH_ADD returned %llu, expected %llu", x->qpn, j,
 					(unsigned long long)got, (unsigned long long)x->expect_old[j]);
-				fail(w);
+				stop_failed(w);
 			}
 		}
 	}
@@ -235,9 +236,9 @@ static void on_send_wc(struct world *w, int node, const struct ibv_wc *wc)
 {
 	struct qpx *x = by_qpn(w, node, wc->qp_num);
 	if (!x || (wc->wr_id >> 32) != x->qpn) {
-		HT_FAIL("node %d: send completion for qp_num %u carries wr_id of qp %llu", node, wc->qp_num,
+		FAIL("node %d: send completion for qp_num %u carries wr_id of qp %llu", node, wc->qp_num,
 			(unsigned long long)(wc->wr_id >> 32));
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	size_t i = (size_t)(wc->wr_id & 0xffffffffu);
@@ -245,15 +246,15 @@ static void on_send_wc(struct world *w, int node, const struct ibv_wc *wc)
 	while (next < OPS && !x->ops[next].signaled)
 		next++;
 	if (wc->status != IBV_WC_SUCCESS || i != next) {
-		HT_FAIL("qp %u: send completion op %zu status %s, expected op %zu SUCCESS", x->qpn, i,
+		FAIL("qp %u: send completion op %zu status %s, expected op %zu SUCCESS", x->qpn, i,
 			ht_wc_status_str(wc->status), next);
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	static const enum ibv_wc_opcode want[] = { IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_FETCH_ADD };
 	if (wc->opcode != want[x->ops[i].kind]) {
-		HT_FAIL("qp %u op %zu: opcode %d, expected %d", x->qpn, i, wc->opcode, want[x->ops[i].kind]);
-		fail(w);
+		FAIL("qp %u op %zu: opcode %d, expected %d", x->qpn, i, wc->opcode, want[x->ops[i].kind]);
+		stop_failed(w);
 	}
 	check_done_through(w, x, i);
 	x->done = (long)i;
@@ -263,23 +264,23 @@ static void on_recv_wc(struct world *w, int node, const struct ibv_wc *wc)
 {
 	struct qpx *x = by_qpn(w, node, wc->qp_num);
 	if (!x) {
-		HT_FAIL("node %d: receive completion for unknown qp_num %u", node, wc->qp_num);
-		fail(w);
+		FAIL("node %d: receive completion for unknown qp_num %u", node, wc->qp_num);
+		stop_failed(w);
 		return;
 	}
 	size_t k = x->recv_seen;
 	if (wc->status != IBV_WC_SUCCESS || wc->wr_id != k || k >= x->nconsumers) {
-		HT_FAIL("qp %u: receive wr_id %llu status %s, expected %zu SUCCESS", x->qpn,
+		FAIL("qp %u: receive wr_id %llu status %s, expected %zu SUCCESS", x->qpn,
 			(unsigned long long)wc->wr_id, ht_wc_status_str(wc->status), k);
-		fail(w);
+		stop_failed(w);
 		return;
 	}
 	size_t i = x->consumers[k];
 	const struct op *o = &x->peer->ops[i];
 	if (wc->byte_len != o->len || memcmp(x->rbuf + k * SLOT, x->peer->src + i * SLOT, o->len) != 0) {
-		HT_FAIL("qp %u receive %zu (peer op %zu): byte_len %u (expected %u) or data differ", x->qpn, k, i,
+		FAIL("qp %u receive %zu (peer op %zu): byte_len %u (expected %u) or data differ", x->qpn, k, i,
 			wc->byte_len, o->len);
-		fail(w);
+		stop_failed(w);
 	}
 	x->recv_seen++;
 }
@@ -313,12 +314,12 @@ static void final_checks(struct world *w)
 			const struct op *o = &p->ops[j];
 			uint32_t written = o->kind == K_WRITE ? o->len : 0;
 			if (memcmp(x->tgt + j * SLOT, p->src + j * SLOT, written) != 0) {
-				HT_FAIL("qp %u: slot %zu does not hold the peer's WRITE", x->qpn, j);
+				FAIL("qp %u: slot %zu does not hold the peer's WRITE", x->qpn, j);
 				break;
 			}
 			for (size_t b = written; b < SLOT; b++)
 				if (x->tgt[j * SLOT + b]) {
-					HT_FAIL("qp %u: slot %zu byte %zu written by someone", x->qpn, j, b);
+					FAIL("qp %u: slot %zu byte %zu written by someone", x->qpn, j, b);
 					j = OPS;
 					break;
 				}
@@ -326,14 +327,14 @@ static void final_checks(struct world *w)
 		uint64_t counter;
 		memcpy(&counter, x->tgt + COUNTER_OFF, 8);
 		if (counter != p->fadd_sum)
-			HT_FAIL("qp %u: counter %llu, expected the peer's total %llu", x->qpn, (unsigned long long)counter,
+			FAIL("qp %u: counter %llu, expected the peer's total %llu", x->qpn, (unsigned long long)counter,
 				(unsigned long long)p->fadd_sum);
 	}
 }
 
 static bool run_seed(uint64_t seed)
 {
-	int before = ht_failures;
+	int before = check_failures;
 	struct world *w = calloc(1, sizeof(*w));
 	if (!w)
 		return false;
@@ -342,7 +343,7 @@ static bool run_seed(uint64_t seed)
 	cfg.seed = (uint32_t)seed;
 	w->pair = pair_create(seed, NODES, &cfg);
 	if (!w->pair) {
-		HT_FAIL("pair_create: %s", strerror(errno));
+		FAIL("pair_create: %s", strerror(errno));
 		free(w);
 		return false;
 	}
@@ -355,7 +356,7 @@ static bool run_seed(uint64_t seed)
 		w->scq[n] = rnic_cq_create(r, 4096, NULL);
 		w->rcq[n] = rnic_cq_create(r, 4096, NULL);
 		if (!w->pd[n] || !w->scq[n] || !w->rcq[n]) {
-			HT_FAIL("pd/cq: %s", strerror(errno));
+			FAIL("pd/cq: %s", strerror(errno));
 			goto out;
 		}
 	}
@@ -375,7 +376,7 @@ static bool run_seed(uint64_t seed)
 		post_all(w, &w->q[i]);
 	enum pair_run_result rr = pair_run_until(w->pair, step, w, 60000 * HT_MS);
 	if (!w->failed && rr != PAIR_DONE) {
-		HT_FAIL("not finished (result %d) after %.1f ms simulated", rr, (double)pair_now(w->pair) / 1e6);
+		FAIL("not finished (result %d) after %.1f ms simulated", rr, (double)pair_now(w->pair) / 1e6);
 		for (int i = 0; i < 2 * CONNS; i++)
 			printf("  qp %u (node %d): done through %ld of %d, receives %zu/%zu\n", w->q[i].qpn, w->q[i].node,
 			       w->q[i].done, OPS, w->q[i].recv_seen, w->q[i].nconsumers);
@@ -385,7 +386,7 @@ static bool run_seed(uint64_t seed)
 		struct ibv_wc wc;
 		for (int n = 0; n < NODES; n++)
 			if (rnic_cq_poll(w->scq[n], 1, &wc) || rnic_cq_poll(w->rcq[n], 1, &wc))
-				HT_FAIL("node %d: extra completion qp %u wr_id %llx status %s", n, wc.qp_num,
+				FAIL("node %d: extra completion qp %u wr_id %llx status %s", n, wc.qp_num,
 					(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 		final_checks(w);
 	}
@@ -413,7 +414,7 @@ out:
 	}
 	pair_destroy(w->pair);
 	free(w);
-	return ht_failures == before;
+	return check_failures == before;
 }
 
 int main(int argc, char **argv)
@@ -423,13 +424,16 @@ int main(int argc, char **argv)
 	size_t n = ht_seeds_from_args(argc, argv, seeds, 4096, defaults, sizeof(defaults) / sizeof(defaults[0]));
 	int failed = 0;
 	for (size_t i = 0; i < n; i++) {
-		ht_begin_case("multi-QP seed %llu", (unsigned long long)seeds[i]);
+		check_begin("multi-QP seed %llu", (unsigned long long)seeds[i]);
+		check_seed(seeds[i]);
 		run_seed(seeds[i]);
-		if (ht_end_case()) {
+		if (check_end()) {
 			printf("  replay: SOFTRNIC_SEED=%llu %s\n", (unsigned long long)seeds[i], argv[0]);
 			failed++;
 		}
 	}
+	check_seeded = false;
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	check_exit("multi_qp");
 	return failed ? 1 : 0;
 }

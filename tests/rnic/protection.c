@@ -54,17 +54,17 @@ static int env_setup(struct env *e, int tgt_access, int qp_access, uint32_t max_
 	e->tb_copy = malloc(GUARD + PAGE + GUARD);
 	e->lb = calloc(1, 2 * PAGE);
 	e->rb = calloc(1, PAGE);
-	REQUIRE(e->tb && e->tb_copy && e->lb && e->rb, -1, "out of memory");
+	REQUIRE_RET(e->tb && e->tb_copy && e->lb && e->rb, -1, "out of memory");
 	for (size_t i = 0; i < GUARD + PAGE + GUARD; i++)
 		e->tb[i] = (uint8_t)(i * 7 + 3);
 	memcpy(e->tb_copy, e->tb, GUARD + PAGE + GUARD);
 	for (size_t i = 0; i < 2 * PAGE; i++)
 		e->lb[i] = (uint8_t)(0xc0 ^ i);
 	e->tmr = rnic_mr_reg(e->h.side[1].pd, e->tb + GUARD, PAGE, TGT_IOVA, tgt_access);
-	REQUIRE(e->tmr, -1, "target mr_reg: %s", strerror(errno));
+	REQUIRE_RET(e->tmr, -1, "target mr_reg: %s", strerror(errno));
 	e->lmr = ht_reg(&e->h.side[0], e->lb, 2 * PAGE, IBV_ACCESS_LOCAL_WRITE);
 	e->rmr = ht_reg(&e->h.side[1], e->rb, PAGE, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(e->lmr && e->rmr, -1, "mr_reg");
+	REQUIRE_RET(e->lmr && e->rmr, -1, "mr_reg");
 	return 0;
 }
 
@@ -89,7 +89,7 @@ static void check_target_untouched(struct env *e)
 		if (e->tb[i] != e->tb_copy[i]) {
 			const char *where = i < GUARD ? "guard before the MR" : i < GUARD + PAGE ? "inside the MR" :
 											 "guard after the MR";
-			HT_FAIL("target byte %zu (%s) changed: 0x%02x -> 0x%02x", i, where, e->tb_copy[i], e->tb[i]);
+			FAIL("target byte %zu (%s) changed: 0x%02x -> 0x%02x", i, where, e->tb_copy[i], e->tb[i]);
 			return;
 		}
 }
@@ -132,12 +132,12 @@ static bool expect_wc(struct env *e, uint64_t wr_id, enum ibv_wc_status status, 
 {
 	struct ibv_wc wc;
 	if (!ht_wait_wc(&e->h, e->h.side[0].scq, &wc, 2000 * HT_MS)) {
-		HT_FAIL("%s: no completion for wr_id %llu (wanted %s)", what, (unsigned long long)wr_id,
+		FAIL("%s: no completion for wr_id %llu (wanted %s)", what, (unsigned long long)wr_id,
 			ht_wc_status_str(status));
 		return false;
 	}
 	if (wc.wr_id != wr_id || wc.status != status) {
-		HT_FAIL("%s: completion wr_id %llu status %s, expected wr_id %llu status %s", what,
+		FAIL("%s: completion wr_id %llu status %s, expected wr_id %llu status %s", what,
 			(unsigned long long)wc.wr_id, ht_wc_status_str(wc.status), (unsigned long long)wr_id,
 			ht_wc_status_str(status));
 		return false;
@@ -160,7 +160,7 @@ static void run_bad(struct env *e, const struct req *bad_req, enum ibv_wc_status
 	}
 	int rc = rnic_post_send(e->h.side[0].qp, wr, &bad, pair_now(e->h.pair));
 	if (rc) {
-		HT_FAIL("post_send: %s (a bad key/address is reported in the completion, not at post)", strerror(rc));
+		FAIL("post_send: %s (a bad key/address is reported in the completion, not at post)", strerror(rc));
 		return;
 	}
 	expect_wc(e, 1, want, "the bad WR");
@@ -195,7 +195,7 @@ enum { ALL = HT_ALL_ACCESS };
 static int remote_case(const char *name, int tgt_access, int qp_access, enum ibv_wr_opcode op, int64_t va_off,
 		       uint32_t len, uint32_t rkey_xor, enum ibv_wc_status want)
 {
-	ht_begin_case("%s", name);
+	check_begin("%s", name);
 	struct env e;
 	if (env_setup(&e, tgt_access, qp_access, 0) == 0) {
 		struct req q = {
@@ -214,14 +214,14 @@ static int remote_case(const char *name, int tgt_access, int qp_access, enum ibv
 			      (unsigned long long)c->tx_nak_invalid_req);
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* The R_Key of a deregistered MR must not reach the MR that reuses its slot
  * (the 8-bit key generation differs). */
 static int stale_key_case(void)
 {
-	ht_begin_case("stale rkey after re-registration in the same slot");
+	check_begin("stale rkey after re-registration in the same slot");
 	struct env e;
 	/* A tiny MR table so the freed slot is reused soon. */
 	if (env_setup(&e, ALL, ALL, 4) == 0) {
@@ -255,14 +255,14 @@ static int stale_key_case(void)
 		free(old_buf);
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* A valid key still works after the stale-key test's setup (so the
  * stale-key refusal is not just "every key fails"). */
 static int good_key_case(void)
 {
-	ht_begin_case("valid WRITE/READ/FETCH_ADD land exactly in the MR");
+	check_begin("valid WRITE/READ/FETCH_ADD land exactly in the MR");
 	struct env e;
 	if (env_setup(&e, ALL, ALL, 0) == 0) {
 		struct ibv_sge sge;
@@ -289,7 +289,7 @@ static int good_key_case(void)
 		check_target_untouched(&e);
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* A SEND longer than the receive WQE: the responder completes the receive
@@ -297,7 +297,7 @@ static int good_key_case(void)
  * errors are Invalid Request class), the requester sees REM_INV_REQ_ERR. */
 static int send_too_long_case(void)
 {
-	ht_begin_case("SEND longer than the receive buffer");
+	check_begin("SEND longer than the receive buffer");
 	struct env e;
 	if (env_setup(&e, ALL, ALL, 0) == 0) {
 		memset(e.rb, 0x11, PAGE);
@@ -312,22 +312,22 @@ static int send_too_long_case(void)
 			      "receive completion wr_id %llu status %s, expected 50 LOC_LEN_ERR",
 			      (unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 		else
-			HT_FAIL("no receive completion for the overflowing SEND");
+			FAIL("no receive completion for the overflowing SEND");
 		for (size_t i = 100; i < PAGE; i++)
 			if (e.rb[i] != 0x11) {
-				HT_FAIL("receive buffer byte %zu beyond the 100-byte SGE was written", i);
+				FAIL("receive buffer byte %zu beyond the 100-byte SGE was written", i);
 				break;
 			}
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 /* Local protection: the requester checks its own SGEs. */
 static int local_case(const char *name, int lmr_access, uint32_t lkey_xor, uint64_t laddr_off, uint32_t len,
 		      enum ibv_wr_opcode op)
 {
-	ht_begin_case("%s", name);
+	check_begin("%s", name);
 	struct env e;
 	if (env_setup(&e, ALL, ALL, 0) == 0) {
 		if (lmr_access != IBV_ACCESS_LOCAL_WRITE) {
@@ -347,7 +347,7 @@ static int local_case(const char *name, int lmr_access, uint32_t lkey_xor, uint6
 		}
 	}
 	env_teardown(&e);
-	return ht_end_case();
+	return check_end();
 }
 
 int main(void)

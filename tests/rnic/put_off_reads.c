@@ -123,7 +123,7 @@ static int setup(struct run *u, uint64_t seed, unsigned variant)
 	u->tgt_orig = malloc(GUARD + TGT_LEN + GUARD);
 	u->recv = calloc(NRECV, SLOT);
 	u->src = malloc(TGT_LEN);
-	REQUIRE(u->tgt && u->tgt_orig && u->recv && u->src, -1, "out of memory");
+	REQUIRE_RET(u->tgt && u->tgt_orig && u->recv && u->src, -1, "out of memory");
 	for (size_t i = 0; i < GUARD + TGT_LEN + GUARD; i++)
 		u->tgt[i] = pattern(seed, 1, i);
 	memcpy(u->tgt_orig, u->tgt, GUARD + TGT_LEN + GUARD);
@@ -133,12 +133,12 @@ static int setup(struct run *u, uint64_t seed, unsigned variant)
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	u->rmr = ht_reg(&u->h.side[u->tgt_side], u->recv, (size_t)NRECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	u->smr = ht_reg(&u->h.side[u->req], u->src, TGT_LEN, IBV_ACCESS_LOCAL_WRITE);
-	REQUIRE(u->tmr && u->rmr && u->smr, -1, "mr_reg: %s", strerror(errno));
+	REQUIRE_RET(u->tmr && u->rmr && u->smr, -1, "mr_reg: %s", strerror(errno));
 	for (unsigned r = 0; r < NRECV; r++) {
 		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(u->recv + (size_t)r * SLOT), .length = SLOT,
 				       .lkey = rnic_mr_lkey(u->rmr) };
 		struct ibv_recv_wr wr = { .wr_id = r, .sg_list = &sge, .num_sge = 1 }, *bad;
-		REQUIRE(rnic_post_recv(u->h.side[u->tgt_side].qp, &wr, &bad) == 0, -1, "post_recv");
+		REQUIRE_RET(rnic_post_recv(u->h.side[u->tgt_side].qp, &wr, &bad) == 0, -1, "post_recv");
 	}
 	return 0;
 }
@@ -223,7 +223,7 @@ static int post_burst(struct run *u)
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		struct ibv_send_wr *bad;
-		REQUIRE(rnic_post_send(u->h.side[u->req].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
+		REQUIRE_RET(rnic_post_send(u->h.side[u->req].qp, &wr, &bad, now) == 0, -1, "post_send %u", i);
 	}
 	return 0;
 }
@@ -262,15 +262,15 @@ static void check_receives(struct run *u)
 		for (int k = 0; k < n; k++, u->nrecv_wc++) {
 			if (wc[k].status != IBV_WC_SUCCESS)
 				continue;       /* flushed after the wrong rkey */
-			REQUIRE(u->nrecv_wc < u->nsend, , "more receive completions than SENDs");
+			REQUIRE_RET(u->nrecv_wc < u->nsend, , "more receive completions than SENDs");
 			unsigned i = u->send_order[u->nrecv_wc];
 			const struct op *o = &u->op[i];
 			CHECK(wc[k].wr_id == u->nrecv_wc, "receive %u completed WQE %llu", u->nrecv_wc,
 			      (unsigned long long)wc[k].wr_id);
-			CHECK_EQ_U(wc[k].byte_len, o->len, "receive byte_len");
+			CHECK_EQ(wc[k].byte_len, o->len, "receive byte_len");
 			if (o->kind == OP_WRITE_IMM) {
 				CHECK(wc[k].opcode == IBV_WC_RECV_RDMA_WITH_IMM, "op %u: opcode %d", i, wc[k].opcode);
-				CHECK_EQ_U(be32toh(wc[k].imm_data), 0x1000 + i, "immediate data");
+				CHECK_EQ(be32toh(wc[k].imm_data), 0x1000 + i, "immediate data");
 			} else {
 				CHECK(memcmp(u->recv + wc[k].wr_id * SLOT, u->src + (size_t)i * SLOT, o->len) == 0,
 				      "op %u: received bytes differ from the SEND's", i);
@@ -363,10 +363,10 @@ struct outcome {
 static bool run_seed(uint64_t seed, unsigned variant, struct outcome *out, bool verbose)
 {
 	struct run *u = malloc(sizeof(*u));
-	int before = ht_failures;
+	int before = check_failures;
 
 	if (!u) {
-		HT_FAIL("out of memory");
+		FAIL("out of memory");
 		return false;
 	}
 	if (setup(u, seed, variant))
@@ -398,16 +398,16 @@ static bool run_seed(uint64_t seed, unsigned variant, struct outcome *out, bool 
 	out->reads_put_off = c->rx_msg_reads_put_off;
 	out->reads_failed = u->req == 0 ? c->rx_drop_msg_pull : 0;
 	out->lost_reads = u->lost_reads;
-	if (verbose || ht_failures != before)
+	if (verbose || check_failures != before)
 		printf("  [%s] %s, wrong rkey at %u; %llu reads put off in %llu batches, %llu failed, %llu dropped "
 		       "after a failed one; %u of %u WRs done\n",
-		       ht_case, seed % 2 == 0 ? "go-back-N" : "selective", u->bad, (unsigned long long)out->put_off,
+		       check_case, seed % 2 == 0 ? "go-back-N" : "selective", u->bad, (unsigned long long)out->put_off,
 		       (unsigned long long)out->batches, (unsigned long long)out->failures,
 		       (unsigned long long)out->dropped_after, u->completed, NOPS);
 out:
 	teardown(u);
 	free(u);
-	return ht_failures == before;
+	return check_failures == before;
 }
 
 static struct outcome sum;

@@ -34,11 +34,11 @@ static int fx_setup(struct fixture *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->pair = pair_create(99, 2, NULL);
-	REQUIRE(f->pair, -1, "pair_create: %s", strerror(errno));
+	REQUIRE_RET(f->pair, -1, "pair_create: %s", strerror(errno));
 	f->r = pair_rnic(f->pair, 0);
 	f->pd = rnic_pd_alloc(f->r);
 	f->cq = rnic_cq_create(f->r, 64, NULL);
-	REQUIRE(f->pd && f->cq, -1, "pd/cq: %s", strerror(errno));
+	REQUIRE_RET(f->pd && f->cq, -1, "pd/cq: %s", strerror(errno));
 	struct ibv_qp_init_attr init;
 	memset(&init, 0, sizeof(init));
 	init.qp_type = IBV_QPT_RC;
@@ -47,7 +47,7 @@ static int fx_setup(struct fixture *f)
 	init.cap.max_send_sge = 2;
 	init.cap.max_recv_sge = 2;
 	f->qp = rnic_qp_create(f->pd, f->cq, f->cq, &init, NULL);
-	REQUIRE(f->qp, -1, "qp_create: %s", strerror(errno));
+	REQUIRE_RET(f->qp, -1, "qp_create: %s", strerror(errno));
 	CHECK(init.cap.max_send_wr >= 16 && init.cap.max_recv_wr >= 16 && init.cap.max_send_sge >= 2,
 	      "qp_create returned caps below the request: %u/%u/%u", init.cap.max_send_wr, init.cap.max_recv_wr,
 	      init.cap.max_send_sge);
@@ -177,7 +177,7 @@ static void expect_einval(struct rnic_qp *qp, const struct ibv_qp_attr *a, int m
 
 static int transitions_case(void)
 {
-	ht_begin_case("modify_qp attribute masks and transitions");
+	check_begin("modify_qp attribute masks and transitions");
 	struct fixture f;
 	if (fx_setup(&f) == 0) {
 		struct rnic_qp *qp = f.qp;
@@ -273,20 +273,20 @@ static int transitions_case(void)
 		struct ibv_qp_init_attr qi;
 		memset(&q, 0, sizeof(q));
 		CHECK(rnic_qp_query(qp, &q, &qi) == 0, "query");
-		CHECK_EQ_U(q.path_mtu, IBV_MTU_2048, "path_mtu");
-		CHECK_EQ_U(q.dest_qp_num, 0x123456, "dest_qp_num");
-		CHECK_EQ_U(q.rq_psn, 0xabcdef, "rq_psn");
-		CHECK_EQ_U(q.sq_psn, 0x654321, "sq_psn");
-		CHECK_EQ_U(q.max_dest_rd_atomic, 3, "max_dest_rd_atomic");
-		CHECK_EQ_U(q.max_rd_atomic, 2, "max_rd_atomic");
-		CHECK_EQ_U(q.min_rnr_timer, 12, "min_rnr_timer");
-		CHECK_EQ_U(q.timeout, 17, "timeout");
-		CHECK_EQ_U(q.retry_cnt, 5, "retry_cnt");
-		CHECK_EQ_U(q.rnr_retry, 6, "rnr_retry");
-		CHECK_EQ_U(q.qp_access_flags, HT_ALL_ACCESS, "qp_access_flags");
-		CHECK_EQ_U(q.port_num, 1, "port_num");
+		CHECK_EQ(q.path_mtu, IBV_MTU_2048, "path_mtu");
+		CHECK_EQ(q.dest_qp_num, 0x123456, "dest_qp_num");
+		CHECK_EQ(q.rq_psn, 0xabcdef, "rq_psn");
+		CHECK_EQ(q.sq_psn, 0x654321, "sq_psn");
+		CHECK_EQ(q.max_dest_rd_atomic, 3, "max_dest_rd_atomic");
+		CHECK_EQ(q.max_rd_atomic, 2, "max_rd_atomic");
+		CHECK_EQ(q.min_rnr_timer, 12, "min_rnr_timer");
+		CHECK_EQ(q.timeout, 17, "timeout");
+		CHECK_EQ(q.retry_cnt, 5, "retry_cnt");
+		CHECK_EQ(q.rnr_retry, 6, "rnr_retry");
+		CHECK_EQ(q.qp_access_flags, HT_ALL_ACCESS, "qp_access_flags");
+		CHECK_EQ(q.port_num, 1, "port_num");
 		CHECK(memcmp(q.ah_attr.grh.dgid.raw, pair_gid(f.pair, 1)->raw, 16) == 0, "ah_attr dgid");
-		CHECK_EQ_U(qi.qp_type, IBV_QPT_RC, "qp_type");
+		CHECK_EQ(qi.qp_type, IBV_QPT_RC, "qp_type");
 		CHECK(qi.cap.max_send_wr >= 16 && qi.cap.max_recv_wr >= 16, "query caps %u/%u", qi.cap.max_send_wr,
 		      qi.cap.max_recv_wr);
 
@@ -298,8 +298,8 @@ static int transitions_case(void)
 		      "RTS->RTS min_rnr_timer + access");
 		memset(&q, 0, sizeof(q));
 		rnic_qp_query(qp, &q, &qi);
-		CHECK_EQ_U(q.min_rnr_timer, 3, "min_rnr_timer after RTS->RTS");
-		CHECK_EQ_U(q.qp_access_flags, IBV_ACCESS_REMOTE_READ, "access after RTS->RTS");
+		CHECK_EQ(q.min_rnr_timer, 3, "min_rnr_timer after RTS->RTS");
+		CHECK_EQ(q.qp_access_flags, IBV_ACCESS_REMOTE_READ, "access after RTS->RTS");
 		rts_attrs(&a);
 		mask_rules(qp, &a, 0,
 			   IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
@@ -337,7 +337,7 @@ static int transitions_case(void)
 		CHECK(rnic_qp_modify(qp, &a, IBV_QP_STATE, 0) == 0, "RTR->RESET");
 	}
 	fx_teardown(&f);
-	return ht_end_case();
+	return check_end();
 }
 
 /* Posting: a send to a QP in RESET or INIT is refused (IBTA 11.4.1.1:
@@ -345,7 +345,7 @@ static int transitions_case(void)
  * EINVAL. */
 static int post_rules_case(void)
 {
-	ht_begin_case("post_send / post_recv state and size rules");
+	check_begin("post_send / post_recv state and size rules");
 	struct fixture f;
 	if (fx_setup(&f) == 0) {
 		uint8_t buf[64];
@@ -379,14 +379,14 @@ static int post_rules_case(void)
 			rnic_mr_dereg(mr);
 	}
 	fx_teardown(&f);
-	return ht_end_case();
+	return check_end();
 }
 
 /* Traffic across the 24-bit PSN wrap, with loss so that retransmission and
  * the duplicate/invalid window arithmetic are exercised there. */
 static int psn_wrap_case(uint32_t psn, double loss)
 {
-	ht_begin_case("PSN wrap from 0x%06x, loss %.0f%%", psn, loss * 100);
+	check_begin("PSN wrap from 0x%06x, loss %.0f%%", psn, loss * 100);
 	struct ht h;
 	struct ht_opts o;
 	ht_default_opts(&o, psn);
@@ -431,7 +431,7 @@ static int psn_wrap_case(uint32_t psn, double loss)
 		struct ibv_wc wc;
 		for (uint64_t id = 1; id <= 3 && rc == 0; id++) {
 			if (!ht_wait_wc(&h, h.side[0].scq, &wc, 10000 * HT_MS)) {
-				HT_FAIL("WR %llu never completed", (unsigned long long)id);
+				FAIL("WR %llu never completed", (unsigned long long)id);
 				break;
 			}
 			CHECK(wc.wr_id == id && wc.status == IBV_WC_SUCCESS, "completion wr_id %llu status %s, expected %llu",
@@ -441,13 +441,13 @@ static int psn_wrap_case(uint32_t psn, double loss)
 			CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 2560, "recv status %s byte_len %u",
 			      ht_wc_status_str(wc.status), wc.byte_len);
 		else
-			HT_FAIL("no receive completion");
+			FAIL("no receive completion");
 		CHECK(memcmp(rbuf, src, 2560) == 0, "SEND data across the wrap differ");
 		CHECK(memcmp(dst, src + 4096, 8000) == 0, "WRITE data across the wrap differ");
 		CHECK(memcmp(back, src + 4096 + 1000, 4096) == 0, "READ data across the wrap differ");
 		for (int i = 8000; i < 16384; i++)
 			if (dst[i] != 0) {
-				HT_FAIL("WRITE wrote past its end at %d", i);
+				FAIL("WRITE wrote past its end at %d", i);
 				break;
 			}
 		rnic_mr_dereg(smr);
@@ -460,7 +460,7 @@ static int psn_wrap_case(uint32_t psn, double loss)
 	free(dst);
 	free(rbuf);
 	free(back);
-	return ht_end_case();
+	return check_end();
 }
 
 int main(void)

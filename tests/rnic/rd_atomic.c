@@ -47,23 +47,22 @@ static void test_limits(void)
 	struct ht_opts o;
 	struct ibv_qp_attr a;
 
-	ht_begin_case("limit: 128 accepted, 129 refused");
+	check_begin("limit: 128 accepted, 129 refused");
 	ht_default_opts(&o, 1);
 	o.max_rd_atomic = LIMIT;
 	if (ht_setup(&h, &o) == 0) {
-		CHECK_EQ_U(rnic_get_config(h.side[0].r)->max_rd_atomic, LIMIT, "device limit");
+		CHECK_EQ(rnic_get_config(h.side[0].r)->max_rd_atomic, LIMIT, "device limit");
 		memset(&a, 0, sizeof(a));
 		a.max_rd_atomic = LIMIT + 1;
-		CHECK_EQ_U(rnic_qp_modify(h.side[0].qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, 0), EINVAL,
-			   "max_rd_atomic 129");
+		CHECK_EQ(rnic_qp_modify(h.side[0].qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, 0), EINVAL, "max_rd_atomic 129");
 		struct ibv_qp_init_attr init;
 		memset(&a, 0, sizeof(a));
 		CHECK(rnic_qp_query(h.side[0].qp, &a, &init) == 0, "query");
-		CHECK_EQ_U(a.max_rd_atomic, LIMIT, "query max_rd_atomic");
-		CHECK_EQ_U(a.max_dest_rd_atomic, LIMIT, "query max_dest_rd_atomic");
+		CHECK_EQ(a.max_rd_atomic, LIMIT, "query max_rd_atomic");
+		CHECK_EQ(a.max_dest_rd_atomic, LIMIT, "query max_dest_rd_atomic");
 	}
 	ht_teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 static void run_ops(uint64_t seed, double loss)
@@ -75,7 +74,7 @@ static void run_ops(uint64_t seed, double loss)
 	static uint64_t counter, fetched[OPS];
 	struct ibv_wc wc;
 
-	ht_begin_case("seed %llu loss %.2f: %d READ/FAA with max_rd_atomic %d",
+	check_begin("seed %llu loss %.2f: %d READ/FAA with max_rd_atomic %d",
 		      (unsigned long long)seed, loss, OPS, LIMIT);
 	ht_default_opts(&o, seed);
 	o.max_rd_atomic = LIMIT;
@@ -91,7 +90,7 @@ static void run_ops(uint64_t seed, double loss)
 	struct rnic_mr *ctr_mr = ht_reg(&h.side[1], &counter, sizeof(counter), HT_ALL_ACCESS);
 	struct rnic_mr *dst_mr = ht_reg(&h.side[0], dst, sizeof(dst), HT_ALL_ACCESS);
 	struct rnic_mr *fetch_mr = ht_reg(&h.side[0], fetched, sizeof(fetched), HT_ALL_ACCESS);
-	REQUIRE(src_mr && ctr_mr && dst_mr && fetch_mr, , "MRs");
+	REQUIRE_RET(src_mr && ctr_mr && dst_mr && fetch_mr, , "MRs");
 
 	if (loss > 0) {
 		struct pair_faults f = { .loss = loss, .delay_ns = 1000 };
@@ -120,38 +119,38 @@ static void run_ops(uint64_t seed, double loss)
 			wr.wr.rdma.remote_addr = (uintptr_t)&src[i * LEN];
 			wr.wr.rdma.rkey = rnic_mr_rkey(src_mr);
 		}
-		REQUIRE(rnic_post_send(h.side[0].qp, &wr, &bad, pair_now(h.pair)) == 0, , "post %u", i);
+		REQUIRE_RET(rnic_post_send(h.side[0].qp, &wr, &bad, pair_now(h.pair)) == 0, , "post %u", i);
 	}
 	unsigned done = 0, fadds = 0;
 	while (done < OPS) {
 		if (!ht_wait_wc(&h, h.side[0].scq, &wc, 20000 * HT_MS)) {
-			HT_FAIL("only %u of %d completions", done, OPS);
+			FAIL("only %u of %d completions", done, OPS);
 			break;
 		}
 		CHECK(wc.status == IBV_WC_SUCCESS, "wr %llu status %s", (unsigned long long)wc.wr_id,
 		      ht_wc_status_str(wc.status));
-		CHECK_EQ_U(wc.wr_id, done, "completion order");
+		CHECK_EQ(wc.wr_id, done, "completion order");
 		done++;
 	}
 	for (unsigned i = 0; i < OPS; i++) {
 		if (i % 3 == 2) {
 			/* Each FAA applied once, in order: the k-th fetched 1000 + k. */
-			CHECK_EQ_U(fetched[i], 1000 + fadds, "fetched value");
+			CHECK_EQ(fetched[i], 1000 + fadds, "fetched value");
 			fadds++;
 		} else {
 			CHECK(memcmp(&dst[i * LEN], &src[i * LEN], LEN) == 0, "READ %u data", i);
 		}
 	}
-	CHECK_EQ_U(counter, 1000 + fadds, "counter applied once per FAA");
+	CHECK_EQ(counter, 1000 + fadds, "counter applied once per FAA");
 	if (loss == 0)
-		CHECK_EQ_U(t.requests_before_response, LIMIT, "requests in flight before the first response");
+		CHECK_EQ(t.requests_before_response, LIMIT, "requests in flight before the first response");
 	else
 		CHECK(pair_stats(h.pair)->lost > 0, "%s", "loss happened");
 	CHECK(rnic_mr_dereg(src_mr) == 0 && rnic_mr_dereg(ctr_mr) == 0 && rnic_mr_dereg(dst_mr) == 0 &&
 	      rnic_mr_dereg(fetch_mr) == 0, "dereg");
 out:
 	ht_teardown(&h);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -162,8 +161,12 @@ int main(int argc, char **argv)
 
 	test_limits();
 	run_ops(1, 0);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		check_seed(seeds[i]);
 		run_ops(seeds[i], 0.05);
-	printf("rd_atomic: %d failures\n", ht_failures);
-	return ht_failures ? 1 : 0;
+	}
+	check_seeded = false;
+	if (!check_failures)
+		printf("rd_atomic: ok\n");
+	return check_exit("rd_atomic");
 }

@@ -37,32 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "flows.h"
 
-#define MSG (64u * 1024)
+#define MSG FLOWS_BUF
 #define DEPTH 8
-#define SRC_IOVA 0x100000ull
-#define DST_IOVA(i) (0x1000000ull * ((uint64_t)(i) + 1))
 
-struct flow {
-	struct rnic_qp *qp, *peer;
-	struct rnic_cq *cq;
-	struct rnic_mr *src_mr, *dst_mr;
-	uint8_t *src, *dst;
-	unsigned outstanding;
-	uint64_t posted, completed;
-	uint32_t data_seen;             /* request packets through the tap */
-	uint32_t drop_at;               /* drop the request packet with this index (0: none) */
-	uint32_t dropped;
-	bool error;
-};
-
+/* The flows (flows.h) and how the test drives them. */
 struct world {
-	struct pair *pair;
-	unsigned nflows, receiver;
-	struct rnic_pd *rpd, *pd[2];
-	struct rnic_cq *rcq;
-	struct flow f[2];
+	struct flows fl;
 	uint64_t end_ns;
 	uint32_t msg;                   /* bytes per WRITE */
 	unsigned depth;
@@ -76,12 +58,12 @@ static bool tap(void *arg, struct pair_packet *pkt)
 {
 	struct world *w = arg;
 
-	if (pkt->from >= w->nflows || pkt->ib_len < 12)
+	if (pkt->from >= w->fl.nflows || pkt->ib_len < 12)
 		return true;
 	uint8_t op = pkt->ib[0];
 	if (op > 0x1f || op == 0x11 || op == 0x12 || (op >= 0x0d && op <= 0x10))
 		return true;    /* not an RC request */
-	struct flow *f = &w->f[pkt->from];
+	struct flow *f = &w->fl.f[pkt->from];
 	f->data_seen++;
 	if (f->drop_at && f->data_seen == f->drop_at) {
 		f->dropped++;
@@ -90,48 +72,20 @@ static bool tap(void *arg, struct pair_packet *pkt)
 	return true;
 }
 
-static void post_write(struct world *w, struct flow *f)
-{
-	struct ibv_sge sge = { .addr = SRC_IOVA, .length = w->msg, .lkey = rnic_mr_lkey(f->src_mr) };
-	struct ibv_send_wr wr, *bad = NULL;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = f->posted++;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = DST_IOVA(f - w->f);
-	wr.wr.rdma.rkey = rnic_mr_rkey(f->dst_mr);
-	if (rnic_post_send(f->qp, &wr, &bad, pair_now(w->pair)) == 0)
-		f->outstanding++;
-	else
-		f->error = true;
-}
-
 static bool step(void *arg)
 {
 	struct world *w = arg;
-	uint64_t now = pair_now(w->pair);
+	uint64_t now = pair_now(w->fl.pair);
 
-	for (unsigned i = 0; i < w->nflows; i++) {
-		struct flow *f = &w->f[i];
-		struct ibv_wc wc[16];
-		int n;
+	for (unsigned i = 0; i < w->fl.nflows; i++) {
+		struct flow *f = &w->fl.f[i];
 
-		while ((n = rnic_cq_poll(f->cq, 16, wc)) > 0) {
-			for (int k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS)
-					f->error = true;
-				f->outstanding--;
-				f->completed++;
-			}
-		}
+		flows_reap(f);
 		while (!f->error && f->outstanding < w->depth && now < w->end_ns &&
 		       (!w->post_limit || f->posted < w->post_limit))
-			post_write(w, f);
+			flows_post_write(&w->fl, f, w->msg);
 	}
-	return now >= w->end_ns || (w->stop_when_done && w->f[0].completed >= w->stop_when_done);
+	return now >= w->end_ns || (w->stop_when_done && w->fl.f[0].completed >= w->stop_when_done);
 }
 
 static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queue, uint32_t msg, unsigned depth,
@@ -155,12 +109,12 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 	cfg.timeout_probe = one_packet;
 	cfg.dcqcn = false;
 	cfg.ecn = false;                /* nothing marked: only the queue */
-	w->nflows = nflows;
-	w->receiver = nflows;
+	w->fl.nflows = nflows;
+	w->fl.receiver = nflows;
 	w->msg = msg;
 	w->depth = depth;
-	w->pair = pair_create(seed, nflows + 1, &cfg);
-	REQUIRE(w->pair, -1, "pair_create: %s", strerror(errno));
+	w->fl.pair = pair_create(seed, nflows + 1, &cfg);
+	REQUIRE_RET(w->fl.pair, -1, "pair_create: %s", strerror(errno));
 	if (queue) {
 		struct pair_queue q = {
 			.rate_bps = 1000000000ull,
@@ -169,77 +123,19 @@ static int build_with(struct world *w, uint64_t seed, unsigned nflows, bool queu
 			.kmin_bytes = 64u * 1024 * 1024,    /* nor marks */
 			.kmax_bytes = 64u * 1024 * 1024 + 1,
 		};
-		REQUIRE(pair_set_queue(w->pair, w->receiver, &q) == 0, -1, "%s", "pair_set_queue");
+		REQUIRE_RET(pair_set_queue(w->fl.pair, w->fl.receiver, &q) == 0, -1, "%s", "pair_set_queue");
 	}
-	pair_set_tap(w->pair, tap, w);
+	pair_set_tap(w->fl.pair, tap, w);
 	/* 1-6 us each way: the seed decides every delay. */
 	struct pair_faults jitter = { .delay_ns = delay_ns ? delay_ns : 1000, .jitter_ns = 5000 };
-	pair_set_all_faults(w->pair, &jitter);
+	pair_set_all_faults(w->fl.pair, &jitter);
 
-	struct rnic *rr = pair_rnic(w->pair, w->receiver);
-	w->rpd = rnic_pd_alloc(rr);
-	w->rcq = rnic_cq_create(rr, 64, NULL);
-	REQUIRE(w->rpd && w->rcq, -1, "%s", "receiver pd/cq");
-	for (unsigned i = 0; i < nflows; i++) {
-		struct flow *f = &w->f[i];
-		struct rnic *r = pair_rnic(w->pair, i);
-		struct ibv_qp_init_attr init;
-
-		w->pd[i] = rnic_pd_alloc(r);
-		f->cq = rnic_cq_create(r, 64, NULL);
-		REQUIRE(w->pd[i] && f->cq, -1, "%s", "sender pd/cq");
-		memset(&init, 0, sizeof(init));
-		init.qp_type = IBV_QPT_RC;
-		init.cap.max_send_wr = 32;
-		init.cap.max_recv_wr = 4;
-		init.cap.max_send_sge = init.cap.max_recv_sge = 1;
-		f->qp = rnic_qp_create(w->pd[i], f->cq, f->cq, &init, NULL);
-		f->peer = rnic_qp_create(w->rpd, w->rcq, w->rcq, &init, NULL);
-		REQUIRE(f->qp && f->peer, -1, "%s", "qp_create");
-		f->src = calloc(1, MSG);
-		f->dst = calloc(1, MSG);
-		REQUIRE(f->src && f->dst, -1, "%s", "buffers");
-		f->src_mr = rnic_mr_reg(w->pd[i], f->src, MSG, SRC_IOVA, IBV_ACCESS_LOCAL_WRITE);
-		f->dst_mr = rnic_mr_reg(w->rpd, f->dst, MSG, DST_IOVA(i), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		REQUIRE(f->src_mr && f->dst_mr, -1, "%s", "mr_reg");
-		REQUIRE(ht_to_init(f->qp, HT_ALL_ACCESS, 0) == 0 && ht_to_init(f->peer, HT_ALL_ACCESS, 0) == 0,
-			-1, "%s", "init");
-		REQUIRE(ht_to_rtr(f->qp, pair_gid(w->pair, w->receiver), rnic_qp_num(f->peer), 0, IBV_MTU_1024,
-				  0, 0, 0) == 0 &&
-			ht_to_rtr(f->peer, pair_gid(w->pair, i), rnic_qp_num(f->qp), 0, IBV_MTU_1024, 0, 0, 0) == 0,
-			-1, "%s", "rtr");
-		/* timeout 14: 67 ms, the QP's own timer, far above any probe */
-		REQUIRE(ht_to_rts(f->qp, 0, 14, 7, 7, 0, 0) == 0 && ht_to_rts(f->peer, 0, 14, 7, 7, 0, 0) == 0, -1,
-			"%s", "rts");
-	}
-	return 0;
+	return flows_build(&w->fl, IBV_MTU_1024);
 }
 
 static void destroy(struct world *w)
 {
-	for (unsigned i = 0; i < w->nflows; i++) {
-		struct flow *f = &w->f[i];
-
-		if (f->qp)
-			rnic_qp_destroy(f->qp);
-		if (f->peer)
-			rnic_qp_destroy(f->peer);
-		if (f->src_mr)
-			rnic_mr_dereg(f->src_mr);
-		if (f->dst_mr)
-			rnic_mr_dereg(f->dst_mr);
-		if (f->cq)
-			rnic_cq_destroy(f->cq);
-		if (w->pd[i])
-			rnic_pd_free(w->pd[i]);
-		free(f->src);
-		free(f->dst);
-	}
-	if (w->rcq)
-		rnic_cq_destroy(w->rcq);
-	if (w->rpd)
-		rnic_pd_free(w->rpd);
-	pair_destroy(w->pair);
+	flows_destroy(&w->fl);
 }
 
 struct totals {
@@ -250,8 +146,8 @@ static struct totals totals(struct world *w)
 {
 	struct totals t = { 0 };
 
-	for (unsigned i = 0; i <= w->nflows; i++) {
-		const struct rnic_counters *c = rnic_counters(pair_rnic(w->pair, i));
+	for (unsigned i = 0; i <= w->fl.nflows; i++) {
+		const struct rnic_counters *c = rnic_counters(pair_rnic(w->fl.pair, i));
 		t.retransmits += c->retransmits;
 		t.probes += c->retransmit_probes;
 		t.timeouts += c->retransmit_timeouts;
@@ -264,68 +160,68 @@ static void case_queue(uint64_t seed)
 {
 	struct world w;
 
-	ht_begin_case("seed %llu: a queue of milliseconds, one loss per flow", (unsigned long long)seed);
+	check_begin("seed %llu: a queue of milliseconds, one loss per flow", (unsigned long long)seed);
 	if (build(&w, seed, 2, true, MSG, DEPTH) != 0)
 		goto out;
 	w.end_ns = 40 * HT_MS;
 	/* Where each flow loses its packet: somewhere in its first window. */
-	w.f[0].drop_at = 10 + (uint32_t)pair_random_below(w.pair, 400);
-	w.f[1].drop_at = 10 + (uint32_t)pair_random_below(w.pair, 400);
-	while (pair_now(w.pair) < w.end_ns)
-		if (pair_run_until(w.pair, step, &w, 100 * HT_US) == PAIR_IDLE)
+	w.fl.f[0].drop_at = 10 + (uint32_t)pair_random_below(w.fl.pair, 400);
+	w.fl.f[1].drop_at = 10 + (uint32_t)pair_random_below(w.fl.pair, 400);
+	while (pair_now(w.fl.pair) < w.end_ns)
+		if (pair_run_until(w.fl.pair, step, &w, 100 * HT_US) == PAIR_IDLE)
 			break;
 	step(&w);
 	struct totals t = totals(&w);
-	const struct pair_queue_stats *qs = pair_queue_stats(w.pair, w.receiver);
+	const struct pair_queue_stats *qs = pair_queue_stats(w.fl.pair, w.fl.receiver);
 	printf("queue: max backlog %llu B (%.1f ms at 1 Gb/s), drops %llu; lost by the tap %u+%u; "
 	       "retransmits %llu (probes %llu, timeouts %llu), selective NAKs %llu; WRITEs done %llu+%llu\n",
 	       (unsigned long long)qs->max_backlog, (double)qs->max_backlog * 8 / 1e6, (unsigned long long)qs->dropped,
-	       w.f[0].dropped, w.f[1].dropped, (unsigned long long)t.retransmits, (unsigned long long)t.probes,
-	       (unsigned long long)t.timeouts, (unsigned long long)t.sel_naks, (unsigned long long)w.f[0].completed,
-	       (unsigned long long)w.f[1].completed);
-	CHECK(!w.f[0].error && !w.f[1].error, "%s", "completion errors");
+	       w.fl.f[0].dropped, w.fl.f[1].dropped, (unsigned long long)t.retransmits, (unsigned long long)t.probes,
+	       (unsigned long long)t.timeouts, (unsigned long long)t.sel_naks, (unsigned long long)w.fl.f[0].completed,
+	       (unsigned long long)w.fl.f[1].completed);
+	CHECK(!w.fl.f[0].error && !w.fl.f[1].error, "%s", "completion errors");
 	CHECK(qs->max_backlog * 8 > 2000000, "the queue never held 2 ms (%llu B)",
 	      (unsigned long long)qs->max_backlog);
 	CHECK(qs->dropped == 0, "the queue dropped %llu", (unsigned long long)qs->dropped);
-	CHECK(w.f[0].dropped == 1 && w.f[1].dropped == 1, "%s", "the tap's two losses");
+	CHECK(w.fl.f[0].dropped == 1 && w.fl.f[1].dropped == 1, "%s", "the tap's two losses");
 	CHECK(t.sel_naks >= 2, "selective NAKs %llu: no scoreboard", (unsigned long long)t.sel_naks);
 	CHECK(t.probes == 0, "%llu probes while packets only waited in the queue", (unsigned long long)t.probes);
 	CHECK(t.timeouts == 0, "%llu timeouts", (unsigned long long)t.timeouts);
 	CHECK(t.retransmits == 2, "%llu retransmits for 2 losses", (unsigned long long)t.retransmits);
-	CHECK(w.f[0].completed > 20 && w.f[1].completed > 20, "%s", "both flows made progress");
+	CHECK(w.fl.f[0].completed > 20 && w.fl.f[1].completed > 20, "%s", "both flows made progress");
 out:
 	destroy(&w);
-	ht_end_case();
+	check_end();
 }
 
 static void case_tail_loss(uint64_t seed)
 {
 	struct world w;
 
-	ht_begin_case("seed %llu: a tail loss on a short path", (unsigned long long)seed);
+	check_begin("seed %llu: a tail loss on a short path", (unsigned long long)seed);
 	/* 16 KiB WRITEs one at a time: 16 packets each. */
 	if (build(&w, seed, 1, false, 16 * 1024, 1) != 0)
 		goto out;
-	struct flow *f = &w.f[0];
+	struct flow *f = &w.fl.f[0];
 	w.end_ns = 10 * HT_MS;
 	w.post_limit = 10;
 	/* Packet 5 (mid-message: a selective NAK, the scoreboard), then the
 	 * last packet of the 11th WRITE (a tail: nothing after it). */
 	f->drop_at = 5;
 	w.stop_when_done = 10;
-	while (f->completed < 10 && pair_now(w.pair) < w.end_ns)
-		if (pair_run_until(w.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
+	while (f->completed < 10 && pair_now(w.fl.pair) < w.end_ns)
+		if (pair_run_until(w.fl.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
 			break;
-	REQUIRE(f->completed == 10 && f->dropped == 1, (void)0, "the first ten WRITEs: %llu done, %u lost, error %d",
+	REQUIRE_RET(f->completed == 10 && f->dropped == 1, (void)0, "the first ten WRITEs: %llu done, %u lost, error %d",
 		(unsigned long long)f->completed, f->dropped, f->error);
 	f->drop_at = f->data_seen + 16;
 	w.post_limit = 11;
 	w.stop_when_done = 11;
-	uint64_t t0 = pair_now(w.pair);
-	while (f->completed < 11 && pair_now(w.pair) < w.end_ns)
-		if (pair_run_until(w.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
+	uint64_t t0 = pair_now(w.fl.pair);
+	while (f->completed < 11 && pair_now(w.fl.pair) < w.end_ns)
+		if (pair_run_until(w.fl.pair, step, &w, 10 * HT_US) == PAIR_IDLE)
 			break;
-	uint64_t took = pair_now(w.pair) - t0;
+	uint64_t took = pair_now(w.fl.pair) - t0;
 	struct totals t = totals(&w);
 	printf("tail loss: the WRITE completed %.1f us after it started; retransmits %llu (probes %llu, timeouts %llu)\n",
 	       (double)took / 1e3, (unsigned long long)t.retransmits, (unsigned long long)t.probes,
@@ -337,7 +233,7 @@ static void case_tail_loss(uint64_t seed)
 	      (unsigned long long)t.timeouts);
 out:
 	destroy(&w);
-	ht_end_case();
+	check_end();
 }
 
 /* 64 KiB WRITEs eight deep (a 512-packet window) over 80 ms each way. */
@@ -349,8 +245,8 @@ static void slow_peer_run(uint64_t seed, bool one_packet, struct totals *t, stru
 	w->end_ns = 2000 * HT_MS;
 	w->post_limit = 16;
 	w->stop_when_done = 16;
-	while (w->f[0].completed < 16 && !w->f[0].error && pair_now(w->pair) < w->end_ns)
-		if (pair_run_until(w->pair, step, w, 10 * HT_MS) == PAIR_IDLE)
+	while (w->fl.f[0].completed < 16 && !w->fl.f[0].error && pair_now(w->fl.pair) < w->end_ns)
+		if (pair_run_until(w->fl.pair, step, w, 10 * HT_MS) == PAIR_IDLE)
 			break;
 	*t = totals(w);
 	*ok = true;
@@ -362,13 +258,13 @@ static void case_slow_peer(uint64_t seed)
 	struct totals one, all;
 	bool ok;
 
-	ht_begin_case("seed %llu: a peer that answers after the timeout", (unsigned long long)seed);
+	check_begin("seed %llu: a peer that answers after the timeout", (unsigned long long)seed);
 	slow_peer_run(seed, true, &one, &w, &ok);
-	bool done_one = ok && w.f[0].completed == 16 && !w.f[0].error;
-	uint64_t took_one = pair_now(w.pair);
+	bool done_one = ok && w.fl.f[0].completed == 16 && !w.fl.f[0].error;
+	uint64_t took_one = pair_now(w.fl.pair);
 	destroy(&w);
 	slow_peer_run(seed, false, &all, &w, &ok);
-	uint64_t took_all = pair_now(w.pair);
+	uint64_t took_all = pair_now(w.fl.pair);
 	destroy(&w);
 	printf("slow peer: one packet after a timeout: %llu retransmits, %llu timeouts, 16 WRITEs in %.0f ms; "
 	       "the window: %llu retransmits, %llu timeouts, %.0f ms\n",
@@ -380,7 +276,7 @@ static void case_slow_peer(uint64_t seed)
 	      (unsigned long long)one.retransmits, (unsigned long long)one.timeouts);
 	CHECK(all.retransmits > 100 * all.timeouts / 2, "the window mode resent only %llu",
 	      (unsigned long long)all.retransmits);
-	ht_end_case();
+	check_end();
 }
 
 int main(int argc, char **argv)
@@ -393,9 +289,12 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (strcmp(argv[i], "--seed") == 0)
 			seed = strtoull(argv[i + 1], NULL, 0);
+	check_seed(seed);
+	check_seed_env = "SOFTRNIC_SEED";
 	case_queue(seed);
 	case_tail_loss(seed);
 	case_slow_peer(seed);
-	printf("recovery_timers: %d failures\n", ht_failures);
-	return ht_failures ? 1 : 0;
+	if (!check_failures)
+		printf("recovery_timers: ok\n");
+	return check_exit("recovery_timers");
 }

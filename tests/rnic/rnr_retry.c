@@ -76,16 +76,11 @@ static uint64_t timeout_ns(uint8_t code)
 static int post_send(struct ht *h, enum ibv_wr_opcode op, void *buf, uint32_t len, uint32_t lkey, uint64_t va,
 		     uint32_t rkey, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)buf, .length = len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)buf, len, lkey);
+	wr_remote(&wr, va, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = va;
-	wr.wr.rdma.rkey = rkey;
 	return rnic_post_send(h->side[0].qp, &wr, &bad, pair_now(h->pair));
 }
 
@@ -93,7 +88,7 @@ static int post_send(struct ht *h, enum ibv_wr_opcode op, void *buf, uint32_t le
 
 static int rnr_then_success(void)
 {
-	ht_begin_case("RNR NAKs until a receive is posted, then success");
+	check_begin("RNR NAKs until a receive is posted, then success");
 	struct ht h;
 	struct ht_opts o;
 	ht_default_opts(&o, 5);
@@ -138,14 +133,14 @@ static int rnr_then_success(void)
 			      "send completion wr_id %llu status %s opcode %d", (unsigned long long)wc.wr_id,
 			      ht_wc_status_str(wc.status), wc.opcode);
 		else
-			HT_FAIL("send did not complete after the receive was posted");
+			FAIL("send did not complete after the receive was posted");
 		if (ht_wait_wc(&h, h.side[1].rcq, &wc, 10 * HT_MS)) {
 			CHECK(wc.wr_id == 70 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 300,
 			      "recv completion wr_id %llu status %s byte_len %u", (unsigned long long)wc.wr_id,
 			      ht_wc_status_str(wc.status), wc.byte_len);
 			CHECK(memcmp(rbuf, sbuf, 300) == 0, "received data differ");
 		} else {
-			HT_FAIL("no receive completion");
+			FAIL("no receive completion");
 		}
 		rnic_mr_dereg(smr);
 		rnic_mr_dereg(rmr);
@@ -153,12 +148,12 @@ static int rnr_then_success(void)
 	ht_teardown(&h);
 	free(sbuf);
 	free(rbuf);
-	return ht_end_case();
+	return check_end();
 }
 
 static int rnr_exhausted(uint8_t rnr_retry)
 {
-	ht_begin_case("rnr_retry %u exhausted", rnr_retry);
+	check_begin("rnr_retry %u exhausted", rnr_retry);
 	struct ht h;
 	struct ht_opts o;
 	ht_default_opts(&o, 6);
@@ -177,13 +172,13 @@ static int rnr_exhausted(uint8_t rnr_retry)
 			      "completion wr_id %llu status %s, expected 1 RNR_RETRY_EXC_ERR",
 			      (unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 		} else {
-			HT_FAIL("no completion");
+			FAIL("no completion");
 		}
 		if (ht_wait_wc(&h, h.side[0].scq, &wc, 100 * HT_MS))
 			CHECK(wc.wr_id == 2 && wc.status == IBV_WC_WR_FLUSH_ERR, "second WR: wr_id %llu status %s",
 			      (unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 		else
-			HT_FAIL("second WR never flushed");
+			FAIL("second WR never flushed");
 		/* transmissions of the first SEND: the try plus rnr_retry retries */
 		size_t first = 0;
 		for (size_t i = 0; i < t.n; i++)
@@ -201,14 +196,14 @@ static int rnr_exhausted(uint8_t rnr_retry)
 	}
 	ht_teardown(&h);
 	free(sbuf);
-	return ht_end_case();
+	return check_end();
 }
 
 /* ---- transport timer ------------------------------------------------------ */
 
 static int retry_exhausted(bool lose_requests, uint8_t retry_cnt)
 {
-	ht_begin_case("retry_cnt %u exhausted, link drops every %s", retry_cnt,
+	check_begin("retry_cnt %u exhausted, link drops every %s", retry_cnt,
 		      lose_requests ? "request" : "response");
 	struct ht h;
 	struct ht_opts o;
@@ -247,7 +242,7 @@ static int retry_exhausted(bool lose_requests, uint8_t retry_cnt)
 				      (double)(done - t.time[t.n - 1]) / 1e6, (double)T / 1e6);
 			(void)start;
 		} else {
-			HT_FAIL("no completion within %u timeouts", 100 * (retry_cnt + 1u));
+			FAIL("no completion within %u timeouts", 100 * (retry_cnt + 1u));
 		}
 		const struct rnic_counters *c0 = rnic_counters(h.side[0].r), *c1 = rnic_counters(h.side[1].r);
 		CHECK(c0->retransmits == retry_cnt, "retransmits %llu, expected %u", (unsigned long long)c0->retransmits,
@@ -263,13 +258,13 @@ static int retry_exhausted(bool lose_requests, uint8_t retry_cnt)
 	ht_teardown(&h);
 	free(buf);
 	free(tgt);
-	return ht_end_case();
+	return check_end();
 }
 
 /* The first transmissions are lost; the timer recovers, data intact. */
 static int retry_recovers(enum ibv_wr_opcode op, int lose_req, int lose_resp)
 {
-	ht_begin_case("%s recovers after losing %d request(s) and %d response(s)",
+	check_begin("%s recovers after losing %d request(s) and %d response(s)",
 		      op == IBV_WR_RDMA_READ ? "READ" : "WRITE", lose_req, lose_resp);
 	struct ht h;
 	struct ht_opts o;
@@ -297,7 +292,7 @@ static int retry_recovers(enum ibv_wr_opcode op, int lose_req, int lose_resp)
 			      (unsigned long long)wc.wr_id, ht_wc_status_str(wc.status));
 			CHECK(memcmp(buf, tgt + 100, 3000) == 0, "data differ after recovery");
 		} else {
-			HT_FAIL("no completion");
+			FAIL("no completion");
 		}
 		const struct rnic_counters *c0 = rnic_counters(h.side[0].r);
 		CHECK(c0->retransmits >= 1, "retransmits %llu", (unsigned long long)c0->retransmits);
@@ -308,7 +303,7 @@ static int retry_recovers(enum ibv_wr_opcode op, int lose_req, int lose_resp)
 	ht_teardown(&h);
 	free(buf);
 	free(tgt);
-	return ht_end_case();
+	return check_end();
 }
 
 int main(void)

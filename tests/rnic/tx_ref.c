@@ -48,9 +48,9 @@ static bool run_wr(struct env *e, int node, struct ibv_send_wr *wr)
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	int rc = rnic_post_send(e->h.side[node].qp, wr, &bad, pair_now(e->h.pair));
-	REQUIRE(rc == 0, false, "post: %d", rc);
-	REQUIRE(ht_wait_wc(&e->h, e->h.side[node].scq, &wc, 5000 * HT_MS), false, "no completion");
-	REQUIRE(wc.status == IBV_WC_SUCCESS, false, "status %s", ht_wc_status_str(wc.status));
+	REQUIRE_RET(rc == 0, false, "post: %d", rc);
+	REQUIRE_RET(ht_wait_wc(&e->h, e->h.side[node].scq, &wc, 5000 * HT_MS), false, "no completion");
+	REQUIRE_RET(wc.status == IBV_WC_SUCCESS, false, "status %s", ht_wc_status_str(wc.status));
 	return true;
 }
 
@@ -142,17 +142,13 @@ static void read_case(struct env *e, int node, uint32_t src_off, uint32_t dst_of
 {
 	uint8_t *remote = node ? mem0 : mem1, *local = node ? mem1 : mem0;
 	struct rnic_mr *lmr = node ? e->mr1 : e->mr0, *rmr = node ? e->mr0 : e->mr1;
-	struct ibv_sge sge = { .addr = (uintptr_t)(local + dst_off), .length = len, .lkey = rnic_mr_lkey(lmr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 
 	fill(remote + src_off, len, 17u + (unsigned)node);
 	memset(local + dst_off, 0, len);
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)(remote + src_off);
-	wr.wr.rdma.rkey = rnic_mr_rkey(rmr);
+	wr_send_1(&wr, &sge, IBV_WR_RDMA_READ, 0, (uintptr_t)(local + dst_off), len, rnic_mr_lkey(lmr));
+	wr_remote(&wr, (uintptr_t)(remote + src_off), rnic_mr_rkey(rmr));
 	if (run_wr(e, node, &wr))
 		CHECK(!memcmp(local + dst_off, remote + src_off, len), "READ by node %d: data differs", node);
 }
@@ -171,7 +167,7 @@ static void run_seed(uint64_t seed)
 	e.mr0 = ht_reg(&e.h.side[0], mem0, MEM, HT_ALL_ACCESS);
 	e.mr1 = ht_reg(&e.h.side[1], mem1, MEM, HT_ALL_ACCESS);
 	if (!e.mr0 || !e.mr1) {
-		HT_FAIL("MR registration failed");
+		FAIL("MR registration failed");
 		if (e.mr0)
 			rnic_mr_dereg(e.mr0);
 		if (e.mr1)
@@ -200,7 +196,7 @@ static void run_seed(uint64_t seed)
 	CHECK(by_ref(&e) - r0 >= 3, "%llu of 5 packets by reference, expected 3 (more with loss)",
 	      (unsigned long long)(by_ref(&e) - r0));
 	if (seed == 1)
-		CHECK_EQ_U(by_ref(&e) - r0, 3, "packets by reference (three SGEs, no loss)");
+		CHECK_EQ(by_ref(&e) - r0, 3, "packets by reference (three SGEs, no loss)");
 
 	/* Inline: the payload leaves from the WQE's copy. */
 	r0 = by_ref(&e);
@@ -229,7 +225,7 @@ static void run_seed(uint64_t seed)
 	r0 = by_ref(&e);
 	write_case(&e, 1, (const uint32_t[]){ 40960 }, (const uint32_t[]){ 3000 }, 1, 40960, false);
 	read_case(&e, 0, 49152, 49152, 6000);
-	CHECK_EQ_U(by_ref(&e) - r0, 0, "packets by reference from the copying node");
+	CHECK_EQ(by_ref(&e) - r0, 0, "packets by reference from the copying node");
 
 	rnic_mr_dereg(e.mr0);
 	rnic_mr_dereg(e.mr1);
@@ -244,13 +240,16 @@ int main(int argc, char **argv)
 	int failed = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		ht_begin_case("tx by reference, seed %llu", (unsigned long long)seeds[i]);
+		check_begin("tx by reference, seed %llu", (unsigned long long)seeds[i]);
+		check_seed(seeds[i]);
 		run_seed(seeds[i]);
-		if (ht_end_case()) {
+		if (check_end()) {
 			printf("  replay: SOFTRNIC_SEED=%llu %s\n", (unsigned long long)seeds[i], argv[0]);
 			failed++;
 		}
 	}
+	check_seeded = false;
 	printf("%s: %zu seeds, %d failed\n", failed ? "FAIL" : "PASS", n, failed);
+	check_exit("tx_ref");
 	return failed ? 1 : 0;
 }

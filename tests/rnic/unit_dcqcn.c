@@ -304,10 +304,8 @@ int main(void)
 	test_target_clamping();
 	test_param_table();
 	test_replay();
-	if (ut_failures) {
-		fprintf(stderr, "unit_dcqcn: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_dcqcn");
 	printf("unit_dcqcn: ok\n");
 	return 0;
 }

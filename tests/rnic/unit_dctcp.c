@@ -164,10 +164,8 @@ int main(void)
 	test_all_marked();
 	test_clamps();
 	test_replay();
-	if (ut_failures) {
-		fprintf(stderr, "unit_dctcp: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_dctcp");
 	printf("unit_dctcp: ok\n");
 	return 0;
 }

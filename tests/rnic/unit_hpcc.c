@@ -238,10 +238,8 @@ int main(void)
 	test_no_fast_react();
 	test_clamps_and_stages();
 	test_pint_sequence();
-	if (ut_failures) {
-		fprintf(stderr, "unit_hpcc: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_hpcc");
 	printf("unit_hpcc: ok\n");
 	return 0;
 }

@@ -58,40 +58,13 @@ static void side_init(struct ut_loop *l, int i, struct side *s, int mr_access)
 		s->ibmr.lkey = rnic_mr_lkey(s->mr);
 }
 
+/* Remote write and read (no atomics), 3 retries. */
 static void connect_qp(struct ut_loop *l, int i, struct side *s, uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
+	struct ut_rc_opts o = ut_rc_default;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	CHECK(rnic_qp_modify(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-			     l->now) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
-	CHECK(rnic_qp_modify(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 100;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	CHECK(rnic_qp_modify(s->qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_MAX_QP_RD_ATOMIC, l->now) == 0);
+	o.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	CHECK(ut_connect_rc(l, i, s->qp, dqpn, 100, 100, 10, 3, 3, &o) == 0);
 }
 
 /* b's region: local write and window binding, no remote rights of its own. */
@@ -161,31 +134,21 @@ static int bind(struct pair *p, struct ibv_mw *mw, uint32_t rkey, uint32_t off, 
 /* a writes `len` bytes of its buffer to b at offset `off` through `rkey`. */
 static int write_to_b(struct pair *p, uint32_t rkey, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)p->a.buf, .length = len, .lkey = rnic_mr_lkey(p->a.mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)p->b.buf + off;
-	wr.wr.rdma.rkey = rkey;
+	wr_send_1(&wr, &sge, IBV_WR_RDMA_WRITE, 1, (uintptr_t)p->a.buf, len, rnic_mr_lkey(p->a.mr));
+	wr_remote(&wr, (uintptr_t)p->b.buf + off, rkey);
 	return run_one(p, &p->a, &wr, NULL);
 }
 
 static int read_from_b(struct pair *p, uint32_t rkey, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)p->a.buf + 4096, .length = len, .lkey = rnic_mr_lkey(p->a.mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 2;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = (uintptr_t)p->b.buf + off;
-	wr.wr.rdma.rkey = rkey;
+	wr_send_1(&wr, &sge, IBV_WR_RDMA_READ, 2, (uintptr_t)p->a.buf + 4096, len, rnic_mr_lkey(p->a.mr));
+	wr_remote(&wr, (uintptr_t)p->b.buf + off, rkey);
 	return run_one(p, &p->a, &wr, NULL);
 }
 
@@ -346,11 +309,7 @@ static void test_remote_inv(void)
 	rsge = (struct ibv_sge){ .addr = (uintptr_t)p.b.buf + 6000, .length = 64, .lkey = rnic_mr_lkey(p.b.mr) };
 	rwr = (struct ibv_recv_wr){ .wr_id = 55, .sg_list = &rsge, .num_sge = 1 };
 	CHECK(rnic_post_recv(p.b.qp, &rwr, &rbad) == 0);
-	sge = (struct ibv_sge){ .addr = (uintptr_t)p.a.buf, .length = 8, .lkey = rnic_mr_lkey(p.a.mr) };
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, IBV_WR_SEND_WITH_INV, 0, (uintptr_t)p.a.buf, 8, rnic_mr_lkey(p.a.mr));
 	wr.invalidate_rkey = key;
 	CHECK(run_one(&p, &p.a, &wr, NULL) == IBV_WC_SUCCESS);
 	CHECK(rnic_cq_poll(p.b.cq, 1, &wc) == 1);
@@ -444,11 +403,7 @@ static void test_bind_errors(void)
 	ibmw.rkey = rnic_mw_rkey(mw);
 	CHECK(bind(&p, &ibmw, ibv_inc_rkey(ibmw.rkey), 0, 64, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 		   NULL) == IBV_WC_SUCCESS);
-	sge = (struct ibv_sge){ .addr = (uintptr_t)p.b.buf, .length = 8, .lkey = rnic_mw_rkey(mw) };
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = IBV_WR_SEND;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, IBV_WR_SEND, 0, (uintptr_t)p.b.buf, 8, rnic_mw_rkey(mw));
 	CHECK(run_one(&p, &p.b, &wr, NULL) == IBV_WC_LOC_PROT_ERR);
 	rnic_mw_dealloc(mw);
 	pair_fini(&p);
@@ -467,19 +422,14 @@ static void test_bind_errors(void)
 
 static int atomic_write(struct pair *p, uint32_t rkey, uint32_t off, uint32_t len, bool inl)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)p->a.buf, .length = len, .lkey = rnic_mr_lkey(p->a.mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	struct ibv_wc wc;
 	int st;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 3;
-	wr.opcode = IBV_WR_ATOMIC_WRITE;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, IBV_WR_ATOMIC_WRITE, 3, (uintptr_t)p->a.buf, len, rnic_mr_lkey(p->a.mr));
+	wr_remote(&wr, (uintptr_t)p->b.buf + off, rkey);
 	wr.send_flags = inl ? IBV_SEND_INLINE : 0;
-	wr.wr.rdma.remote_addr = (uintptr_t)p->b.buf + off;
-	wr.wr.rdma.rkey = rkey;
 	st = run_one(p, &p->a, &wr, &wc);
 	if (st == IBV_WC_SUCCESS)
 		CHECK(wc.opcode == IBV_WC_ATOMIC_WRITE);
@@ -541,10 +491,8 @@ int main(void)
 	test_dereg_under_window();
 	test_bind_errors();
 	test_atomic_write();
-	if (ut_failures) {
-		fprintf(stderr, "unit_mw: %d failed checks\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_mw");
 	printf("unit_mw: ok\n");
 	return 0;
 }

@@ -77,44 +77,13 @@ static struct rnic_qp *make_qp(struct node *n, struct rnic_srq *srq, enum ibv_qp
 
 /* RESET -> INIT -> RTR -> RTS toward (gid, dqpn); PSNs from the QPNs so
  * both ends agree without being told.  RC gets a short RNR timer. */
+/* Remote write only, a 256-byte MTU, no reads or atomics, no hop limit;
+ * PSNs from the QP numbers. */
 static int connect_qp(struct ut_loop *l, int side, struct rnic_qp *qp, uint32_t dqpn, uint8_t rnr_retry)
 {
-	bool rc = qp->type == IBV_QPT_RC;
-	struct ibv_qp_attr a;
-	int mask, err;
+	const struct ut_rc_opts o = { .access = IBV_ACCESS_REMOTE_WRITE, .mtu = IBV_MTU_256 };
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	err = rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, l->now);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_256;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = dqpn & 0xffff;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - side].raw, 16);
-	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (rc)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	err = rnic_qp_modify(qp, &a, mask, l->now);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = rnic_qp_num(qp) & 0xffff;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	return rnic_qp_modify(qp, &a, mask, l->now);
+	return ut_connect_rc(l, side, qp, dqpn, rnic_qp_num(qp) & 0xffff, dqpn & 0xffff, 14, 7, rnr_retry, &o);
 }
 
 static void connect_pair(struct ut_loop *l, struct rnic_qp *a, struct rnic_qp *b, uint8_t rnr_retry)
@@ -142,18 +111,13 @@ static int qp_post_recv(struct rnic_qp *qp, struct node *n, uint64_t wr_id, uint
 static int send_msg(struct ut_loop *l, struct rnic_qp *qp, struct node *n, enum ibv_wr_opcode op, uint64_t wr_id,
 		    uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(n->buf + off), .length = len, .lkey = rnic_mr_lkey(n->mr) };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, wr_id, (uintptr_t)(n->buf + off), len, rnic_mr_lkey(n->mr));
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = imm;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	return rnic_post_send(qp, &wr, &bad, l->now);
 }
 
@@ -731,10 +695,8 @@ int main(int argc, char **argv)
 			test_uc_loss(seeds[i], true);
 		}
 	}
-	if (ut_failures) {
-		fprintf(stderr, "unit_srq: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_srq");
 	printf("unit_srq: all passed\n");
 	return 0;
 }

@@ -79,7 +79,7 @@ static void test_sequence(void)
 		timely_on_rtt(&s, seq[i].rtt_us * US, seq[i].ack, seq[i].nxt);
 		CHECK(timely_rate(&s) == seq[i].rate);
 		CHECK(s.diff == diffs[i]);
-		if (ut_failures)
+		if (check_failures)
 			fprintf(stderr, "  step %zu: rate %llu diff %lld\n", i, (unsigned long long)timely_rate(&s),
 				(long long)s.diff);
 	}
@@ -127,10 +127,8 @@ int main(void)
 	test_sequence();
 	test_line_rate();
 	test_replay();
-	if (ut_failures) {
-		fprintf(stderr, "unit_timely: %d failures\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_timely");
 	printf("unit_timely: ok\n");
 	return 0;
 }

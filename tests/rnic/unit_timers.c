@@ -51,8 +51,8 @@ static void conn_up(struct ut_loop *l, struct conn *c)
 						   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
 		CHECK(c->qp[i] && c->mr[i]);
 	}
-	CHECK(ut_connect_rc(l, 0, c->qp[0], rnic_qp_num(c->qp[1]), 100, 100, 8, 7, 7) == 0);
-	CHECK(ut_connect_rc(l, 1, c->qp[1], rnic_qp_num(c->qp[0]), 100, 100, 8, 7, 7) == 0);
+	CHECK(ut_connect_rc(l, 0, c->qp[0], rnic_qp_num(c->qp[1]), 100, 100, 8, 7, 7, NULL) == 0);
+	CHECK(ut_connect_rc(l, 1, c->qp[1], rnic_qp_num(c->qp[0]), 100, 100, 8, 7, 7, NULL) == 0);
 }
 
 /* Node 0 SENDs MSGS messages to node 1 on c. */
@@ -204,7 +204,5 @@ int main(void)
 	test_capacity();
 	test_idle_qps();
 	test_many_timers();
-	if (ut_failures)
-		fprintf(stderr, "unit_timers: %d failures\n", ut_failures);
-	return ut_failures ? 1 : 0;
+	return check_exit("rnic_unit_timers");
 }

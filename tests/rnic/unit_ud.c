@@ -68,10 +68,7 @@ static void enqueue(struct net *n, int from, int to, const struct rnic_tx *tx)
 {
 	struct pkt *p;
 
-	if (n->qlen == MAXQ) {
-		fprintf(stderr, "queue overflow\n");
-		exit(1);
-	}
+	REQUIRE(n->qlen < MAXQ, "queue overflow");
 	p = &n->q[n->qlen++];
 	p->from = from;
 	p->to = to;
@@ -227,9 +224,7 @@ static void ep_init(struct net *n, int node, struct ep *e, struct rnic_pd *pd)
 	e->rcq = rnic_cq_create(n->r[node], 64, NULL);
 	e->qp = rnic_qp_create(e->pd, e->scq, e->rcq, &init, NULL);
 	e->buf = calloc(1, BUFSZ);
-	CHECK(e->pd && e->scq && e->rcq && e->qp && e->buf);
-	if (!e->qp)
-		exit(1);
+	REQUIRE(e->pd && e->scq && e->rcq && e->qp && e->buf);
 	e->mr = rnic_mr_reg(e->pd, e->buf, BUFSZ, (uint64_t)(uintptr_t)e->buf, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(e->mr != NULL);
 	e->qpn = rnic_qp_num(e->qp);
@@ -249,16 +244,10 @@ static int post_recv(struct ep *e, uint64_t wr_id, uint32_t offset, uint32_t len
 static int post_send(struct ep *e, struct rnic_ah *ah, uint32_t dqpn, uint32_t qkey, uint32_t len,
 		     bool imm, uint64_t wr_id)
 {
-	struct ibv_sge sge = {
-		.addr = (uint64_t)(uintptr_t)e->buf, .length = len, .lkey = rnic_mr_lkey(e->mr),
-	};
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr_send_1(&wr, &sge, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, wr_id, (uint64_t)(uintptr_t)e->buf, len, rnic_mr_lkey(e->mr));
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = htobe32(0xcafe0001);
 	wr.wr.ud.ah = ah ? &ah->verbs : NULL;
@@ -761,10 +750,8 @@ int main(void)
 	test_multicast();
 	test_validation();
 	test_ipv6_grh();
-	if (ut_failures) {
-		fprintf(stderr, "unit_ud: %d failure(s)\n", ut_failures);
-		return 1;
-	}
+	if (check_failures)
+		return check_exit("rnic_unit_ud");
 	printf("unit_ud: all passed\n");
 	return 0;
 }

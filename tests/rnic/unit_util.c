@@ -7,16 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ut_failures;
-
 static void enqueue(struct ut_loop *l, int to, const uint8_t *ib, size_t len)
 {
 	struct ut_pkt *p;
 
-	if (l->qlen == l->cap) {
-		fprintf(stderr, "queue overflow\n");
-		exit(1);
-	}
+	REQUIRE(l->qlen < l->cap, "queue overflow");
 	p = &l->q[(l->qhead + l->qlen) % l->cap];
 	p->to = to;
 	p->len = len;
@@ -134,34 +129,49 @@ void ut_fill(uint8_t *p, size_t n, uint32_t seed)
 		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
 }
 
+const struct ut_rc_opts ut_rc_default = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.mtu = IBV_MTU_1024,
+	.rd_atomic = 4,
+	.hop_limit = 1,
+};
+
 int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
+		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry, const struct ut_rc_opts *opts)
 {
+	const struct ut_rc_opts *o = opts ? opts : &ut_rc_default;
 	struct ibv_qp_attr a;
-	int err;
+	struct ibv_qp_init_attr init;
+	int mask, err;
+
+	err = rnic_qp_query(qp, &a, &init);
+	if (err)
+		return err;
+	bool rc = init.qp_type == IBV_QPT_RC;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	a.qp_access_flags = (unsigned int)o->access;
 	err = rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, l->now);
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = o->mtu;
 	a.dest_qp_num = dqpn;
 	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 4;
+	a.max_dest_rd_atomic = o->rd_atomic;
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.hop_limit = o->hop_limit;
 	memcpy(a.ah_attr.grh.dgid.raw, l->gid[1 - i].raw, 16);
-	err = rnic_qp_modify(qp, &a,
-			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, l->now);
+	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (rc)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	err = rnic_qp_modify(qp, &a, mask, l->now);
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
@@ -170,8 +180,9 @@ int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, u
 	a.timeout = timeout;
 	a.retry_cnt = retry;
 	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 4;
-	return rnic_qp_modify(qp, &a,
-			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			      IBV_QP_MAX_QP_RD_ATOMIC, l->now);
+	a.max_rd_atomic = o->rd_atomic;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (rc)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	return rnic_qp_modify(qp, &a, mask, l->now);
 }

@@ -1,6 +1,6 @@
 /*
  * unit_util.h — what the rnic layer's unit tests (unit_loop.c, unit_srq.c,
- * unit_ud.c) share: a CHECK that counts failures, and for the two-node
+ * unit_ud.c) share: tests/check.h, and for the two-node
  * tests the "loop": two rnics wired back to back through an in-test packet
  * queue (xmit -> queue -> rnic_receive) with a simulated clock, optional
  * drop/duplicate hooks and a record of async events.
@@ -16,19 +16,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../check.h"
+#include "../verbs_helpers.h"
 #include "rnic/rnic.h"
 #include "wire/wire.h"
-
-/* Failed CHECKs so far in this process. */
-extern int ut_failures;
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			ut_failures++;                                                \
-		}                                                                     \
-	} while (0)
 
 /* ---- the loop ------------------------------------------------------------ */
 
@@ -83,11 +74,22 @@ void ut_loop_run(struct ut_loop *l, int max_steps);
 /* How many recorded events have this type and element. */
 int ut_count_events(const struct ut_loop *l, enum ibv_event_type type, void *obj);
 
-/* Moves node i's RC QP to RTS towards node 1-i's QP dqpn: remote write,
- * read and atomic access, 1024-byte MTU, 4 reads/atomics each way; 0 or
- * the errno of the modify that failed. */
+/* What else a connection may differ in (ut_connect_rc's `opts`). */
+struct ut_rc_opts {
+	int access;                     /* qp_access_flags */
+	enum ibv_mtu mtu;               /* path MTU */
+	uint8_t rd_atomic;              /* max_rd_atomic and max_dest_rd_atomic */
+	uint8_t hop_limit;              /* of the address vector's GRH */
+};
+/* The defaults: remote write, read and atomic access, 1024-byte MTU, 4
+ * reads/atomics each way, hop limit 1. */
+extern const struct ut_rc_opts ut_rc_default;
+
+/* Moves node i's QP to RTS (RESET -> INIT -> RTR -> RTS) towards node
+ * 1-i's QP dqpn, with `opts` (NULL: ut_rc_default); a UC QP gets only the
+ * attributes UC takes.  0 or the errno of the modify that failed. */
 int ut_connect_rc(struct ut_loop *l, int i, struct rnic_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry);
+		  uint8_t timeout, uint8_t retry, uint8_t rnr_retry, const struct ut_rc_opts *opts);
 
 /* ---- data ---------------------------------------------------------------- */
 

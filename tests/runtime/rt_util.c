@@ -16,7 +16,7 @@ void rt_endpoint_init(struct rt_endpoint *ep, struct srt_device *dev, size_t buf
 	ep->dev = dev;
 	ep->buf_len = buf_len;
 	ep->buf = calloc(1, buf_len);
-	CHECK(ep->buf != NULL, "out of memory");
+	REQUIRE(ep->buf != NULL, "out of memory");
 	srt_lock(dev);
 	struct rnic *r = srt_rnic(dev);
 	ep->pd = rnic_pd_alloc(r);
@@ -25,15 +25,15 @@ void rt_endpoint_init(struct rt_endpoint *ep, struct srt_device *dev, size_t buf
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 			: NULL;
 	srt_unlock(dev);
-	CHECK(ep->pd && ep->cq && ep->mr, "cannot create PD/CQ/MR");
+	REQUIRE(ep->pd && ep->cq && ep->mr, "cannot create PD/CQ/MR");
 }
 
 void rt_endpoint_fini(struct rt_endpoint *ep)
 {
 	srt_lock(ep->dev);
-	CHECK(rnic_mr_dereg(ep->mr) == 0, "mr_dereg");
-	CHECK(rnic_cq_destroy(ep->cq) == 0, "cq_destroy (QPs still on it?)");
-	CHECK(rnic_pd_free(ep->pd) == 0, "pd_free (objects still in it?)");
+	REQUIRE(rnic_mr_dereg(ep->mr) == 0, "mr_dereg");
+	REQUIRE(rnic_cq_destroy(ep->cq) == 0, "cq_destroy (QPs still on it?)");
+	REQUIRE(rnic_pd_free(ep->pd) == 0, "pd_free (objects still in it?)");
 	srt_unlock(ep->dev);
 	free(ep->buf);
 }
@@ -51,7 +51,7 @@ struct rnic_qp *rt_qp_create(struct rt_endpoint *ep)
 	srt_lock(ep->dev);
 	struct rnic_qp *qp = rnic_qp_create(ep->pd, ep->cq, ep->cq, &init, NULL);
 	srt_unlock(ep->dev);
-	CHECK(qp != NULL, "rnic_qp_create: errno %d", errno);
+	REQUIRE(qp != NULL, "rnic_qp_create: errno %d", errno);
 	return qp;
 }
 
@@ -137,18 +137,13 @@ int rt_post_recv(struct rt_endpoint *ep, struct rnic_qp *qp, size_t off, size_t 
 int rt_post_send(struct rt_endpoint *ep, struct rnic_qp *qp, enum ibv_wr_opcode op, size_t off, size_t len,
 		 uint64_t remote_addr, uint32_t rkey, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(ep->buf + off), .length = (uint32_t)len };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	struct ibv_send_wr *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
+	wr_send_1(&wr, &sge, op, wr_id, (uint64_t)(uintptr_t)(ep->buf + off), (uint32_t)len, 0);
+	wr_remote(&wr, remote_addr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = remote_addr;
-	wr.wr.rdma.rkey = rkey;
 	srt_lock(ep->dev);
 	sge.lkey = rnic_mr_lkey(ep->mr);
 	int e = rnic_post_send(qp, &wr, &bad, srt_now());
@@ -199,15 +194,15 @@ void rt_expect_wc(struct rt_endpoint *ep, enum ibv_wc_opcode opcode, uint64_t wr
 {
 	struct ibv_wc wc;
 
-	CHECK(rt_wait_wc(ep, &wc, 10000), "no completion for wr_id %llu within 10 s", (unsigned long long)wr_id);
-	CHECK(wc.status == IBV_WC_SUCCESS, "wr_id %llu completed with status %d (%s)",
+	REQUIRE(rt_wait_wc(ep, &wc, 10000), "no completion for wr_id %llu within 10 s", (unsigned long long)wr_id);
+	REQUIRE(wc.status == IBV_WC_SUCCESS, "wr_id %llu completed with status %d (%s)",
 	      (unsigned long long)wc.wr_id, wc.status, rt_wc_status(wc.status));
-	CHECK(wc.wr_id == wr_id, "expected wr_id %llu, got %llu", (unsigned long long)wr_id,
+	REQUIRE(wc.wr_id == wr_id, "expected wr_id %llu, got %llu", (unsigned long long)wr_id,
 	      (unsigned long long)wc.wr_id);
-	CHECK(wc.opcode == opcode, "wr_id %llu: opcode %d, expected %d", (unsigned long long)wr_id, wc.opcode,
+	REQUIRE(wc.opcode == opcode, "wr_id %llu: opcode %d, expected %d", (unsigned long long)wr_id, wc.opcode,
 	      opcode);
 	if (opcode & IBV_WC_RECV)
-		CHECK(wc.byte_len == byte_len, "byte_len %u, expected %u", wc.byte_len, byte_len);
+		REQUIRE(wc.byte_len == byte_len, "byte_len %u, expected %u", wc.byte_len, byte_len);
 }
 
 void rt_expect_send_and_recv(struct rt_endpoint *ep, uint64_t send_wr_id, uint64_t recv_wr_id, uint32_t recv_len)
@@ -217,19 +212,19 @@ void rt_expect_send_and_recv(struct rt_endpoint *ep, uint64_t send_wr_id, uint64
 	for (int i = 0; i < 2; i++) {
 		struct ibv_wc wc;
 
-		CHECK(rt_wait_wc(ep, &wc, 10000), "no completion for wr_id %llu within 10 s",
+		REQUIRE(rt_wait_wc(ep, &wc, 10000), "no completion for wr_id %llu within 10 s",
 		      (unsigned long long)(sent ? recv_wr_id : send_wr_id));
-		CHECK(wc.status == IBV_WC_SUCCESS, "wr_id %llu completed with status %d (%s)",
+		REQUIRE(wc.status == IBV_WC_SUCCESS, "wr_id %llu completed with status %d (%s)",
 		      (unsigned long long)wc.wr_id, wc.status, rt_wc_status(wc.status));
 		if (wc.opcode == IBV_WC_SEND) {
-			CHECK(!sent && wc.wr_id == send_wr_id, "send completion wr_id %llu, expected %llu once",
+			REQUIRE(!sent && wc.wr_id == send_wr_id, "send completion wr_id %llu, expected %llu once",
 			      (unsigned long long)wc.wr_id, (unsigned long long)send_wr_id);
 			sent = true;
 		} else {
-			CHECK(!received && wc.opcode == IBV_WC_RECV && wc.wr_id == recv_wr_id,
+			REQUIRE(!received && wc.opcode == IBV_WC_RECV && wc.wr_id == recv_wr_id,
 			      "completion opcode %d wr_id %llu, expected a receive of wr_id %llu once", wc.opcode,
 			      (unsigned long long)wc.wr_id, (unsigned long long)recv_wr_id);
-			CHECK(wc.byte_len == recv_len, "byte_len %u, expected %u", wc.byte_len, recv_len);
+			REQUIRE(wc.byte_len == recv_len, "byte_len %u, expected %u", wc.byte_len, recv_len);
 			received = true;
 		}
 	}
@@ -266,7 +261,7 @@ void rt_read_stats(struct srt_stats_file *out, uint64_t after_ns)
 			return;
 		usleep(10000);
 	}
-	CHECK(0, "no fresh stats for pid %d in 3 s", (int)getpid());
+	REQUIRE(0, "no fresh stats for pid %d in 3 s", (int)getpid());
 }
 
 void rt_write_all(int fd, const void *p, size_t n)
@@ -274,7 +269,7 @@ void rt_write_all(int fd, const void *p, size_t n)
 	const uint8_t *b = p;
 	while (n) {
 		ssize_t k = write(fd, b, n);
-		CHECK(k > 0 || errno == EINTR, "exchange write: %s", strerror(errno));
+		REQUIRE(k > 0 || errno == EINTR, "exchange write: %s", strerror(errno));
 		if (k > 0) {
 			b += k;
 			n -= (size_t)k;
@@ -287,7 +282,7 @@ void rt_read_all(int fd, void *p, size_t n)
 	uint8_t *b = p;
 	while (n) {
 		ssize_t k = read(fd, b, n);
-		CHECK(k > 0 || (k < 0 && errno == EINTR), "exchange read: %s", k == 0 ? "peer closed" : strerror(errno));
+		REQUIRE(k > 0 || (k < 0 && errno == EINTR), "exchange read: %s", k == 0 ? "peer closed" : strerror(errno));
 		if (k > 0) {
 			b += k;
 			n -= (size_t)k;
@@ -300,18 +295,18 @@ void rt_barrier(int fd)
 	char c = 'b';
 	rt_write_all(fd, &c, 1);
 	rt_read_all(fd, &c, 1);
-	CHECK(c == 'b', "bad barrier byte");
+	REQUIRE(c == 'b', "bad barrier byte");
 }
 
 int rt_run_two_processes(int (*side)(int fd, bool server, void *arg), void *arg)
 {
 	int sv[2];
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s", strerror(errno));
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s", strerror(errno));
 	fflush(stdout);
 	fflush(stderr);
 	pid_t child = fork();
-	CHECK(child >= 0, "fork: %s", strerror(errno));
+	REQUIRE(child >= 0, "fork: %s", strerror(errno));
 	if (child == 0) {
 		close(sv[0]);
 		_exit(side(sv[1], false, arg));
@@ -319,8 +314,8 @@ int rt_run_two_processes(int (*side)(int fd, bool server, void *arg), void *arg)
 	close(sv[1]);
 	int rc = side(sv[0], true, arg);
 	int status = 0;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
+	REQUIRE(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+	REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client process failed (status %#x)", status);
 	close(sv[0]);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * rt_util.h — helpers shared by the runtime tests: checks that abort the
- * test with a message, and a small RC endpoint (PD, CQ, MR, QP) driven
+ * rt_util.h — helpers shared by the runtime tests: tests/check.h (their
+ * checks are REQUIREs: a failure ends the process, whose peer then fails
+ * too), and a small RC endpoint (PD, CQ, MR, QP) driven
  * through the rnic API under the runtime's device lock, the way the compat
  * layer will drive it.
  */
@@ -12,18 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../check.h"
+#include "../verbs_helpers.h"
 #include "runtime/runtime.h"
 #include "runtime/stats_file.h"
-
-#define CHECK(cond, ...)                                                            \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                               \
-			fprintf(stderr, "\n");                                      \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
 
 /* What one side tells the other to connect (exchanged over a pipe or TCP). */
 struct rt_qp_info {

@@ -54,18 +54,18 @@ static struct ibv_wc poll_one(struct rt_endpoint *ep, const char *what)
 
 	for (;;) {
 		int n = srt_poll_cq(ep->dev, ep->cq, 1, &wc);
-		CHECK(n >= 0, "%s: poll failed", what);
+		REQUIRE(n >= 0, "%s: poll failed", what);
 		if (n == 1)
 			break;
-		CHECK(now_ms() < end, "%s: no completion within 10 s", what);
+		REQUIRE(now_ms() < end, "%s: no completion within 10 s", what);
 	}
-	CHECK(wc.status == IBV_WC_SUCCESS, "%s: status %d (%s)", what, wc.status, rt_wc_status(wc.status));
+	REQUIRE(wc.status == IBV_WC_SUCCESS, "%s: status %d (%s)", what, wc.status, rt_wc_status(wc.status));
 	return wc;
 }
 
 static void post_send(struct rt_endpoint *ep, struct rnic_qp *qp, uint64_t wr_id)
 {
-	CHECK(rt_post_send(ep, qp, IBV_WR_SEND, OFF_SEND, MSG_LEN, 0, 0, wr_id) == 0, "post SEND %llu",
+	REQUIRE(rt_post_send(ep, qp, IBV_WR_SEND, OFF_SEND, MSG_LEN, 0, 0, wr_id) == 0, "post SEND %llu",
 	      (unsigned long long)wr_id);
 }
 
@@ -83,7 +83,7 @@ static double timed_send(struct rt_endpoint *ep, struct rnic_qp *qp, uint64_t wr
 	double t0 = now_ms();
 	post_send(ep, qp, wr_id);
 	struct ibv_wc wc = poll_one(ep, "timed SEND");
-	CHECK(wc.opcode == IBV_WC_SEND && wc.wr_id == wr_id, "timed SEND: got opcode %d wr_id %llu", wc.opcode,
+	REQUIRE(wc.opcode == IBV_WC_SEND && wc.wr_id == wr_id, "timed SEND: got opcode %d wr_id %llu", wc.opcode,
 	      (unsigned long long)wc.wr_id);
 	return now_ms() - t0;
 }
@@ -92,7 +92,7 @@ static int run_side(int fd, bool server)
 {
 	const char *me = server ? "server" : "client";
 	struct srt_device *dev = srt_open();
-	CHECK(dev != NULL, "%s: srt_open: %s", me, strerror(errno));
+	REQUIRE(dev != NULL, "%s: srt_open: %s", me, strerror(errno));
 
 	struct rt_endpoint ep;
 	rt_endpoint_init(&ep, dev, BUF_LEN);
@@ -100,11 +100,11 @@ static int run_side(int fd, bool server)
 	struct rt_qp_info mine, peer;
 	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, psn, &mine, &peer);
 	/* timeout 18: 4.096 us * 2^18 = 1.07 s before any retransmission. */
-	CHECK(rt_qp_connect_timeout(&ep, qp, psn, &peer, srt_active_mtu(dev), 18) == 0, "%s: connect", me);
+	REQUIRE(rt_qp_connect_timeout(&ep, qp, psn, &peer, srt_active_mtu(dev), 18) == 0, "%s: connect", me);
 	/* Receive WQEs 1000, 1001, ...: four ahead, one more per RECV. */
 	uint64_t next_recv = 1000;
 	for (int i = 0; i < 4; i++)
-		CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "%s: post_recv", me);
+		REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "%s: post_recv", me);
 	rt_barrier(fd);
 
 	/* 1. Ping-pong, both sides polling. */
@@ -117,14 +117,14 @@ static int run_side(int fd, bool server)
 			while (!sent || !got) {
 				struct ibv_wc wc = poll_one(&ep, "client ping-pong");
 				if (wc.opcode == IBV_WC_SEND) {
-					CHECK(!sent && wc.wr_id == i, "client: SEND completion %llu, expected %llu",
+					REQUIRE(!sent && wc.wr_id == i, "client: SEND completion %llu, expected %llu",
 					      (unsigned long long)wc.wr_id, (unsigned long long)i);
 					sent = true;
 				} else {
-					CHECK(!got && wc.opcode == IBV_WC_RECV && wc.byte_len == MSG_LEN,
+					REQUIRE(!got && wc.opcode == IBV_WC_RECV && wc.byte_len == MSG_LEN,
 					      "client: unexpected completion opcode %d", wc.opcode);
 					got = true;
-					CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+					REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
 				}
 			}
 		} else {
@@ -134,22 +134,22 @@ static int run_side(int fd, bool server)
 			for (;;) {
 				struct ibv_wc wc = poll_one(&ep, "server ping-pong");
 				if (wc.opcode == IBV_WC_SEND) {
-					CHECK(wc.wr_id == answered, "server: SEND completion %llu, expected %llu",
+					REQUIRE(wc.wr_id == answered, "server: SEND completion %llu, expected %llu",
 					      (unsigned long long)wc.wr_id, (unsigned long long)answered);
 					answered++;
 					continue;
 				}
-				CHECK(wc.opcode == IBV_WC_RECV && wc.wr_id == 1000 + i, "server: expected RECV %llu",
+				REQUIRE(wc.opcode == IBV_WC_RECV && wc.wr_id == 1000 + i, "server: expected RECV %llu",
 				      (unsigned long long)(1000 + i));
 				break;
 			}
-			CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+			REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
 			post_send(&ep, qp, i);
 		}
 	}
 	while (server && answered < ROUNDS) {
 		struct ibv_wc wc = poll_one(&ep, "server last answers");
-		CHECK(wc.opcode == IBV_WC_SEND && wc.wr_id == answered, "server: expected SEND completion %llu",
+		REQUIRE(wc.opcode == IBV_WC_SEND && wc.wr_id == answered, "server: expected SEND completion %llu",
 		      (unsigned long long)answered);
 		answered++;
 	}
@@ -170,7 +170,7 @@ static int run_side(int fd, bool server)
 	 * trip ten times the usual ~25-50 us), nothing here is about
 	 * softrnic any more: the count is reported, not judged. */
 	if (server && turn_us < OVERLOADED_TURN_US)
-		CHECK(ps.acks_rode >= ROUNDS / 30, "server: only %llu of %d ACKs rode with an answer",
+		REQUIRE(ps.acks_rode >= ROUNDS / 30, "server: only %llu of %d ACKs rode with an answer",
 		      (unsigned long long)ps.acks_rode, ROUNDS);
 	else if (server)
 		fprintf(stderr, "server: machine overloaded (%.0f us per round trip): ride count not judged\n",
@@ -192,7 +192,7 @@ static int run_side(int fd, bool server)
 		srt_progress_stats(dev, &before);
 		double t0 = now_ms(), elapsed;
 		while ((elapsed = now_ms() - t0) < 300.0)
-			CHECK(srt_poll_cq(dev, ep.cq, 1, &wc) == 0, "server: completion from an idle QP");
+			REQUIRE(srt_poll_cq(dev, ep.cq, 1, &wc) == 0, "server: completion from an idle QP");
 		srt_progress_stats(dev, &after);
 		uint64_t looks = after.poll_watch_wakes - before.poll_watch_wakes;
 		uint64_t timeouts = after.handoff_timeouts - before.handoff_timeouts;
@@ -200,7 +200,7 @@ static int run_side(int fd, bool server)
 				"socket back %llu times\n",
 			elapsed, (unsigned long long)looks, (unsigned long long)timeouts);
 		if (timeouts == 0)
-			CHECK(looks <= (uint64_t)(elapsed / 0.8) + 20,
+			REQUIRE(looks <= (uint64_t)(elapsed / 0.8) + 20,
 			      "server: the progress thread looked %llu times in %.0f ms of polling",
 			      (unsigned long long)looks, elapsed);
 	}
@@ -211,11 +211,11 @@ static int run_side(int fd, bool server)
 		uint64_t r0 = retransmits(&ep);
 		double ms = timed_send(&ep, qp, ROUNDS);
 		fprintf(stderr, "client: SEND to a peer that went quiet after polling completed in %.3f ms\n", ms);
-		CHECK(ms < QUIET_LIMIT_MS, "held ACK left only after %.1f ms", ms);
-		CHECK(retransmits(&ep) == r0, "the SEND was retransmitted");
+		REQUIRE(ms < QUIET_LIMIT_MS, "held ACK left only after %.1f ms", ms);
+		REQUIRE(retransmits(&ep) == r0, "the SEND was retransmitted");
 	} else {
 		struct ibv_wc wc = poll_one(&ep, "server quiet RECV");
-		CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+		REQUIRE(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
 		usleep(300 * 1000);
 	}
 	rt_barrier(fd);
@@ -225,13 +225,13 @@ static int run_side(int fd, bool server)
 		uint64_t r0 = retransmits(&ep);
 		double ms = timed_send(&ep, qp, ROUNDS + 1);
 		fprintf(stderr, "client: SEND to a peer that does not poll completed in %.3f ms\n", ms);
-		CHECK(ms < QUIET_LIMIT_MS, "ACK from the progress thread left only after %.1f ms", ms);
-		CHECK(retransmits(&ep) == r0, "the SEND was retransmitted");
+		REQUIRE(ms < QUIET_LIMIT_MS, "ACK from the progress thread left only after %.1f ms", ms);
+		REQUIRE(retransmits(&ep) == r0, "the SEND was retransmitted");
 		rt_barrier(fd);
 	} else {
 		rt_barrier(fd);
 		struct ibv_wc wc = poll_one(&ep, "server late RECV");
-		CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+		REQUIRE(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
 	}
 	rt_barrier(fd);
 
@@ -245,8 +245,8 @@ static int run_side(int fd, bool server)
 			timed_send(&ep, qp, 10000 + i);
 		} else {
 			struct ibv_wc wc = poll_one(&ep, "server one-way RECV");
-			CHECK(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
-			CHECK(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
+			REQUIRE(wc.opcode == IBV_WC_RECV, "server: expected a RECV");
+			REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, MSG_LEN, next_recv++) == 0, "post_recv");
 		}
 	}
 	rt_barrier(fd);
@@ -254,14 +254,14 @@ static int run_side(int fd, bool server)
 	if (server) {
 		fprintf(stderr, "server: %d one-way SENDs: %llu ACKs waited and left alone\n", ONE_WAY,
 			(unsigned long long)(ps.acks_alone - alone0));
-		CHECK(ps.acks_alone - alone0 <= 8 + ONE_WAY / 16,
+		REQUIRE(ps.acks_alone - alone0 <= 8 + ONE_WAY / 16,
 		      "server: %llu of %d ACKs waited for an answer that never came",
 		      (unsigned long long)(ps.acks_alone - alone0), ONE_WAY);
 	}
 	rt_barrier(fd);
 
 	srt_lock(dev);
-	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	REQUIRE(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
 	srt_close(dev);

@@ -35,64 +35,64 @@ static void test_address_choice(void)
 	struct srt_udp u1, u2, u3;
 	char a1[INET_ADDRSTRLEN];
 
-	CHECK(open_with(NULL, NULL, &u1) == 0, "default bind: %s", last_err);
-	CHECK(open_with(NULL, NULL, &u2) == 0, "second default bind: %s", last_err);
-	CHECK(is_loopback(u1.addr) && is_loopback(u2.addr), "default address is not 127.x");
-	CHECK(u1.addr.s_addr != u2.addr.s_addr, "two devices got the same address");
-	CHECK(u1.source == SRT_ADDR_LOOPBACK, "source");
-	CHECK(!strcmp(u1.ifname, "lo"), "interface of 127.0.0.N is '%s', expected lo", u1.ifname);
-	CHECK(u1.active_mtu == IBV_MTU_4096, "loopback active MTU %d, expected 4096", u1.active_mtu);
+	REQUIRE(open_with(NULL, NULL, &u1) == 0, "default bind: %s", last_err);
+	REQUIRE(open_with(NULL, NULL, &u2) == 0, "second default bind: %s", last_err);
+	REQUIRE(is_loopback(u1.addr) && is_loopback(u2.addr), "default address is not 127.x");
+	REQUIRE(u1.addr.s_addr != u2.addr.s_addr, "two devices got the same address");
+	REQUIRE(u1.source == SRT_ADDR_LOOPBACK, "source");
+	REQUIRE(!strcmp(u1.ifname, "lo"), "interface of 127.0.0.N is '%s', expected lo", u1.ifname);
+	REQUIRE(u1.active_mtu == IBV_MTU_4096, "loopback active MTU %d, expected 4096", u1.active_mtu);
 	inet_ntop(AF_INET, &u1.addr, a1, sizeof(a1));
 
 	/* Explicit address already taken. */
-	CHECK(open_with(a1, NULL, &u3) == EADDRINUSE, "SOFTRNIC_ADDR=%s in use: %s", a1, last_err);
-	CHECK(strstr(last_err, a1) && strstr(last_err, "4791"), "message should name the address: %s", last_err);
+	REQUIRE(open_with(a1, NULL, &u3) == EADDRINUSE, "SOFTRNIC_ADDR=%s in use: %s", a1, last_err);
+	REQUIRE(strstr(last_err, a1) && strstr(last_err, "4791"), "message should name the address: %s", last_err);
 	srt_udp_close(&u1);
 	/* ... and free again. */
-	CHECK(open_with(a1, NULL, &u3) == 0, "SOFTRNIC_ADDR=%s after close: %s", a1, last_err);
-	CHECK(u3.addr.s_addr == u1.addr.s_addr && u3.source == SRT_ADDR_ENV_ADDR, "SOFTRNIC_ADDR not honoured");
+	REQUIRE(open_with(a1, NULL, &u3) == 0, "SOFTRNIC_ADDR=%s after close: %s", a1, last_err);
+	REQUIRE(u3.addr.s_addr == u1.addr.s_addr && u3.source == SRT_ADDR_ENV_ADDR, "SOFTRNIC_ADDR not honoured");
 	srt_udp_close(&u3);
 	srt_udp_close(&u2);
 
 	/* Bad configurations. */
-	CHECK(open_with("not-an-ip", NULL, &u3) == EINVAL, "garbage address accepted");
-	CHECK(strstr(last_err, "SOFTRNIC_ADDR=not-an-ip"), "message: %s", last_err);
+	REQUIRE(open_with("not-an-ip", NULL, &u3) == EINVAL, "garbage address accepted");
+	REQUIRE(strstr(last_err, "SOFTRNIC_ADDR=not-an-ip"), "message: %s", last_err);
 	/* IPv6: the loopback address binds (where the host has IPv6), and
 	 * the GID is the address itself. */
 	int e6 = open_with("::1", NULL, &u3);
-	CHECK(e6 == 0 || e6 == EADDRNOTAVAIL || e6 == EAFNOSUPPORT || e6 == EADDRINUSE, "SOFTRNIC_ADDR=::1: %s",
+	REQUIRE(e6 == 0 || e6 == EADDRNOTAVAIL || e6 == EAFNOSUPPORT || e6 == EADDRINUSE, "SOFTRNIC_ADDR=::1: %s",
 	      last_err);
 	if (e6 == 0) {
 		struct rnic_gid g;
 		static const uint8_t loop6[16] = { [15] = 1 };
 		srt_udp_gid(&u3, &g);
-		CHECK(u3.v6 && !memcmp(g.raw, loop6, 16), "::1 did not become GID ::1");
-		CHECK(u3.active_mtu == IBV_MTU_4096, "IPv6 loopback active MTU %d", u3.active_mtu);
+		REQUIRE(u3.v6 && !memcmp(g.raw, loop6, 16), "::1 did not become GID ::1");
+		REQUIRE(u3.active_mtu == IBV_MTU_4096, "IPv6 loopback active MTU %d", u3.active_mtu);
 		srt_udp_close(&u3);
 	}
-	CHECK(open_with("ff02::1", NULL, &u3) == EINVAL && strstr(last_err, "not a unicast IPv6 address"),
+	REQUIRE(open_with("ff02::1", NULL, &u3) == EINVAL && strstr(last_err, "not a unicast IPv6 address"),
 	      "IPv6 multicast accepted: %s", last_err);
-	CHECK(open_with("::", NULL, &u3) == EINVAL, "IPv6 wildcard accepted");
-	CHECK(open_with("::ffff:127.0.0.1", NULL, &u3) == EINVAL && strstr(last_err, "a.b.c.d"),
+	REQUIRE(open_with("::", NULL, &u3) == EINVAL, "IPv6 wildcard accepted");
+	REQUIRE(open_with("::ffff:127.0.0.1", NULL, &u3) == EINVAL && strstr(last_err, "a.b.c.d"),
 	      "IPv4-mapped IPv6 accepted: %s", last_err);
-	CHECK(open_with("fe80::1", NULL, &u3) == EINVAL && strstr(last_err, "link-local"),
+	REQUIRE(open_with("fe80::1", NULL, &u3) == EINVAL && strstr(last_err, "link-local"),
 	      "link-local without an interface: %s", last_err);
-	CHECK(open_with("fe80::1%nosuchif0", NULL, &u3) == EINVAL && strstr(last_err, "no such interface"),
+	REQUIRE(open_with("fe80::1%nosuchif0", NULL, &u3) == EINVAL && strstr(last_err, "no such interface"),
 	      "link-local with a missing interface: %s", last_err);
-	CHECK(open_with("224.0.0.1", NULL, &u3) == EINVAL, "multicast accepted");
-	CHECK(open_with("0.0.0.0", NULL, &u3) == EINVAL, "wildcard accepted");
-	CHECK(open_with("192.0.2.1", NULL, &u3) == EADDRNOTAVAIL, "non-local address: %s", last_err);
-	CHECK(strstr(last_err, "192.0.2.1:4791"), "message: %s", last_err);
-	CHECK(open_with(NULL, "nosuchif0", &u3) == ENODEV, "missing interface: %s", last_err);
-	CHECK(strstr(last_err, "nosuchif0"), "message: %s", last_err);
+	REQUIRE(open_with("224.0.0.1", NULL, &u3) == EINVAL, "multicast accepted");
+	REQUIRE(open_with("0.0.0.0", NULL, &u3) == EINVAL, "wildcard accepted");
+	REQUIRE(open_with("192.0.2.1", NULL, &u3) == EADDRNOTAVAIL, "non-local address: %s", last_err);
+	REQUIRE(strstr(last_err, "192.0.2.1:4791"), "message: %s", last_err);
+	REQUIRE(open_with(NULL, "nosuchif0", &u3) == ENODEV, "missing interface: %s", last_err);
+	REQUIRE(strstr(last_err, "nosuchif0"), "message: %s", last_err);
 
 	/* SOFTRNIC_IFACE=lo -> lo's first IPv4 address, 127.0.0.1 (unless
 	 * another process holds it right now). */
 	int e = open_with(NULL, "lo", &u3);
-	CHECK(e == 0 || e == EADDRINUSE, "SOFTRNIC_IFACE=lo: %s", last_err);
+	REQUIRE(e == 0 || e == EADDRINUSE, "SOFTRNIC_IFACE=lo: %s", last_err);
 	if (e == 0) {
-		CHECK(u3.addr.s_addr == htonl(0x7f000001), "SOFTRNIC_IFACE=lo did not bind 127.0.0.1");
-		CHECK(u3.source == SRT_ADDR_ENV_IFACE, "source");
+		REQUIRE(u3.addr.s_addr == htonl(0x7f000001), "SOFTRNIC_IFACE=lo did not bind 127.0.0.1");
+		REQUIRE(u3.source == SRT_ADDR_ENV_IFACE, "source");
 		srt_udp_close(&u3);
 	}
 }
@@ -102,7 +102,7 @@ static void test_open_failure(void)
 {
 	char path[] = "/tmp/softrnic-test-bind-XXXXXX";
 	int tmp = mkstemp(path);
-	CHECK(tmp >= 0, "mkstemp");
+	REQUIRE(tmp >= 0, "mkstemp");
 	int saved = dup(2);
 	dup2(tmp, 2);
 	setenv("SOFTRNIC_ADDR", "192.0.2.1", 1);
@@ -118,9 +118,9 @@ static void test_open_failure(void)
 	msg[n > 0 ? n : 0] = 0;
 	close(tmp);
 	unlink(path);
-	CHECK(dev == NULL, "srt_open should fail for 192.0.2.1");
-	CHECK(e == EADDRNOTAVAIL, "errno %d", e);
-	CHECK(strstr(msg, "softrnic:") && strstr(msg, "192.0.2.1:4791"), "stderr message: '%s'", msg);
+	REQUIRE(dev == NULL, "srt_open should fail for 192.0.2.1");
+	REQUIRE(e == EADDRNOTAVAIL, "errno %d", e);
+	REQUIRE(strstr(msg, "softrnic:") && strstr(msg, "192.0.2.1:4791"), "stderr message: '%s'", msg);
 }
 
 static int hook_calls;
@@ -133,34 +133,34 @@ static void count_async(void *ctx, enum ibv_event_type type, void *obj)
 static void test_device_lifecycle(void)
 {
 	struct srt_device *dev = srt_open();
-	CHECK(dev != NULL, "srt_open: %s", strerror(errno));
-	CHECK(srt_open() == dev, "second srt_open must return the same device");
-	CHECK(!strcmp(srt_name(dev), "softrnic0"), "name");
-	CHECK(srt_active_mtu(dev) == IBV_MTU_4096, "active MTU");
+	REQUIRE(dev != NULL, "srt_open: %s", strerror(errno));
+	REQUIRE(srt_open() == dev, "second srt_open must return the same device");
+	REQUIRE(!strcmp(srt_name(dev), "softrnic0"), "name");
+	REQUIRE(srt_active_mtu(dev) == IBV_MTU_4096, "active MTU");
 	const struct rnic_gid *gid = srt_gid(dev);
-	CHECK(gid->raw[10] == 0xff && gid->raw[11] == 0xff && gid->raw[12] == 127, "GID is not ::ffff:127.x");
+	REQUIRE(gid->raw[10] == 0xff && gid->raw[11] == 0xff && gid->raw[12] == 127, "GID is not ::ffff:127.x");
 
 	srt_lock(dev);
 	const struct rnic_config *cfg = rnic_get_config(srt_rnic(dev));
-	CHECK(!memcmp(cfg->gid.raw, gid->raw, 16), "rnic config GID differs");
+	REQUIRE(!memcmp(cfg->gid.raw, gid->raw, 16), "rnic config GID differs");
 	srt_unlock(dev);
 
 	struct srt_hooks hooks = { .async_event = count_async };
 	int h1 = srt_add_hooks(dev, &hooks);
 	int h2 = srt_add_hooks(dev, &hooks);
-	CHECK(h1 >= 0 && h2 >= 0 && h1 != h2, "hook handles");
+	REQUIRE(h1 >= 0 && h2 >= 0 && h1 != h2, "hook handles");
 	srt_remove_hooks(dev, h1);
 	srt_remove_hooks(dev, h2);
 	srt_kick(dev);
 
 	struct srt_stats_file st;
 	rt_read_stats(&st, 0);
-	CHECK(!strcmp(st.name, "softrnic0") && !memcmp(st.gid, gid->raw, 16), "stats file identity");
-	CHECK(st.pid == getpid(), "stats pid");
+	REQUIRE(!strcmp(st.name, "softrnic0") && !memcmp(st.gid, gid->raw, 16), "stats file identity");
+	REQUIRE(st.pid == getpid(), "stats pid");
 
 	/* A child process gets its own device and address. */
 	int pipefd[2];
-	CHECK(pipe(pipefd) == 0, "pipe");
+	REQUIRE(pipe(pipefd) == 0, "pipe");
 	pid_t child = fork();
 	if (child == 0) {
 		alarm(20);   /* a hung child dies and the parent says so */
@@ -175,21 +175,21 @@ static void test_device_lifecycle(void)
 	}
 	uint8_t cg[16];
 	close(pipefd[1]);   /* a child that dies unwritten gives end-of-file */
-	CHECK(read(pipefd[0], cg, 16) == 16, "child GID");
+	REQUIRE(read(pipefd[0], cg, 16) == 16, "child GID");
 	int status;
-	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed");
+	REQUIRE(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed");
 	close(pipefd[0]);
-	CHECK(cg[12] == 127 && memcmp(cg, gid->raw, 16) != 0, "child should bind another 127.0.0.N");
+	REQUIRE(cg[12] == 127 && memcmp(cg, gid->raw, 16) != 0, "child should bind another 127.0.0.N");
 
 	srt_close(dev);
-	CHECK(srt_stats_read(getpid(), &st) == 0, "stats gone while still referenced");
+	REQUIRE(srt_stats_read(getpid(), &st) == 0, "stats gone while still referenced");
 	srt_close(dev);
-	CHECK(srt_stats_read(getpid(), &st) == ENOENT, "stats file not removed at close");
-	CHECK(hook_calls == 0, "no async events expected");
+	REQUIRE(srt_stats_read(getpid(), &st) == ENOENT, "stats file not removed at close");
+	REQUIRE(hook_calls == 0, "no async events expected");
 
 	/* Open again after a full close. */
 	dev = srt_open();
-	CHECK(dev != NULL, "re-open: %s", strerror(errno));
+	REQUIRE(dev != NULL, "re-open: %s", strerror(errno));
 	srt_close(dev);
 }
 

@@ -47,7 +47,7 @@ static size_t make_packet(uint8_t *pkt, size_t len, uint32_t psn, struct in_addr
 	ib.payload = payload;
 	ib.payload_len = (uint32_t)(len - WIRE_BTH_LEN - WIRE_ICRC_LEN);
 	int n = wire_encode_ib(&ib, pkt, 8192);
-	CHECK(n == (int)len, "encode %d", n);
+	REQUIRE(n == (int)len, "encode %d", n);
 	memset(&ip, 0, sizeof(ip));
 	ip.version = 4;
 	ip.df = true;
@@ -68,7 +68,7 @@ static struct srt_capture *open_capture(const char *pattern, const char *limit, 
 		setenv("SOFTRNIC_PCAP_LIMIT", limit, 1);
 	else
 		unsetenv("SOFTRNIC_PCAP_LIMIT");
-	CHECK(srt_capture_from_env(&c, csum, err, sizeof(err)) == 0 && c, "open %s: %s", pattern, err);
+	REQUIRE(srt_capture_from_env(&c, csum, err, sizeof(err)) == 0 && c, "open %s: %s", pattern, err);
 	return c;
 }
 
@@ -117,31 +117,31 @@ static unsigned check_file(const char *path, bool csum, unsigned period)
 	unsigned n = 0;
 	int st;
 
-	CHECK(pcap_open_read(&r, path) == 0, "pcap_open_read %s: %s", path, strerror(errno));
-	CHECK(r.nanosecond && r.linktype == PCAP_LINKTYPE_ETHERNET, "not a ns Ethernet pcap");
+	REQUIRE(pcap_open_read(&r, path) == 0, "pcap_open_read %s: %s", path, strerror(errno));
+	REQUIRE(r.nanosecond && r.linktype == PCAP_LINKTYPE_ETHERNET, "not a ns Ethernet pcap");
 	while ((st = pcap_read(&r, &rec, buf, sizeof(buf))) == 1) {
 		struct wire_pkt pkt;
 		int e = wire_decode_eth(rec.data, rec.caplen, true, &pkt);
-		CHECK(e == WIRE_OK, "frame %u: decode error %d", n + 1, e);
-		CHECK(rec.origlen == rec.caplen, "frame %u: cut", n + 1);
-		CHECK(rec.ts_ns >= last_ts, "frame %u: time went back", n + 1);
+		REQUIRE(e == WIRE_OK, "frame %u: decode error %d", n + 1, e);
+		REQUIRE(rec.origlen == rec.caplen, "frame %u: cut", n + 1);
+		REQUIRE(rec.ts_ns >= last_ts, "frame %u: time went back", n + 1);
 		last_ts = rec.ts_ns;
 		unsigned i = n % period;
-		CHECK(pkt.ib.bth.psn == i, "frame %u: psn %u (order)", n + 1, pkt.ib.bth.psn);
-		CHECK(pkt.udp.sport == (uint16_t)(0xc000 + i) && pkt.ip.id == i % 5 && pkt.ip.df &&
+		REQUIRE(pkt.ib.bth.psn == i, "frame %u: psn %u (order)", n + 1, pkt.ib.bth.psn);
+		REQUIRE(pkt.udp.sport == (uint16_t)(0xc000 + i) && pkt.ip.id == i % 5 && pkt.ip.df &&
 		      pkt.ip.ttl == 64 - i % 3 && pkt.ip.ecn == (i % 4 == 0 ? 2 : 3),
 		      "frame %u: header fields", n + 1);
 		if (csum)
-			CHECK(wire_udp_csum_state(&pkt) == WIRE_UDP_CSUM_OK, "frame %u: UDP checksum", n + 1);
+			REQUIRE(wire_udp_csum_state(&pkt) == WIRE_UDP_CSUM_OK, "frame %u: UDP checksum", n + 1);
 		else
-			CHECK(pkt.udp.csum == 0, "frame %u: UDP checksum should be 0", n + 1);
+			REQUIRE(pkt.udp.csum == 0, "frame %u: UDP checksum should be 0", n + 1);
 		static const uint8_t src_mac[6] = { 0x02, 0x00, 127, 9, 8, 7 }, uni[6] = { 0x02, 0x00, 127, 9, 8, 6 },
 				     group[6] = { 0x01, 0x00, 0x5e, 1, 2, 3 };
-		CHECK(!memcmp(rec.data + 6, src_mac, 6), "frame %u: source MAC", n + 1);
-		CHECK(!memcmp(rec.data, i % 2 ? group : uni, 6), "frame %u: destination MAC", n + 1);
+		REQUIRE(!memcmp(rec.data + 6, src_mac, 6), "frame %u: source MAC", n + 1);
+		REQUIRE(!memcmp(rec.data, i % 2 ? group : uni, 6), "frame %u: destination MAC", n + 1);
 		n++;
 	}
-	CHECK(st == 0, "damaged file after %u frames", n);
+	REQUIRE(st == 0, "damaged file after %u frames", n);
 	pcap_close_read(&r);
 	return n;
 }
@@ -152,25 +152,25 @@ int main(void)
 	struct srt_capture_stats cs;
 	struct stat sb;
 
-	CHECK(mkdtemp(dir), "mkdtemp");
+	REQUIRE(mkdtemp(dir), "mkdtemp");
 
 	/* %p, UDP checksums on. */
 	snprintf(pattern, sizeof(pattern), "%s/a-%%p.pcap", dir);
 	snprintf(path, sizeof(path), "%s/a-%d.pcap", dir, (int)getpid());
 	struct srt_capture *c = open_capture(pattern, NULL, true);
-	CHECK(!strcmp(srt_capture_path(c), path), "path %s, expected %s", srt_capture_path(c), path);
+	REQUIRE(!strcmp(srt_capture_path(c), path), "path %s, expected %s", srt_capture_path(c), path);
 	write_packets(c, 3000);        /* ~6 MB: several buffer flushes */
 	srt_capture_stats(c, &cs);
-	CHECK(cs.packets == 3000 && cs.dropped == 0, "stats %llu/%llu", (unsigned long long)cs.packets,
+	REQUIRE(cs.packets == 3000 && cs.dropped == 0, "stats %llu/%llu", (unsigned long long)cs.packets,
 	      (unsigned long long)cs.dropped);
 	srt_capture_close(c);
-	CHECK(check_file(path, true, 3000) == 3000, "frames with checksums");
+	REQUIRE(check_file(path, true, 3000) == 3000, "frames with checksums");
 
 	/* A second device of the same process continues the file. */
 	c = open_capture(pattern, NULL, true);
 	write_packets(c, 3000);
 	srt_capture_close(c);
-	CHECK(check_file(path, true, 3000) == 6000, "a reopened capture does not continue the file");
+	REQUIRE(check_file(path, true, 3000) == 6000, "a reopened capture does not continue the file");
 
 	/* No checksums (SOFTRNIC_GSO=0); a live flush shows the frames
 	 * before close. */
@@ -178,7 +178,7 @@ int main(void)
 	c = open_capture(path, "0", false);
 	write_packets(c, 50);
 	srt_capture_flush(c);
-	CHECK(check_file(path, false, 1000) == 50, "frames flushed before close");
+	REQUIRE(check_file(path, false, 1000) == 50, "frames flushed before close");
 	srt_capture_close(c);
 
 	/* The limit: the file stays under it, the rest is counted. */
@@ -187,10 +187,10 @@ int main(void)
 	write_packets(c, 1000);
 	srt_capture_stats(c, &cs);
 	srt_capture_close(c);
-	CHECK(stat(path, &sb) == 0 && sb.st_size <= 65536 && sb.st_size > 60000, "limited file is %lld bytes",
+	REQUIRE(stat(path, &sb) == 0 && sb.st_size <= 65536 && sb.st_size > 60000, "limited file is %lld bytes",
 	      (long long)sb.st_size);
 	unsigned got = check_file(path, true, 1000);
-	CHECK(got == cs.packets && cs.packets + cs.dropped == 1000 && cs.dropped > 0,
+	REQUIRE(got == cs.packets && cs.packets + cs.dropped == 1000 && cs.dropped > 0,
 	      "limit: %u frames in the file, stats %llu written %llu dropped", got, (unsigned long long)cs.packets,
 	      (unsigned long long)cs.dropped);
 	printf("limit 64K: %u frames written, %llu not (file %lld bytes)\n", got, (unsigned long long)cs.dropped,
@@ -203,23 +203,23 @@ int main(void)
 		setenv("SOFTRNIC_PCAP_LIMIT", bad_limits[i], 1);
 		int e = srt_capture_from_env(&c, true, err, sizeof(err));
 		if (!*bad_limits[i]) {  /* empty: the default */
-			CHECK(e == 0 && c, "empty limit refused");
+			REQUIRE(e == 0 && c, "empty limit refused");
 			srt_capture_close(c);
 			continue;
 		}
-		CHECK(e == EINVAL && !c && strstr(err, "SOFTRNIC_PCAP_LIMIT"), "limit \"%s\" accepted (%s)",
+		REQUIRE(e == EINVAL && !c && strstr(err, "SOFTRNIC_PCAP_LIMIT"), "limit \"%s\" accepted (%s)",
 		      bad_limits[i], err);
 	}
 	unsetenv("SOFTRNIC_PCAP_LIMIT");
 	setenv("SOFTRNIC_PCAP", "/nonexistent-dir/x.pcap", 1);
-	CHECK(srt_capture_from_env(&c, true, err, sizeof(err)) == ENOENT && !c && strstr(err, "cannot create"),
+	REQUIRE(srt_capture_from_env(&c, true, err, sizeof(err)) == ENOENT && !c && strstr(err, "cannot create"),
 	      "uncreatable file: %s", err);
 	unsetenv("SOFTRNIC_PCAP");
-	CHECK(srt_capture_from_env(&c, true, err, sizeof(err)) == 0 && !c, "unset SOFTRNIC_PCAP opened a capture");
+	REQUIRE(srt_capture_from_env(&c, true, err, sizeof(err)) == 0 && !c, "unset SOFTRNIC_PCAP opened a capture");
 
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CHECK(system(cmd) == 0, "cleanup");
+	REQUIRE(system(cmd) == 0, "cleanup");
 	printf("capture: ok\n");
 	return 0;
 }

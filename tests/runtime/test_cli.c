@@ -38,7 +38,7 @@ static void plant_stats_file(pid_t pid, char *path, size_t cap)
 {
 	snprintf(path, cap, "%s/softrnic-%d", rundir, (int)pid);
 	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	CHECK(fd >= 0, "create %s", path);
+	REQUIRE(fd >= 0, "create %s", path);
 	close(fd);
 }
 
@@ -47,9 +47,9 @@ static void plant_stats_file(pid_t pid, char *path, size_t cap)
 static int run_as_nobody(const char *args, char *out, size_t cap)
 {
 	int p[2];
-	CHECK(pipe(p) == 0, "pipe");
+	REQUIRE(pipe(p) == 0, "pipe");
 	pid_t child = fork();
-	CHECK(child >= 0, "fork");
+	REQUIRE(child >= 0, "fork");
 	if (child == 0) {
 		char cmd[1024];
 		dup2(p[1], 1);
@@ -70,7 +70,7 @@ static int run_as_nobody(const char *args, char *out, size_t cap)
 	out[n] = 0;
 	close(p[0]);
 	int status;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
+	REQUIRE(waitpid(child, &status, 0) == child, "waitpid");
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -80,9 +80,9 @@ static pid_t start_nobody_sleeper(void)
 {
 	int p[2];
 	pid_t parent = getpid();
-	CHECK(pipe(p) == 0, "pipe");
+	REQUIRE(pipe(p) == 0, "pipe");
 	pid_t child = fork();
-	CHECK(child >= 0, "fork");
+	REQUIRE(child >= 0, "fork");
 	if (child == 0) {
 		close(p[0]);
 		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
@@ -96,7 +96,7 @@ static pid_t start_nobody_sleeper(void)
 	}
 	close(p[1]);
 	char c;
-	CHECK(read(p[0], &c, 1) == 1, "the nobody process did not start");
+	REQUIRE(read(p[0], &c, 1) == 1, "the nobody process did not start");
 	close(p[0]);
 	return child;
 }
@@ -107,7 +107,7 @@ static int run(const char *args, char *out, size_t cap)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool, args);
 	FILE *p = popen(cmd, "r");
-	CHECK(p != NULL, "popen");
+	REQUIRE(p != NULL, "popen");
 	size_t n = fread(out, 1, cap - 1, p);
 	out[n] = 0;
 	int status = pclose(p);
@@ -119,11 +119,11 @@ int main(int argc, char **argv)
 	static char out[65536];
 	char want[256], addr[INET_ADDRSTRLEN], gid[INET6_ADDRSTRLEN];
 
-	CHECK(argc == 2, "usage: %s PATH_TO_SOFTRNIC", argv[0]);
+	REQUIRE(argc == 2, "usage: %s PATH_TO_SOFTRNIC", argv[0]);
 	tool = argv[1];
 	unsetenv("SOFTRNIC_ADDR");
 	unsetenv("SOFTRNIC_IFACE");
-	CHECK(mkdtemp(rundir), "mkdtemp %s", rundir);
+	REQUIRE(mkdtemp(rundir), "mkdtemp %s", rundir);
 	setenv("SOFTRNIC_RUNTIME_DIR", rundir, 1);
 	bool root = geteuid() == 0;
 
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 	pid_t dead = fork();
 	if (dead == 0)
 		_exit(0);
-	CHECK(waitpid(dead, NULL, 0) == dead, "waitpid");
+	REQUIRE(waitpid(dead, NULL, 0) == dead, "waitpid");
 	char stale[4096], reused[4096];
 	plant_stats_file(dead, stale, sizeof(stale));
 	pid_t sleeper = root ? start_nobody_sleeper() : 0;
@@ -141,33 +141,33 @@ int main(int argc, char **argv)
 
 	/* The device's open reclaims both. */
 	struct srt_device *dev = srt_open();
-	CHECK(dev != NULL, "srt_open: %s", strerror(errno));
-	CHECK(access(stale, F_OK) != 0, "stale %s was not removed by the device's open", stale);
-	CHECK(!root || access(reused, F_OK) != 0, "%s, whose pid runs as nobody, was not removed", reused);
+	REQUIRE(dev != NULL, "srt_open: %s", strerror(errno));
+	REQUIRE(access(stale, F_OK) != 0, "stale %s was not removed by the device's open", stale);
+	REQUIRE(!root || access(reused, F_OK) != 0, "%s, whose pid runs as nobody, was not removed", reused);
 	plant_stats_file(dead, stale, sizeof(stale));
 	inet_ntop(AF_INET, &srt_gid(dev)->raw[12], addr, sizeof(addr));
 	inet_ntop(AF_INET6, srt_gid(dev)->raw, gid, sizeof(gid));
 	struct srt_stats_file st;
 	rt_read_stats(&st, 0);
 
-	CHECK(run("devices", out, sizeof(out)) == 0, "devices failed:\n%s", out);
+	REQUIRE(run("devices", out, sizeof(out)) == 0, "devices failed:\n%s", out);
 	snprintf(want, sizeof(want), "%-8d softrnic0  %-15s 0     %-28s RoCE v2", (int)getpid(), addr, gid);
-	CHECK(strstr(out, want), "devices output lacks '%s':\n%s", want, out);
-	CHECK(strstr(out, "a new process would bind 127.0.0."), "no next-binding line:\n%s", out);
-	CHECK(access(stale, F_OK) != 0, "stale %s was not removed", stale);
+	REQUIRE(strstr(out, want), "devices output lacks '%s':\n%s", want, out);
+	REQUIRE(strstr(out, "a new process would bind 127.0.0."), "no next-binding line:\n%s", out);
+	REQUIRE(access(stale, F_OK) != 0, "stale %s was not removed", stale);
 	snprintf(want, sizeof(want), "%-8d ", (int)dead);
-	CHECK(!strstr(out, want), "dead process listed:\n%s", out);
+	REQUIRE(!strstr(out, want), "dead process listed:\n%s", out);
 
 	char args[64];
 	snprintf(args, sizeof(args), "stats %d", (int)getpid());
-	CHECK(run(args, out, sizeof(out)) == 0, "stats failed:\n%s", out);
+	REQUIRE(run(args, out, sizeof(out)) == 0, "stats failed:\n%s", out);
 	snprintf(want, sizeof(want), "softrnic0  pid %d  %s  gid %s", (int)getpid(), addr, gid);
-	CHECK(strstr(out, want), "stats header lacks '%s':\n%s", want, out);
+	REQUIRE(strstr(out, want), "stats header lacks '%s':\n%s", want, out);
 	/* Every counter, by name, with the value the file holds. */
 	rt_read_stats(&st, 0);
 #define CHECK_COUNTER(name)                                                                  \
 	snprintf(want, sizeof(want), "\n  %-26s ", #name);                                   \
-	CHECK(strstr(out, want), "counter %s missing:\n%s", #name, out);
+	REQUIRE(strstr(out, want), "counter %s missing:\n%s", #name, out);
 	RNIC_COUNTER_LIST(CHECK_COUNTER)
 	/* and the runtime's own (faults, capture: runtime.h), 0 here */
 	SRT_RUNTIME_COUNTER_LIST(CHECK_COUNTER)
@@ -180,10 +180,10 @@ int main(int argc, char **argv)
 	RNIC_COUNTER_LIST(COUNT_ONE)
 	SRT_RUNTIME_COUNTER_LIST(COUNT_ONE)
 #undef COUNT_ONE
-	CHECK(lines == counters + 1, "%d lines for %d counters", lines, counters);
+	REQUIRE(lines == counters + 1, "%d lines for %d counters", lines, counters);
 
-	CHECK(run("stats -w -n 2", out, sizeof(out)) == 0, "stats -w failed:\n%s", out);
-	CHECK(strstr(out, "tx_packets") && strstr(strstr(out, "tx_packets") + 1, "tx_packets"),
+	REQUIRE(run("stats -w -n 2", out, sizeof(out)) == 0, "stats -w failed:\n%s", out);
+	REQUIRE(strstr(out, "tx_packets") && strstr(strstr(out, "tx_packets") + 1, "tx_packets"),
 	      "watch mode should print twice:\n%s", out);
 
 	/* --qp: one line per QP, with its state and the pacer's limit. */
@@ -194,28 +194,28 @@ int main(int argc, char **argv)
 	struct ibv_qp_init_attr init = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct rnic_qp *qp = pd && cq ? rnic_qp_create(pd, cq, cq, &init, NULL) : NULL;
-	CHECK(qp && rnic_qp_set_rate_limit(qp, 5000, 0, 0, 0) == 0, "qp with a rate limit");
+	REQUIRE(qp && rnic_qp_set_rate_limit(qp, 5000, 0, 0, 0) == 0, "qp with a rate limit");
 	uint32_t qpn = rnic_qp_num(qp);
 	srt_unlock(dev);
 	rt_read_stats(&st, st.updated_ns);      /* a refresh that includes the QP */
 	rt_read_stats(&st, st.updated_ns);
 	snprintf(args, sizeof(args), "stats --qp %d", (int)getpid());
-	CHECK(run(args, out, sizeof(out)) == 0, "stats --qp failed:\n%s", out);
-	CHECK(strstr(out, "1 QPs") && strstr(out, "QPN") && strstr(out, "CNP_RX"), "stats --qp header:\n%s", out);
+	REQUIRE(run(args, out, sizeof(out)) == 0, "stats --qp failed:\n%s", out);
+	REQUIRE(strstr(out, "1 QPs") && strstr(out, "QPN") && strstr(out, "CNP_RX"), "stats --qp header:\n%s", out);
 	snprintf(want, sizeof(want), "0x%06x RC   RESET", qpn);
-	CHECK(strstr(out, want), "stats --qp lacks '%s':\n%s", want, out);
-	CHECK(strstr(out, "5.0M"), "stats --qp shows no 5 Mb/s limit:\n%s", out);
+	REQUIRE(strstr(out, want), "stats --qp lacks '%s':\n%s", want, out);
+	REQUIRE(strstr(out, "5.0M"), "stats --qp shows no 5 Mb/s limit:\n%s", out);
 	srt_lock(dev);
 	rnic_qp_destroy(qp);
 	rnic_cq_destroy(cq);
 	rnic_pd_free(pd);
 	srt_unlock(dev);
 
-	CHECK(run("stats 999999999", out, sizeof(out)) == 1, "stats of a missing pid should fail");
-	CHECK(strstr(out, "no softrnic device in process 999999999"), "message:\n%s", out);
-	CHECK(run("stats bogus", out, sizeof(out)) == 2, "bad argument should be a usage error");
+	REQUIRE(run("stats 999999999", out, sizeof(out)) == 1, "stats of a missing pid should fail");
+	REQUIRE(strstr(out, "no softrnic device in process 999999999"), "message:\n%s", out);
+	REQUIRE(run("stats bogus", out, sizeof(out)) == 2, "bad argument should be a usage error");
 	snprintf(args, sizeof(args), "stats %d", (int)dead);
-	CHECK(run(args, out, sizeof(out)) == 1 && strstr(out, "no such process"), "stats of a dead pid:\n%s", out);
+	REQUIRE(run(args, out, sizeof(out)) == 1 && strstr(out, "no such process"), "stats of a dead pid:\n%s", out);
 
 	/* Another user sees none of it (where user nobody can run the tool:
 	 * not in a clone only its owner may enter). */
@@ -224,19 +224,19 @@ int main(int argc, char **argv)
 		printf("test_cli: user nobody cannot run %s (the folders' modes): the checks as nobody skipped\n", tool);
 	if (nobody_runs) {
 		snprintf(args, sizeof(args), "stats %d", (int)getpid());
-		CHECK(run_as_nobody(args, out, sizeof(out)) == 1, "nobody's stats of our pid did not fail:\n%s", out);
+		REQUIRE(run_as_nobody(args, out, sizeof(out)) == 1, "nobody's stats of our pid did not fail:\n%s", out);
 		snprintf(want, sizeof(want), "softrnic: stats of pid %d: permission denied\n", (int)getpid());
-		CHECK(!strcmp(out, want), "nobody's stats of our pid: '%s', not '%s'", out, want);
+		REQUIRE(!strcmp(out, want), "nobody's stats of our pid: '%s', not '%s'", out, want);
 		snprintf(args, sizeof(args), "stats --qp %d", (int)getpid());
-		CHECK(run_as_nobody(args, out, sizeof(out)) == 1 && !strcmp(out, want), "nobody's stats --qp:\n%s", out);
+		REQUIRE(run_as_nobody(args, out, sizeof(out)) == 1 && !strcmp(out, want), "nobody's stats --qp:\n%s", out);
 		snprintf(args, sizeof(args), "stats %d", (int)sleeper);
-		CHECK(run_as_nobody(args, out, sizeof(out)) == 1 && strstr(out, "it has none open") &&
+		REQUIRE(run_as_nobody(args, out, sizeof(out)) == 1 && strstr(out, "it has none open") &&
 		      !strstr(out, "permission"), "nobody's stats of its own process without a device:\n%s", out);
-		CHECK(run_as_nobody("devices", out, sizeof(out)) == 0, "nobody's devices failed:\n%s", out);
+		REQUIRE(run_as_nobody("devices", out, sizeof(out)) == 0, "nobody's devices failed:\n%s", out);
 		snprintf(want, sizeof(want), "%-8d softrnic0", (int)getpid());
-		CHECK(!strstr(out, want) && strstr(out, "(no softrnic devices running)"), "nobody sees our device:\n%s",
+		REQUIRE(!strstr(out, want) && strstr(out, "(no softrnic devices running)"), "nobody sees our device:\n%s",
 		      out);
-		CHECK(run_as_nobody("stats", out, sizeof(out)) == 0 && !strstr(out, "tx_packets"),
+		REQUIRE(run_as_nobody("stats", out, sizeof(out)) == 0 && !strstr(out, "tx_packets"),
 		      "nobody's stats shows counters:\n%s", out);
 	}
 	if (root) {
@@ -245,10 +245,10 @@ int main(int argc, char **argv)
 	}
 
 	srt_close(dev);
-	CHECK(run("devices", out, sizeof(out)) == 0, "devices failed");
+	REQUIRE(run("devices", out, sizeof(out)) == 0, "devices failed");
 	snprintf(want, sizeof(want), "%-8d softrnic0", (int)getpid());
-	CHECK(!strstr(out, want), "closed device still listed:\n%s", out);
-	CHECK(rmdir(rundir) == 0, "%s not empty after the close: %s", rundir, strerror(errno));
+	REQUIRE(!strstr(out, want), "closed device still listed:\n%s", out);
+	REQUIRE(rmdir(rundir) == 0, "%s not empty after the close: %s", rundir, strerror(errno));
 	printf("cli: ok\n");
 	return 0;
 }

@@ -27,15 +27,15 @@
 static void parse_ok(const char *spec, struct srt_faults_config *cfg)
 {
 	char err[256] = "";
-	CHECK(srt_faults_parse(spec, cfg, err, sizeof(err)) == 0, "\"%s\" refused: %s", spec, err);
+	REQUIRE(srt_faults_parse(spec, cfg, err, sizeof(err)) == 0, "\"%s\" refused: %s", spec, err);
 }
 
 static void parse_bad(const char *spec, const char *want_in_message)
 {
 	struct srt_faults_config cfg;
 	char err[256] = "";
-	CHECK(srt_faults_parse(spec, &cfg, err, sizeof(err)) == EINVAL, "\"%s\" accepted", spec);
-	CHECK(strstr(err, want_in_message), "\"%s\": message \"%s\" lacks \"%s\"", spec, err, want_in_message);
+	REQUIRE(srt_faults_parse(spec, &cfg, err, sizeof(err)) == EINVAL, "\"%s\" accepted", spec);
+	REQUIRE(strstr(err, want_in_message), "\"%s\": message \"%s\" lacks \"%s\"", spec, err, want_in_message);
 }
 
 static void test_parse(void)
@@ -43,28 +43,28 @@ static void test_parse(void)
 	struct srt_faults_config c;
 
 	parse_ok("", &c);
-	CHECK(!srt_faults_config_active(&c) && !c.seeded, "empty string is not off");
+	REQUIRE(!srt_faults_config_active(&c) && !c.seeded, "empty string is not off");
 	parse_ok("   ", &c);
-	CHECK(!srt_faults_config_active(&c), "spaces are not off");
+	REQUIRE(!srt_faults_config_active(&c), "spaces are not off");
 	parse_ok("seed=5", &c);
-	CHECK(!srt_faults_config_active(&c) && c.seeded && c.seed == 5, "seed alone");
+	REQUIRE(!srt_faults_config_active(&c) && c.seeded && c.seed == 5, "seed alone");
 	parse_ok("loss=0.01,dup=0.001,reorder=0.01,delay=50us,corrupt=0.0001,seed=7", &c);
-	CHECK(c.loss == 0.01 && c.dup == 0.001 && c.reorder == 0.01 && c.delay_ns == 50000 && c.corrupt == 0.0001 &&
+	REQUIRE(c.loss == 0.01 && c.dup == 0.001 && c.reorder == 0.01 && c.delay_ns == 50000 && c.corrupt == 0.0001 &&
 	      c.seed == 7 && c.seeded && srt_faults_config_active(&c), "the documented example");
 	parse_ok(" loss = 1 , delay=1.5ms,corrupt=1e-4, seed=0x10 ", &c);
-	CHECK(c.loss == 1 && c.delay_ns == 1500000 && c.corrupt > 0.99e-4 && c.corrupt < 1.01e-4 && c.seed == 16,
+	REQUIRE(c.loss == 1 && c.delay_ns == 1500000 && c.corrupt > 0.99e-4 && c.corrupt < 1.01e-4 && c.seed == 16,
 	      "spaces, ms, exponent, hex seed");
 	parse_ok("delay=250ns,reorder=0", &c);
-	CHECK(c.delay_ns == 250 && c.reorder == 0 && srt_faults_config_active(&c), "ns");
+	REQUIRE(c.delay_ns == 250 && c.reorder == 0 && srt_faults_config_active(&c), "ns");
 	parse_ok("delay=1000ms", &c);
-	CHECK(c.delay_ns == SRT_FAULTS_MAX_DELAY_NS, "the longest delay");
+	REQUIRE(c.delay_ns == SRT_FAULTS_MAX_DELAY_NS, "the longest delay");
 
 	char text[256];
 	parse_ok("loss=0.25,delay=3us,seed=9", &c);
 	srt_faults_format(&c, text, sizeof(text));
-	CHECK(!strcmp(text, "loss=0.25,delay=3000ns,seed=9"), "format: %s", text);
+	REQUIRE(!strcmp(text, "loss=0.25,delay=3000ns,seed=9"), "format: %s", text);
 	parse_ok(text, &c);
-	CHECK(c.loss == 0.25 && c.delay_ns == 3000 && c.seed == 9, "format parses back");
+	REQUIRE(c.loss == 0.25 && c.delay_ns == 3000 && c.seed == 9, "format parses back");
 
 	parse_bad("los=0.1", "unknown key \"los\"");
 	parse_bad("loss", "expected key=value");
@@ -137,7 +137,7 @@ static struct srt_faults *make_faults(const char *spec, struct sink *s)
 	parse_ok(spec, &cfg);
 	memset(s, 0, sizeof(*s));
 	struct srt_faults *f = srt_faults_create(&cfg, record, s);
-	CHECK(f != NULL, "create %s", spec);
+	REQUIRE(f != NULL, "create %s", spec);
 	return f;
 }
 
@@ -149,8 +149,8 @@ static void test_loss_dup(void)
 		struct srt_rx_pkt p = make(i);
 		srt_faults_receive(f, &p, i);
 	}
-	CHECK(s.n == 0 && srt_faults_counters(f)->loss == 100, "loss=1: %u delivered", s.n);
-	CHECK(srt_faults_deadline(f) == UINT64_MAX, "loss holds nothing");
+	REQUIRE(s.n == 0 && srt_faults_counters(f)->loss == 100, "loss=1: %u delivered", s.n);
+	REQUIRE(srt_faults_deadline(f) == UINT64_MAX, "loss holds nothing");
 	srt_faults_destroy(f);
 
 	f = make_faults("dup=1", &s);
@@ -158,9 +158,9 @@ static void test_loss_dup(void)
 		struct srt_rx_pkt p = make(i);
 		srt_faults_receive(f, &p, i);
 	}
-	CHECK(s.n == 200 && srt_faults_counters(f)->dup == 100, "dup=1: %u delivered", s.n);
+	REQUIRE(s.n == 200 && srt_faults_counters(f)->dup == 100, "dup=1: %u delivered", s.n);
 	for (unsigned i = 0; i < 200; i++)
-		CHECK(s.id[i] == i / 2 && s.at[i] == i / 2, "dup=1: delivery %u is packet %u at %llu", i, s.id[i],
+		REQUIRE(s.id[i] == i / 2 && s.at[i] == i / 2, "dup=1: delivery %u is packet %u at %llu", i, s.id[i],
 		      (unsigned long long)s.at[i]);
 	srt_faults_destroy(f);
 }
@@ -176,19 +176,19 @@ static void test_reorder(void)
 		srt_faults_receive(f, &p, 1000 + i);
 	}
 	static const uint32_t want[] = { 1, 0, 3, 2, 5, 4 };
-	CHECK(s.n == 6, "reorder=1: %u delivered of 7", s.n);
+	REQUIRE(s.n == 6, "reorder=1: %u delivered of 7", s.n);
 	for (unsigned i = 0; i < 6; i++)
-		CHECK(s.id[i] == want[i], "reorder=1: delivery %u is packet %u, expected %u", i, s.id[i], want[i]);
-	CHECK(srt_faults_counters(f)->reorder == 4, "reorder counted %llu",
+		REQUIRE(s.id[i] == want[i], "reorder=1: delivery %u is packet %u, expected %u", i, s.id[i], want[i]);
+	REQUIRE(srt_faults_counters(f)->reorder == 4, "reorder counted %llu",
 	      (unsigned long long)srt_faults_counters(f)->reorder);
 	/* The last one waits for the hold time. */
 	uint64_t due = 1006 + SRT_FAULTS_REORDER_HOLD_NS;
-	CHECK(srt_faults_deadline(f) == due, "deadline %llu", (unsigned long long)srt_faults_deadline(f));
+	REQUIRE(srt_faults_deadline(f) == due, "deadline %llu", (unsigned long long)srt_faults_deadline(f));
 	srt_faults_release(f, due - 1);
-	CHECK(s.n == 6, "released early");
+	REQUIRE(s.n == 6, "released early");
 	srt_faults_release(f, due);
-	CHECK(s.n == 7 && s.id[6] == 6 && s.at[6] == due, "held packet not released at its time");
-	CHECK(srt_faults_deadline(f) == UINT64_MAX, "nothing held");
+	REQUIRE(s.n == 7 && s.id[6] == 6 && s.at[6] == due, "held packet not released at its time");
+	REQUIRE(srt_faults_deadline(f) == UINT64_MAX, "nothing held");
 	srt_faults_destroy(f);
 }
 
@@ -203,16 +203,16 @@ static void test_delay(void)
 	}
 	/* 0..4 arrived 50 us or more before packet 9 came (t=90 us): the
 	 * receive of 9 let 0..4 out first (each at 50+ us after it came). */
-	CHECK(s.n == 5, "delay: %u delivered by t=90us", s.n);
-	CHECK(srt_faults_deadline(f) == 50000 + 50000, "deadline %llu", (unsigned long long)srt_faults_deadline(f));
+	REQUIRE(s.n == 5, "delay: %u delivered by t=90us", s.n);
+	REQUIRE(srt_faults_deadline(f) == 50000 + 50000, "deadline %llu", (unsigned long long)srt_faults_deadline(f));
 	srt_faults_release(f, 99999);
-	CHECK(s.n == 5, "delivered before its time");
+	REQUIRE(s.n == 5, "delivered before its time");
 	srt_faults_release(f, 200000);
-	CHECK(s.n == 10, "delay: %u delivered", s.n);
+	REQUIRE(s.n == 10, "delay: %u delivered", s.n);
 	for (unsigned i = 0; i < 10; i++)
-		CHECK(s.id[i] == i && s.at[i] >= i * 10000ull + 50000, "delay: delivery %u: packet %u at %llu", i,
+		REQUIRE(s.id[i] == i && s.at[i] >= i * 10000ull + 50000, "delay: delivery %u: packet %u at %llu", i,
 		      s.id[i], (unsigned long long)s.at[i]);
-	CHECK(srt_faults_counters(f)->delay == 10, "delay counted");
+	REQUIRE(srt_faults_counters(f)->delay == 10, "delay counted");
 	srt_faults_destroy(f);
 
 	/* A full line lets its oldest packet go early, loses nothing. */
@@ -221,11 +221,11 @@ static void test_delay(void)
 		struct srt_rx_pkt p = make(i);
 		srt_faults_receive(f, &p, 0);
 	}
-	CHECK(s.n == 5 && s.id[0] == 0 && s.id[4] == 4, "full line: %u let out early", s.n);
+	REQUIRE(s.n == 5 && s.id[0] == 0 && s.id[4] == 4, "full line: %u let out early", s.n);
 	srt_faults_release(f, 1000000);
-	CHECK(s.n == SRT_FAULTS_DELAY_SLOTS + 5, "full line lost packets: %u", s.n);
+	REQUIRE(s.n == SRT_FAULTS_DELAY_SLOTS + 5, "full line lost packets: %u", s.n);
 	for (unsigned i = 0; i < s.n; i++)
-		CHECK(s.id[i] == i, "full line: order");
+		REQUIRE(s.id[i] == i, "full line: order");
 	srt_faults_destroy(f);
 
 	/* reorder and delay together: swapped, then delayed. */
@@ -235,7 +235,7 @@ static void test_delay(void)
 		srt_faults_receive(f, &p, 0);
 	}
 	srt_faults_release(f, 10000);
-	CHECK(s.n == 4 && s.id[0] == 1 && s.id[1] == 0 && s.id[2] == 3 && s.id[3] == 2 && s.at[0] == 10000,
+	REQUIRE(s.n == 4 && s.id[0] == 1 && s.id[1] == 0 && s.id[2] == 3 && s.id[3] == 2 && s.at[0] == 10000,
 	      "reorder + delay");
 	srt_faults_destroy(f);
 }
@@ -258,13 +258,13 @@ static void test_corrupt(void)
 				where = (unsigned)b;
 			diff_bits += (unsigned)__builtin_popcount(x);
 		}
-		CHECK(diff_bits == 1, "packet %u: %u bits flipped", i, diff_bits);
+		REQUIRE(diff_bits == 1, "packet %u: %u bits flipped", i, diff_bits);
 		byte_hits[where]++;
 	}
-	CHECK(byte_hits[4] == 0, "BTH byte 4 (masked by the ICRC) was flipped %u times", byte_hits[4]);
+	REQUIRE(byte_hits[4] == 0, "BTH byte 4 (masked by the ICRC) was flipped %u times", byte_hits[4]);
 	for (int b = 0; b < 64; b++)
-		CHECK(b == 4 || byte_hits[b] > 100, "byte %d flipped only %u times of 20000", b, byte_hits[b]);
-	CHECK(srt_faults_counters(f)->corrupt == 20000, "corrupt counted");
+		REQUIRE(b == 4 || byte_hits[b] > 100, "byte %d flipped only %u times of 20000", b, byte_hits[b]);
+	REQUIRE(srt_faults_counters(f)->corrupt == 20000, "corrupt counted");
 	srt_faults_destroy(f);
 }
 
@@ -284,14 +284,14 @@ static void test_rates(void)
 	const struct srt_faults_counters *c = srt_faults_counters(f);
 	double loss = (double)c->loss / n, dup = (double)c->dup / (n - c->loss),
 	       corrupt = (double)c->corrupt / n;
-	CHECK(loss > 0.095 && loss < 0.105, "loss rate %.4f", loss);
-	CHECK(dup > 0.045 && dup < 0.055, "dup rate %.4f", dup);
-	CHECK(corrupt > 0.018 && corrupt < 0.022, "corrupt rate %.4f", corrupt);
+	REQUIRE(loss > 0.095 && loss < 0.105, "loss rate %.4f", loss);
+	REQUIRE(dup > 0.045 && dup < 0.055, "dup rate %.4f", dup);
+	REQUIRE(corrupt > 0.018 && corrupt < 0.022, "corrupt rate %.4f", corrupt);
 	/* Reorder: chosen for 20% of the packets that survive, taken only when
 	 * the slot is free (1 ms apart, it always is: the hold is 100 us). */
 	double reorder = (double)c->reorder / (n - c->loss);
-	CHECK(reorder > 0.19 && reorder < 0.21, "reorder rate %.4f", reorder);
-	CHECK(s.n == n - c->loss + c->dup, "delivered %u, expected %llu", s.n,
+	REQUIRE(reorder > 0.19 && reorder < 0.21, "reorder rate %.4f", reorder);
+	REQUIRE(s.n == n - c->loss + c->dup, "delivered %u, expected %llu", s.n,
 	      (unsigned long long)(n - c->loss + c->dup));
 	srt_faults_destroy(f);
 }
@@ -319,8 +319,8 @@ static void test_seed(void)
 	uint64_t h1 = run_seed(s7, &a), h2 = run_seed(s7, &b);
 	uint64_t h3 = run_seed("loss=0.1,dup=0.1,reorder=0.1,delay=5us,corrupt=0.05,seed=8", &c);
 
-	CHECK(h1 == h2 && !memcmp(&a, &b, sizeof(a)), "same seed, different outcome");
-	CHECK(h1 != h3 && memcmp(&a, &c, sizeof(a)), "different seeds, same outcome");
+	REQUIRE(h1 == h2 && !memcmp(&a, &b, sizeof(a)), "same seed, different outcome");
+	REQUIRE(h1 != h3 && memcmp(&a, &c, sizeof(a)), "different seeds, same outcome");
 	printf("seed 7: loss %llu dup %llu reorder %llu delay %llu corrupt %llu; seed 8: loss %llu\n",
 	       (unsigned long long)a.loss, (unsigned long long)a.dup, (unsigned long long)a.reorder,
 	       (unsigned long long)a.delay, (unsigned long long)a.corrupt, (unsigned long long)c.loss);
@@ -358,9 +358,9 @@ static void test_icrc_catches(void)
 			ib.payload = payload;
 			ib.payload_len = (uint32_t)(len - WIRE_BTH_LEN - WIRE_ICRC_LEN);
 			int n = wire_encode_ib(&ib, pkt, sizeof(pkt));
-			CHECK(n == (int)len, "encode: %d", n);
+			REQUIRE(n == (int)len, "encode: %d", n);
 			wire_icrc_store(pkt + n - 4, wire_icrc_udp_payload(&ip, 0xc123, pkt, (size_t)n - 4));
-			CHECK(srt_icrc_verify_ipv4(&ip, 0xc123, pkt, (size_t)n, NULL) == SRT_ICRC_OK, "clean packet");
+			REQUIRE(srt_icrc_verify_ipv4(&ip, 0xc123, pkt, (size_t)n, NULL) == SRT_ICRC_OK, "clean packet");
 
 			struct srt_rx_pkt p;
 			memset(&p, 0, sizeof(p));
@@ -372,7 +372,7 @@ static void test_icrc_catches(void)
 				bad++;
 		}
 	}
-	CHECK(bad == total, "%u of %u corrupted packets passed the ICRC check", total - bad, total);
+	REQUIRE(bad == total, "%u of %u corrupted packets passed the ICRC check", total - bad, total);
 	srt_faults_destroy(f);
 }
 

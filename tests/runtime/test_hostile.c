@@ -34,10 +34,10 @@ static void hostile_open(struct hostile *h, const struct rnic_gid *dev_gid)
 
 	memcpy(&me.sin_addr, &dev_gid->raw[12], 4);
 	h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	CHECK(h->fd >= 0, "socket");
-	CHECK(setsockopt(h->fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof(df)) == 0, "IP_MTU_DISCOVER");
-	CHECK(bind(h->fd, (struct sockaddr *)&me, sizeof(me)) == 0, "bind: %s", strerror(errno));
-	CHECK(getsockname(h->fd, (struct sockaddr *)&me, &len) == 0, "getsockname");
+	REQUIRE(h->fd >= 0, "socket");
+	REQUIRE(setsockopt(h->fd, IPPROTO_IP, IP_MTU_DISCOVER, &df, sizeof(df)) == 0, "IP_MTU_DISCOVER");
+	REQUIRE(bind(h->fd, (struct sockaddr *)&me, sizeof(me)) == 0, "bind: %s", strerror(errno));
+	REQUIRE(getsockname(h->fd, (struct sockaddr *)&me, &len) == 0, "getsockname");
 	h->sport = ntohs(me.sin_port);
 	h->dev_addr = me;
 	h->dev_addr.sin_port = htons(WIRE_ROCEV2_UDP_PORT);
@@ -51,7 +51,7 @@ static void hostile_open(struct hostile *h, const struct rnic_gid *dev_gid)
 static void hostile_send(struct hostile *h, const uint8_t *p, size_t len)
 {
 	ssize_t n = sendto(h->fd, p, len, 0, (struct sockaddr *)&h->dev_addr, sizeof(h->dev_addr));
-	CHECK(n == (ssize_t)len, "sendto: %s", strerror(errno));
+	REQUIRE(n == (ssize_t)len, "sendto: %s", strerror(errno));
 }
 
 /* Build a request packet with a valid ICRC for IPv4 ID `ip_id`.  Returns
@@ -74,7 +74,7 @@ static size_t craft(struct hostile *h, uint8_t *buf, uint8_t opcode, uint32_t dq
 	ib.payload = payload;
 	ib.payload_len = payload_len;
 	int n = wire_encode_ib(&ib, buf, WIRE_MAX_IB_PACKET);
-	CHECK(n > 0, "wire_encode_ib: %d", n);
+	REQUIRE(n > 0, "wire_encode_ib: %d", n);
 
 	struct wire_ip ip = h->ip;
 	ip.id = ip_id;
@@ -94,7 +94,7 @@ static uint64_t total_drops(const struct rnic_counters *c)
 int main(void)
 {
 	struct srt_device *dev = srt_open();
-	CHECK(dev != NULL, "srt_open: %s", strerror(errno));
+	REQUIRE(dev != NULL, "srt_open: %s", strerror(errno));
 
 	struct rt_endpoint ep;
 	rt_endpoint_init(&ep, dev, BUF_LEN);
@@ -105,20 +105,20 @@ int main(void)
 	rt_qp_info(&ep, qb, 200, &ib);
 	rt_qp_info(&ep, qc, 300, &ic);
 	rt_qp_info(&ep, qd, 400, &id);
-	CHECK(rt_qp_connect(&ep, qa, ia.psn, &ib, IBV_MTU_1024) == 0, "connect qa");
-	CHECK(rt_qp_connect(&ep, qb, ib.psn, &ia, IBV_MTU_1024) == 0, "connect qb");
-	CHECK(rt_qp_connect(&ep, qc, ic.psn, &id, IBV_MTU_1024) == 0, "connect qc");
-	CHECK(rt_qp_connect(&ep, qd, id.psn, &ic, IBV_MTU_1024) == 0, "connect qd");
+	REQUIRE(rt_qp_connect(&ep, qa, ia.psn, &ib, IBV_MTU_1024) == 0, "connect qa");
+	REQUIRE(rt_qp_connect(&ep, qb, ib.psn, &ia, IBV_MTU_1024) == 0, "connect qb");
+	REQUIRE(rt_qp_connect(&ep, qc, ic.psn, &id, IBV_MTU_1024) == 0, "connect qc");
+	REQUIRE(rt_qp_connect(&ep, qd, id.psn, &ic, IBV_MTU_1024) == 0, "connect qd");
 
 	/* Traffic before: qa -> qb one SEND (qb now expects PSN 101). */
 	rt_fill(ep.buf, 100, 7);
-	CHECK(rt_post_recv(&ep, qb, 8192, 1024, 10) == 0, "post_recv");
-	CHECK(rt_post_send(&ep, qa, IBV_WR_SEND, 0, 100, 0, 0, 11) == 0, "post_send");
+	REQUIRE(rt_post_recv(&ep, qb, 8192, 1024, 10) == 0, "post_recv");
+	REQUIRE(rt_post_send(&ep, qa, IBV_WR_SEND, 0, 100, 0, 0, 11) == 0, "post_send");
 	for (int i = 0; i < 2; i++) {
 		struct ibv_wc wc;
-		CHECK(rt_wait_wc(&ep, &wc, 10000) && wc.status == IBV_WC_SUCCESS, "first SEND failed");
+		REQUIRE(rt_wait_wc(&ep, &wc, 10000) && wc.status == IBV_WC_SUCCESS, "first SEND failed");
 	}
-	CHECK(rt_check(ep.buf + 8192, 100, 7), "first SEND data");
+	REQUIRE(rt_check(ep.buf + 8192, 100, 7), "first SEND data");
 	uint32_t qb_expected_psn = ia.psn + 1;
 
 	struct srt_stats_file base, now;
@@ -189,34 +189,34 @@ int main(void)
 		(unsigned long long)DELTA(rx_drop_unknown_qp), (unsigned long long)DELTA(tx_nak_psn_seq),
 		(unsigned long long)DELTA(rx_drop_out_of_window), (unsigned long long)DELTA(tx_nak_remote_access),
 		(unsigned long long)(total_drops(&now.counters) - total_drops(&base.counters)));
-	CHECK(DELTA(rx_drop_bad_icrc) == 21, "20 random + 1 corrupted ICRC should be counted as bad ICRC");
-	CHECK(DELTA(rx_drop_malformed) == 5, "4 runts + 1 truncated RETH should be malformed");
-	CHECK(DELTA(rx_drop_unknown_qp) == 2, "2 packets to a QPN that does not exist");
-	CHECK(DELTA(tx_nak_psn_seq) + DELTA(rx_drop_out_of_window) >= 1, "PSN far ahead was not NAKed or dropped");
-	CHECK(DELTA(tx_nak_remote_access) == 1, "wrong rkey was not NAKed with a remote access error");
+	REQUIRE(DELTA(rx_drop_bad_icrc) == 21, "20 random + 1 corrupted ICRC should be counted as bad ICRC");
+	REQUIRE(DELTA(rx_drop_malformed) == 5, "4 runts + 1 truncated RETH should be malformed");
+	REQUIRE(DELTA(rx_drop_unknown_qp) == 2, "2 packets to a QPN that does not exist");
+	REQUIRE(DELTA(tx_nak_psn_seq) + DELTA(rx_drop_out_of_window) >= 1, "PSN far ahead was not NAKed or dropped");
+	REQUIRE(DELTA(tx_nak_remote_access) == 1, "wrong rkey was not NAKed with a remote access error");
 
 	/* qa <-> qb still carry traffic: SEND, WRITE, READ. */
 	rt_fill(ep.buf, 3000, 8);
-	CHECK(rt_post_recv(&ep, qb, 8192, 4096, 20) == 0, "post_recv");
-	CHECK(rt_post_send(&ep, qa, IBV_WR_SEND, 0, 3000, 0, 0, 21) == 0, "post SEND");
-	CHECK(rt_post_send(&ep, qa, IBV_WR_RDMA_WRITE, 0, 3000, ib.addr + 16384, ib.rkey, 22) == 0, "post WRITE");
-	CHECK(rt_post_send(&ep, qa, IBV_WR_RDMA_READ, 32768, 3000, ib.addr + 16384, ib.rkey, 23) == 0, "post READ");
+	REQUIRE(rt_post_recv(&ep, qb, 8192, 4096, 20) == 0, "post_recv");
+	REQUIRE(rt_post_send(&ep, qa, IBV_WR_SEND, 0, 3000, 0, 0, 21) == 0, "post SEND");
+	REQUIRE(rt_post_send(&ep, qa, IBV_WR_RDMA_WRITE, 0, 3000, ib.addr + 16384, ib.rkey, 22) == 0, "post WRITE");
+	REQUIRE(rt_post_send(&ep, qa, IBV_WR_RDMA_READ, 32768, 3000, ib.addr + 16384, ib.rkey, 23) == 0, "post READ");
 	int seen = 0;
 	for (int i = 0; i < 4; i++) {
 		struct ibv_wc wc;
-		CHECK(rt_wait_wc(&ep, &wc, 10000), "traffic after the attack stalled (%d of 4 completions)", i);
-		CHECK(wc.status == IBV_WC_SUCCESS, "wr_id %llu failed after the attack: %s",
+		REQUIRE(rt_wait_wc(&ep, &wc, 10000), "traffic after the attack stalled (%d of 4 completions)", i);
+		REQUIRE(wc.status == IBV_WC_SUCCESS, "wr_id %llu failed after the attack: %s",
 		      (unsigned long long)wc.wr_id, rt_wc_status(wc.status));
 		seen |= 1 << (wc.wr_id - 20);
 	}
-	CHECK(seen == 0xf, "missing completions (mask %#x)", seen);
-	CHECK(rt_check(ep.buf + 8192, 3000, 8), "SEND after attack");
-	CHECK(rt_check(ep.buf + 16384, 3000, 8), "WRITE after attack");
-	CHECK(rt_check(ep.buf + 32768, 3000, 8), "READ after attack");
+	REQUIRE(seen == 0xf, "missing completions (mask %#x)", seen);
+	REQUIRE(rt_check(ep.buf + 8192, 3000, 8), "SEND after attack");
+	REQUIRE(rt_check(ep.buf + 16384, 3000, 8), "WRITE after attack");
+	REQUIRE(rt_check(ep.buf + 32768, 3000, 8), "READ after attack");
 
 	close(h.fd);
 	srt_lock(dev);
-	CHECK(rnic_qp_destroy(qa) == 0 && rnic_qp_destroy(qb) == 0 && rnic_qp_destroy(qc) == 0 &&
+	REQUIRE(rnic_qp_destroy(qa) == 0 && rnic_qp_destroy(qb) == 0 && rnic_qp_destroy(qc) == 0 &&
 	      rnic_qp_destroy(qd) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);

@@ -69,7 +69,7 @@ static void check_flips(const char *file, unsigned frame, const struct wire_pkt 
 			uint16_t id = 0;
 			copy[byte] ^= (uint8_t)(1u << bit);
 			int r = srt_icrc_verify_ipv4(&ip, pkt->udp.sport, copy, len, &id);
-			CHECK(r == SRT_ICRC_BAD, "%s frame %u: flipping byte %zu bit %d of %zu was accepted (id %#x)", file,
+			REQUIRE(r == SRT_ICRC_BAD, "%s frame %u: flipping byte %zu bit %d of %zu was accepted (id %#x)", file,
 			      frame, byte, bit, len, id);
 			copy[byte] ^= (uint8_t)(1u << bit);
 			flips++;
@@ -77,7 +77,7 @@ static void check_flips(const char *file, unsigned frame, const struct wire_pkt 
 	}
 	/* The masked byte really is masked. */
 	copy[4] ^= 0xff;
-	CHECK(srt_icrc_verify_ipv4(&ip, pkt->udp.sport, copy, len, NULL) != SRT_ICRC_BAD,
+	REQUIRE(srt_icrc_verify_ipv4(&ip, pkt->udp.sport, copy, len, NULL) != SRT_ICRC_BAD,
 	      "%s frame %u: BTH byte 4 should be masked", file, frame);
 }
 
@@ -90,24 +90,24 @@ static void check_file(const char *dir, const char *name)
 	unsigned frame = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	CHECK(pcap_open_read(&rd, path) == 0, "cannot read %s: %s", path, strerror(errno));
+	REQUIRE(pcap_open_read(&rd, path) == 0, "cannot read %s: %s", path, strerror(errno));
 	while (pcap_read(&rd, &rec, buf, sizeof(buf)) == 1) {
 		struct wire_pkt pkt;
 		frame++;
 		int e = wire_decode_eth(rec.data, rec.caplen, true, &pkt);
-		CHECK(e == 0, "%s frame %u: wire_decode_eth: %s", name, frame, wire_strerror(e));
-		CHECK(pkt.ip.version == 4, "%s frame %u: not IPv4", name, frame);
+		REQUIRE(e == 0, "%s frame %u: wire_decode_eth: %s", name, frame, wire_strerror(e));
+		REQUIRE(pkt.ip.version == 4, "%s frame %u: not IPv4", name, frame);
 
 		/* What recvmsg would return: the UDP payload. */
 		const uint8_t *ib = pkt.ip_start + WIRE_IPV4_LEN + WIRE_UDP_LEN;
 		size_t len = (size_t)pkt.udp.len - WIRE_UDP_LEN;
-		CHECK(len < MAX_LENGTHS, "%s frame %u: too long", name, frame);
+		REQUIRE(len < MAX_LENGTHS, "%s frame %u: too long", name, frame);
 		struct wire_ip ip = socket_view(&pkt);
 		uint16_t id = 0xffff;
 		int r = srt_icrc_verify_ipv4(&ip, pkt.udp.sport, ib, len, &id);
-		CHECK(r != SRT_ICRC_BAD, "%s frame %u: valid kernel packet rejected", name, frame);
-		CHECK(id == pkt.ip.id, "%s frame %u: recovered ID %#x, wire has %#x", name, frame, id, pkt.ip.id);
-		CHECK(r == (pkt.ip.id ? SRT_ICRC_OK_ID : SRT_ICRC_OK), "%s frame %u: wrong result kind %d", name, frame, r);
+		REQUIRE(r != SRT_ICRC_BAD, "%s frame %u: valid kernel packet rejected", name, frame);
+		REQUIRE(id == pkt.ip.id, "%s frame %u: recovered ID %#x, wire has %#x", name, frame, id, pkt.ip.id);
+		REQUIRE(r == (pkt.ip.id ? SRT_ICRC_OK_ID : SRT_ICRC_OK), "%s frame %u: wrong result kind %d", name, frame, r);
 		if (pkt.ip.id)
 			nonzero_ids++;
 		frames++;
@@ -138,19 +138,19 @@ static void check_synthetic(void)
 			wire_icrc_store(pkt + len - 4, wire_icrc_udp_payload(&ip, 49152, pkt, len - 4));
 			ip.id = 0;
 			uint16_t got = 0;
-			CHECK(srt_icrc_verify_ipv4(&ip, 49152, pkt, len, &got) == SRT_ICRC_OK_ID, "len %zu id %#x rejected",
+			REQUIRE(srt_icrc_verify_ipv4(&ip, 49152, pkt, len, &got) == SRT_ICRC_OK_ID, "len %zu id %#x rejected",
 			      len, ids[k]);
-			CHECK(got == ids[k], "len %zu: recovered %#x, sent %#x", len, got, ids[k]);
+			REQUIRE(got == ids[k], "len %zu: recovered %#x, sent %#x", len, got, ids[k]);
 			/* A different source port is a different packet. */
-			CHECK(srt_icrc_verify_ipv4(&ip, 49153, pkt, len, &got) == SRT_ICRC_BAD, "sport not covered");
+			REQUIRE(srt_icrc_verify_ipv4(&ip, 49153, pkt, len, &got) == SRT_ICRC_BAD, "sport not covered");
 		}
 		ip.id = 0;
 		wire_icrc_store(pkt + lengths[l] - 4, wire_icrc_udp_payload(&ip, 4791, pkt, lengths[l] - 4));
-		CHECK(srt_icrc_verify_ipv4(&ip, 4791, pkt, lengths[l], NULL) == SRT_ICRC_OK, "ID 0 fast path");
+		REQUIRE(srt_icrc_verify_ipv4(&ip, 4791, pkt, lengths[l], NULL) == SRT_ICRC_OK, "ID 0 fast path");
 	}
 	uint16_t got;
-	CHECK(srt_icrc_solve_id(0, 100, &got) == 1 && got == 0, "zero syndrome is ID 0");
-	CHECK(srt_icrc_verify_ipv4(&ip, 4791, pkt, 3, NULL) == SRT_ICRC_BAD, "shorter than an ICRC");
+	REQUIRE(srt_icrc_solve_id(0, 100, &got) == 1 && got == 0, "zero syndrome is ID 0");
+	REQUIRE(srt_icrc_verify_ipv4(&ip, 4791, pkt, 3, NULL) == SRT_ICRC_BAD, "shorter than an ICRC");
 }
 
 static void measure(void)
@@ -167,13 +167,13 @@ static void measure(void)
 	wire_icrc_store(pkt + sizeof(pkt) - 4, wire_icrc_udp_payload(&ip, 4791, pkt, sizeof(pkt) - 4));
 	uint64_t t0 = mono_ns();
 	for (int i = 0; i < N; i++)
-		CHECK(srt_icrc_verify_ipv4(&ip, 4791, pkt, sizeof(pkt), NULL) == SRT_ICRC_OK, "timing, ID 0");
+		REQUIRE(srt_icrc_verify_ipv4(&ip, 4791, pkt, sizeof(pkt), NULL) == SRT_ICRC_OK, "timing, ID 0");
 	uint64_t t1 = mono_ns();
 	ip.id = 0x4321;
 	wire_icrc_store(pkt + sizeof(pkt) - 4, wire_icrc_udp_payload(&ip, 4791, pkt, sizeof(pkt) - 4));
 	ip.id = 0;
 	for (int i = 0; i < N; i++)
-		CHECK(srt_icrc_verify_ipv4(&ip, 4791, pkt, sizeof(pkt), NULL) == SRT_ICRC_OK_ID, "timing, ID");
+		REQUIRE(srt_icrc_verify_ipv4(&ip, 4791, pkt, sizeof(pkt), NULL) == SRT_ICRC_OK_ID, "timing, ID");
 	uint64_t t2 = mono_ns();
 	printf("1100-byte packet: ID 0 path %.0f ns, unknown-ID path %.0f ns per packet\n",
 	       (double)(t1 - t0) / N, (double)(t2 - t1) / N);
@@ -181,9 +181,9 @@ static void measure(void)
 
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s VECTORS_DIR", argv[0]);
+	REQUIRE(argc == 2, "usage: %s VECTORS_DIR", argv[0]);
 	DIR *d = opendir(argv[1]);
-	CHECK(d != NULL, "cannot open %s: %s", argv[1], strerror(errno));
+	REQUIRE(d != NULL, "cannot open %s: %s", argv[1], strerror(errno));
 	struct dirent *de;
 	unsigned files = 0;
 	while ((de = readdir(d)) != NULL) {
@@ -194,8 +194,8 @@ int main(int argc, char **argv)
 		}
 	}
 	closedir(d);
-	CHECK(files >= 14, "expected the 14 rxe captures, found %u", files);
-	CHECK(frames >= 1000 && nonzero_ids == frames, "frames %lu, with non-zero ID %lu", frames, nonzero_ids);
+	REQUIRE(files >= 14, "expected the 14 rxe captures, found %u", files);
+	REQUIRE(frames >= 1000 && nonzero_ids == frames, "frames %lu, with non-zero ID %lu", frames, nonzero_ids);
 	check_synthetic();
 	measure();
 	printf("%u files, %lu frames: all IDs recovered; %lu single-bit flips all rejected\n", files, frames, flips);

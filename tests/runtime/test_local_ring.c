@@ -102,7 +102,7 @@ static int rundir(void)
 
 	if (fd < 0)
 		fd = srt_runtime_dir_open(true);
-	CHECK(fd >= 0, "no runtime directory");
+	REQUIRE(fd >= 0, "no runtime directory");
 	return fd;
 }
 
@@ -112,7 +112,7 @@ static struct srt_local *open_ring(const char *addr, bool wants_icrc)
 
 	inet_pton(AF_INET, addr, &a);
 	struct srt_local *l = srt_local_open(rundir(), a, 0, false, wants_icrc, -1);
-	CHECK(l, "srt_local_open %s failed", addr);
+	REQUIRE(l, "srt_local_open %s failed", addr);
 	return l;
 }
 
@@ -124,7 +124,7 @@ static bool send_one(struct srt_local *tx, uint8_t *pkt, uint32_t len, uint32_t 
 	inet_pton(AF_INET, RX_ADDR, &dst);
 	make_packet(pkt, len, seq);
 	struct srt_local_peer *p = srt_local_route(tx, dst, pkt);
-	CHECK(p, "no local route to %s", RX_ADDR);
+	REQUIRE(p, "no local route to %s", RX_ADDR);
 	struct wire_piece pc = { pkt, len };
 	srt_local_get_stats(tx, &before);
 	srt_local_send(tx, p, 4791, 0, 64, &pc, 1, len, icrc, (seq & 1) != 0);
@@ -143,14 +143,14 @@ static unsigned drain(struct srt_local *rx, struct srt_rx_batch *b, const struct
 	while ((n = srt_local_recv(rx, b)) > 0) {
 		for (int i = 0; i < n; i++) {
 			const struct srt_rx_pkt *p = &b->pkt[i];
-			CHECK(*next < end, "more packets than were sent");
+			REQUIRE(*next < end, "more packets than were sent");
 			const struct sent *s = &q[(*next)++];
 			make_packet(want, s->len, s->seq);
-			CHECK(p->len == s->len, "packet %u: length %zu, sent %u", s->seq, p->len, s->len);
-			CHECK(p->alone == ((s->seq & 1) != 0), "packet %u: the sender's alone hint not carried", s->seq);
-			CHECK(!memcmp(p->data, want, s->len), "packet %u: bytes differ", s->seq);
-			CHECK(p->no_icrc == want_no_icrc, "packet %u: no_icrc %d", s->seq, p->no_icrc);
-			CHECK(p->sport == 4791 && p->ttl == 64 && !p->truncated, "packet %u: metadata", s->seq);
+			REQUIRE(p->len == s->len, "packet %u: length %zu, sent %u", s->seq, p->len, s->len);
+			REQUIRE(p->alone == ((s->seq & 1) != 0), "packet %u: the sender's alone hint not carried", s->seq);
+			REQUIRE(!memcmp(p->data, want, s->len), "packet %u: bytes differ", s->seq);
+			REQUIRE(p->no_icrc == want_no_icrc, "packet %u: no_icrc %d", s->seq, p->no_icrc);
+			REQUIRE(p->sport == 4791 && p->ttl == 64 && !p->truncated, "packet %u: metadata", s->seq);
 			got++;
 		}
 		srt_local_recv_done(rx);
@@ -172,7 +172,7 @@ static void test_stream(struct srt_rx_batch *b)
 		unsigned run = 1 + next_rand() % 12;
 		for (unsigned k = 0; k < run && sent < N; k++) {
 			uint32_t len = packet_len();
-			CHECK(send_one(tx, pkt, len, sent, false), "ring full with the receiver draining");
+			REQUIRE(send_one(tx, pkt, len, sent, false), "ring full with the receiver draining");
 			q[sent] = (struct sent){ len, sent };
 			sent++;
 			bytes += len;
@@ -182,12 +182,12 @@ static void test_stream(struct srt_rx_batch *b)
 			drain(rx, b, q, &checked, sent, true);
 	}
 	drain(rx, b, q, &checked, sent, true);
-	CHECK(checked == N, "received %u of %u", checked, N);
-	CHECK(!srt_local_pending(rx), "pending after the drain");
-	CHECK(bytes > 3ull * (8u << 20), "only %llu bytes: the area did not wrap", (unsigned long long)bytes);
+	REQUIRE(checked == N, "received %u of %u", checked, N);
+	REQUIRE(!srt_local_pending(rx), "pending after the drain");
+	REQUIRE(bytes > 3ull * (8u << 20), "only %llu bytes: the area did not wrap", (unsigned long long)bytes);
 	struct srt_local_stats s;
 	srt_local_get_stats(rx, &s);
-	CHECK(s.rx_packets == N && s.rx_ring_broken == 0, "rx stats %llu %llu", (unsigned long long)s.rx_packets,
+	REQUIRE(s.rx_packets == N && s.rx_ring_broken == 0, "rx stats %llu %llu", (unsigned long long)s.rx_packets,
 	      (unsigned long long)s.rx_ring_broken);
 	srt_local_close(tx);
 	srt_local_close(rx);
@@ -208,13 +208,13 @@ static void test_populated(struct srt_rx_batch *b)
 	struct rusage before, after;
 
 	/* The first packet maps the receiver's ring into the sender. */
-	CHECK(send_one(tx, pkt, LEN, 0, false), "first packet");
+	REQUIRE(send_one(tx, pkt, LEN, 0, false), "first packet");
 	q[0] = (struct sent){ LEN, 0 };
 	srt_local_flush(tx);
 	drain(rx, b, q, &checked, 1, true);
 	getrusage(RUSAGE_SELF, &before);
 	for (unsigned i = 1; i < N; i++) {
-		CHECK(send_one(tx, pkt, LEN, i, false), "ring full");
+		REQUIRE(send_one(tx, pkt, LEN, i, false), "ring full");
 		q[i] = (struct sent){ LEN, i };
 		if (i % 8 == 0) {
 			srt_local_flush(tx);
@@ -224,12 +224,12 @@ static void test_populated(struct srt_rx_batch *b)
 	srt_local_flush(tx);
 	drain(rx, b, q, &checked, N, true);
 	getrusage(RUSAGE_SELF, &after);
-	CHECK(checked == N, "received %u of %u", checked, N);
+	REQUIRE(checked == N, "received %u of %u", checked, N);
 	long faults = after.ru_minflt - before.ru_minflt;
 	printf("local ring: %d packets of %d bytes into a fresh ring: %ld page faults\n", N, LEN, faults);
 	/* Not 0: under AddressSanitizer the copies touch the shadow of
 	 * both mappings, 1 page in 8 (132 faults measured). */
-	CHECK(faults < 256, "%ld page faults while %d packets filled 512 fresh pages of the ring", faults, N);
+	REQUIRE(faults < 256, "%ld page faults while %d packets filled 512 fresh pages of the ring", faults, N);
 	srt_local_close(tx);
 	srt_local_close(rx);
 }
@@ -245,17 +245,17 @@ static void test_icrc_flag(struct srt_rx_batch *b)
 	inet_pton(AF_INET, RX_ADDR, &dst);
 	make_packet(pkt, 40, 7);
 	struct srt_local_peer *p = srt_local_route(tx, dst, pkt);
-	CHECK(p && srt_local_wants_icrc(p), "a receiver with faults must want the ICRC");
-	CHECK(send_one(tx, pkt, 40, 7, true), "send");
+	REQUIRE(p && srt_local_wants_icrc(p), "a receiver with faults must want the ICRC");
+	REQUIRE(send_one(tx, pkt, 40, 7, true), "send");
 	srt_local_flush(tx);
-	CHECK(drain(rx, b, q, &next, 1, false) == 1, "one packet, with its ICRC");
+	REQUIRE(drain(rx, b, q, &next, 1, false) == 1, "one packet, with its ICRC");
 	srt_local_close(tx);
 	srt_local_close(rx);
 
 	rx = open_ring(RX_ADDR, false);
 	tx = open_ring(TX_ADDR, false);
 	p = srt_local_route(tx, dst, pkt);
-	CHECK(p && !srt_local_wants_icrc(p), "a receiver without faults does not want the ICRC");
+	REQUIRE(p && !srt_local_wants_icrc(p), "a receiver without faults does not want the ICRC");
 	srt_local_close(tx);
 	srt_local_close(rx);
 }
@@ -276,40 +276,40 @@ static void test_doorbells(struct srt_rx_batch *b)
 	struct sent q[4] = { { 40, 1 }, { 40, 2 }, { 40, 3 }, { 40, 4 } };
 	unsigned next = 0;
 
-	CHECK(fd1 >= 0 && fd2 >= 0, "socket: %s", strerror(errno));
+	REQUIRE(fd1 >= 0 && fd2 >= 0, "socket: %s", strerror(errno));
 	inet_pton(AF_INET, TX_ADDR, &a1);
 	inet_pton(AF_INET, "127.0.0.93", &a2);
 	struct srt_local *rx = open_ring(RX_ADDR, false);
 	struct srt_local *tx1 = srt_local_open(rundir(), a1, 0, false, false, fd1);
 	struct srt_local *tx2 = srt_local_open(rundir(), a2, 0, false, false, fd2);
-	CHECK(tx1 && tx2, "srt_local_open of the senders failed");
+	REQUIRE(tx1 && tx2, "srt_local_open of the senders failed");
 
 	/* Packets waiting: the receiver may not sleep, and nobody rings. */
-	CHECK(send_one(tx1, pkt, 40, 1, false), "send 1");
+	REQUIRE(send_one(tx1, pkt, 40, 1, false), "send 1");
 	srt_local_flush(tx1);
-	CHECK(!srt_local_sleep(rx, true), "a receiver with packets waiting was let sleep");
-	CHECK(doorbells(tx1) == 0, "a doorbell for a receiver that was awake");
-	CHECK(drain(rx, b, q, &next, 4, true) == 1, "packet 1");
+	REQUIRE(!srt_local_sleep(rx, true), "a receiver with packets waiting was let sleep");
+	REQUIRE(doorbells(tx1) == 0, "a doorbell for a receiver that was awake");
+	REQUIRE(drain(rx, b, q, &next, 4, true) == 1, "packet 1");
 
 	/* Asleep: the first sender rings, the next ones do not. */
-	CHECK(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
-	CHECK(send_one(tx1, pkt, 40, 2, false), "send 2");
+	REQUIRE(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
+	REQUIRE(send_one(tx1, pkt, 40, 2, false), "send 2");
 	srt_local_flush(tx1);
-	CHECK(send_one(tx2, pkt, 40, 3, false), "send 3");
+	REQUIRE(send_one(tx2, pkt, 40, 3, false), "send 3");
 	srt_local_flush(tx2);
-	CHECK(doorbells(tx1) == 1 && doorbells(tx2) == 0, "one sleep rang %llu + %llu doorbells, not 1",
+	REQUIRE(doorbells(tx1) == 1 && doorbells(tx2) == 0, "one sleep rang %llu + %llu doorbells, not 1",
 	      (unsigned long long)doorbells(tx1), (unsigned long long)doorbells(tx2));
 	srt_local_sleep(rx, false);
-	CHECK(drain(rx, b, q, &next, 4, true) == 2, "packets 2 and 3");
+	REQUIRE(drain(rx, b, q, &next, 4, true) == 2, "packets 2 and 3");
 
 	/* The next sleep is rung again, by whichever sender comes first. */
-	CHECK(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
-	CHECK(send_one(tx2, pkt, 40, 4, false), "send 4");
+	REQUIRE(srt_local_sleep(rx, true), "an empty ring refused its receiver's sleep");
+	REQUIRE(send_one(tx2, pkt, 40, 4, false), "send 4");
 	srt_local_flush(tx2);
-	CHECK(doorbells(tx1) == 1 && doorbells(tx2) == 1, "the second sleep rang %llu + %llu doorbells in all, not 2",
+	REQUIRE(doorbells(tx1) == 1 && doorbells(tx2) == 1, "the second sleep rang %llu + %llu doorbells in all, not 2",
 	      (unsigned long long)doorbells(tx1), (unsigned long long)doorbells(tx2));
 	srt_local_sleep(rx, false);
-	CHECK(drain(rx, b, q, &next, 4, true) == 1, "packet 4");
+	REQUIRE(drain(rx, b, q, &next, 4, true) == 1, "packet 4");
 
 	srt_local_close(tx2);
 	srt_local_close(tx1);
@@ -332,15 +332,15 @@ static void test_full(struct srt_rx_batch *b)
 		sent++;
 	}
 	srt_local_flush(tx);
-	CHECK(sent < MAX && sent > 1000, "ring full after %u full-size packets", sent);
+	REQUIRE(sent < MAX && sent > 1000, "ring full after %u full-size packets", sent);
 	struct srt_local_stats s;
 	srt_local_get_stats(tx, &s);
-	CHECK(s.tx_ring_full == 1, "tx_ring_full %llu", (unsigned long long)s.tx_ring_full);
-	CHECK(drain(rx, b, q, &checked, sent, true) == sent, "every accepted packet comes out");
-	CHECK(send_one(tx, pkt, 16, sent, false), "room again after the drain");
+	REQUIRE(s.tx_ring_full == 1, "tx_ring_full %llu", (unsigned long long)s.tx_ring_full);
+	REQUIRE(drain(rx, b, q, &checked, sent, true) == sent, "every accepted packet comes out");
+	REQUIRE(send_one(tx, pkt, 16, sent, false), "room again after the drain");
 	q[sent] = (struct sent){ 16, sent };
 	srt_local_flush(tx);
-	CHECK(drain(rx, b, q, &checked, sent + 1, true) == 1, "the packet after the drain");
+	REQUIRE(drain(rx, b, q, &checked, sent + 1, true) == 1, "the packet after the drain");
 	srt_local_close(tx);
 	srt_local_close(rx);
 }
@@ -354,15 +354,15 @@ static void *map_rx_file(size_t *bytes)
 	struct in_addr a;
 
 	inet_pton(AF_INET, RX_ADDR, &a);
-	CHECK(!stat("/proc/self/ns/net", &st), "netns");
+	REQUIRE(!stat("/proc/self/ns/net", &st), "netns");
 	snprintf(path, sizeof(path), "%s/softrnic-local-%u-%lx-%08x-0", srt_runtime_dir_path(), (unsigned)getuid(),
 		 (unsigned long)st.st_ino, (unsigned)ntohl(a.s_addr));
 	int fd = open(path, O_RDWR);
-	CHECK(fd >= 0, "open %s", path);
-	CHECK(!fstat(fd, &st), "fstat");
+	REQUIRE(fd >= 0, "open %s", path);
+	REQUIRE(!fstat(fd, &st), "fstat");
 	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	CHECK(m != MAP_FAILED, "mmap");
+	REQUIRE(m != MAP_FAILED, "mmap");
 	*bytes = (size_t)st.st_size;
 	return m;
 }
@@ -374,10 +374,10 @@ static void expect_broken(struct srt_local *rx, struct srt_rx_batch *b, const st
 {
 	struct srt_local_stats after;
 
-	CHECK(srt_local_recv(rx, b) == 0, "%s is not delivered", what);
+	REQUIRE(srt_local_recv(rx, b) == 0, "%s is not delivered", what);
 	srt_local_recv_done(rx);
 	srt_local_get_stats(rx, &after);
-	CHECK(after.rx_ring_broken == before->rx_ring_broken + 1, "%s: counted as a broken ring", what);
+	REQUIRE(after.rx_ring_broken == before->rx_ring_broken + 1, "%s: counted as a broken ring", what);
 }
 
 static void test_broken(struct srt_rx_batch *b)
@@ -388,28 +388,28 @@ static void test_broken(struct srt_rx_batch *b)
 	unsigned checked = 0;
 	size_t bytes;
 
-	CHECK(!srt_local_pending(rx), "a new ring is empty");
+	REQUIRE(!srt_local_pending(rx), "a new ring is empty");
 	for (unsigned i = 0; i < 3; i++)
-		CHECK(send_one(tx, pkt, 100, i, false), "send");
+		REQUIRE(send_one(tx, pkt, 100, i, false), "send");
 	srt_local_flush(tx);
-	CHECK(srt_local_pending(rx), "pending after sends");
+	REQUIRE(srt_local_pending(rx), "pending after sends");
 	/* The first entry's length (the entry's first word, at the start of
 	 * the area, which is the last 8 MiB of the file) made impossible. */
 	uint8_t *m = map_rx_file(&bytes);
 	uint32_t bad = 0xfffffff0u;
 	memcpy(m + bytes - (8u << 20), &bad, 4);
-	CHECK(srt_local_recv(rx, b) == 0, "a broken entry is not delivered");
+	REQUIRE(srt_local_recv(rx, b) == 0, "a broken entry is not delivered");
 	srt_local_recv_done(rx);
-	CHECK(!srt_local_pending(rx), "the ring's rest is dropped");
+	REQUIRE(!srt_local_pending(rx), "the ring's rest is dropped");
 	struct srt_local_stats s;
 	srt_local_get_stats(rx, &s);
-	CHECK(s.rx_ring_broken == 1, "rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
+	REQUIRE(s.rx_ring_broken == 1, "rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
 	for (unsigned i = 0; i < 2; i++) {
-		CHECK(send_one(tx, pkt, 60, 10 + i, false), "send after");
+		REQUIRE(send_one(tx, pkt, 60, 10 + i, false), "send after");
 		q[i] = (struct sent){ 60, 10 + i };
 	}
 	srt_local_flush(tx);
-	CHECK(drain(rx, b, q, &checked, 2, true) == 2, "the ring works after a broken entry");
+	REQUIRE(drain(rx, b, q, &checked, 2, true) == 2, "the ring works after a broken entry");
 
 	/* A head no sender writes, off the entries' alignment: dropped and
 	 * set right, not pending forever; the ring carries packets again. */
@@ -417,18 +417,18 @@ static void test_broken(struct srt_rx_batch *b)
 	memcpy(&head, m + 128, 8);
 	head += 100;
 	memcpy(m + 128, &head, 8);
-	CHECK(srt_local_pending(rx), "an odd head looks pending");
-	CHECK(srt_local_recv(rx, b) == 0, "nothing delivered from an odd head");
+	REQUIRE(srt_local_pending(rx), "an odd head looks pending");
+	REQUIRE(srt_local_recv(rx, b) == 0, "nothing delivered from an odd head");
 	srt_local_recv_done(rx);
-	CHECK(!srt_local_pending(rx), "an odd head is set right, not pending forever");
+	REQUIRE(!srt_local_pending(rx), "an odd head is set right, not pending forever");
 	srt_local_get_stats(rx, &s);
-	CHECK(s.rx_ring_broken == 2, "counted: rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
+	REQUIRE(s.rx_ring_broken == 2, "counted: rx_ring_broken %llu", (unsigned long long)s.rx_ring_broken);
 	for (unsigned i = 0; i < 2; i++) {
-		CHECK(send_one(tx, pkt, 70, 20 + i, false), "send after an odd head");
+		REQUIRE(send_one(tx, pkt, 70, 20 + i, false), "send after an odd head");
 		q[2 + i] = (struct sent){ 70, 20 + i };
 	}
 	srt_local_flush(tx);
-	CHECK(drain(rx, b, q, &checked, 4, true) == 2, "the ring works after an odd head");
+	REQUIRE(drain(rx, b, q, &checked, 4, true) == 2, "the ring works after an odd head");
 	munmap(m, bytes);
 	srt_local_close(tx);
 	srt_local_close(rx);
@@ -460,9 +460,9 @@ static void test_remote(struct srt_rx_batch *b)
 	inet_pton(AF_INET, RX_ADDR, &a);
 	make_packet(hdr, sizeof(hdr), 7);
 	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
-	CHECK(p, "no local route");
+	REQUIRE(p, "no local route");
 	bool open = ptrace_open();
-	CHECK(srt_local_message_path(tx, p) == open, "message path %d on a machine whose ptrace is %s",
+	REQUIRE(srt_local_message_path(tx, p) == open, "message path %d on a machine whose ptrace is %s",
 	      srt_local_message_path(tx, p), open ? "open" : "restricted");
 	if (!open) {
 		printf("local ring: message path not available here (Yama ptrace_scope); its entries untested\n");
@@ -477,31 +477,31 @@ static void test_remote(struct srt_rx_batch *b)
 	size_t total = 20000 + 12345 + 1;
 	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3, false);
 	srt_local_flush(tx);
-	CHECK(srt_local_recv(rx, b) == 1, "one remote entry");
+	REQUIRE(srt_local_recv(rx, b) == 1, "one remote entry");
 	const struct srt_rx_pkt *pk = &b->pkt[0];
-	CHECK(pk->remote && pk->len == sizeof(hdr) && !memcmp(pk->data, hdr, sizeof(hdr)) && pk->no_icrc,
+	REQUIRE(pk->remote && pk->len == sizeof(hdr) && !memcmp(pk->data, hdr, sizeof(hdr)) && pk->no_icrc,
 	      "the entry: headers here, the payload described");
-	CHECK(pk->remote->total == total && pk->remote->nseg == 3, "total %llu", (unsigned long long)pk->remote->total);
+	REQUIRE(pk->remote->total == total && pk->remote->nseg == 3, "total %llu", (unsigned long long)pk->remote->total);
 	/* Read into pieces cut elsewhere than the sender's. */
 	struct iovec d[2] = { { dst, 777 }, { dst + 1000, total - 777 } };
-	CHECK(srt_local_pull(pk->remote, pk->remote_nseg, d, 2) == 0, "pull");
-	CHECK(!memcmp(dst, src[0], 777) && !memcmp(dst + 1000, src[0] + 777, 20000 - 777) &&
+	REQUIRE(srt_local_pull(pk->remote, pk->remote_nseg, d, 2) == 0, "pull");
+	REQUIRE(!memcmp(dst, src[0], 777) && !memcmp(dst + 1000, src[0] + 777, 20000 - 777) &&
 	      !memcmp(dst + 1000 + 20000 - 777, src[1] + 5, 12345) && dst[1000 + total - 777 - 1] == src[2][0],
 	      "the bytes read are the sender's");
 	struct iovec shortd = { dst, total - 1 };
-	CHECK(srt_local_pull(pk->remote, pk->remote_nseg, &shortd, 1) == -EINVAL, "a destination of another size is refused");
+	REQUIRE(srt_local_pull(pk->remote, pk->remote_nseg, &shortd, 1) == -EINVAL, "a destination of another size is refused");
 	srt_local_recv_done(rx);
 
 	/* A buffer unmapped before the receiver reads it. */
 	uint8_t *gone = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(gone != MAP_FAILED, "mmap");
+	REQUIRE(gone != MAP_FAILED, "mmap");
 	struct wire_piece gv = { gone, 8192 };
 	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &gv, 1, false);
 	srt_local_flush(tx);
 	munmap(gone, 8192);
-	CHECK(srt_local_recv(rx, b) == 1, "the entry");
+	REQUIRE(srt_local_recv(rx, b) == 1, "the entry");
 	struct iovec gd = { dst, 8192 };
-	CHECK(srt_local_pull(b->pkt[0].remote, b->pkt[0].remote_nseg, &gd, 1) == -EFAULT, "an unmapped source fails the read");
+	REQUIRE(srt_local_pull(b->pkt[0].remote, b->pkt[0].remote_nseg, &gd, 1) == -EFAULT, "an unmapped source fails the read");
 	srt_local_recv_done(rx);
 
 	/* A description whose piece count no sender writes: the ring's rest
@@ -522,7 +522,7 @@ static void test_remote(struct srt_rx_batch *b)
 		    !memcmp(area + off + 16, hdr, sizeof(hdr)))
 			r = c;
 	}
-	CHECK(r, "the written description");
+	REQUIRE(r, "the written description");
 	r->nseg = 100000;
 	expect_broken(rx, b, &s0, "a description with an impossible piece count");
 	munmap(m, bytes);
@@ -544,14 +544,14 @@ static void test_pull_many(struct srt_rx_batch *b)
 	inet_pton(AF_INET, RX_ADDR, &a);
 	make_packet(hdr, sizeof(hdr), 7);
 	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
-	CHECK(p, "no local route");
+	REQUIRE(p, "no local route");
 	if (!ptrace_open()) {
 		srt_local_close(tx);
 		srt_local_close(rx);
 		return;
 	}
 	uint8_t *gone = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(gone != MAP_FAILED, "mmap");
+	REQUIRE(gone != MAP_FAILED, "mmap");
 	for (unsigned i = 0; i < N; i++) {
 		for (unsigned k = 0; k < LEN; k++)
 			src[i][k] = (uint8_t)(k * 7 + i * 31);
@@ -561,7 +561,7 @@ static void test_pull_many(struct srt_rx_batch *b)
 	}
 	srt_local_flush(tx);
 	munmap(gone, LEN);
-	CHECK(srt_local_recv(rx, b) == N, "the entries");
+	REQUIRE(srt_local_recv(rx, b) == N, "the entries");
 	/* 4: a sender that is gone (no such pid); 5: a destination one byte
 	 * short of the description. */
 	((struct srt_local_remote *)(uintptr_t)b->pkt[4].remote)->pid = 0x3ffffff0u;
@@ -573,11 +573,11 @@ static void test_pull_many(struct srt_rx_batch *b)
 	srt_local_pull_many(pl, N);
 	for (unsigned i = 0; i < N; i++) {
 		bool want = i != 2 && i != 4 && i != 5;
-		CHECK(pl[i].ok == want, "read %u: ok %d", i, pl[i].ok);
+		REQUIRE(pl[i].ok == want, "read %u: ok %d", i, pl[i].ok);
 		if (want)
-			CHECK(!memcmp(dst[i], src[i], LEN), "read %u: the sender's bytes", i);
+			REQUIRE(!memcmp(dst[i], src[i], LEN), "read %u: the sender's bytes", i);
 	}
-	CHECK(dst[5][0] == 0, "a read that does not add up is not made");
+	REQUIRE(dst[5][0] == 0, "a read that does not add up is not made");
 	srt_local_recv_done(rx);
 	srt_local_close(tx);
 	srt_local_close(rx);
@@ -596,12 +596,12 @@ static void test_inline(struct srt_rx_batch *b)
 	inet_pton(AF_INET, RX_ADDR, &a);
 	make_packet(hdr, sizeof(hdr), 7);
 	struct srt_local_peer *p = srt_local_route(tx, a, hdr);
-	CHECK(p, "no local route");
+	REQUIRE(p, "no local route");
 	for (unsigned i = 0; i < 3; i++)
 		for (unsigned k = 0; k < sizeof(src[i]); k++)
 			src[i][k] = (uint8_t)(k * 11 + i * 53);
 	uint8_t *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(gone != MAP_FAILED, "mmap");
+	REQUIRE(gone != MAP_FAILED, "mmap");
 	memset(gone, 0x5a, 4096);
 	struct wire_piece vec[3] = { { src[0], 20000 }, { src[1] + 3, 9999 }, { gone, 4096 } };
 	size_t total = 20000 + 9999 + 4096;
@@ -610,28 +610,28 @@ static void test_inline(struct srt_rx_batch *b)
 	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), vec, 3, true);
 	srt_local_flush(tx);
 	srt_local_get_stats(tx, &s1);
-	CHECK(s1.tx_inline == s0.tx_inline + 1, "a message sent alone goes in the ring");
+	REQUIRE(s1.tx_inline == s0.tx_inline + 1, "a message sent alone goes in the ring");
 	/* What the sender does with its buffers now changes nothing. */
 	memset(src[0], 0, sizeof(src[0]));
 	munmap(gone, 4096);
-	CHECK(srt_local_recv(rx, b) == 1, "one entry");
+	REQUIRE(srt_local_recv(rx, b) == 1, "one entry");
 	const struct srt_rx_pkt *pk = &b->pkt[0];
-	CHECK(pk->remote && pk->remote_inline && pk->remote_inline_len == total && pk->len == sizeof(hdr) &&
+	REQUIRE(pk->remote && pk->remote_inline && pk->remote_inline_len == total && pk->len == sizeof(hdr) &&
 		      !memcmp(pk->data, hdr, sizeof(hdr)) && pk->no_icrc,
 	      "the entry: headers, then the payload itself (%u bytes)", pk->remote_inline_len);
-	CHECK(((uintptr_t)pk->remote_inline & 63) == 0, "the payload starts a cache line");
+	REQUIRE(((uintptr_t)pk->remote_inline & 63) == 0, "the payload starts a cache line");
 	struct iovec d[2] = { { dst, 1234 }, { dst + 2000, total - 1234 } };
-	CHECK(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, d, 2) == 0, "read out");
+	REQUIRE(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, d, 2) == 0, "read out");
 	for (unsigned k = 0; k < 1234; k++)
-		CHECK(dst[k] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
+		REQUIRE(dst[k] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
 	uint8_t *rest = dst + 2000;
 	for (unsigned k = 1234; k < 20000; k++)
-		CHECK(rest[k - 1234] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
-	CHECK(!memcmp(rest + 20000 - 1234, src[1] + 3, 9999), "the second piece");
+		REQUIRE(rest[k - 1234] == (uint8_t)(k * 11), "byte %u: as it was when sent", k);
+	REQUIRE(!memcmp(rest + 20000 - 1234, src[1] + 3, 9999), "the second piece");
 	for (unsigned k = 0; k < 4096; k++)
-		CHECK(rest[20000 - 1234 + 9999 + k] == 0x5a, "the unmapped piece, copied before it went");
+		REQUIRE(rest[20000 - 1234 + 9999 + k] == 0x5a, "the unmapped piece, copied before it went");
 	struct iovec shortd = { dst, total - 1 };
-	CHECK(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, &shortd, 1) == -EINVAL,
+	REQUIRE(srt_local_pull_inline(pk->remote_inline, pk->remote_inline_len, &shortd, 1) == -EINVAL,
 	      "a destination of another size is refused");
 	srt_local_recv_done(rx);
 
@@ -644,14 +644,14 @@ static void test_inline(struct srt_rx_batch *b)
 	bv.len = SRT_LOCAL_INLINE_MAX_BYTES;
 	srt_local_send_remote(tx, p, 4791, 0, 64, hdr, sizeof(hdr), &bv, 1, true);
 	srt_local_flush(tx);
-	CHECK(srt_local_recv(rx, b) == 3, "three entries");
-	CHECK(!b->pkt[0].remote_inline && b->pkt[0].remote->nseg == 1 && !b->pkt[1].remote_inline &&
+	REQUIRE(srt_local_recv(rx, b) == 3, "three entries");
+	REQUIRE(!b->pkt[0].remote_inline && b->pkt[0].remote->nseg == 1 && !b->pkt[1].remote_inline &&
 		      b->pkt[1].remote->total == SRT_LOCAL_INLINE_MAX_BYTES + 1,
 	      "not alone, or past the size: described");
-	CHECK(b->pkt[2].remote_inline && b->pkt[2].remote_inline_len == SRT_LOCAL_INLINE_MAX_BYTES,
+	REQUIRE(b->pkt[2].remote_inline && b->pkt[2].remote_inline_len == SRT_LOCAL_INLINE_MAX_BYTES,
 	      "the size itself: in the ring");
 	struct iovec bd = { dst, SRT_LOCAL_INLINE_MAX_BYTES };
-	CHECK(!srt_local_pull_inline(b->pkt[2].remote_inline, b->pkt[2].remote_inline_len, &bd, 1) &&
+	REQUIRE(!srt_local_pull_inline(b->pkt[2].remote_inline, b->pkt[2].remote_inline_len, &bd, 1) &&
 		      !memcmp(dst, big, SRT_LOCAL_INLINE_MAX_BYTES),
 	      "its bytes");
 	srt_local_recv_done(rx);
@@ -669,10 +669,10 @@ static void test_inline(struct srt_rx_batch *b)
 			break;          /* this one was described */
 	}
 	srt_local_get_stats(tx, &s1);
-	CHECK(sent > 50 && sent < 70, "in the ring until it was half full: %u of 64 KiB", sent);
-	CHECK(s1.tx_ring_full == s0.tx_ring_full, "a payload described for want of room is not a full ring");
+	REQUIRE(sent > 50 && sent < 70, "in the ring until it was half full: %u of 64 KiB", sent);
+	REQUIRE(s1.tx_ring_full == s0.tx_ring_full, "a payload described for want of room is not a full ring");
 	int n = srt_local_recv(rx, b);
-	CHECK(n == (int)sent + 1 && !b->pkt[sent].remote_inline && b->pkt[sent - 1].remote_inline,
+	REQUIRE(n == (int)sent + 1 && !b->pkt[sent].remote_inline && b->pkt[sent - 1].remote_inline,
 	      "all delivered, the last described (%d)", n);
 	srt_local_recv_done(rx);
 
@@ -687,7 +687,7 @@ static void test_inline(struct srt_rx_batch *b)
 	uint64_t tail;
 	memcpy(&tail, m + 192, 8);
 	struct srt_local_remote *r = (struct srt_local_remote *)(void *)(area + tail % (8u << 20) + 32);
-	CHECK(r->total == 100 && r->pid == 0, "the entry written (total %llu)", (unsigned long long)r->total);
+	REQUIRE(r->total == 100 && r->pid == 0, "the entry written (total %llu)", (unsigned long long)r->total);
 	r->total = (1u << 20) + 1;
 	expect_broken(rx, b, &s0, "an inline entry longer than any sender writes");
 	munmap(m, bytes);
@@ -722,10 +722,10 @@ static void test_past_the_end(struct srt_rx_batch *b)
 		 * and 128: local_path.c's struct ring) */
 		memcpy(m + 192, &at, 8);
 		memcpy(m + 128, &head, 8);
-		CHECK(srt_local_recv(rx, b) == 0, "an entry past the area's end is not delivered (kind %u)", k);
+		REQUIRE(srt_local_recv(rx, b) == 0, "an entry past the area's end is not delivered (kind %u)", k);
 		srt_local_recv_done(rx);
 		srt_local_get_stats(rx, &s);
-		CHECK(s.rx_ring_broken == 1, "counted as a broken ring (kind %u)", k);
+		REQUIRE(s.rx_ring_broken == 1, "counted as a broken ring (kind %u)", k);
 		munmap(m, bytes);
 		srt_local_close(rx);
 	}
@@ -735,7 +735,7 @@ int main(void)
 {
 	struct srt_rx_batch *b = malloc(sizeof(*b));
 
-	CHECK(b, "malloc");
+	REQUIRE(b, "malloc");
 	unsetenv("SOFTRNIC_LOCAL");
 	test_populated(b);
 	test_stream(b);

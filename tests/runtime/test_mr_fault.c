@@ -119,29 +119,29 @@ static void region_init(struct rt_endpoint *ep, struct region *g, unsigned n)
 	void *at = (void *)(uintptr_t)(0x300000000000ull + (uint64_t)n * (REGION_LEN + (1u << 20)));
 
 	g->p = mmap(at, REGION_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	CHECK(g->p != MAP_FAILED, "mmap: %s", strerror(errno));
+	REQUIRE(g->p != MAP_FAILED, "mmap: %s", strerror(errno));
 	memset(g->p, 0x5a, REGION_LEN);
 	srt_lock(ep->dev);
 	g->mr = rnic_mr_reg(ep->pd, g->p, REGION_LEN, (uint64_t)(uintptr_t)g->p, ACCESS_ALL);
 	srt_unlock(ep->dev);
-	CHECK(g->mr != NULL, "rnic_mr_reg: %s", strerror(errno));
+	REQUIRE(g->mr != NULL, "rnic_mr_reg: %s", strerror(errno));
 }
 
 static void unmap_region(struct region *g)
 {
-	CHECK(munmap(g->p, REGION_LEN) == 0, "munmap: %s", strerror(errno));
+	REQUIRE(munmap(g->p, REGION_LEN) == 0, "munmap: %s", strerror(errno));
 }
 
 static void protect_region(struct region *g)
 {
-	CHECK(mprotect(g->p, REGION_LEN, PROT_READ) == 0, "mprotect: %s", strerror(errno));
+	REQUIRE(mprotect(g->p, REGION_LEN, PROT_READ) == 0, "mprotect: %s", strerror(errno));
 }
 
 /* Deregistered at last; a region made read-only is unmapped too. */
 static void region_fini(struct rt_endpoint *ep, struct region *g, bool mapped)
 {
 	srt_lock(ep->dev);
-	CHECK(rnic_mr_dereg(g->mr) == 0, "dereg of a gone region");
+	REQUIRE(rnic_mr_dereg(g->mr) == 0, "dereg of a gone region");
 	srt_unlock(ep->dev);
 	if (mapped)
 		unmap_region(g);
@@ -159,7 +159,7 @@ static void connect_qp(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_p
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = ACCESS_ALL;
-	CHECK(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now) == 0,
+	REQUIRE(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now) == 0,
 	      "INIT");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -172,7 +172,7 @@ static void connect_qp(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_p
 	a.ah_attr.port_num = 1;
 	a.ah_attr.grh.hop_limit = 64;
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	CHECK(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	REQUIRE(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, now) == 0, "RTR");
 	srt_qp_choose_path(ep->dev, qp);
 	memset(&a, 0, sizeof(a));
@@ -182,7 +182,7 @@ static void connect_qp(struct rt_endpoint *ep, struct rnic_qp *qp, uint32_t my_p
 	a.rnr_retry = 7;
 	a.sq_psn = my_psn;
 	a.max_rd_atomic = 4;
-	CHECK(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	REQUIRE(rnic_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, now) == 0, "RTS");
 	srt_unlock(ep->dev);
 }
@@ -211,30 +211,22 @@ static void destroy_qp(struct rt_endpoint *ep, struct rnic_qp *qp)
 	srt_lock(ep->dev);
 	while (rnic_cq_poll(ep->cq, 1, &wc) == 1)
 		;       /* flushed receives */
-	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	REQUIRE(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(ep->dev);
 }
 
 static int post(struct rt_endpoint *ep, struct rnic_qp *qp, const struct fault_case *c, const uint8_t *local,
 		uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)local, .length = c->len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad = NULL;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 7;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = c->op;
+	wr_send_1(&wr, &sge, c->op, 7, (uint64_t)(uintptr_t)local, c->len, lkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
+	wr_remote(&wr, raddr, rkey);
 	if (c->op == IBV_WR_ATOMIC_FETCH_AND_ADD || c->op == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
 		wr.wr.atomic.compare_add = 1;
 		wr.wr.atomic.swap = 2;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
 	}
 	srt_lock(ep->dev);
 	int e = rnic_post_send(qp, &wr, &bad, srt_now());
@@ -248,8 +240,8 @@ static void expect_status(struct rt_endpoint *ep, const char *who, const struct 
 {
 	struct ibv_wc wc;
 
-	CHECK(rt_wait_wc(ep, &wc, 10000), "%s: %s: no completion within 10 s", who, c->name);
-	CHECK(wc.status == want, "%s: %s: status %d (%s), expected %d (%s)", who, c->name, wc.status,
+	REQUIRE(rt_wait_wc(ep, &wc, 10000), "%s: %s: no completion within 10 s", who, c->name);
+	REQUIRE(wc.status == want, "%s: %s: status %d (%s), expected %d (%s)", who, c->name, wc.status,
 	      rt_wc_status(wc.status), want, rt_wc_status(want));
 }
 
@@ -295,13 +287,13 @@ static int owner(int fd, struct srt_device *dev)
 		rt_write_all(fd, &mapped, sizeof(mapped));
 		if (c->kind == RECEIVE) {
 			for (unsigned k = 0; k < c->good; k++)
-				CHECK(rt_post_recv(&ep, qp, k * BIG, BIG, 8) == 0, "post_recv");
+				REQUIRE(rt_post_recv(&ep, qp, k * BIG, BIG, 8) == 0, "post_recv");
 			struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)recv.p, .length = REGION_LEN,
 					       .lkey = rnic_mr_lkey(recv.mr) };
 			struct ibv_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 			srt_lock(dev);
-			CHECK(rnic_post_recv(qp, &wr, &bad) == 0, "post_recv");
+			REQUIRE(rnic_post_recv(qp, &wr, &bad) == 0, "post_recv");
 			srt_unlock(dev);
 		}
 		rt_barrier(fd);         /* the peer posts */
@@ -321,14 +313,14 @@ static int owner(int fd, struct srt_device *dev)
 	struct rnic_qp *qp = new_qp(&ep, fd, 0x77000, (uint64_t)(uintptr_t)ep.buf, rnic_mr_rkey(ep.mr), &peer);
 	rt_barrier(fd);
 	rt_barrier(fd);
-	CHECK(rt_check(ep.buf + 100, 5000, 42), "owner: the WRITE after the faults did not land");
+	REQUIRE(rt_check(ep.buf + 100, 5000, 42), "owner: the WRITE after the faults did not land");
 	destroy_qp(&ep, qp);
 
 	uint64_t faults = published_mr_faults();
 	fprintf(stderr, "owner: pid %d alive, mr_fault %llu\n", (int)getpid(), (unsigned long long)faults);
-	CHECK(faults >= remote + receive, "owner: mr_fault %llu, expected at least %u", (unsigned long long)faults,
+	REQUIRE(faults >= remote + receive, "owner: mr_fault %llu, expected at least %u", (unsigned long long)faults,
 	      remote + receive);
-	CHECK(ro.p[0] == 0x5a && ro.p[REGION_LEN - 1] == 0x5a, "owner: the read-only region changed");
+	REQUIRE(ro.p[0] == 0x5a && ro.p[REGION_LEN - 1] == 0x5a, "owner: the read-only region changed");
 	region_fini(&ep, &ro, true);
 	region_fini(&ep, &recv, false);
 	region_fini(&ep, &target, false);
@@ -359,16 +351,16 @@ static int peer_side(int fd, struct srt_device *dev)
 		rt_read_all(fd, &mapped, sizeof(mapped));
 		rt_barrier(fd);         /* the owner's receives are posted */
 		for (unsigned k = 0; k < c->good; k++)
-			CHECK(post(&ep, qp, c, ep.buf + k * BIG, rnic_mr_lkey(ep.mr), mapped.addr + k * BIG,
+			REQUIRE(post(&ep, qp, c, ep.buf + k * BIG, rnic_mr_lkey(ep.mr), mapped.addr + k * BIG,
 				   mapped.rkey) == 0, "%s: post_send", c->name);
-		CHECK(post(&ep, qp, c, g->p, rnic_mr_lkey(g->mr), owner_qp.addr, owner_qp.rkey) == 0, "%s: post_send",
+		REQUIRE(post(&ep, qp, c, g->p, rnic_mr_lkey(g->mr), owner_qp.addr, owner_qp.rkey) == 0, "%s: post_send",
 		      c->name);
 		for (unsigned k = 0; k < c->good; k++)
 			expect_status(&ep, "peer", c, IBV_WC_SUCCESS);
 		expect_status(&ep, "peer", c, c->want);
 		fprintf(stderr, "peer: %u %s: %s\n", i, c->name, rt_wc_status(c->want));
 		if (c->want == IBV_WC_SUCCESS && c->op == IBV_WR_RDMA_READ)
-			CHECK(ep.buf[0] == 0x5a && ep.buf[c->len - 1] == 0x5a, "peer: %s: wrong data", c->name);
+			REQUIRE(ep.buf[0] == 0x5a && ep.buf[c->len - 1] == 0x5a, "peer: %s: wrong data", c->name);
 		local += c->kind == LOCAL;
 		rt_barrier(fd);
 		destroy_qp(&ep, qp);
@@ -380,14 +372,14 @@ static int peer_side(int fd, struct srt_device *dev)
 					  5000, IBV_WC_SUCCESS, 0 };
 	rt_barrier(fd);
 	rt_fill(ep.buf, 5000, 42);
-	CHECK(post(&ep, qp, &write, ep.buf, rnic_mr_lkey(ep.mr), owner_qp.addr + 100, owner_qp.rkey) == 0,
+	REQUIRE(post(&ep, qp, &write, ep.buf, rnic_mr_lkey(ep.mr), owner_qp.addr + 100, owner_qp.rkey) == 0,
 	      "post WRITE");
 	expect_status(&ep, "peer", &write, IBV_WC_SUCCESS);
 	rt_barrier(fd);
 	destroy_qp(&ep, qp);
 
 	uint64_t faults = published_mr_faults();
-	CHECK(faults >= local, "peer: mr_fault %llu, expected at least %u", (unsigned long long)faults, local);
+	REQUIRE(faults >= local, "peer: mr_fault %llu, expected at least %u", (unsigned long long)faults, local);
 	region_fini(&ep, &ro, true);
 	region_fini(&ep, &gone, false);
 	rt_endpoint_fini(&ep);
@@ -421,7 +413,7 @@ static volatile uint8_t *gone_page(void)
 {
 	uint8_t *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	CHECK(p != MAP_FAILED && munmap(p, 4096) == 0, "mmap/munmap: %s", strerror(errno));
+	REQUIRE(p != MAP_FAILED && munmap(p, 4096) == 0, "mmap/munmap: %s", strerror(errno));
 	return p;
 }
 
@@ -433,7 +425,7 @@ static void fault_in_child(bool own_handler)
 	pid_t child = fork();
 	int status = 0;
 
-	CHECK(child >= 0, "fork: %s", strerror(errno));
+	REQUIRE(child >= 0, "fork: %s", strerror(errno));
 	if (!own_handler && child > 0)
 		fprintf(stderr, "a child faults on purpose now, outside the guard (a sanitizer reports it)\n");
 	if (child == 0) {
@@ -447,26 +439,26 @@ static void fault_in_child(bool own_handler)
 			sa.sa_sigaction = program_handler;
 			sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 			sigemptyset(&sa.sa_mask);
-			CHECK(sigaction(SIGSEGV, &sa, NULL) == 0, "sigaction");
+			REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0, "sigaction");
 		}
 		struct srt_device *dev = srt_open();
-		CHECK(dev != NULL, "srt_open: %s", strerror(errno));
+		REQUIRE(dev != NULL, "srt_open: %s", strerror(errno));
 		volatile uint8_t *bad = gone_page();
 		if (!sigsetjmp(program_env, 1))
 			(void)*bad;
 		_exit(own_handler && program_caught ? 0 : 3);
 	}
-	CHECK(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
+	REQUIRE(waitpid(child, &status, 0) == child, "waitpid: %s", strerror(errno));
 	if (own_handler) {
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "the program's own SIGSEGV handler did not get its fault (status %#x)", status);
 		return;
 	}
 #ifdef UNDER_ASAN
-	CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 3, "a fault outside the guard was survived (status %#x)",
+	REQUIRE(!WIFEXITED(status) || WEXITSTATUS(status) != 3, "a fault outside the guard was survived (status %#x)",
 	      status);
 #else
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+	REQUIRE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
 	      "a fault outside the guard did not end the process with SIGSEGV (status %#x)", status);
 #endif
 }
@@ -477,7 +469,7 @@ static int run_side(int fd, bool server, void *arg)
 	int rc;
 
 	(void)arg;
-	CHECK(dev != NULL, "srt_open: %s", strerror(errno));
+	REQUIRE(dev != NULL, "srt_open: %s", strerror(errno));
 	rc = server ? owner(fd, dev) : peer_side(fd, dev);
 	srt_close(dev);
 	return rc;
@@ -487,7 +479,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1) {
 		first_case = (unsigned)atoi(argv[1]);
-		CHECK(first_case < NCASES, "case %u: there are %zu", first_case, NCASES);
+		REQUIRE(first_case < NCASES, "case %u: there are %zu", first_case, NCASES);
 		end_case = first_case + 1;
 	}
 	fault_in_child(true);

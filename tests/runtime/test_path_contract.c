@@ -425,13 +425,13 @@ int main(void)
 		open_side(&fx, &fx.a, ADDR_A, false);
 		open_side(&fx, &fx.b, ADDR_B, fx.receiver_checks_icrc);
 		for (size_t c = 0; c < sizeof(checks) / sizeof(checks[0]); c++) {
-			int before = failures;
+			int before = check_failures;
 			bool applies = checks[c].run(&fx);
-			printf("%-4s %-8s%s %s\n", failures != before ? "FAIL" : applies ? "ok" : "n/a", fx.kind,
+			printf("%-4s %-8s%s %s\n", check_failures != before ? "FAIL" : applies ? "ok" : "n/a", fx.kind,
 			       fx.receiver_checks_icrc ? " (receiver checks ICRCs)" : "", checks[c].name);
 		}
 		close_side(&fx.a);
 		close_side(&fx.b);
 	}
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }

@@ -48,10 +48,10 @@ static int victim(int fd)
 	struct rt_endpoint ep;
 	struct rt_qp_info mine, peer;
 
-	CHECK(dev != NULL, "victim: srt_open");
+	REQUIRE(dev != NULL, "victim: srt_open");
 	rt_endpoint_init(&ep, dev, BUF_LEN);
 	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, 0x100, &mine, &peer);
-	CHECK(rt_qp_connect(&ep, qp, 0x100, &peer, srt_active_mtu(dev)) == 0, "victim: connect");
+	REQUIRE(rt_qp_connect(&ep, qp, 0x100, &peer, srt_active_mtu(dev)) == 0, "victim: connect");
 	rt_barrier(fd);
 	for (;;)
 		pause();        /* the progress thread answers until SIGKILL */
@@ -64,10 +64,10 @@ static void run_one(unsigned long seed)
 
 	fprintf(stderr, "seed %lu: kill after %u completions, %u-byte WRITEs, %u in flight\n", seed, pl.kill_after,
 		pl.msg, pl.depth);
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
 	fflush(stderr);
 	pid_t child = fork();
-	CHECK(child >= 0, "fork");
+	REQUIRE(child >= 0, "fork");
 	if (child == 0) {
 		close(sv[0]);
 		_exit(victim(sv[1]));
@@ -78,12 +78,12 @@ static void run_one(unsigned long seed)
 	struct rt_endpoint ep;
 	struct rt_qp_info mine, peer;
 
-	CHECK(dev != NULL, "survivor: srt_open");
+	REQUIRE(dev != NULL, "survivor: srt_open");
 	rt_endpoint_init(&ep, dev, BUF_LEN);
 	struct rnic_qp *qp = rt_qp_exchange(&ep, sv[0], 0x200, &mine, &peer);
 	/* ACK timeout 4.096 us * 2^10 = 4 ms, 7 retries: retry exceeded
 	 * some tens of milliseconds after the peer dies. */
-	CHECK(rt_qp_connect_timeout(&ep, qp, 0x200, &peer, srt_active_mtu(dev), 10) == 0, "survivor: connect");
+	REQUIRE(rt_qp_connect_timeout(&ep, qp, 0x200, &peer, srt_active_mtu(dev), 10) == 0, "survivor: connect");
 	rt_barrier(sv[0]);
 
 	unsigned posted = 0, ok = 0, retry_exc = 0, flushed = 0, other = 0;
@@ -99,9 +99,9 @@ static void run_one(unsigned long seed)
 			posted++;
 		}
 		struct ibv_wc wc;
-		CHECK(rt_wait_wc(&ep, &wc, 5000), "survivor: no completion for 5 s (posted %u, completed %u)", posted,
+		REQUIRE(rt_wait_wc(&ep, &wc, 5000), "survivor: no completion for 5 s (posted %u, completed %u)", posted,
 		      ok + retry_exc + flushed + other);
-		CHECK(wc.wr_id < TOTAL && !seen[wc.wr_id], "survivor: completion for wr_id %llu twice or unknown",
+		REQUIRE(wc.wr_id < TOTAL && !seen[wc.wr_id], "survivor: completion for wr_id %llu twice or unknown",
 		      (unsigned long long)wc.wr_id);
 		if (wc.wr_id < TOTAL)
 			seen[wc.wr_id] = 1;
@@ -116,9 +116,9 @@ static void run_one(unsigned long seed)
 			other++;
 		}
 		if (!killed && ok == pl.kill_after) {
-			CHECK(kill(child, SIGKILL) == 0, "kill");
+			REQUIRE(kill(child, SIGKILL) == 0, "kill");
 			int st;
-			CHECK(waitpid(child, &st, 0) == child && WIFSIGNALED(st), "the victim did not die of SIGKILL");
+			REQUIRE(waitpid(child, &st, 0) == child && WIFSIGNALED(st), "the victim did not die of SIGKILL");
 			killed = true;
 		}
 		if (posted < TOTAL && retry_exc + flushed > 0 && posted == ok + retry_exc + flushed + other)
@@ -126,14 +126,14 @@ static void run_one(unsigned long seed)
 	}
 	fprintf(stderr, "survivor: posted %u: %u ok, %u retry exceeded, %u flushed, %u other\n", posted, ok, retry_exc,
 		flushed, other);
-	CHECK(killed, "the victim was never killed");
-	CHECK(ok >= pl.kill_after, "fewer successes than before the kill");
-	CHECK(retry_exc == 1, "%u retry-exceeded completions, want exactly 1", retry_exc);
-	CHECK(other == 0, "%u completions with another status", other);
-	CHECK(ok + retry_exc + flushed == posted, "posted %u, completed %u", posted, ok + retry_exc + flushed);
+	REQUIRE(killed, "the victim was never killed");
+	REQUIRE(ok >= pl.kill_after, "fewer successes than before the kill");
+	REQUIRE(retry_exc == 1, "%u retry-exceeded completions, want exactly 1", retry_exc);
+	REQUIRE(other == 0, "%u completions with another status", other);
+	REQUIRE(ok + retry_exc + flushed == posted, "posted %u, completed %u", posted, ok + retry_exc + flushed);
 	/* Nothing more comes: every WQE has completed exactly once. */
 	struct ibv_wc extra;
-	CHECK(!rt_wait_wc(&ep, &extra, 100), "a completion after all were accounted for");
+	REQUIRE(!rt_wait_wc(&ep, &extra, 100), "a completion after all were accounted for");
 
 	/* The path the environment asked for carried the traffic. */
 	struct srt_stats_file st;
@@ -141,18 +141,18 @@ static void run_one(unsigned long seed)
 	rt_read_stats(&st, 0);
 	rt_read_stats(&st, st.updated_ns);
 	if (local && !strcmp(local, "0"))
-		CHECK(st.runtime.local_tx_packets == 0, "SOFTRNIC_LOCAL=0, yet %llu packets went into rings",
+		REQUIRE(st.runtime.local_tx_packets == 0, "SOFTRNIC_LOCAL=0, yet %llu packets went into rings",
 		      (unsigned long long)st.runtime.local_tx_packets);
 	else
-		CHECK(st.runtime.local_tx_packets >= ok, "only %llu packets went into the local ring",
+		REQUIRE(st.runtime.local_tx_packets >= ok, "only %llu packets went into the local ring",
 		      (unsigned long long)st.runtime.local_tx_packets);
 
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
 	srt_lock(dev);
-	CHECK(rnic_qp_query(qp, &attr, &init) == 0 && attr.qp_state == IBV_QPS_ERR,
+	REQUIRE(rnic_qp_query(qp, &attr, &init) == 0 && attr.qp_state == IBV_QPS_ERR,
 	      "the survivor's QP is not in ERR");
-	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	REQUIRE(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
 	srt_close(dev);
@@ -170,13 +170,13 @@ int main(int argc, char **argv)
 		unsigned long seed = argc > 1 ? strtoul(argv[i], NULL, 0) : 1;
 		fflush(stderr);
 		pid_t pid = fork();
-		CHECK(pid >= 0, "fork");
+		REQUIRE(pid >= 0, "fork");
 		if (pid == 0) {
 			run_one(seed);
 			_exit(0);
 		}
 		int st;
-		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "seed %lu: FAILED\n", seed);
 			failed++;

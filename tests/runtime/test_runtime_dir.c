@@ -54,7 +54,7 @@ static int in_child(void (*case_fn)(void), char *err, size_t cap)
 	snprintf(log, sizeof(log), "%s/stderr.log", scratch);
 	fflush(NULL);
 	pid_t pid = fork();
-	CHECK(pid >= 0, "fork");
+	REQUIRE(pid >= 0, "fork");
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd < 0 || dup2(fd, 2) < 0)
@@ -64,7 +64,7 @@ static int in_child(void (*case_fn)(void), char *err, size_t cap)
 		exit(0);
 	}
 	int status;
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
 	int fd = open(log, O_RDONLY);
 	ssize_t n = fd >= 0 ? read(fd, err, cap - 1) : -1;
 	err[n > 0 ? n : 0] = 0;
@@ -79,7 +79,7 @@ static int in_child(void (*case_fn)(void), char *err, size_t cap)
 static void expect_case(const char *name, void (*case_fn)(void), char *err, size_t cap)
 {
 	int rc = in_child(case_fn, err, cap);
-	CHECK(rc == 0, "case %s: exit %d; its stderr:\n%s", name, rc, err);
+	REQUIRE(rc == 0, "case %s: exit %d; its stderr:\n%s", name, rc, err);
 	printf("runtime_dir: %s: ok\n", name);
 }
 
@@ -107,30 +107,30 @@ static void case_env_made(void)
 	setenv("SOFTRNIC_RUNTIME_DIR", dir, 1);
 	umask(0);
 	int fd = srt_runtime_dir_open(false);
-	CHECK(fd < 0 && errno == ENOENT, "a reader made the directory");
+	REQUIRE(fd < 0 && errno == ENOENT, "a reader made the directory");
 	fd = srt_runtime_dir_open(true);
-	CHECK(fd >= 0, "open %s: %s", dir, strerror(errno));
-	CHECK(!strcmp(srt_runtime_dir_path(), dir), "path %s", srt_runtime_dir_path());
-	CHECK(!stat(dir, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
+	REQUIRE(fd >= 0, "open %s: %s", dir, strerror(errno));
+	REQUIRE(!strcmp(srt_runtime_dir_path(), dir), "path %s", srt_runtime_dir_path());
+	REQUIRE(!stat(dir, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode & 0777);
 	close(fd);
 	/* Chosen once per process ... */
 	path_in(other, sizeof(other), "env-other");
 	setenv("SOFTRNIC_RUNTIME_DIR", other, 1);
-	CHECK(!strcmp(srt_runtime_dir_path(), dir), "the choice moved to %s", srt_runtime_dir_path());
+	REQUIRE(!strcmp(srt_runtime_dir_path(), dir), "the choice moved to %s", srt_runtime_dir_path());
 	/* ... and again in a child of fork(). */
 	pid_t child = fork();
 	if (child == 0)
 		_exit(strcmp(srt_runtime_dir_path(), other) ? 1 : 0);
 	int status;
-	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	REQUIRE(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "a child of fork() kept its parent's choice");
 }
 
 static void case_relative(void)
 {
 	setenv("SOFTRNIC_RUNTIME_DIR", "relative/dir", 1);
-	CHECK(srt_runtime_dir_open(true) < 0, "a relative SOFTRNIC_RUNTIME_DIR was taken");
-	CHECK(access("relative", F_OK) != 0, "a relative directory was made");
+	REQUIRE(srt_runtime_dir_open(true) < 0, "a relative SOFTRNIC_RUNTIME_DIR was taken");
+	REQUIRE(access("relative", F_OK) != 0, "a relative directory was made");
 }
 
 static void case_link(void)
@@ -139,10 +139,10 @@ static void case_link(void)
 
 	path_in(dir, sizeof(dir), "link-target");
 	path_in(link, sizeof(link), "link");
-	CHECK(!mkdir(dir, 0700) && !symlink(dir, link), "setup");
+	REQUIRE(!mkdir(dir, 0700) && !symlink(dir, link), "setup");
 	setenv("SOFTRNIC_RUNTIME_DIR", link, 1);
-	CHECK(srt_runtime_dir_open(true) < 0 && errno == ELOOP, "a link was taken as the directory");
-	CHECK(srt_runtime_dir_open(true) < 0, "a link was taken the second time");
+	REQUIRE(srt_runtime_dir_open(true) < 0 && errno == ELOOP, "a link was taken as the directory");
+	REQUIRE(srt_runtime_dir_open(true) < 0, "a link was taken the second time");
 }
 
 static void case_too_open(void)
@@ -151,10 +151,10 @@ static void case_too_open(void)
 	struct stat st;
 
 	path_in(dir, sizeof(dir), "too-open");
-	CHECK(!mkdir(dir, 0700) && !chmod(dir, 0777), "setup");
+	REQUIRE(!mkdir(dir, 0700) && !chmod(dir, 0777), "setup");
 	setenv("SOFTRNIC_RUNTIME_DIR", dir, 1);
-	CHECK(srt_runtime_dir_open(true) < 0, "a directory others may write was taken");
-	CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0777, "the user's own directory was changed");
+	REQUIRE(srt_runtime_dir_open(true) < 0, "a directory others may write was taken");
+	REQUIRE(!stat(dir, &st) && (st.st_mode & 0777) == 0777, "the user's own directory was changed");
 }
 
 /* A default directory of ours that is too open is closed; XDG's choice. */
@@ -165,12 +165,12 @@ static void case_xdg(void)
 
 	path_in(xdg, sizeof(xdg), "xdg");
 	snprintf(dir, sizeof(dir), "%s/softrnic", xdg);
-	CHECK(!mkdir(xdg, 0700) && !mkdir(dir, 0700) && !chmod(dir, 0755), "setup");
+	REQUIRE(!mkdir(xdg, 0700) && !mkdir(dir, 0700) && !chmod(dir, 0755), "setup");
 	unsetenv("SOFTRNIC_RUNTIME_DIR");
 	setenv("XDG_RUNTIME_DIR", xdg, 1);
 	int fd = srt_runtime_dir_open(true);
-	CHECK(fd >= 0 && !strcmp(srt_runtime_dir_path(), dir), "XDG: %s", srt_runtime_dir_path());
-	CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0700, "a default directory left %o", st.st_mode & 0777);
+	REQUIRE(fd >= 0 && !strcmp(srt_runtime_dir_path(), dir), "XDG: %s", srt_runtime_dir_path());
+	REQUIRE(!stat(dir, &st) && (st.st_mode & 0777) == 0700, "a default directory left %o", st.st_mode & 0777);
 	close(fd);
 }
 
@@ -181,13 +181,13 @@ static void case_xdg_not_ours(void)
 
 	path_in(xdg, sizeof(xdg), root ? "xdg-nobody" : "xdg-link");
 	if (root)
-		CHECK(!mkdir(xdg, 0700) && !chown(xdg, NOBODY, NOBODY), "setup");
+		REQUIRE(!mkdir(xdg, 0700) && !chown(xdg, NOBODY, NOBODY), "setup");
 	else
-		CHECK(!symlink(scratch, xdg), "setup");
+		REQUIRE(!symlink(scratch, xdg), "setup");
 	unsetenv("SOFTRNIC_RUNTIME_DIR");
 	setenv("XDG_RUNTIME_DIR", xdg, 1);
 	snprintf(want, sizeof(want), "/dev/shm/softrnic-%u", (unsigned)geteuid());
-	CHECK(!strcmp(srt_runtime_dir_path(), want), "path %s, not %s", srt_runtime_dir_path(), want);
+	REQUIRE(!strcmp(srt_runtime_dir_path(), want), "path %s, not %s", srt_runtime_dir_path(), want);
 }
 
 /* Root: a directory of another user's is refused, and the device works
@@ -197,15 +197,15 @@ static void case_squatted(void)
 	char dir[4096];
 
 	path_in(dir, sizeof(dir), "squatted");
-	CHECK(!mkdir(dir, 0700) && !chown(dir, NOBODY, NOBODY), "setup");
+	REQUIRE(!mkdir(dir, 0700) && !chown(dir, NOBODY, NOBODY), "setup");
 	setenv("SOFTRNIC_RUNTIME_DIR", dir, 1);
 	setenv("SOFTRNIC_STATS_AT_EXIT", "1", 1);
 	for (int i = 0; i < 2; i++) {
 		struct srt_device *dev = srt_open();
-		CHECK(dev, "the device did not open beside a squatted directory");
+		REQUIRE(dev, "the device did not open beside a squatted directory");
 		srt_close(dev);
 	}
-	CHECK(rmdir(dir) == 0, "something was written into the squatted directory");
+	REQUIRE(rmdir(dir) == 0, "something was written into the squatted directory");
 }
 
 /* ---- the two ways to open a file ------------------------------------------------ */
@@ -216,49 +216,49 @@ static void case_helpers(void)
 	struct stat st;
 
 	path_in(here, sizeof(here), "helpers");
-	CHECK(!mkdir(here, 0700), "mkdir %s", here);
+	REQUIRE(!mkdir(here, 0700), "mkdir %s", here);
 	int dir = open(here, O_RDONLY | O_DIRECTORY);
-	CHECK(dir >= 0, "open %s", here);
+	REQUIRE(dir >= 0, "open %s", here);
 	snprintf(target, sizeof(target), "%s/precious", here);
 	int t = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(t >= 0 && write(t, "precious", 8) == 8, "target");
+	REQUIRE(t >= 0 && write(t, "precious", 8) == 8, "target");
 	close(t);
-	CHECK(!mkfifoat(dir, "fifo", 0600) && !symlinkat(target, dir, "link") && !mkdirat(dir, "subdir", 0700),
+	REQUIRE(!mkfifoat(dir, "fifo", 0600) && !symlinkat(target, dir, "link") && !mkdirat(dir, "subdir", 0700),
 	      "plants");
 
 	/* A FIFO is not waited on (alarm(20) would end a hang), a link not
 	 * followed, a directory not taken. */
-	CHECK(srt_open_owned(dir, "fifo", O_RDONLY, geteuid()) < 0 && errno == EINVAL, "FIFO read");
-	CHECK(srt_open_owned(dir, "fifo", O_RDWR, geteuid()) < 0 && errno == EINVAL, "FIFO read-write");
-	CHECK(srt_open_owned(dir, "link", O_RDWR, geteuid()) < 0 && errno == ELOOP, "link");
-	CHECK(srt_open_owned(dir, "subdir", O_RDONLY, geteuid()) < 0, "directory");
-	CHECK(srt_open_owned(dir, "missing", O_RDONLY, geteuid()) < 0 && errno == ENOENT, "missing");
+	REQUIRE(srt_open_owned(dir, "fifo", O_RDONLY, geteuid()) < 0 && errno == EINVAL, "FIFO read");
+	REQUIRE(srt_open_owned(dir, "fifo", O_RDWR, geteuid()) < 0 && errno == EINVAL, "FIFO read-write");
+	REQUIRE(srt_open_owned(dir, "link", O_RDWR, geteuid()) < 0 && errno == ELOOP, "link");
+	REQUIRE(srt_open_owned(dir, "subdir", O_RDONLY, geteuid()) < 0, "directory");
+	REQUIRE(srt_open_owned(dir, "missing", O_RDONLY, geteuid()) < 0 && errno == ENOENT, "missing");
 	int fd = srt_open_owned(dir, "precious", O_RDONLY, geteuid());
-	CHECK(fd >= 0, "a regular file of ours: %s", strerror(errno));
+	REQUIRE(fd >= 0, "a regular file of ours: %s", strerror(errno));
 	close(fd);
 	if (root) {
-		CHECK(!chown(target, NOBODY, NOBODY), "chown");
-		CHECK(srt_open_owned(dir, "precious", O_RDONLY, 0) < 0 && errno == EPERM, "another user's file");
-		CHECK(srt_create_private(dir, "precious", O_RDWR) < 0 && errno == EEXIST, "another user's file replaced");
-		CHECK(!chown(target, 0, 0), "chown back");
+		REQUIRE(!chown(target, NOBODY, NOBODY), "chown");
+		REQUIRE(srt_open_owned(dir, "precious", O_RDONLY, 0) < 0 && errno == EPERM, "another user's file");
+		REQUIRE(srt_create_private(dir, "precious", O_RDWR) < 0 && errno == EEXIST, "another user's file replaced");
+		REQUIRE(!chown(target, 0, 0), "chown back");
 	}
 
 	/* Creation never goes through what is there unless it is a file of
 	 * ours. */
-	CHECK(srt_create_private(dir, "fifo", O_RDWR) < 0 && errno == EEXIST, "created over a FIFO");
-	CHECK(srt_create_private(dir, "link", O_RDWR) < 0 && errno == EEXIST, "created over a link");
-	CHECK(!lstat(target, &st) && st.st_size == 8 && (st.st_mode & 0777) == 0644, "the link's target changed");
-	CHECK(!fstatat(dir, "link", &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode), "the link was removed");
+	REQUIRE(srt_create_private(dir, "fifo", O_RDWR) < 0 && errno == EEXIST, "created over a FIFO");
+	REQUIRE(srt_create_private(dir, "link", O_RDWR) < 0 && errno == EEXIST, "created over a link");
+	REQUIRE(!lstat(target, &st) && st.st_size == 8 && (st.st_mode & 0777) == 0644, "the link's target changed");
+	REQUIRE(!fstatat(dir, "link", &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode), "the link was removed");
 	umask(0277);
 	fd = srt_create_private(dir, "precious", O_RDWR);
-	CHECK(fd >= 0, "a leftover file of ours not replaced: %s", strerror(errno));
-	CHECK(!fstat(fd, &st) && st.st_size == 0 && (st.st_mode & 0777) == 0600, "new file: size %lld mode %o",
+	REQUIRE(fd >= 0, "a leftover file of ours not replaced: %s", strerror(errno));
+	REQUIRE(!fstat(fd, &st) && st.st_size == 0 && (st.st_mode & 0777) == 0600, "new file: size %lld mode %o",
 	      (long long)st.st_size, st.st_mode & 0777);
 	close(fd);
 	fd = srt_create_private(dir, "fresh", O_RDWR);
-	CHECK(fd >= 0, "a new file");
+	REQUIRE(fd >= 0, "a new file");
 	close(fd);
-	CHECK(srt_process_runs_as(getpid(), geteuid()) && !srt_process_runs_as(getpid(), geteuid() + 1),
+	REQUIRE(srt_process_runs_as(getpid(), geteuid()) && !srt_process_runs_as(getpid(), geteuid() + 1),
 	      "srt_process_runs_as of ourselves");
 	unlinkat(dir, "fifo", 0);
 	unlinkat(dir, "link", 0);
@@ -266,7 +266,7 @@ static void case_helpers(void)
 	unlinkat(dir, "fresh", 0);
 	unlinkat(dir, "subdir", AT_REMOVEDIR);
 	close(dir);
-	CHECK(!rmdir(here), "rmdir %s", here);
+	REQUIRE(!rmdir(here), "rmdir %s", here);
 }
 
 /* ---- a device among FIFOs and links ------------------------------------------------ */
@@ -277,7 +277,7 @@ static void case_helpers(void)
 static void ring_name_of(char *out, size_t cap)
 {
 	struct stat st;
-	CHECK(!stat("/proc/self/ns/net", &st), "netns");
+	REQUIRE(!stat("/proc/self/ns/net", &st), "netns");
 	snprintf(out, cap, "softrnic-local-%u-%lx-%08x-0", (unsigned)getuid(), (unsigned long)st.st_ino,
 		 0x7f0000c9u);
 }
@@ -299,32 +299,32 @@ static void device_among_plants(const char *stats_plant, const char *ring_plant)
 	struct stat st;
 
 	snprintf(dir, sizeof(dir), "%s/plants", scratch);
-	CHECK(!mkdir(dir, 0700), "mkdir %s", dir);
+	REQUIRE(!mkdir(dir, 0700), "mkdir %s", dir);
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
 	path_in(target, sizeof(target), "precious");
 	int t = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	CHECK(t >= 0 && write(t, "precious", 8) == 8, "target");
+	REQUIRE(t >= 0 && write(t, "precious", 8) == 8, "target");
 	close(t);
 	ring_name_of(ring, sizeof(ring));
-	CHECK(pipe(go) == 0, "pipe");
+	REQUIRE(pipe(go) == 0, "pipe");
 	setenv("SOFTRNIC_RUNTIME_DIR", dir, 1);
 	setenv("SOFTRNIC_ADDR", PLANT_ADDR, 1);
 	setenv("SOFTRNIC_SHARE", "0", 1);
 	unsetenv("SOFTRNIC_LOCAL");
 	pid_t child = fork();
-	CHECK(child >= 0, "fork");
+	REQUIRE(child >= 0, "fork");
 	if (child == 0) {
 		char c;
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(2);
 		struct srt_device *dev = srt_open();
-		CHECK(dev, "the device did not open among the plants");
+		REQUIRE(dev, "the device did not open among the plants");
 		struct srt_stats_file s;
-		CHECK(srt_stats_read(getpid(), &s) != 0, "a stats file was published through the plant");
+		REQUIRE(srt_stats_read(getpid(), &s) != 0, "a stats file was published through the plant");
 		bool listed = false;
 		(void)srt_stats_foreach(note_if_ours, &listed);        /* (root also lists others' devices) */
-		CHECK(!listed, "our device listed through the plants");
+		REQUIRE(!listed, "our device listed through the plants");
 		srt_close(dev);
 		_exit(0);
 	}
@@ -341,25 +341,25 @@ static void device_among_plants(const char *stats_plant, const char *ring_plant)
 	const char *kinds[] = { stats_plant, ring_plant, "fifo", "fifo", "link", "fifo" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(kinds[i], "fifo"))
-			CHECK(!mkfifoat(dirfd, names[i], 0600), "mkfifo %s", names[i]);
+			REQUIRE(!mkfifoat(dirfd, names[i], 0600), "mkfifo %s", names[i]);
 		else
-			CHECK(!symlinkat(target, dirfd, names[i]), "symlink %s", names[i]);
+			REQUIRE(!symlinkat(target, dirfd, names[i]), "symlink %s", names[i]);
 	}
-	CHECK(write(go[1], "g", 1) == 1, "go");
+	REQUIRE(write(go[1], "g", 1) == 1, "go");
 	close(go[1]);
 	int status;
-	CHECK(waitpid(child, &status, 0) == child, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the device's child: status %d", status);
+	REQUIRE(waitpid(child, &status, 0) == child, "waitpid");
+	REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the device's child: status %d", status);
 	/* Everything planted is still there, and the target unchanged. */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		CHECK(!fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) &&
+		REQUIRE(!fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) &&
 		      (!strcmp(kinds[i], "fifo") ? S_ISFIFO(st.st_mode) : S_ISLNK(st.st_mode)), "%s replaced", names[i]);
 		unlinkat(dirfd, names[i], 0);
 	}
-	CHECK(!stat(target, &st) && st.st_size == 8, "the links' target was written");
+	REQUIRE(!stat(target, &st) && st.st_size == 8, "the links' target was written");
 	unlink(target);
 	close(dirfd);
-	CHECK(rmdir(dir) == 0, "the device left a file among the plants: %s", strerror(errno));
+	REQUIRE(rmdir(dir) == 0, "the device left a file among the plants: %s", strerror(errno));
 }
 
 static void case_plants_fifo(void) { device_among_plants("fifo", "link"); }
@@ -376,7 +376,7 @@ static int entries(const char *dir, const char *prefix)
 	snprintf(cmd, sizeof(cmd), "%s/count", scratch);
 	FILE *f = fopen(cmd, "r");
 	int n = -1;
-	CHECK(f && fscanf(f, "%d", &n) == 1, "count");
+	REQUIRE(f && fscanf(f, "%d", &n) == 1, "count");
 	fclose(f);
 	unlink(cmd);
 	return n;
@@ -403,47 +403,47 @@ static void case_exit_without_close(void)
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
 		struct srt_device *dev = srt_open();
-		CHECK(dev, "open");
-		CHECK(entries(dir, "softrnic-") == 2, "stats file and ring");
+		REQUIRE(dev, "open");
+		REQUIRE(entries(dir, "softrnic-") == 2, "stats file and ring");
 		pid_t grandchild = fork();
 		if (grandchild == 0)
 			exit(0);        /* the parent's device: not its to clean */
-		CHECK(waitpid(grandchild, NULL, 0) == grandchild, "waitpid");
-		CHECK(entries(dir, "softrnic-") == 2, "a child of fork() removed its parent's files");
+		REQUIRE(waitpid(grandchild, NULL, 0) == grandchild, "waitpid");
+		REQUIRE(entries(dir, "softrnic-") == 2, "a child of fork() removed its parent's files");
 		exit(0);
 	}
-	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child");
-	CHECK(entries(dir, "softrnic-") == 0, "an exit without close left %d files", entries(dir, "softrnic-"));
+	REQUIRE(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child");
+	REQUIRE(entries(dir, "softrnic-") == 0, "an exit without close left %d files", entries(dir, "softrnic-"));
 	int fd = open(log, O_RDONLY);
 	ssize_t n = read(fd, err, sizeof(err) - 1);
 	err[n > 0 ? n : 0] = 0;
 	close(fd);
 	char want[64];
 	snprintf(want, sizeof(want), "(pid %d) counters:", (int)child);
-	CHECK(count_lines(err, want) == 1 && count_lines(err, "softrnic: progress:") == 1,
+	REQUIRE(count_lines(err, want) == 1 && count_lines(err, "softrnic: progress:") == 1,
 	      "SOFTRNIC_STATS_AT_EXIT at exit without close:\n%s", err);
 
 	/* SIGKILL: the files stay until the next device opens. */
 	int ready[2];
-	CHECK(pipe(ready) == 0, "pipe");
+	REQUIRE(pipe(ready) == 0, "pipe");
 	child = fork();
 	if (child == 0) {
-		CHECK(srt_open(), "open");
+		REQUIRE(srt_open(), "open");
 		(void)!write(ready[1], "r", 1);
 		for (;;)
 			pause();
 	}
 	char c;
-	CHECK(read(ready[0], &c, 1) == 1, "ready");
+	REQUIRE(read(ready[0], &c, 1) == 1, "ready");
 	kill(child, SIGKILL);
-	CHECK(waitpid(child, NULL, 0) == child, "waitpid");
-	CHECK(entries(dir, "softrnic-") == 2, "a SIGKILLed device's files vanished by themselves");
+	REQUIRE(waitpid(child, NULL, 0) == child, "waitpid");
+	REQUIRE(entries(dir, "softrnic-") == 2, "a SIGKILLed device's files vanished by themselves");
 	unsetenv("SOFTRNIC_ADDR");      /* any address: the reclaim is by pid */
 	struct srt_device *dev = srt_open();
-	CHECK(dev, "open");
-	CHECK(entries(dir, "softrnic-") == 2, "the next device did not replace the dead one's files by its own");
+	REQUIRE(dev, "open");
+	REQUIRE(entries(dir, "softrnic-") == 2, "the next device did not replace the dead one's files by its own");
 	srt_close(dev);
-	CHECK(entries(dir, "softrnic-") == 0, "files left after the close");
+	REQUIRE(entries(dir, "softrnic-") == 0, "files left after the close");
 	unlink(log);
 	rmdir(dir);
 }
@@ -452,7 +452,7 @@ int main(void)
 {
 	static char err[16384];
 
-	CHECK(mkdtemp(scratch), "mkdtemp %s", scratch);
+	REQUIRE(mkdtemp(scratch), "mkdtemp %s", scratch);
 	root = geteuid() == 0;
 	unsetenv("SOFTRNIC_RUNTIME_DIR");
 	unsetenv("SOFTRNIC_PCAP");
@@ -461,13 +461,13 @@ int main(void)
 	expect_case("SOFTRNIC_RUNTIME_DIR made 0700, chosen once per process and again after fork", case_env_made,
 		    err, sizeof(err));
 	expect_case("a relative SOFTRNIC_RUNTIME_DIR refused", case_relative, err, sizeof(err));
-	CHECK(count_lines(err, "\n") == 1 && strstr(err, "relative/dir") && strstr(err, "absolute"),
+	REQUIRE(count_lines(err, "\n") == 1 && strstr(err, "relative/dir") && strstr(err, "absolute"),
 	      "the refusal of a relative path:\n%s", err);
 	expect_case("a link refused", case_link, err, sizeof(err));
-	CHECK(count_lines(err, "\n") == 1 && strstr(err, "/link refused: a symbolic link") &&
+	REQUIRE(count_lines(err, "\n") == 1 && strstr(err, "/link refused: a symbolic link") &&
 	      strstr(err, "SOFTRNIC_RUNTIME_DIR"), "the refusal of a link (once):\n%s", err);
 	expect_case("a directory others may write refused", case_too_open, err, sizeof(err));
-	CHECK(count_lines(err, "\n") == 1 && strstr(err, "writable by group or others"), "the refusal:\n%s", err);
+	REQUIRE(count_lines(err, "\n") == 1 && strstr(err, "writable by group or others"), "the refusal:\n%s", err);
 	expect_case("XDG_RUNTIME_DIR/softrnic, a too open default closed", case_xdg, err, sizeof(err));
 	expect_case("XDG_RUNTIME_DIR not ours: /dev/shm/softrnic-<euid>", case_xdg_not_ours, err, sizeof(err));
 	if (root) {
@@ -477,18 +477,18 @@ int main(void)
 		snprintf(want, sizeof(want), "softrnic: runtime directory %s/squatted refused: owned by another user "
 			 "(owner uid %u, we are uid 0); going on without stats file and host-local ring (set "
 			 "SOFTRNIC_RUNTIME_DIR to a directory of our own)\n", scratch, NOBODY);
-		CHECK(count_lines(err, "runtime directory") == 1 && strstr(err, want), "the squatter's line:\n%s", err);
-		CHECK(count_lines(err, "counters:") == 2, "SOFTRNIC_STATS_AT_EXIT without a stats file:\n%s", err);
+		REQUIRE(count_lines(err, "runtime directory") == 1 && strstr(err, want), "the squatter's line:\n%s", err);
+		REQUIRE(count_lines(err, "counters:") == 2, "SOFTRNIC_STATS_AT_EXIT without a stats file:\n%s", err);
 	}
 	expect_case("srt_open_owned and srt_create_private", case_helpers, err, sizeof(err));
 	expect_case("a FIFO at the stats name, a link at the ring's", case_plants_fifo, err, sizeof(err));
-	CHECK(strstr(err, "no stats file") && strstr(err, "left alone"), "no word of the stats file:\n%s", err);
+	REQUIRE(strstr(err, "no stats file") && strstr(err, "left alone"), "no word of the stats file:\n%s", err);
 	expect_case("a link at the stats name, a FIFO at the ring's", case_plants_link, err, sizeof(err));
 	expect_case("exit without close, fork, SIGKILL", case_exit_without_close, err, sizeof(err));
 
 	char cmd[4200];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", scratch);
-	CHECK(system(cmd) == 0, "cleanup");
+	REQUIRE(system(cmd) == 0, "cleanup");
 	printf("runtime_dir: ok\n");
 	return 0;
 }

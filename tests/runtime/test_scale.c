@@ -38,8 +38,8 @@ static size_t rss_bytes(void)
 	FILE *f = fopen("/proc/self/statm", "r");
 	unsigned long size = 0, resident = 0;
 
-	CHECK(f != NULL, "open /proc/self/statm");
-	CHECK(fscanf(f, "%lu %lu", &size, &resident) == 2, "parse statm");
+	REQUIRE(f != NULL, "open /proc/self/statm");
+	REQUIRE(fscanf(f, "%lu %lu", &size, &resident) == 2, "parse statm");
 	fclose(f);
 	return resident * (size_t)sysconf(_SC_PAGESIZE);
 }
@@ -58,21 +58,21 @@ static int run_side(int fd, int side, uint32_t nqp)
 	struct rt_qp_info *mine, *peer;
 	struct rnic_qp **qps;
 
-	CHECK(dev != NULL, "srt_open");
+	REQUIRE(dev != NULL, "srt_open");
 	/* Touch the buffer now so it does not count as per-QP memory. */
 	rt_endpoint_init(&ep, dev, (size_t)nqp * SLOT);
 	memset(ep.buf, 0, ep.buf_len);
 	/* A CQ deep enough for every completion of the run. */
 	srt_lock(dev);
-	CHECK(rnic_cq_destroy(ep.cq) == 0, "destroy small CQ");
+	REQUIRE(rnic_cq_destroy(ep.cq) == 0, "destroy small CQ");
 	ep.cq = rnic_cq_create(srt_rnic(dev), CQ_DEPTH, NULL);
 	srt_unlock(dev);
-	CHECK(ep.cq != NULL, "create CQ of %d", CQ_DEPTH);
+	REQUIRE(ep.cq != NULL, "create CQ of %d", CQ_DEPTH);
 
 	qps = calloc(nqp, sizeof(*qps));
 	mine = calloc(nqp, sizeof(*mine));
 	peer = calloc(nqp, sizeof(*peer));
-	CHECK(qps && mine && peer, "out of memory");
+	REQUIRE(qps && mine && peer, "out of memory");
 
 	size_t rss0 = rss_bytes();
 	uint64_t t0 = srt_now();
@@ -88,7 +88,7 @@ static int run_side(int fd, int side, uint32_t nqp)
 		 * timeout (4.096 us * 2^16 = 268 ms, like a wide-area RoCE
 		 * setting) keeps retransmission storms from burying it. */
 		int e = rt_qp_connect_timeout(&ep, qps[i], mine[i].psn, &peer[i], IBV_MTU_4096, 16);
-		CHECK(e == 0, "connect QP %u: %s", i, strerror(e));
+		REQUIRE(e == 0, "connect QP %u: %s", i, strerror(e));
 	}
 	uint64_t t1 = srt_now();
 	size_t rss1 = rss_bytes();
@@ -97,15 +97,15 @@ static int run_side(int fd, int side, uint32_t nqp)
 		uint8_t *slot = ep.buf + (size_t)i * SLOT;
 		rt_fill(slot + OFF_SEND, MSG_LEN, seed_of(side, i, 0));
 		rt_fill(slot + OFF_SEND + MSG_LEN, WRITE_LEN - MSG_LEN, seed_of(side, i, 1));
-		CHECK(rt_post_recv(&ep, qps[i], (size_t)i * SLOT + OFF_RECV, 4096, 1000000u + i) == 0, "post recv %u", i);
+		REQUIRE(rt_post_recv(&ep, qps[i], (size_t)i * SLOT + OFF_RECV, 4096, 1000000u + i) == 0, "post recv %u", i);
 	}
 	rt_barrier(fd);   /* every receive is posted on both sides */
 
 	uint64_t t2 = srt_now();
 	for (uint32_t i = 0; i < nqp; i++) {
 		size_t off = (size_t)i * SLOT;
-		CHECK(rt_post_send(&ep, qps[i], IBV_WR_SEND, off + OFF_SEND, MSG_LEN, 0, 0, i) == 0, "post send %u", i);
-		CHECK(rt_post_send(&ep, qps[i], IBV_WR_RDMA_WRITE, off + OFF_SEND, WRITE_LEN,
+		REQUIRE(rt_post_send(&ep, qps[i], IBV_WR_SEND, off + OFF_SEND, MSG_LEN, 0, 0, i) == 0, "post send %u", i);
+		REQUIRE(rt_post_send(&ep, qps[i], IBV_WR_RDMA_WRITE, off + OFF_SEND, WRITE_LEN,
 				   peer[i].addr + off + OFF_WRITE, peer[i].rkey, 2000000u + i) == 0,
 		      "post write %u", i);
 	}
@@ -117,34 +117,34 @@ static int run_side(int fd, int side, uint32_t nqp)
 		struct ibv_wc wc[32];
 		int n = srt_poll_cq(dev, ep.cq, 32, wc);
 
-		CHECK(n >= 0, "poll");
-		CHECK(srt_now() < deadline, "timeout: %u recvs %u sends %u writes of %u", recvs, sends, writes, nqp);
+		REQUIRE(n >= 0, "poll");
+		REQUIRE(srt_now() < deadline, "timeout: %u recvs %u sends %u writes of %u", recvs, sends, writes, nqp);
 		for (int k = 0; k < n; k++) {
-			CHECK(wc[k].status == IBV_WC_SUCCESS, "wr_id %llu: %s", (unsigned long long)wc[k].wr_id,
+			REQUIRE(wc[k].status == IBV_WC_SUCCESS, "wr_id %llu: %s", (unsigned long long)wc[k].wr_id,
 			      rt_wc_status(wc[k].status));
 			if (wc[k].opcode == IBV_WC_RECV) {
 				uint32_t i = (uint32_t)(wc[k].wr_id - 1000000u);
-				CHECK(i < nqp && wc[k].byte_len == MSG_LEN, "recv wr_id %llu len %u",
+				REQUIRE(i < nqp && wc[k].byte_len == MSG_LEN, "recv wr_id %llu len %u",
 				      (unsigned long long)wc[k].wr_id, wc[k].byte_len);
-				CHECK(wc[k].qp_num == rnic_qp_num(qps[i]), "recv on QP %u reported for QP %u",
+				REQUIRE(wc[k].qp_num == rnic_qp_num(qps[i]), "recv on QP %u reported for QP %u",
 				      wc[k].qp_num, rnic_qp_num(qps[i]));
 				recvs++;
 			} else if (wc[k].opcode == IBV_WC_SEND) {
 				sends++;
 			} else {
-				CHECK(wc[k].opcode == IBV_WC_RDMA_WRITE, "opcode %d", wc[k].opcode);
+				REQUIRE(wc[k].opcode == IBV_WC_RDMA_WRITE, "opcode %d", wc[k].opcode);
 				writes++;
 			}
 		}
 	}
 	uint64_t t3 = srt_now();
-	CHECK(recvs == nqp && sends == nqp && writes == nqp, "%u recvs %u sends %u writes", recvs, sends, writes);
+	REQUIRE(recvs == nqp && sends == nqp && writes == nqp, "%u recvs %u sends %u writes", recvs, sends, writes);
 	rt_barrier(fd);   /* the peer's WRITEs are complete, so their data is here */
 
 	for (uint32_t i = 0; i < nqp; i++) {
 		uint8_t *slot = ep.buf + (size_t)i * SLOT;
-		CHECK(rt_check(slot + OFF_RECV, MSG_LEN, seed_of(!side, i, 0)), "QP %u: SEND data wrong", i);
-		CHECK(rt_check(slot + OFF_WRITE, MSG_LEN, seed_of(!side, i, 0)) &&
+		REQUIRE(rt_check(slot + OFF_RECV, MSG_LEN, seed_of(!side, i, 0)), "QP %u: SEND data wrong", i);
+		REQUIRE(rt_check(slot + OFF_WRITE, MSG_LEN, seed_of(!side, i, 0)) &&
 		      rt_check(slot + OFF_WRITE + MSG_LEN, WRITE_LEN - MSG_LEN, seed_of(!side, i, 1)),
 		      "QP %u: WRITE data wrong", i);
 	}
@@ -160,7 +160,7 @@ static int run_side(int fd, int side, uint32_t nqp)
 
 	for (uint32_t i = 0; i < nqp; i++) {
 		srt_lock(dev);
-		CHECK(rnic_qp_destroy(qps[i]) == 0, "destroy QP %u", i);
+		REQUIRE(rnic_qp_destroy(qps[i]) == 0, "destroy QP %u", i);
 		srt_unlock(dev);
 	}
 	rt_endpoint_fini(&ep);
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1) {
 		long v = strtol(argv[1], NULL, 10);
-		CHECK(v >= 1 && v <= 1000000, "NQP must be 1..1000000, got %s", argv[1]);
+		REQUIRE(v >= 1 && v <= 1000000, "NQP must be 1..1000000, got %s", argv[1]);
 		nqp = (uint32_t)v;
 	}
 	int rc = rt_run_two_processes(side_main, &nqp);

@@ -48,7 +48,7 @@ static void open_port(struct srt_udp *u, bool gso, const char *sport_mode)
 		setenv("SOFTRNIC_SPORT", sport_mode, 1);
 	else
 		unsetenv("SOFTRNIC_SPORT");
-	CHECK(srt_udp_open(u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
+	REQUIRE(srt_udp_open(u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
 	unsetenv("SOFTRNIC_GSO");
 	unsetenv("SOFTRNIC_SPORT");
 }
@@ -60,7 +60,7 @@ static void queue_packet(struct srt_udp *u, struct in_addr dst, size_t len, uint
 	uint8_t *p = in_place ? srt_udp_tx_buffer(u) : tmp;
 	struct rnic_tx tx;
 
-	CHECK(p != NULL, "no tx buffer");
+	REQUIRE(p != NULL, "no tx buffer");
 	memset(p, 0, len);
 	p[0] = 0x0a;
 	p[11] = id;
@@ -71,8 +71,8 @@ static void queue_packet(struct srt_udp *u, struct in_addr dst, size_t len, uint
 	tx.ib = p;
 	tx.ib_len = len;
 	tx.sport = sport;
-	CHECK(srt_udp_queue(u, &tx) == 0, "queue");
-	CHECK(*nlog < MAX_PKTS, "log full");
+	REQUIRE(srt_udp_queue(u, &tx) == 0, "queue");
+	REQUIRE(*nlog < MAX_PKTS, "log full");
 	log[(*nlog)++] = (struct sent){ .len = len, .id = id, .sport = expect_sport };
 }
 
@@ -90,27 +90,27 @@ static void expect_packets(struct srt_udp *rx, const struct srt_udp *tx, const s
 		last_of_port[i] = -1;
 	while (got < n) {
 		struct pollfd pfd = { .fd = rx->fd, .events = POLLIN };
-		CHECK(poll(&pfd, 1, 2000) == 1, "only %u of %u packets arrived", got, n);
+		REQUIRE(poll(&pfd, 1, 2000) == 1, "only %u of %u packets arrived", got, n);
 		int k = srt_udp_recv(rx, &batch);
-		CHECK(k >= 0, "srt_udp_recv: %s", strerror(-k));
+		REQUIRE(k >= 0, "srt_udp_recv: %s", strerror(-k));
 		for (int i = 0; i < k; i++, got++) {
 			const struct srt_rx_pkt *p = &batch.pkt[i];
 			unsigned at = 0;
 
-			CHECK(got < n, "more packets than sent");
+			REQUIRE(got < n, "more packets than sent");
 			while (at < n && log[at].id != p->data[11])
 				at++;
-			CHECK(at < n && !seen[at], "packet id %u unknown or twice", p->data[11]);
+			REQUIRE(at < n && !seen[at], "packet id %u unknown or twice", p->data[11]);
 			seen[at] = true;
-			CHECK(p->sport == log[at].sport, "packet id %u: source port %u, expected %u", log[at].id,
+			REQUIRE(p->sport == log[at].sport, "packet id %u: source port %u, expected %u", log[at].id,
 			      p->sport, log[at].sport);
-			CHECK(!p->truncated && p->len == log[at].len, "packet id %u: %zu bytes, sent %zu", log[at].id,
+			REQUIRE(!p->truncated && p->len == log[at].len, "packet id %u: %zu bytes, sent %zu", log[at].id,
 			      p->len, log[at].len);
 			for (size_t b = 12; b < p->len - WIRE_ICRC_LEN; b++)
-				CHECK(p->data[b] == (uint8_t)(log[at].id * 31u + b), "packet id %u byte %zu", log[at].id,
+				REQUIRE(p->data[b] == (uint8_t)(log[at].id * 31u + b), "packet id %u byte %zu", log[at].id,
 				      b);
-			CHECK(!memcmp(p->src.raw, tx->gid.raw, 16), "source address");
-			CHECK((int)at > last_of_port[p->sport / 64], "port %u: packet id %u overtook an earlier one",
+			REQUIRE(!memcmp(p->src.raw, tx->gid.raw, 16), "source address");
+			REQUIRE((int)at > last_of_port[p->sport / 64], "port %u: packet id %u overtook an earlier one",
 			      p->sport, log[at].id);
 			last_of_port[p->sport / 64] = (int)at;
 
@@ -121,12 +121,12 @@ static void expect_packets(struct srt_udp *rx, const struct srt_udp *tx, const s
 			memcpy(ip.dst, p->dst.raw, 16);
 			uint16_t id = 0xffff;
 			int v = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
-			CHECK(v == SRT_ICRC_OK && id == p->seg_index, "packet id %u: ICRC %s for port %u",
+			REQUIRE(v == SRT_ICRC_OK && id == p->seg_index, "packet id %u: ICRC %s for port %u",
 			      log[at].id, v == SRT_ICRC_BAD ? "bad" : "matched another IPv4 ID", p->sport);
 		}
 	}
 	struct pollfd pfd = { .fd = rx->fd, .events = POLLIN };
-	CHECK(poll(&pfd, 1, 50) == 0, "more packets than sent");
+	REQUIRE(poll(&pfd, 1, 50) == 0, "more packets than sent");
 }
 
 /* A plain UDP socket bound to addr:port (or -1 with errno). */
@@ -135,7 +135,7 @@ static int bind_plain(struct in_addr addr, uint16_t port)
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = addr };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
-	CHECK(fd >= 0, "socket: %s", strerror(errno));
+	REQUIRE(fd >= 0, "socket: %s", strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
 		int e = errno;
 		close(fd);
@@ -155,8 +155,8 @@ static void run(bool gso)
 
 	open_port(&a, gso, NULL);
 	open_port(&b, gso, NULL);
-	CHECK(a.gso == gso, "GSO %d, wanted %d", a.gso, gso);
-	CHECK(!a.sport_fixed && a.sport_sockets == 0, "fresh port has sport sockets");
+	REQUIRE(a.gso == gso, "GSO %d, wanted %d", a.gso, gso);
+	REQUIRE(!a.sport_fixed && a.sport_sockets == 0, "fresh port has sport sockets");
 
 	/* 1. Three flows interleaved packet by packet (X, Y, no preference),
 	 * equal sizes so GSO may coalesce each flow's packets; half built in
@@ -172,35 +172,35 @@ static void run(bool gso)
 		queue_packet(&a, b.addr, 2064, id++, PORT_X, PORT_X, true, log, &n);
 	queue_packet(&a, b.addr, 520, id++, PORT_X, PORT_X, false, log, &n);
 	uint64_t sends0 = a.tx_sends;
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
-	CHECK(a.sport_sockets == 2, "%u sport sockets, expected 2 (X, Y)", a.sport_sockets);
-	CHECK(a.tx_sport_fallbacks == 0, "unexpected fallbacks");
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(a.sport_sockets == 2, "%u sport sockets, expected 2 (X, Y)", a.sport_sockets);
+	REQUIRE(a.tx_sport_fallbacks == 0, "unexpected fallbacks");
 	if (gso) {
 		/* X: 20 x 1036 | FIRST | 5 MIDDLE + LAST; Y: 20; none: 20. */
-		CHECK(a.tx_sends - sends0 == 5, "%llu sends, expected 5", (unsigned long long)(a.tx_sends - sends0));
+		REQUIRE(a.tx_sends - sends0 == 5, "%llu sends, expected 5", (unsigned long long)(a.tx_sends - sends0));
 	} else {
-		CHECK(a.tx_sends - sends0 == n, "%llu sends for %u packets", (unsigned long long)(a.tx_sends - sends0),
+		REQUIRE(a.tx_sends - sends0 == n, "%llu sends for %u packets", (unsigned long long)(a.tx_sends - sends0),
 		      n);
 	}
 	expect_packets(&b, &a, log, n);
 
 	/* The same port again: the cached socket, no new one. */
 	int fd_x = srt_udp_sport_socket(&a, PORT_X, &wire);
-	CHECK(wire == PORT_X && fd_x >= 0 && fd_x != a.fd, "port X socket");
-	CHECK(srt_udp_sport_socket(&a, PORT_X, &wire) == fd_x && a.sport_sockets == 2, "port X socket not reused");
-	CHECK(srt_udp_sport_socket(&a, 0, &wire) == a.fd && wire == WIRE_ROCEV2_UDP_PORT, "port 0 -> 4791");
+	REQUIRE(wire == PORT_X && fd_x >= 0 && fd_x != a.fd, "port X socket");
+	REQUIRE(srt_udp_sport_socket(&a, PORT_X, &wire) == fd_x && a.sport_sockets == 2, "port X socket not reused");
+	REQUIRE(srt_udp_sport_socket(&a, 0, &wire) == a.fd && wire == WIRE_ROCEV2_UDP_PORT, "port 0 -> 4791");
 
 	/* 2. Port Z is taken by someone else on our address: Z's packets
 	 * leave from 4791 (with the ICRC for 4791), counted once. */
 	int blocker = bind_plain(a.addr, PORT_Z);
-	CHECK(blocker >= 0, "cannot bind the blocker: %s", strerror(errno));
+	REQUIRE(blocker >= 0, "cannot bind the blocker: %s", strerror(errno));
 	n = 0;
 	queue_packet(&a, b.addr, 1036, id++, PORT_Z, WIRE_ROCEV2_UDP_PORT, false, log, &n);
 	queue_packet(&a, b.addr, 1036, id++, PORT_Y, PORT_Y, false, log, &n);
 	queue_packet(&a, b.addr, 1036, id++, PORT_Z, WIRE_ROCEV2_UDP_PORT, true, log, &n);
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
-	CHECK(a.tx_sport_fallbacks == 1, "%llu fallbacks, expected 1", (unsigned long long)a.tx_sport_fallbacks);
-	CHECK(a.sport_sockets == 2, "a socket was counted for the taken port");
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(a.tx_sport_fallbacks == 1, "%llu fallbacks, expected 1", (unsigned long long)a.tx_sport_fallbacks);
+	REQUIRE(a.sport_sockets == 2, "a socket was counted for the taken port");
 	expect_packets(&b, &a, log, n);
 	close(blocker);
 
@@ -209,42 +209,42 @@ static void run(bool gso)
 	int evil = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	uint8_t junk[64] = { 0x04 };
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(PORT_X), .sin_addr = a.addr };
-	CHECK(evil >= 0, "socket");
+	REQUIRE(evil >= 0, "socket");
 	for (int i = 0; i < 20; i++)
-		CHECK(sendto(evil, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to)) == sizeof(junk),
+		REQUIRE(sendto(evil, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to)) == sizeof(junk),
 		      "sendto: %s", strerror(errno));
 	close(evil);
 	struct pollfd pfd[2] = { { .fd = fd_x, .events = POLLIN }, { .fd = a.fd, .events = POLLIN } };
-	CHECK(poll(pfd, 2, 100) == 0, "a datagram to a send-only port was queued (revents %#x, %#x)",
+	REQUIRE(poll(pfd, 2, 100) == 0, "a datagram to a send-only port was queued (revents %#x, %#x)",
 	      pfd[0].revents, pfd[1].revents);
 
 	/* 4. The socket budget: past it, a new port falls back. */
 	unsigned budget = a.sport_max_sockets;
-	CHECK(budget >= 16, "socket budget %u", budget);
+	REQUIRE(budget >= 16, "socket budget %u", budget);
 	a.sport_max_sockets = a.sport_sockets;
-	CHECK(srt_udp_sport_socket(&a, PORT_Z + 4, &wire) == a.fd && wire == WIRE_ROCEV2_UDP_PORT,
+	REQUIRE(srt_udp_sport_socket(&a, PORT_Z + 4, &wire) == a.fd && wire == WIRE_ROCEV2_UDP_PORT,
 	      "budget not honoured");
-	CHECK(a.tx_sport_fallbacks == 2, "fallback over budget not counted");
+	REQUIRE(a.tx_sport_fallbacks == 2, "fallback over budget not counted");
 	a.sport_max_sockets = budget;
 
 	/* 5. Many ports (the map grows): all distinct sockets, found again. */
 	int fds[200];
 	for (int i = 0; i < 200; i++) {
 		fds[i] = srt_udp_sport_socket(&a, (uint16_t)(0xF000 + i), &wire);
-		CHECK(fds[i] != a.fd && wire == 0xF000 + i, "port %#x fell back", 0xF000 + i);
+		REQUIRE(fds[i] != a.fd && wire == 0xF000 + i, "port %#x fell back", 0xF000 + i);
 	}
 	for (int i = 0; i < 200; i++)
-		CHECK(srt_udp_sport_socket(&a, (uint16_t)(0xF000 + i), &wire) == fds[i], "port %#x lost", 0xF000 + i);
-	CHECK(a.sport_sockets == 202, "%u sockets", a.sport_sockets);
+		REQUIRE(srt_udp_sport_socket(&a, (uint16_t)(0xF000 + i), &wire) == fds[i], "port %#x lost", 0xF000 + i);
+	REQUIRE(a.sport_sockets == 202, "%u sockets", a.sport_sockets);
 
 	/* 6. Close releases every port. */
 	struct in_addr addr = a.addr;
 	srt_udp_close(&a);
 	int again = bind_plain(addr, PORT_X);
-	CHECK(again >= 0, "port X still bound after close: %s", strerror(errno));
+	REQUIRE(again >= 0, "port X still bound after close: %s", strerror(errno));
 	close(again);
 	again = bind_plain(addr, 0xF000 + 199);
-	CHECK(again >= 0, "port %#x still bound after close: %s", 0xF000 + 199, strerror(errno));
+	REQUIRE(again >= 0, "port %#x still bound after close: %s", 0xF000 + 199, strerror(errno));
 	close(again);
 	srt_udp_close(&b);
 }
@@ -258,20 +258,20 @@ static void run_fixed(void)
 
 	open_port(&a, true, "fixed");
 	open_port(&b, true, NULL);
-	CHECK(a.sport_fixed, "SOFTRNIC_SPORT=fixed ignored");
+	REQUIRE(a.sport_fixed, "SOFTRNIC_SPORT=fixed ignored");
 	for (int i = 0; i < 10; i++)
 		queue_packet(&a, b.addr, 1036, (uint8_t)(i + 1), i % 2 ? PORT_X : PORT_Y, WIRE_ROCEV2_UDP_PORT, false,
 			     log, &n);
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
-	CHECK(a.sport_sockets == 0 && a.tx_sport_fallbacks == 0, "fixed mode opened sockets");
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(a.sport_sockets == 0 && a.tx_sport_fallbacks == 0, "fixed mode opened sockets");
 	expect_packets(&b, &a, log, n);
 	srt_udp_close(&a);
 	srt_udp_close(&b);
 
 	setenv("SOFTRNIC_SPORT", "random", 1);
 	err[0] = 0;
-	CHECK(srt_udp_open(&a, err, sizeof(err)) == EINVAL, "bad SOFTRNIC_SPORT accepted");
-	CHECK(strstr(err, "SOFTRNIC_SPORT") != NULL, "error does not name the variable: %s", err);
+	REQUIRE(srt_udp_open(&a, err, sizeof(err)) == EINVAL, "bad SOFTRNIC_SPORT accepted");
+	REQUIRE(strstr(err, "SOFTRNIC_SPORT") != NULL, "error does not name the variable: %s", err);
 	unsetenv("SOFTRNIC_SPORT");
 }
 

@@ -33,37 +33,37 @@ static int run_side(int fd, bool server)
 {
 	const char *me = server ? "server" : "client";
 	struct srt_device *dev = srt_open();
-	CHECK(dev != NULL, "%s: srt_open: %s", me, strerror(errno));
+	REQUIRE(dev != NULL, "%s: srt_open: %s", me, strerror(errno));
 
 	struct rt_endpoint ep;
 	rt_endpoint_init(&ep, dev, BUF_LEN);
 	uint32_t my_psn = server ? 0x123456 : 0xfffff0;   /* client wraps the 24-bit PSN */
 	struct rt_qp_info mine, peer;
 	struct rnic_qp *qp = rt_qp_exchange(&ep, fd, my_psn, &mine, &peer);
-	CHECK(memcmp(mine.gid, peer.gid, 16) != 0, "both processes have the same GID (address)");
+	REQUIRE(memcmp(mine.gid, peer.gid, 16) != 0, "both processes have the same GID (address)");
 	char addr[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &mine.gid[12], addr, sizeof(addr));
 	fprintf(stderr, "%s: pid %d bound %s, QPN %#x\n", me, (int)getpid(), addr, mine.qpn);
 
 	enum ibv_mtu mtu = srt_active_mtu(dev);
-	CHECK(rt_qp_connect(&ep, qp, my_psn, &peer, mtu) == 0, "%s: connect failed", me);
+	REQUIRE(rt_qp_connect(&ep, qp, my_psn, &peer, mtu) == 0, "%s: connect failed", me);
 
 	/* Data each side offers: SEND payload and the READ source. */
 	rt_fill(ep.buf + OFF_SEND, SEND_LEN, server ? 1 : 2);
 	rt_fill(ep.buf + OFF_READ, RDMA_LEN, server ? 3 : 4);
-	CHECK(rt_post_recv(&ep, qp, OFF_RECV, 65536, 100) == 0, "post_recv");
-	CHECK(rt_post_recv(&ep, qp, OFF_RECV, 65536, 101) == 0, "post_recv");
+	REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, 65536, 100) == 0, "post_recv");
+	REQUIRE(rt_post_recv(&ep, qp, OFF_RECV, 65536, 101) == 0, "post_recv");
 	rt_barrier(fd);
 
 	/* 1. SEND client -> server, then server -> client. */
 	if (!server) {
-		CHECK(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
+		REQUIRE(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
 		rt_expect_send_and_recv(&ep, 1, 100, SEND_LEN);
-		CHECK(rt_check(ep.buf + OFF_RECV, SEND_LEN, 1), "client: SEND data from server is wrong");
+		REQUIRE(rt_check(ep.buf + OFF_RECV, SEND_LEN, 1), "client: SEND data from server is wrong");
 	} else {
 		rt_expect_wc(&ep, IBV_WC_RECV, 100, SEND_LEN);
-		CHECK(rt_check(ep.buf + OFF_RECV, SEND_LEN, 2), "server: SEND data from client is wrong");
-		CHECK(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
+		REQUIRE(rt_check(ep.buf + OFF_RECV, SEND_LEN, 2), "server: SEND data from client is wrong");
+		REQUIRE(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, SEND_LEN, 0, 0, 1) == 0, "post SEND");
 		rt_expect_wc(&ep, IBV_WC_SEND, 1, 0);
 	}
 	rt_barrier(fd);
@@ -72,24 +72,24 @@ static int run_side(int fd, bool server)
 	 *    (RC ordering puts the data in place before the RECV completes). */
 	if (!server) {
 		rt_fill(ep.buf + OFF_SEND, RDMA_LEN, 5);
-		CHECK(rt_post_send(&ep, qp, IBV_WR_RDMA_WRITE, OFF_SEND, RDMA_LEN, peer.addr + OFF_WRITE, peer.rkey, 2) == 0,
+		REQUIRE(rt_post_send(&ep, qp, IBV_WR_RDMA_WRITE, OFF_SEND, RDMA_LEN, peer.addr + OFF_WRITE, peer.rkey, 2) == 0,
 		      "post WRITE");
-		CHECK(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, 16, 0, 0, 3) == 0, "post SEND");
+		REQUIRE(rt_post_send(&ep, qp, IBV_WR_SEND, OFF_SEND, 16, 0, 0, 3) == 0, "post SEND");
 		rt_expect_wc(&ep, IBV_WC_RDMA_WRITE, 2, 0);
 		rt_expect_wc(&ep, IBV_WC_SEND, 3, 0);
 	} else {
 		rt_expect_wc(&ep, IBV_WC_RECV, 101, 16);
-		CHECK(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 5), "server: RDMA WRITE data is wrong");
+		REQUIRE(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 5), "server: RDMA WRITE data is wrong");
 	}
 	rt_barrier(fd);
 
 	/* 3. Client RDMA READs the server's READ region. */
 	if (!server) {
 		memset(ep.buf + OFF_WRITE, 0, RDMA_LEN);
-		CHECK(rt_post_send(&ep, qp, IBV_WR_RDMA_READ, OFF_WRITE, RDMA_LEN, peer.addr + OFF_READ, peer.rkey, 4) == 0,
+		REQUIRE(rt_post_send(&ep, qp, IBV_WR_RDMA_READ, OFF_WRITE, RDMA_LEN, peer.addr + OFF_READ, peer.rkey, 4) == 0,
 		      "post READ");
 		rt_expect_wc(&ep, IBV_WC_RDMA_READ, 4, 0);
-		CHECK(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 3), "client: RDMA READ data is wrong");
+		REQUIRE(rt_check(ep.buf + OFF_WRITE, RDMA_LEN, 3), "client: RDMA READ data is wrong");
 	}
 	rt_barrier(fd);
 
@@ -97,12 +97,12 @@ static int run_side(int fd, bool server)
 	struct srt_stats_file st;
 	rt_read_stats(&st, 0);
 	rt_read_stats(&st, st.updated_ns);   /* one refresh after the traffic */
-	CHECK(st.counters.tx_packets > 0 && st.counters.rx_packets > 0, "%s: counters show no traffic", me);
-	CHECK(st.counters.rx_drop_bad_icrc == 0, "%s: %llu bad ICRCs on a clean link", me,
+	REQUIRE(st.counters.tx_packets > 0 && st.counters.rx_packets > 0, "%s: counters show no traffic", me);
+	REQUIRE(st.counters.rx_drop_bad_icrc == 0, "%s: %llu bad ICRCs on a clean link", me,
 	      (unsigned long long)st.counters.rx_drop_bad_icrc);
 
 	srt_lock(dev);
-	CHECK(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	REQUIRE(rnic_qp_destroy(qp) == 0, "qp_destroy");
 	srt_unlock(dev);
 	rt_endpoint_fini(&ep);
 	srt_close(dev);
@@ -116,12 +116,12 @@ static int tcp_server(const char *port)
 	int one = 1;
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)) };
 
-	CHECK(ls >= 0, "socket");
+	REQUIRE(ls >= 0, "socket");
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	CHECK(bind(ls, (struct sockaddr *)&sin, sizeof(sin)) == 0, "bind TCP %s: %s", port, strerror(errno));
-	CHECK(listen(ls, 1) == 0, "listen");
+	REQUIRE(bind(ls, (struct sockaddr *)&sin, sizeof(sin)) == 0, "bind TCP %s: %s", port, strerror(errno));
+	REQUIRE(listen(ls, 1) == 0, "listen");
 	int fd = accept(ls, NULL, NULL);
-	CHECK(fd >= 0, "accept: %s", strerror(errno));
+	REQUIRE(fd >= 0, "accept: %s", strerror(errno));
 	close(ls);
 	return fd;
 }
@@ -129,10 +129,10 @@ static int tcp_server(const char *port)
 static int tcp_client(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
-	CHECK(getaddrinfo(host, port, &hints, &res) == 0, "cannot resolve %s", host);
+	REQUIRE(getaddrinfo(host, port, &hints, &res) == 0, "cannot resolve %s", host);
 	for (int tries = 0; tries < 100; tries++) {   /* the server may start later */
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		CHECK(fd >= 0, "socket");
+		REQUIRE(fd >= 0, "socket");
 		if (connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
 			freeaddrinfo(res);
 			return fd;
@@ -140,7 +140,7 @@ static int tcp_client(const char *host, const char *port)
 		close(fd);
 		usleep(100000);
 	}
-	CHECK(0, "cannot connect to %s:%s", host, port);
+	REQUIRE(0, "cannot connect to %s:%s", host, port);
 	return -1;
 }
 

@@ -43,7 +43,7 @@ static void open_port(struct srt_udp *u, bool gso)
 		unsetenv("SOFTRNIC_GSO");
 	else
 		setenv("SOFTRNIC_GSO", "0", 1);
-	CHECK(srt_udp_open(u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
+	REQUIRE(srt_udp_open(u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
 	unsetenv("SOFTRNIC_GSO");
 }
 
@@ -65,13 +65,13 @@ static void queue_packet(struct srt_udp *u, struct in_addr dst, size_t len, uint
 	uint8_t *p = in_place ? srt_udp_tx_buffer(u) : tmp;
 	struct rnic_tx tx;
 
-	CHECK(p != NULL, "no tx buffer");
+	REQUIRE(p != NULL, "no tx buffer");
 	make_packet(p, len, id);
 	memset(&tx, 0, sizeof(tx));
 	srt_ipv4_to_gid(dst, &tx.dst);
 	tx.ib = p;
 	tx.ib_len = len;
-	CHECK(srt_udp_queue(u, &tx) == 0, "queue");
+	REQUIRE(srt_udp_queue(u, &tx) == 0, "queue");
 	log[(*nlog)++] = (struct sent){ .len = len, .first = id };
 }
 
@@ -92,7 +92,7 @@ static void queue_ref_packet(struct srt_udp *u, struct in_addr dst, size_t len, 
 	uint8_t *mem = app_mem[app_next++ % MAX_PKTS];
 	struct rnic_tx tx;
 
-	CHECK(p != NULL, "no tx buffer");
+	REQUIRE(p != NULL, "no tx buffer");
 	make_packet(img, len, id);
 	memcpy(p, img, hdr_len);
 	memcpy(p + hdr_len, img + hdr_len + payload_len, pad + WIRE_ICRC_LEN);
@@ -104,7 +104,7 @@ static void queue_ref_packet(struct srt_udp *u, struct in_addr dst, size_t len, 
 	tx.payload = mem;
 	tx.payload_len = payload_len;
 	tx.hdr_len = hdr_len;
-	CHECK((batched ? srt_udp_queue(u, &tx) : srt_udp_send(u, &tx)) == 0, "queue by reference");
+	REQUIRE((batched ? srt_udp_queue(u, &tx) : srt_udp_send(u, &tx)) == 0, "queue by reference");
 	log[(*nlog)++] = (struct sent){ .len = len, .first = id };
 }
 
@@ -116,34 +116,34 @@ static void expect_packets(struct srt_udp *rx, const struct srt_udp *tx, const s
 
 	while (got < n) {
 		struct pollfd pfd = { .fd = rx->fd, .events = POLLIN };
-		CHECK(poll(&pfd, 1, 2000) == 1, "only %u of %u packets arrived", got, n);
+		REQUIRE(poll(&pfd, 1, 2000) == 1, "only %u of %u packets arrived", got, n);
 		int k = srt_udp_recv(rx, &batch);
-		CHECK(k >= 0, "srt_udp_recv: %s", strerror(-k));
-		CHECK(batch.dropped == 0, "%u segments dropped", batch.dropped);
+		REQUIRE(k >= 0, "srt_udp_recv: %s", strerror(-k));
+		REQUIRE(batch.dropped == 0, "%u segments dropped", batch.dropped);
 		for (int i = 0; i < k; i++, got++) {
 			const struct srt_rx_pkt *p = &batch.pkt[i];
 			struct wire_ip ip;
 
-			CHECK(got < n, "more packets than sent");
-			CHECK(!p->truncated && p->len == log[got].len, "packet %u: %zu bytes, sent %zu", got, p->len,
+			REQUIRE(got < n, "more packets than sent");
+			REQUIRE(!p->truncated && p->len == log[got].len, "packet %u: %zu bytes, sent %zu", got, p->len,
 			      log[got].len);
-			CHECK(p->data[11] == log[got].first, "packet %u out of order (%u)", got, p->data[11]);
+			REQUIRE(p->data[11] == log[got].first, "packet %u out of order (%u)", got, p->data[11]);
 			for (size_t b = 12; b < p->len - WIRE_ICRC_LEN; b++)
-				CHECK(p->data[b] == (uint8_t)(log[got].first * 31u + b), "packet %u byte %zu", got, b);
-			CHECK(!memcmp(p->src.raw, tx->gid.raw, 16), "source address");
+				REQUIRE(p->data[b] == (uint8_t)(log[got].first * 31u + b), "packet %u byte %zu", got, b);
+			REQUIRE(!memcmp(p->src.raw, tx->gid.raw, 16), "source address");
 			memset(&ip, 0, sizeof(ip));
 			ip.version = 4;
 			memcpy(ip.src, p->src.raw, 16);
 			memcpy(ip.dst, p->dst.raw, 16);
 			uint16_t id = 0xffff;
 			int v = srt_icrc_verify_ipv4_hint(&ip, p->sport, p->data, p->len, p->seg_index, &id);
-			CHECK(v == SRT_ICRC_OK, "packet %u (segment %u): ICRC %s", got, p->seg_index,
+			REQUIRE(v == SRT_ICRC_OK, "packet %u (segment %u): ICRC %s", got, p->seg_index,
 			      v == SRT_ICRC_BAD ? "bad" : "only matches another IPv4 ID");
-			CHECK(id == p->seg_index, "IPv4 ID %u for segment %u", id, p->seg_index);
+			REQUIRE(id == p->seg_index, "IPv4 ID %u for segment %u", id, p->seg_index);
 		}
 	}
 	struct pollfd pfd = { .fd = rx->fd, .events = POLLIN };
-	CHECK(poll(&pfd, 1, 50) == 0, "more packets than sent");
+	REQUIRE(poll(&pfd, 1, 50) == 0, "more packets than sent");
 }
 
 static void run(bool gso)
@@ -155,7 +155,7 @@ static void run(bool gso)
 	open_port(&a, gso);
 	open_port(&b, gso);
 	open_port(&c, gso);
-	CHECK(a.gso == gso && a.gro == gso, "GSO %d/GRO %d, wanted %d (kernel without UDP GSO?)", a.gso, a.gro, gso);
+	REQUIRE(a.gso == gso && a.gro == gso, "GSO %d/GRO %d, wanted %d (kernel without UDP GSO?)", a.gso, a.gro, gso);
 
 	/* 1. A 64 KiB WRITE's shapes: FIRST (longer: RETH), 14 MIDDLE, a
 	 * shorter LAST; then a run ended by a shorter packet, one cut by
@@ -174,15 +174,15 @@ static void run(bool gso)
 	queue_packet(&a, b.addr, 2048, id++, false, to_b, &nb);
 	queue_packet(&a, b.addr, 30, id++, false, to_b, &nb);     /* not 4-aligned */
 	uint64_t sends0 = a.tx_sends;
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
 	uint64_t sends = a.tx_sends - sends0;
 	if (gso) {
 		/* FIRST | 14 MIDDLE + LAST | 3x2048 + 64 | 2048 | c | 2048 + 30 */
-		CHECK(sends == 6, "%llu sends, expected 6", (unsigned long long)sends);
-		CHECK(a.tx_gso_sends == 3, "%llu GSO sends, expected 3", (unsigned long long)a.tx_gso_sends);
+		REQUIRE(sends == 6, "%llu sends, expected 6", (unsigned long long)sends);
+		REQUIRE(a.tx_gso_sends == 3, "%llu GSO sends, expected 3", (unsigned long long)a.tx_gso_sends);
 	} else {
-		CHECK(sends == nb + nc, "%llu sends for %u packets", (unsigned long long)sends, nb + nc);
-		CHECK(a.tx_gso_sends == 0, "GSO used with SOFTRNIC_GSO=0");
+		REQUIRE(sends == nb + nc, "%llu sends for %u packets", (unsigned long long)sends, nb + nc);
+		REQUIRE(a.tx_gso_sends == 0, "GSO used with SOFTRNIC_GSO=0");
 	}
 	expect_packets(&b, &a, to_b, nb);
 	expect_packets(&c, &a, to_c, nc);
@@ -192,8 +192,8 @@ static void run(bool gso)
 	nb = 0;
 	for (unsigned i = 0; i < 500; i++)
 		queue_packet(&a, b.addr, 1036, (uint8_t)i, i % 3 == 0, to_b, &nb);
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
-	CHECK(a.tx_errors == 0, "%llu tx errors", (unsigned long long)a.tx_errors);
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(a.tx_errors == 0, "%llu tx errors", (unsigned long long)a.tx_errors);
 	expect_packets(&b, &a, to_b, nb);
 
 	/* 3. Payloads by reference: a 64 KiB WRITE's shapes again (FIRST
@@ -211,11 +211,11 @@ static void run(bool gso)
 		queue_ref_packet(&a, b.addr, 4112, 12, 0, id++, true, true, to_b, &nb);
 	queue_ref_packet(&a, b.addr, 1001 + 3, 12, 3, id++, true, true, to_b, &nb); /* LAST, 3 pad */
 	queue_ref_packet(&a, c.addr, 2048, 16, 1, id++, false, true, to_c, &nc);
-	CHECK(srt_udp_flush(&a) == 0, "flush lost packets");
+	REQUIRE(srt_udp_flush(&a) == 0, "flush lost packets");
 	if (gso) {
 		/* FIRST | 13 MIDDLE + LAST | c */
-		CHECK(a.tx_sends - sends0 == 3, "%llu sends, expected 3", (unsigned long long)(a.tx_sends - sends0));
-		CHECK(a.tx_gso_sends - gso0 == 1, "no GSO run by reference");
+		REQUIRE(a.tx_sends - sends0 == 3, "%llu sends, expected 3", (unsigned long long)(a.tx_sends - sends0));
+		REQUIRE(a.tx_gso_sends - gso0 == 1, "no GSO run by reference");
 	}
 	queue_ref_packet(&a, b.addr, 516, 16, 2, id++, false, false, to_b, &nb);   /* srt_udp_send */
 	expect_packets(&b, &a, to_b, nb);
@@ -231,21 +231,21 @@ static void run(bool gso)
 	bad.payload_len = 100;
 	bad.hdr_len = 8;                /* shorter than a BTH */
 	bad.ib_len = 12;
-	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "header shorter than BTH accepted");
+	REQUIRE(srt_udp_queue(&a, &bad) == EINVAL, "header shorter than BTH accepted");
 	bad.hdr_len = 12;
 	bad.ib_len = 12 + 5 + WIRE_ICRC_LEN;    /* 5 pad bytes */
-	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "5 pad bytes accepted");
+	REQUIRE(srt_udp_queue(&a, &bad) == EINVAL, "5 pad bytes accepted");
 	bad.ib_len = 16;
 	bad.payload_len = WIRE_MAX_IB_PACKET;   /* too long */
-	CHECK(srt_udp_send(&a, &bad) == EINVAL, "oversized packet accepted");
+	REQUIRE(srt_udp_send(&a, &bad) == EINVAL, "oversized packet accepted");
 	bad.payload_len = 100;
 	bad.payload = NULL;
-	CHECK(srt_udp_queue(&a, &bad) == EINVAL, "NULL payload accepted");
-	CHECK(!srt_udp_pending(&a), "refused packet queued");
+	REQUIRE(srt_udp_queue(&a, &bad) == EINVAL, "NULL payload accepted");
+	REQUIRE(!srt_udp_pending(&a), "refused packet queued");
 
 	/* 4. An empty flush sends nothing. */
 	sends0 = a.tx_sends;
-	CHECK(srt_udp_flush(&a) == 0 && a.tx_sends == sends0, "empty flush sent something");
+	REQUIRE(srt_udp_flush(&a) == 0 && a.tx_sends == sends0, "empty flush sent something");
 
 	srt_udp_close(&a);
 	srt_udp_close(&b);
@@ -266,8 +266,8 @@ int main(void)
 			setenv("SOFTRNIC_TX_COPY", env[i], 1);
 		else
 			unsetenv("SOFTRNIC_TX_COPY");
-		CHECK(srt_udp_open(&u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
-		CHECK(u.tx_payload_ref == (i == 2), "SOFTRNIC_TX_COPY=%s: by reference %d", env[i] ? env[i] : "(unset)",
+		REQUIRE(srt_udp_open(&u, err, sizeof(err)) == 0, "srt_udp_open: %s", err);
+		REQUIRE(u.tx_payload_ref == (i == 2), "SOFTRNIC_TX_COPY=%s: by reference %d", env[i] ? env[i] : "(unset)",
 		      u.tx_payload_ref);
 		srt_udp_close(&u);
 	}

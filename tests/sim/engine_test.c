@@ -101,7 +101,7 @@ int main(void)
 	sim_clear(&e, count_one, &count);
 	CHECK(count == 100 && sim_pending(&e) == 0 && !sim_step(&e));
 	sim_engine_free(&e);
-	if (failures)
+	if (check_failures)
 		return check_exit("sim_engine_test");
 	printf("sim engine: %llu events in order\n", (unsigned long long)ran);
 	return 0;

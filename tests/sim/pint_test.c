@@ -91,7 +91,7 @@ int main(void)
 {
 	test_encoding();
 	test_port();
-	if (failures)
+	if (check_failures)
 		return check_exit("sim_pint_test");
 	printf("sim pint: encoding and port utilisation ok\n");
 	return 0;

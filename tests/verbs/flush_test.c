@@ -243,7 +243,7 @@ static int run(void)
 	free(back);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -170,7 +170,7 @@ static int run(void)
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -97,17 +97,12 @@ static struct ibv_wc post_one(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_
 			      void *laddr, uint32_t len, uint32_t lkey, uint64_t raddr,
 			      uint32_t rkey)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
+	wr_send_1(&wr, &sge, op, 1, (uintptr_t)laddr, len, lkey);
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
 	REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
 	return wait_one(cq);
 }
@@ -248,7 +243,7 @@ static int run_odp(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a);
 	free(b);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- rereg ---------------------------------------------------------------- */
@@ -355,7 +350,7 @@ static int run_rereg(void)
 	free(a);
 	free(b);
 	free(b2);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- pin ------------------------------------------------------------------ */
@@ -525,7 +520,7 @@ static int run_pin(void)
 	free(target);
 	free(src);
 	free(heap);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 /* ---- domains -------------------------------------------------------------- */
@@ -642,7 +637,7 @@ static int run_domains(void)
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
 	free(buf);
-	return vt_failures != 0;
+	return check_failures != 0;
 }
 
 int main(int argc, char **argv)

@@ -101,17 +101,12 @@ static struct ibv_wc poll_one(struct ibv_cq *cq)
 static int post_rdma(struct side *a, enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr, uint32_t off,
 		     uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)a->buf + off, .length = len, .lkey = a->mr->lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = op;
-	wr.opcode = op;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr_send_1(&wr, &sge, op, op, (uintptr_t)a->buf + off, len, a->mr->lkey);
+	wr_remote(&wr, raddr, rkey);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.rkey = rkey;
-	wr.wr.rdma.remote_addr = raddr;
 	return ibv_post_send(a->qp, &wr, &bad);
 }
 
@@ -226,7 +221,7 @@ static int run_mw(void)
 	teardown(&b);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 static enum ibv_wc_status atomic_write(struct side *a, uint32_t rkey, uint64_t raddr, const void *val,
@@ -272,7 +267,7 @@ static int run_atomic_write(void)
 	teardown(&b);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -131,6 +131,6 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < NCTX; i++)
 		CHECK(ibv_close_device(ctx[i]) == 0);
-	printf("port_event_test: %s (%d failed checks)\n", vt_failures ? "FAIL" : "PASS", vt_failures);
-	return vt_failures ? 1 : 0;
+	printf("port_event_test: %s (%d failed checks)\n", check_failures ? "FAIL" : "PASS", check_failures);
+	return check_failures ? 1 : 0;
 }

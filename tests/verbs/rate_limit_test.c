@@ -96,7 +96,7 @@ static int run_api(void)
 	CHECK(ibv_destroy_cq(cq) == 0);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* 4 MiB from a to b in 64 KiB WRITEs, 8 in flight; returns seconds. */
@@ -107,18 +107,12 @@ static double transfer(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
 
 	while (done < total) {
 		while (posted < total && posted - done < 8) {
-			struct ibv_sge sge = { .addr = (uintptr_t)src->addr + (posted % 16) * MSG, .length = MSG,
-					       .lkey = src->lkey };
+			struct ibv_sge sge;
 			struct ibv_send_wr wr, *bad;
 
-			memset(&wr, 0, sizeof(wr));
-			wr.wr_id = posted;
-			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr_send_1(&wr, &sge, IBV_WR_RDMA_WRITE, posted, (uintptr_t)src->addr + (posted % 16) * MSG, MSG, src->lkey);
+			wr_remote(&wr, (uintptr_t)dst->addr + (posted % 16) * MSG, dst->rkey);
 			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.wr.rdma.remote_addr = (uintptr_t)dst->addr + (posted % 16) * MSG;
-			wr.wr.rdma.rkey = dst->rkey;
 			REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
 			posted++;
 		}
@@ -180,7 +174,7 @@ static int run_pace(void)
 	CHECK(ibv_destroy_cq(cq) == 0);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -295,7 +295,7 @@ static int run_basic(void)
 	test_async_fd(ctx);
 	CHECK(ibv_close_device(ctx2) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* ---- loopback ------------------------------------------------------------- */
@@ -376,7 +376,6 @@ static int run_loopback(void)
 	struct ibv_pd *pd;
 	struct side a, b;
 	union ibv_gid gid;
-	struct ibv_send_wr swr, *sbad;
 	struct ibv_wc wc[4];
 
 	pd = ibv_alloc_pd(ctx);
@@ -395,15 +394,7 @@ static int run_loopback(void)
 	vt_post_recv(b.qp, b.mr, b.buf, BUF, 11);
 
 	{
-		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf, .length = 3000, .lkey = a.mr->lkey };
-
-		memset(&swr, 0, sizeof(swr));
-		swr.wr_id = 22;
-		swr.sg_list = &ssge;
-		swr.num_sge = 1;
-		swr.opcode = IBV_WR_SEND;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		REQUIRE(ibv_post_send(a.qp, &swr, &sbad) == 0);
+		REQUIRE(post_send_1(a.qp, IBV_WR_SEND, a.mr, a.buf, 3000, 22, IBV_SEND_SIGNALED, 0, 0) == 0);
 		wait_completions(ch, a.cq, 1, wc);
 		CHECK(wc[0].wr_id == 22 && wc[0].opcode == IBV_WC_SEND);
 		wait_completions(ch, b.cq, 1, wc);
@@ -414,19 +405,10 @@ static int run_loopback(void)
 
 	/* RDMA WRITE 40000 bytes a -> b at offset 1000. */
 	{
-		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf, .length = 40000, .lkey = a.mr->lkey };
-
 		for (int i = 0; i < 40000; i++)
 			a.buf[i] = (char)(i * 13 + 5);
-		memset(&swr, 0, sizeof(swr));
-		swr.wr_id = 33;
-		swr.sg_list = &ssge;
-		swr.num_sge = 1;
-		swr.opcode = IBV_WR_RDMA_WRITE;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 1000;
-		swr.wr.rdma.rkey = b.mr->rkey;
-		REQUIRE(ibv_post_send(a.qp, &swr, &sbad) == 0);
+		REQUIRE(post_send_1(a.qp, IBV_WR_RDMA_WRITE, a.mr, a.buf, 40000, 33, IBV_SEND_SIGNALED,
+				    (uintptr_t)b.buf + 1000, b.mr->rkey) == 0);
 		wait_completions(ch, a.cq, 1, wc);
 		CHECK(wc[0].wr_id == 33 && wc[0].opcode == IBV_WC_RDMA_WRITE);
 		CHECK(memcmp(a.buf, b.buf + 1000, 40000) == 0);
@@ -434,19 +416,9 @@ static int run_loopback(void)
 
 	/* RDMA READ 20000 bytes of b into a at offset 50000. */
 	{
-		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf + 50000, .length = 8000,
-					.lkey = a.mr->lkey };
-
 		memset(a.buf + 50000, 0, 8000);
-		memset(&swr, 0, sizeof(swr));
-		swr.wr_id = 44;
-		swr.sg_list = &ssge;
-		swr.num_sge = 1;
-		swr.opcode = IBV_WR_RDMA_READ;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		swr.wr.rdma.remote_addr = (uintptr_t)b.buf + 2000;
-		swr.wr.rdma.rkey = b.mr->rkey;
-		REQUIRE(ibv_post_send(a.qp, &swr, &sbad) == 0);
+		REQUIRE(post_send_1(a.qp, IBV_WR_RDMA_READ, a.mr, a.buf + 50000, 8000, 44, IBV_SEND_SIGNALED,
+				    (uintptr_t)b.buf + 2000, b.mr->rkey) == 0);
 		wait_completions(ch, a.cq, 1, wc);
 		CHECK(wc[0].wr_id == 44 && wc[0].opcode == IBV_WC_RDMA_READ && wc[0].byte_len == 8000);
 		CHECK(memcmp(a.buf + 50000, b.buf + 2000, 8000) == 0);
@@ -456,20 +428,12 @@ static int run_loopback(void)
 	 * REM_ACCESS_ERR, the responder QP goes to ERR and its owner hears
 	 * about it on the context's async fd (IBTA 10.8.3.1 / 11.6.3). */
 	{
-		struct ibv_sge ssge = { .addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey };
 		struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
 		struct ibv_async_event ev;
 		int got = 0;
 
-		memset(&swr, 0, sizeof(swr));
-		swr.wr_id = 55;
-		swr.sg_list = &ssge;
-		swr.num_sge = 1;
-		swr.opcode = IBV_WR_RDMA_WRITE;
-		swr.send_flags = IBV_SEND_SIGNALED;
-		swr.wr.rdma.remote_addr = (uintptr_t)b.buf;
-		swr.wr.rdma.rkey = b.mr->rkey ^ 0x5a5a00;
-		REQUIRE(ibv_post_send(a.qp, &swr, &sbad) == 0);
+		REQUIRE(post_send_1(a.qp, IBV_WR_RDMA_WRITE, a.mr, a.buf, 64, 55, IBV_SEND_SIGNALED, (uintptr_t)b.buf,
+				    b.mr->rkey ^ 0x5a5a00) == 0);
 		for (int tries = 0; tries < 500 && !got; tries++) {
 			got = ibv_poll_cq(a.cq, 1, wc);
 			if (!got)
@@ -504,7 +468,7 @@ static int run_loopback(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a.buf);
 	free(b.buf);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

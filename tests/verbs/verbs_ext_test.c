@@ -386,7 +386,7 @@ static int run_api(void)
 	test_wr_errors(ctx, pd);
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* ---- loopback ------------------------------------------------------------- */
@@ -955,7 +955,7 @@ static int run_loopback(void)
 	CHECK(ibv_close_device(ctx) == 0);
 	free(a.buf);
 	free(b.buf);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

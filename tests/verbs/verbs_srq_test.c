@@ -57,16 +57,7 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest_qpn)
 
 static int post_send(struct ibv_qp *qp, uint64_t wr_id, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(buf + off), .length = len, .lkey = mr->lkey };
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.opcode = IBV_WR_SEND;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	return ibv_post_send(qp, &wr, &bad);
+	return post_send_1(qp, IBV_WR_SEND, mr, buf + off, len, wr_id, IBV_SEND_SIGNALED, 0, 0);
 }
 
 static int post_srq(struct ibv_srq *srq, uint64_t wr_id, uint32_t off, uint32_t len)
@@ -305,8 +296,8 @@ int main(void)
 	CHECK(ibv_dealloc_pd(pd) == 0);
 	CHECK(ibv_close_device(ctx) == 0);
 	free(buf);
-	if (vt_failures) {
-		fprintf(stderr, "verbs_srq_test: %d failures\n", vt_failures);
+	if (check_failures) {
+		check_exit("verbs_srq_test");
 		return 1;
 	}
 	printf("verbs_srq_test: all passed\n");

@@ -1,6 +1,6 @@
 /*
  * verbs_test_util.h — what the programs in tests/verbs (and tests/verbs/ud)
- * share: CHECK/REQUIRE that report errno, opening the one softrnic device,
+ * share: tests/check.h with errno in every failure, opening the one softrnic device,
  * an RC QP with the small default caps, the RC RESET -> INIT -> RTR -> RTS
  * walk, the UD one, an address handle for a GID, one receive, and a main()
  * that picks a mode by name.
@@ -8,6 +8,7 @@
  * Everything goes through the system <infiniband/verbs.h> and our
  * libibverbs.so.1, as in an unmodified program.  Failures print and count
  * (CHECK) or print and exit(1) (REQUIRE); there is nothing to clean up.
+ * A forked helper names itself in its failures with check_who.
  */
 #ifndef SOFTRNIC_TESTS_VERBS_TEST_UTIL_H
 #define SOFTRNIC_TESTS_VERBS_TEST_UTIL_H
@@ -19,30 +20,8 @@
 
 #include <infiniband/verbs.h>
 
-/* Failed CHECKs so far in this process. */
-extern int vt_failures;
-/* Printed before every failure when set ("child0" in a forked helper). */
-extern const char *vt_who;
-
-/* Prints "[who: ]file:line: KIND failed: cond (errno N text)". */
-void vt_report(const char *file, int line, const char *kind, const char *cond, int err);
-
-/* errno is passed as it was when the condition failed. */
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			vt_report(__FILE__, __LINE__, "CHECK", #cond, errno);  \
-			vt_failures++;                                         \
-		}                                                              \
-	} while (0)
-
-#define REQUIRE(cond)                                                          \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			vt_report(__FILE__, __LINE__, "REQUIRE", #cond, errno); \
-			exit(1);                                               \
-		}                                                              \
-	} while (0)
+#include "../check.h"
+#include "../verbs_helpers.h"
 
 /* Opens the only device there must be; `name`, if not NULL, is the name
  * it must have. */

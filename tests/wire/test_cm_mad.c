@@ -131,11 +131,8 @@ static int first_diff(const uint8_t *a, const uint8_t *b, size_t n)
 #define CHECK_SAME_MAD(got, want, what)                                              \
 	do {                                                                          \
 		int d_ = first_diff((got), (want), WIRE_MAD_LEN);                     \
-		if (d_ >= 0) {                                                        \
-			fprintf(stderr, "%s:%d: %s differs at MAD byte %d: 0x%02x, want 0x%02x\n", \
-				__FILE__, __LINE__, (what), d_, (got)[d_], (want)[d_]);  \
-			test_failures++;                                              \
-		}                                                                     \
+		CHECK(d_ < 0, "%s differs at MAD byte %d: 0x%02x, want 0x%02x", (what), d_, \
+		      (got)[d_ < 0 ? 0 : d_], (want)[d_ < 0 ? 0 : d_]);                   \
 	} while (0)
 
 /* ---- (a) the capture decodes, with the values tshark shows ------------- */
@@ -620,11 +617,8 @@ static void test_bit_flips(void)
 		case WIRE_CM_ATTR_REP: want += 28; break;
 		case WIRE_CM_ATTR_DREQ: want += 8; break;
 		}
-		if (reserved != want) {
-			fprintf(stderr, "frame %zu (%s): %u reserved bits, want %u\n", mads[i].frame,
-				wire_cm_attr_name(attr), reserved, want);
-			test_failures++;
-		}
+		CHECK(reserved == want, "frame %zu (%s): %u reserved bits, want %u", mads[i].frame,
+		      wire_cm_attr_name(attr), reserved, want);
 	}
 }
 
@@ -766,11 +760,8 @@ static void test_format(const char *dir)
 			continue;
 		wire_format_pkt(&p, line, sizeof(line));
 		const char *at = strstr(line, " len=256");
-		if (!at || strcmp(at + 8, want[k][1])) {
-			fprintf(stderr, "frame %s: got  \"%s\"\n            want \"...len=256%s\"\n", want[k][0], line,
-				want[k][1]);
-			test_failures++;
-		}
+		CHECK(at && !strcmp(at + 8, want[k][1]), "frame %s: got \"%s\", want \"...len=256%s\"", want[k][0],
+		      line, want[k][1]);
 	}
 	/* A MAD that does not decode says so; other classes are named. */
 	struct wire_pkt p;
@@ -811,5 +802,5 @@ int main(int argc, char **argv)
 	test_encoder_refuses();
 	test_helpers();
 	test_format(argv[1]);
-	return test_report("test_cm_mad");
+	return check_exit("test_cm_mad");
 }

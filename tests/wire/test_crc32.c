@@ -27,6 +27,8 @@
 
 #include "wire/crc32.h"
 
+#include "../check.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_ASAN 1
 #elif defined(__has_feature)
@@ -63,21 +65,18 @@ static void fill(uint8_t *p, size_t n)
 	}
 }
 
-static void fail(const char *what, size_t len, size_t align, uint32_t crc_in, uint32_t got, uint32_t want)
-{
-	fprintf(stderr,
-		"test_crc32: MISMATCH (%s): len %zu, alignment %zu, initial crc 0x%08x: wire_crc32 0x%08x, "
-		"expected 0x%08x [impl %s, after %lu good cases]\n",
-		what, len, align, crc_in, got, want, wire_crc32_impl(), checked);
-	exit(1);
-}
+/* wire_crc32's result must be the reference's; a mismatch ends the test
+ * (later cases would only repeat it), naming the case's shape. */
+#define REQUIRE_CRC(what, len, align, crc_in, got, want)                                          \
+	REQUIRE((got) == (want), "(%s): len %zu, alignment %zu, initial crc 0x%08x: wire_crc32 0x%08x, " \
+		"expected 0x%08x [impl %s, after %lu good cases]", (what), (size_t)(len), (size_t)(align), \
+		(uint32_t)(crc_in), (uint32_t)(got), (uint32_t)(want), wire_crc32_impl(), checked)
 
 static void check(const char *what, const uint8_t *p, size_t len, uint32_t crc_in)
 {
 	uint32_t got = wire_crc32(crc_in, p, len);
 	uint32_t want = libdeflate_crc32(crc_in, p, len);
-	if (got != want)
-		fail(what, len, (uintptr_t)p % 64, crc_in, got, want);
+	REQUIRE_CRC(what, len, (uintptr_t)p % 64, crc_in, got, want);
 	checked++;
 }
 
@@ -99,10 +98,7 @@ static void all_lengths(size_t max_len, size_t align_step)
 	for (size_t align = 0; align < 64; align += align_step) {
 		for (size_t len = 0; len <= max_len; len++) {
 			uint8_t *base;
-			if (posix_memalign((void **)&base, 64, align + len + 1)) {
-				fprintf(stderr, "test_crc32: out of memory\n");
-				exit(1);
-			}
+			REQUIRE(posix_memalign((void **)&base, 64, align + len + 1) == 0, "out of memory");
 			uint8_t *p = base + align;
 			fill(p, len);
 			/* The allocation is one byte longer so len 0 has an
@@ -122,8 +118,7 @@ static void chained(unsigned rounds)
 {
 	enum { MAX = 20000 };
 	uint8_t *buf = malloc(MAX);
-	if (!buf)
-		exit(1);
+	REQUIRE(buf);
 	for (unsigned r = 0; r < rounds; r++) {
 		size_t len = (size_t)(rnd() % MAX);
 		size_t start = len ? (size_t)(rnd() % 64) % (MAX - len + 1) : 0;
@@ -142,8 +137,7 @@ static void chained(unsigned rounds)
 			crc = wire_crc32(crc, buf + start + off, n);
 			off += n;
 		}
-		if (crc != want)
-			fail("chained pieces", len, start % 64, crc_in, crc, want);
+		REQUIRE_CRC("chained pieces", len, start % 64, crc_in, crc, want);
 		checked++;
 	}
 	free(buf);
@@ -153,16 +147,14 @@ static void large(void)
 {
 	size_t n = (1u << 20) + 64;
 	uint8_t *buf = malloc(n);
-	if (!buf)
-		exit(1);
+	REQUIRE(buf);
 	fill(buf, n);
 	check("1 MiB", buf, 1u << 20, 0);
 	check("1 MiB, random crc", buf, 1u << 20, (uint32_t)rnd());
 	check("1 MiB + 13, misaligned", buf + 7, (1u << 20) + 13, 0);
 	uint32_t ref = crc32_bitwise(0, buf, 1u << 20);
 	uint32_t got = wire_crc32(0, buf, 1u << 20);
-	if (got != ref)
-		fail("1 MiB vs bitwise", 1u << 20, 0, 0, got, ref);
+	REQUIRE_CRC("1 MiB vs bitwise", 1u << 20, 0, 0, got, ref);
 	checked++;
 	free(buf);
 }
@@ -171,8 +163,7 @@ static void known_answers(void)
 {
 	static const char digits[] = "123456789";
 	uint32_t got = wire_crc32(0, digits, 9);
-	if (got != 0xcbf43926u)
-		fail("\"123456789\"", 9, 0, 0, got, 0xcbf43926u);
+	REQUIRE_CRC("\"123456789\"", 9, 0, 0, got, 0xcbf43926u);
 	checked++;
 	/* Long inputs against the bitwise reference, not only libdeflate. */
 	uint8_t buf[4096 + 37];
@@ -181,8 +172,7 @@ static void known_answers(void)
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		uint32_t ref = crc32_bitwise(0x12345678u, buf, lens[i]);
 		got = wire_crc32(0x12345678u, buf, lens[i]);
-		if (got != ref)
-			fail("bitwise reference", lens[i], (uintptr_t)buf % 64, 0x12345678u, got, ref);
+		REQUIRE_CRC("bitwise reference", lens[i], (uintptr_t)buf % 64, 0x12345678u, got, ref);
 		checked++;
 	}
 }
@@ -212,15 +202,11 @@ static void threads_first_use(void)
 	for (int i = 0; i < 4; i++) {
 		arg[i].want = libdeflate_crc32(0, thread_buf, sizeof(thread_buf));
 		arg[i].bad = 0;
-		if (pthread_create(&t[i], NULL, thread_main, &arg[i])) {
-			fprintf(stderr, "test_crc32: pthread_create failed\n");
-			exit(1);
-		}
+		REQUIRE(pthread_create(&t[i], NULL, thread_main, &arg[i]) == 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
-		if (arg[i].bad)
-			fail("threads, first use", sizeof(thread_buf), (uintptr_t)thread_buf % 64, 0, arg[i].got,
+		REQUIRE_CRC("threads, first use", sizeof(thread_buf), (uintptr_t)thread_buf % 64, 0, arg[i].got,
 			     arg[i].want);
 		checked += 100;
 	}

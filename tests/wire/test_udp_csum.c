@@ -115,5 +115,5 @@ int main(int argc, char **argv)
 	}
 	CHECK(done == 4);
 	free_capture(&cap);
-	return test_report("test_udp_csum");
+	return check_exit("test_udp_csum");
 }

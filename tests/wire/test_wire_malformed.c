@@ -42,10 +42,7 @@ static struct sample find(const char *file, uint8_t opcode, int aeth_kind)
 		break;
 	}
 	free_capture(&cap);
-	if (!s.len) {
-		fprintf(stderr, "no opcode 0x%02x in %s\n", opcode, file);
-		exit(2);
-	}
+	REQUIRE(s.len, "no opcode 0x%02x in %s", opcode, file);
 	return s;
 }
 
@@ -100,10 +97,8 @@ static void test_truncation(void)
 		for (size_t k = 0; k < s.len; k++) {
 			struct wire_pkt p;
 			int err = wire_decode_eth(s.d, k, true, &p);
-			if (err != WIRE_E_TRUNCATED) {
-				fprintf(stderr, "opcode 0x%02x cut at %zu: %s\n", cases[c].op, k, wire_err_name(err));
-				test_failures++;
-			}
+			CHECK(err == WIRE_E_TRUNCATED, "opcode 0x%02x cut at %zu: %s", cases[c].op, k,
+			      wire_err_name(err));
 		}
 		/* The IB layer alone, given a shorter UDP payload: below the BTH it
 		 * is truncated; below the opcode's headers, the opcode lies. */
@@ -185,11 +180,8 @@ static void test_flip_each_byte(const char *file, uint8_t opcode, size_t aeth_at
 		else
 			want = WIRE_E_ICRC;
 		int got = decode(&t);
-		if (got != want) {
-			fprintf(stderr, "%s op 0x%02x flip byte %zu: %s, want %s\n", file, opcode, i,
-				wire_err_name(got), wire_err_name(want));
-			test_failures++;
-		}
+		CHECK(got == want, "%s op 0x%02x flip byte %zu: %s, want %s", file, opcode, i, wire_err_name(got),
+		      wire_err_name(want));
 	}
 }
 
@@ -418,5 +410,5 @@ int main(int argc, char **argv)
 	test_lengths();
 	test_ip_headers();
 	test_cnp_malformed();
-	return test_report("test_wire_malformed");
+	return check_exit("test_wire_malformed");
 }

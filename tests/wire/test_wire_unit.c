@@ -515,5 +515,5 @@ int main(int argc, char **argv)
 	test_cnp();
 	test_format_and_errors();
 	test_pcap(argv[1]);
-	return test_report("test_wire_unit");
+	return check_exit("test_wire_unit");
 }

@@ -47,11 +47,9 @@ static void check_frame(const char *file, size_t idx, const struct frame *f, str
 {
 	struct wire_pkt pkt;
 	int err = wire_decode_eth(f->data, f->len, true, &pkt);
-	if (err) {
-		fprintf(stderr, "%s frame %zu: %s\n", file, idx + 1, wire_err_name(err));
-		test_failures++;
+	CHECK(!err, "%s frame %zu: %s", file, idx + 1, wire_err_name(err));
+	if (err)
 		return;
-	}
 	CHECK(pkt.ip.version == 4);
 	CHECK(pkt.udp.dport == WIRE_ROCEV2_UDP_PORT);
 	CHECK(pkt.ip.df && pkt.ip.ttl == 64 && pkt.ip.dscp == 0 && pkt.ip.ecn == 0);
@@ -66,10 +64,8 @@ static void check_frame(const char *file, size_t idx, const struct frame *f, str
 	uint8_t out[WIRE_ETH_LEN + WIRE_IPV6_LEN + WIRE_UDP_LEN + WIRE_MAX_IB_PACKET];
 	int n = wire_encode_eth(f->data, &pkt, out, sizeof(out));
 	size_t want = WIRE_ETH_LEN + pkt.ip_len;
-	if (n < 0 || (size_t)n != want || memcmp(out, f->data, want)) {
-		fprintf(stderr, "%s frame %zu: re-encode differs (n=%d want %zu)\n", file, idx + 1, n, want);
-		test_failures++;
-	}
+	CHECK(n >= 0 && (size_t)n == want && !memcmp(out, f->data, want), "%s frame %zu: re-encode differs (n=%d want %zu)",
+	      file, idx + 1, n, want);
 
 	const struct wire_opcode_info *info = wire_opcode_info(pkt.ib.bth.opcode);
 	if (info->qp_types & WIRE_QP_UD) {
@@ -111,10 +107,8 @@ int main(int argc, char **argv)
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/%s", argv[1], expected[k].file);
 		struct capture cap = load_capture(path);
-		if (cap.count != expected[k].frames) {
-			fprintf(stderr, "%s: %zu frames, README says %zu\n", expected[k].file, cap.count, expected[k].frames);
-			test_failures++;
-		}
+		CHECK(cap.count == expected[k].frames, "%s: %zu frames, README says %zu", expected[k].file, cap.count,
+		      expected[k].frames);
 		struct conn conn = { 0 };
 		for (size_t i = 0; i < cap.count; i++)
 			check_frame(expected[k].file, i, &cap.frames[i], &conn, &ud_checked);
@@ -127,5 +121,5 @@ int main(int argc, char **argv)
 	CHECK(ud_checked == 18);
 	CHECK(rc_checked == 1327 - 64 - 8);
 	printf("%zu frames, %zu UD and %zu RC/UC source ports checked\n", total, ud_checked, rc_checked);
-	return test_report("test_wire_vectors");
+	return check_exit("test_wire_vectors");
 }

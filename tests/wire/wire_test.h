@@ -1,7 +1,7 @@
 /*
- * wire_test.h — tiny helpers shared by the C tests of wire/: a CHECK macro
- * that reports file:line and keeps going (so one run shows every failure),
- * and a loader that reads every frame of a pcap into memory.
+ * wire_test.h — tiny helpers shared by the C tests of wire/: CHECK_ERR
+ * (a CHECK of tests/check.h naming wire errors), a loader that reads every
+ * frame of a pcap into memory, and a replayable PRNG.
  */
 #ifndef SOFTRNIC_TESTS_WIRE_TEST_H
 #define SOFTRNIC_TESTS_WIRE_TEST_H
@@ -10,39 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
 #include "wire/pcap.h"
 #include "wire/wire.h"
-
-static int test_failures;
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			test_failures++;                                     \
-		}                                                            \
-	} while (0)
 
 /* CHECK that an int equals an expected wire_err, naming both on failure. */
 #define CHECK_ERR(got, want)                                                 \
 	do {                                                                 \
 		int got_ = (got), want_ = (want);                            \
-		if (got_ != want_) {                                         \
-			fprintf(stderr, "%s:%d: %s = %s (%d), want %s\n", __FILE__, __LINE__, #got, \
-				wire_err_name(got_), got_, wire_err_name(want_));            \
-			test_failures++;                                     \
-		}                                                            \
+		CHECK(got_ == want_, "%s = %s (%d), want %s", #got, wire_err_name(got_), got_, \
+		      wire_err_name(want_));                                 \
 	} while (0)
-
-static inline int test_report(const char *name)
-{
-	if (test_failures) {
-		fprintf(stderr, "%s: %d failure(s)\n", name, test_failures);
-		return 1;
-	}
-	printf("%s: all checks passed\n", name);
-	return 0;
-}
 
 struct frame {
 	uint8_t *data;

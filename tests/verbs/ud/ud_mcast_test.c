@@ -115,7 +115,7 @@ static void post_recv(struct ep *e, int slot)
 static void send_to(struct ep *e, struct ibv_ah *ah, uint32_t qpn, uint32_t tag)
 {
 	uint8_t *src = e->buf + (size_t)NRECV * SLOT;
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = SIZE, .lkey = e->mr->lkey };
+	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 	struct ibv_wc wc;
 	uint64_t until = now_ms() + 5000;
@@ -123,11 +123,7 @@ static void send_to(struct ep *e, struct ibv_ah *ah, uint32_t qpn, uint32_t tag)
 
 	for (int i = 0; i < SIZE; i++)
 		src[i] = (uint8_t)(tag * 31 + (uint32_t)i);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x5e0d0000u | tag;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr_send_1(&wr, &sge, IBV_WR_SEND_WITH_IMM, 0x5e0d0000u | tag, (uintptr_t)src, SIZE, e->mr->lkey);
 	wr.imm_data = htonl(tag);
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.ud.ah = ah;
@@ -188,7 +184,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 	int slot_next = 0;
 
 	snprintf(name, sizeof(name), "child%d", id);
-	vt_who = name;
+	check_who = name;
 	ep_open(&e);
 	for (int i = 0; i < NRECV; i++)
 		post_recv(&e, i);
@@ -201,7 +197,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 	for (uint32_t tag = 0; tag < MSGS; tag++) {
 		if (wait_recv(&e, &wc, 5000)) {
 			CHECK(!"multicast message missing");
-			fprintf(stderr, "%s: got %u of %d multicast messages\n", vt_who, tag, MSGS);
+			fprintf(stderr, "%s: got %u of %d multicast messages\n", check_who, tag, MSGS);
 			break;
 		}
 		REQUIRE(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id < NRECV);
@@ -267,7 +263,7 @@ static int child(int id, const union ibv_gid *mgid, int to_parent, int from_pare
 		CHECK(ibv_detach_mcast(e.qp, mgid, 0) == 0);
 	}
 	ep_close(&e);
-	return vt_failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }
 
 /* ---- sender ------------------------------------------------------------------ */
@@ -284,7 +280,7 @@ int main(void)
 	uint8_t go;
 	int status, got;
 
-	vt_who = "parent";
+	check_who = "parent";
 	memset(&mgid, 0, sizeof(mgid));
 	mgid.raw[10] = mgid.raw[11] = 0xff;
 	mgid.raw[12] = 239;
@@ -356,8 +352,8 @@ int main(void)
 	}
 	CHECK(ibv_destroy_ah(ah[0]) == 0 && ibv_destroy_ah(ah[1]) == 0 && ibv_destroy_ah(group_ah) == 0);
 	ep_close(&e);
-	if (vt_failures) {
-		fprintf(stderr, "ud_mcast_test: %d failure(s)\n", vt_failures);
+	if (check_failures) {
+		check_exit("ud_mcast_test");
 		return 1;
 	}
 	printf("ud_mcast_test: multicast to 2 processes x %d, unicast replies via ibv_create_ah_from_wc, detach: ok\n",
