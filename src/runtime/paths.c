@@ -75,6 +75,7 @@ void srt_paths_open_local(struct srt_paths *ps, int rundir, bool faults_on)
 	ps->list[1] = &ps->ring_path.base;
 	ps->list[2] = &ps->udp_path.base;
 	ps->n = 3;
+	ps->has_cheap = true;   /* the ring: received without a system call */
 }
 
 void srt_paths_close(struct srt_paths *ps)
@@ -85,6 +86,7 @@ void srt_paths_close(struct srt_paths *ps)
 	free(ps->txq);
 	ps->txq = NULL;
 	ps->n = 0;
+	ps->has_cheap = false;
 }
 
 void srt_paths_close_inherited(struct srt_paths *ps)
@@ -92,6 +94,7 @@ void srt_paths_close_inherited(struct srt_paths *ps)
 	srt_udp_close(&ps->udp);
 	ps->local = NULL;
 	ps->n = 0;
+	ps->has_cheap = false;
 }
 
 void srt_paths_reclaim(int rundir)
@@ -295,17 +298,9 @@ bool srt_paths_rx_pending(const struct srt_paths *ps)
 	return false;
 }
 
-static bool has_cheap_path(const struct srt_paths *ps)
-{
-	for (unsigned i = 0; i < ps->n; i++)
-		if (ps->list[i]->ops->recv && !(ps->list[i]->flags & SRT_PATH_RECV_SYSCALL))
-			return true;
-	return false;
-}
-
 bool srt_paths_cheap_active(const struct srt_paths *ps, uint64_t now)
 {
-	return has_cheap_path(ps) && now - ps->last_cheap_rx_ns < SRT_PATH_ACTIVE_NS;
+	return ps->has_cheap && now - ps->last_cheap_rx_ns < SRT_PATH_ACTIVE_NS;
 }
 
 bool srt_paths_skip_syscall(const struct srt_paths *ps, bool may_skip, uint64_t now)

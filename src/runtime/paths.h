@@ -49,6 +49,7 @@ struct srt_paths {
 	struct srt_path_local ring_path, message_path;
 	struct srt_path *list[SRT_PATHS_MAX];   /* in order of preference */
 	unsigned n;
+	bool has_cheap;                 /* a path receives without system calls */
 	struct srt_tx_queue *txq;       /* packets built, until srt_paths_flush */
 	/* Plain ACKs the queue held that left just ahead of a whole message:
 	 * they rode with it.  The runtime takes the count at unlock
