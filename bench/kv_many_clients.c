@@ -3,7 +3,7 @@
  * to end, every answer checked.
  *
  *   kv_many_clients [-s HOST:PORT] [-n CLIENTS] [-p PROCS] [-r ROUNDS]
- *                   [-b VALUE_BYTES] [-t send|write] [-T TIMEOUT_S]
+ *                   [-b VALUE_BYTES] [-t send|write] [-T TIMEOUT_S] [-k TAG]
  *
  * PROCS processes (forked; each has its own softrnic device, whose MRs —
  * four per client connection, max_mr 16 384 — bound one process to about
@@ -13,7 +13,8 @@
  * server's STATS must count them all ("clients"); then every client runs
  * ROUNDS rounds of SET key=value, GET key (the value compared byte for
  * byte) and INCR counter (the number compared), keys and values its own,
- * all clients of a process in flight at once.  The connections stay open
+ * all clients of a process in flight at once.  Keys start with TAG (default
+ * the parent's PID), so runs against one server never share a key.  The connections stay open
  * until every process is done, so the server holds CLIENTS the whole time.
  *
  * Prints the connect time per client (mean, p50, p99, max, and the wall
@@ -57,6 +58,7 @@ struct opts {
 	uint32_t value_size;
 	struct kv_client_opts copts;
 	unsigned timeout_s;
+	char tag[32];
 };
 
 /* One client's load: SET, GET, INCR per round, one request at a time. */
@@ -120,10 +122,10 @@ static void submit_next(struct cl *l, const struct opts *o, uint8_t *value, stru
 	int klen, e;
 
 	if (l->step == 2) {
-		klen = snprintf(key, sizeof(key), "mc:%u:n", l->id);
+		klen = snprintf(key, sizeof(key), "%s:%u:n", o->tag, l->id);
 		e = kv_submit(l->c, KV_OP_INCR, key, (uint32_t)klen, NULL, 0, 1, &token);
 	} else {
-		klen = snprintf(key, sizeof(key), "mc:%u:%u", l->id, l->round);
+		klen = snprintf(key, sizeof(key), "%s:%u:%u", o->tag, l->id, l->round);
 		if (l->step == 0)
 			value_of(value, o->value_size, l->id, l->round);
 		e = kv_submit(l->c, l->step == 0 ? KV_OP_SET : KV_OP_GET, key, (uint32_t)klen, value,
@@ -308,7 +310,7 @@ int main(int argc, char **argv)
 	long server_pid = -1;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:n:p:r:b:t:T:P:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:p:r:b:t:T:P:k:")) != -1) {
 		switch (opt) {
 		case 's': {
 			const char *colon = strrchr(optarg, ':');
@@ -323,6 +325,13 @@ int main(int argc, char **argv)
 		case 'r': o.rounds = (unsigned)arg_uint("-r", optarg, 1, 1000000); break;
 		case 'b': o.value_size = (uint32_t)arg_uint("-b", optarg, 1, KV_MAX_VALUE); break;
 		case 'T': o.timeout_s = (unsigned)arg_uint("-T", optarg, 1, 86400); break;
+		case 'k':
+			if (!*optarg || strlen(optarg) >= sizeof(o.tag)) {
+				fprintf(stderr, "kv_many_clients: -k %s: 1 to %zu characters\n", optarg, sizeof(o.tag) - 1);
+				return 2;
+			}
+			snprintf(o.tag, sizeof(o.tag), "%s", optarg);
+			break;
 		case 'P': server_pid = (long)arg_uint("-P", optarg, 1, 1ul << 31); break;
 		case 't':
 			if (!strcmp(optarg, "send"))
@@ -334,7 +343,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: kv_many_clients [-s HOST:PORT] [-n CLIENTS] [-p PROCS] [-r ROUNDS] "
-				"[-b VALUE_BYTES] [-t send|write] [-T TIMEOUT_S] [-P SERVER_PID]\n");
+				"[-b VALUE_BYTES] [-t send|write] [-T TIMEOUT_S] [-P SERVER_PID] [-k TAG]\n");
 			return 2;
 		}
 	}
@@ -342,6 +351,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kv_many_clients: %s: no arguments besides the options\n", argv[optind]);
 		return 2;
 	}
+	if (!*o.tag)
+		snprintf(o.tag, sizeof(o.tag), "mc%ld", (long)getpid());
 	if (!o.procs)
 		o.procs = (o.clients + 1499) / 1500;    /* 1 500 a process: well under max_mr / 4 */
 	if (o.procs > o.clients) {
