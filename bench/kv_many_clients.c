@@ -474,5 +474,10 @@ int main(int argc, char **argv)
 	if (held >= 0 && held - 1 != (long long)o.clients)
 		printf("failures: the server held %lld clients, not %u\n", held - 1, o.clients);
 	printf("%s\n", ok ? "ok" : "FAILED");
+	free(pids);
+	free(up);
+	free(down);
+	free(p50);
+	free(p99);
 	return ok ? 0 : 1;
 }
