@@ -48,7 +48,17 @@
 #include "kv/aof.h"
 #include "kv/proto.h"
 
-#define MAX_CONNS 1024u
+/* Connections at once: a connection's index is 16 bits of its work
+ * request ids; the device's QPs (max_qp) and MRs (two per connection,
+ * max_mr) may bound it lower: a connection the device cannot hold is
+ * refused. */
+#define MAX_CONNS 65535u
+/* Completion queue entries a connection can have outstanding: its
+ * KV_DEPTH receives, KV_DEPTH answers and a probe.  The shared CQ grows
+ * (ibv_resize_cq) to hold them for every connection, so it cannot
+ * overflow however many clients are connected. */
+#define CQE_PER_CONN (2u * KV_DEPTH + 1u)
+#define CQ_MIN 4096u
 /* Work request ids: generation (32 bits) | connection index (16) | kind (8) | slot (8). */
 enum { WR_REQUEST = 1, WR_ANSWER = 2, WR_PROBE = 3 };
 #define WR_ID(c, kind, slot) ((uint64_t)(c)->gen << 32 | (uint64_t)(c)->index << 16 | (kind) << 8 | (slot))
@@ -72,6 +82,7 @@ struct conn {
 	uint64_t resp_addr;             /* KV_VIA_WRITE_IMM: the client's slots */
 	uint32_t resp_rkey;
 	uint64_t last_heard_ns;         /* a request or a probe's acknowledgement */
+	unsigned live_pos;              /* where it is in s->live */
 	bool probing;
 };
 
@@ -87,7 +98,11 @@ struct server {
 	size_t arena_size;
 	struct kv_table table;
 	struct kv_aof aof;              /* fd -1: no log */
-	struct conn *conns[MAX_CONNS];
+	struct conn **conns;            /* MAX_CONNS, by index (work request ids) */
+	struct conn **live;             /* the nconns connections, packed: walks cost what is connected */
+	uint16_t *free_idx;             /* indexes not in use, a stack: O(1) per connect */
+	unsigned nfree;
+	unsigned cq_cap;                /* entries the CQ holds */
 	uint32_t next_gen;
 	unsigned nconns;
 	uint64_t requests, bad_requests, connections, reclaimed;
@@ -121,7 +136,9 @@ static void conn_free(struct conn *c)
 static void conn_drop(struct server *s, struct conn *c, bool reclaimed, const char *why)
 {
 	s->conns[c->index] = NULL;
-	s->nconns--;
+	s->live[c->live_pos] = s->live[--s->nconns];
+	s->live[c->live_pos]->live_pos = c->live_pos;
+	s->free_idx[s->nfree++] = c->index;
 	if (reclaimed)
 		s->reclaimed++;
 	if (s->verbose)
@@ -179,13 +196,32 @@ static int setup_device(struct server *s, struct ibv_context *verbs)
 	s->verbs = verbs;
 	s->pd = ibv_alloc_pd(verbs);
 	s->comp = s->pd ? ibv_create_comp_channel(verbs) : NULL;
-	s->cq = s->comp ? ibv_create_cq(verbs, 4096, NULL, s->comp, 0) : NULL;
+	s->cq = s->comp ? ibv_create_cq(verbs, CQ_MIN, NULL, s->comp, 0) : NULL;
+	s->cq_cap = s->cq ? (unsigned)s->cq->cqe : 0;
 	s->arena_mr = s->cq ? ibv_reg_mr(s->pd, s->arena, s->arena_size, IBV_ACCESS_LOCAL_WRITE |
 									 IBV_ACCESS_REMOTE_READ)
 			    : NULL;
 	if (!s->arena_mr || ibv_req_notify_cq(s->cq, 0))
 		return errno ? errno : ENOMEM;
 	return 0;
+}
+
+/* Room in the CQ for one more connection's completions: grow it by
+ * half again when full (the entries queued stay).  0 or an errno. */
+static int cq_room_for_one_more(struct server *s)
+{
+	unsigned need = (s->nconns + 1) * CQE_PER_CONN;
+
+	if (need <= s->cq_cap)
+		return 0;
+	unsigned want = s->cq_cap + s->cq_cap / 2;
+	if (want < need)
+		want = need;
+	int e = ibv_resize_cq(s->cq, (int)want);
+	if (e)
+		return e;
+	s->cq_cap = (unsigned)s->cq->cqe;
+	return s->cq_cap >= need ? 0 : ENOMEM;
 }
 
 static void on_connect_request(struct server *s, struct rdma_cm_id *id, const struct rdma_conn_param *asked)
@@ -195,16 +231,17 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	struct ibv_qp_init_attr qa;
 	struct kv_hello hello;
 	struct rdma_conn_param param;
-	unsigned index = 0;
+	unsigned index;
 
-	if (!c || s->nconns >= MAX_CONNS) {
+	if (!c || !s->nfree) {
+		if (s->verbose)
+			fprintf(stderr, "kv: refusing a client: %s\n", c ? "MAX_CONNS connected" : "out of memory");
 		free(c);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
 	}
-	while (s->conns[index])
-		index++;
+	index = s->free_idx[s->nfree - 1];
 	c->id = id;
 	c->index = (uint16_t)index;
 	c->gen = ++s->next_gen;
@@ -216,7 +253,7 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 		c->resp_addr = theirs.resp_addr;
 		c->resp_rkey = theirs.resp_rkey;
 	}
-	if (setup_device(s, id->verbs))
+	if (setup_device(s, id->verbs) || cq_room_for_one_more(s))
 		goto refuse;
 	c->req = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
 	c->resp = malloc((size_t)KV_DEPTH * KV_SLOT_BYTES);
@@ -261,13 +298,17 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	id->context = c;
 	c->last_heard_ns = clock_ns(CLOCK_MONOTONIC);
 	s->conns[index] = c;
-	s->nconns++;
+	s->nfree--;
+	c->live_pos = s->nconns;
+	s->live[s->nconns++] = c;
 	s->connections++;
 	if (s->verbose)
 		fprintf(stderr, "kv: client %u connected (%s)\n", index,
 			c->transport == KV_VIA_WRITE_IMM ? "write-imm" : "send");
 	return;
 refuse:
+	if (s->verbose)
+		fprintf(stderr, "kv: refusing a client: %s\n", strerror(errno ? errno : ENOMEM));
 	rdma_reject(id, NULL, 0);
 	conn_free(c);           /* the QP, the buffers and the id */
 }
@@ -411,11 +452,11 @@ static void serve_request(struct server *s, struct conn *c, unsigned slot, uint3
  * reclaimed through the failed completion. */
 static void probe_quiet(struct server *s, uint64_t now)
 {
-	for (unsigned i = 0; i < MAX_CONNS; i++) {
-		struct conn *c = s->conns[i];
+	for (unsigned i = 0; i < s->nconns; i++) {
+		struct conn *c = s->live[i];
 		struct ibv_send_wr wr, *bad;
 
-		if (!c || c->probing || now - c->last_heard_ns < s->probe_ns)
+		if (c->probing || now - c->last_heard_ns < s->probe_ns)
 			continue;
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = WR_ID(c, WR_PROBE, 0);
@@ -424,7 +465,7 @@ static void probe_quiet(struct server *s, uint64_t now)
 		wr.wr.rdma.remote_addr = c->resp_addr;
 		wr.wr.rdma.rkey = c->resp_rkey;
 		if (ibv_post_send(c->qp, &wr, &bad))
-			conn_drop(s, c, true, "cannot probe");
+			conn_drop(s, c, true, "cannot probe"), i--;     /* the last one moved to i */
 		else
 			c->probing = true;
 	}
@@ -548,9 +589,27 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	s.probe_ns = (uint64_t)(o->probe_ms ? o->probe_ms : 2000) * 1000000ull;
 	s.arena_size = o->mem & ~(size_t)4095;
 	s.arena = aligned_alloc(4096, s.arena_size);
+	s.conns = calloc(MAX_CONNS, sizeof(*s.conns));
+	s.live = calloc(MAX_CONNS, sizeof(*s.live));
+	s.free_idx = calloc(MAX_CONNS, sizeof(*s.free_idx));
+	if (!s.conns || !s.live || !s.free_idx) {
+		fprintf(stderr, "kv: out of memory\n");
+		free(s.conns);
+		free(s.live);
+		free(s.free_idx);
+		free(s.arena);
+		return ENOMEM;
+	}
+	/* Lowest index on top: the first clients get 0, 1, 2, ... */
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		s.free_idx[i] = (uint16_t)(MAX_CONNS - 1 - i);
+	s.nfree = MAX_CONNS;
 	if (!s.arena || kv_table_init(&s.table, s.arena, s.arena_size, 0)) {
 		fprintf(stderr, "kv: cannot make a table of %zu bytes\n", o->mem);
 		free(s.arena);
+		free(s.conns);
+		free(s.live);
+		free(s.free_idx);
 		return EINVAL;
 	}
 	if (o->aof_path) {
@@ -569,6 +628,9 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 			fprintf(stderr, "kv: cannot open the log %s: %s\n", o->aof_path, kv_aof_strerror(err));
 		if (err) {
 			free(s.arena);
+			free(s.conns);
+			free(s.live);
+			free(s.free_idx);
 			return err;
 		}
 		if (c.state == KV_AOF_TORN)
@@ -591,7 +653,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	s.ch = rdma_create_event_channel();
 	if (!s.ch || rdma_getaddrinfo(o->addr, port, &hints, &ai) ||
 	    rdma_create_id(s.ch, &s.listen, NULL, RDMA_PS_TCP) || rdma_bind_addr(s.listen, ai->ai_src_addr) ||
-	    rdma_listen(s.listen, 16)) {
+	    rdma_listen(s.listen, 1024)) {
 		err = errno ? errno : EINVAL;
 		fprintf(stderr, "kv: cannot listen on %s:%u: %s\n", o->addr ? o->addr : "*", o->port, strerror(err));
 		goto out;
@@ -600,7 +662,7 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 	fcntl(s.ch->fd, F_SETFL, fcntl(s.ch->fd, F_GETFL) | O_NONBLOCK);
 	if (o->ready)
 		o->ready(o->ready_ctx);
-	uint64_t next_tick = 0;
+	uint64_t next_tick = 0, next_probe = 0;
 	while (!*stop) {
 		if (o->busy_poll && s.cq) {
 			/* Spin on the CQ; the CM every millisecond. */
@@ -631,19 +693,24 @@ int kv_serve(const struct kv_server_opts *o, volatile sig_atomic_t *stop)
 				drain_cq(&s);
 		}
 		/* The housekeeping, at most once a millisecond in either mode:
-		 * not per request (probe_quiet walks every connection slot). */
+		 * not per request.  probe_quiet walks every connection, so it
+		 * runs every probe_ns / 16 (a quiet client is probed within
+		 * 1/16 of --probe-ms late): with thousands of clients a walk
+		 * every millisecond would take much of the serving thread. */
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		if (now < next_tick)
 			continue;
 		next_tick = now + 1000000;
-		probe_quiet(&s, now);
+		if (now >= next_probe) {
+			next_probe = now + (s.probe_ns / 16 > 1000000 ? s.probe_ns / 16 : 1000000);
+			probe_quiet(&s, now);
+		}
 		kv_aof_tick(&s.aof, now_ns());
 		maybe_rewrite(&s);
 	}
 out:
-	for (unsigned i = 0; i < MAX_CONNS; i++)
-		if (s.conns[i])
-			conn_drop(&s, s.conns[i], false, "server stopping");
+	while (s.nconns)
+		conn_drop(&s, s.live[0], false, "server stopping");
 	if (s.arena_mr)
 		ibv_dereg_mr(s.arena_mr);
 	if (s.cq)
@@ -660,5 +727,8 @@ out:
 		rdma_destroy_event_channel(s.ch);
 	kv_aof_close(&s.aof);
 	free(s.arena);
+	free(s.conns);
+	free(s.live);
+	free(s.free_idx);
 	return err;
 }

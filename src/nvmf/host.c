@@ -386,9 +386,21 @@ int nvmf_host_connect(struct nvmf_host *h, const struct nvmf_host_opts *o, uint1
 	if (!o->io_depth)
 		return 0;
 
-	struct nvme_cmd nq = { .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 0x07, .cdw11 = 0 };   /* one queue */
+	unsigned nio = o->io_queues > 1 ? o->io_queues : 1;
+	struct nvme_cmd nq = { .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 0x07,
+			       .cdw11 = (uint32_t)(nio - 1) * 0x10001u };       /* NSQR and NCQR, 0's based */
 	if (nvmf_host_admin(h, &nq, NULL, 0, false, &cpl) || cpl.status)
 		return cmd_failed(h, "set features number of queues", cpl.status ? &cpl : NULL, status);
+	unsigned nsqa = cpl.result & 0xffff, ncqa = cpl.result >> 16;     /* granted, 0's based */
+	unsigned granted = 1 + (nsqa < ncqa ? nsqa : ncqa);
+	if (granted < nio) {
+		set_err(h->err, sizeof(h->err), "%u I/O queues asked for, the controller grants %u", nio, granted);
+		return -1;
+	}
+	if (nio > 1 && !(h->more_io = calloc(nio - 1, sizeof(*h->more_io)))) {
+		set_err(h->err, sizeof(h->err), "out of memory for %u I/O queues", nio);
+		return -1;
+	}
 	uint8_t ns[4096];
 	struct nvme_cmd idns = { .opcode = NVME_ADMIN_IDENTIFY, .nsid = 1, .cdw10 = 0 };
 	if (nvmf_host_admin(h, &idns, ns, sizeof(ns), false, &cpl) || cpl.status)
@@ -401,19 +413,31 @@ int nvmf_host_connect(struct nvmf_host *h, const struct nvmf_host_opts *o, uint1
 		return -1;
 	}
 	uint16_t depth = (uint16_t)(o->io_depth + 1);
-	if (nvmf_host_queue_connect(&h->io, h->admin.pd, o->addr, o->port, 1, depth, h->inline_max, h->err,
-				    sizeof(h->err)))
-		return -1;
 	bool in_capsule = o->connect_in_capsule && h->inline_max >= NVMF_CONNECT_DATA_BYTES;
-	if (connect_cmd(h, &h->io, o, (uint16_t)(depth - 1), in_capsule, &cpl))
-		return cmd_failed(h, "I/O queue connect", NULL, status);
-	if (cpl.status)
-		return cmd_failed(h, "I/O queue connect", &cpl, status);
+	for (unsigned i = 0; i < nio; i++) {
+		struct nvmf_host_queue *q = nvmf_host_ioq(h, i);
+		char what[64];
+		if (nvmf_host_queue_connect(q, h->admin.pd, o->addr, o->port, (uint16_t)(i + 1), depth, h->inline_max,
+					    h->err, sizeof(h->err)))
+			return -1;
+		h->n_io++;
+		snprintf(what, sizeof(what), "I/O queue %u connect", i + 1);
+		if (connect_cmd(h, q, o, (uint16_t)(depth - 1), in_capsule, &cpl))
+			return cmd_failed(h, what, NULL, status);
+		if (cpl.status)
+			return cmd_failed(h, what, &cpl, status);
+	}
 	return 0;
 }
 
 void nvmf_host_close(struct nvmf_host *h)
 {
+	for (unsigned i = 1; h->more_io && i < h->n_io; i++)
+		if (h->more_io[i - 1].id)
+			nvmf_host_queue_close(&h->more_io[i - 1]);
+	free(h->more_io);
+	h->more_io = NULL;
+	h->n_io = 0;
 	if (h->io.id)
 		nvmf_host_queue_close(&h->io);
 	if (h->buf_mr)

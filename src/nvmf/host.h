@@ -40,9 +40,12 @@ struct nvmf_host_cpl {
 	uint32_t invalidated_rkey;
 };
 
-/* A controller: its admin queue and (optionally) one I/O queue. */
+/* A controller: its admin queue and (optionally) I/O queues: io is qid
+ * 1, more_io[i] qid i + 2 (nvmf_host_ioq). */
 struct nvmf_host {
 	struct nvmf_host_queue admin, io;
+	struct nvmf_host_queue *more_io;
+	uint16_t n_io;                  /* I/O queues connected */
 	uint16_t cntlid;
 	uint32_t kato_ms;
 	uint8_t *buf;                   /* the admin commands' data, registered */
@@ -60,16 +63,23 @@ struct nvmf_host_opts {
 	const char *subnqn;
 	const char *hostnqn;            /* default: a softrnic NQN */
 	uint32_t kato_ms;               /* 0: no keep-alive */
-	uint16_t io_depth;              /* 0: admin queue only; else the I/O queue's sqsize (0's based: depth) */
+	uint16_t io_depth;              /* 0: admin queue only; else the I/O queues' sqsize (0's based: depth) */
+	uint16_t io_queues;             /* with io_depth: how many I/O queues (0 or 1: one) */
 	bool connect_in_capsule;        /* the I/O queue's Connect data in the capsule */
 };
 
 /* Connect: the admin queue, Connect, CAP, CC.EN and CSTS.RDY, Identify
- * Controller; with io_depth, Number of Queues, Identify Namespace 1 and
- * the I/O queue.  0; or -1 with h->err set and, when a command failed,
+ * Controller; with io_depth, Number of Queues (io_queues asked; fewer
+ * granted is a failure), Identify Namespace 1 and the I/O queues, each
+ * its own RDMA connection and Fabrics Connect with its qid.  0; or -1 with h->err set and, when a command failed,
  * its status in *status (else 0). */
 int nvmf_host_connect(struct nvmf_host *h, const struct nvmf_host_opts *o, uint16_t *status);
 void nvmf_host_close(struct nvmf_host *h);
+/* I/O queue i (0 .. n_io - 1): qid i + 1. */
+static inline struct nvmf_host_queue *nvmf_host_ioq(struct nvmf_host *h, unsigned i)
+{
+	return i ? &h->more_io[i - 1] : &h->io;
+}
 
 /* One admin command, synchronously: data (len bytes, to the controller or
  * from it) through the host's registered buffer with a keyed SGL.  0 and

@@ -44,7 +44,9 @@ static const struct cli_opt perf_opts[] = {
 	{ "--rw", 0, CLI_CHOICE, NULL, "the workload (default randread)", 0, 0, 0, 0, 0, rws, 0 },
 	{ "--bs", 0, CLI_SIZE, "SIZE", "bytes per I/O (default 4k; a multiple of the block size)", 1, 1u << 24, 0,
 	  0, 0, 0, 0 },
-	{ "--qd", 0, CLI_UINT, "N", "I/Os in flight (default 8)", 1, NVMF_CLI_MAX_QD, 0, 0, 0, 0, 0 },
+	{ "--qd", 0, CLI_UINT, "N", "I/Os in flight per I/O queue (default 8)", 1, NVMF_CLI_MAX_QD, 0, 0, 0, 0, 0 },
+	{ "--queues", 0, CLI_UINT, "N", "I/O queues, each its own RDMA connection (default 1)", 1,
+	  NVMF_CLI_MAX_QUEUES, 0, 0, 0, 0, 0 },
 	{ "--time", 0, CLI_DOUBLE, "SECONDS", "how long (default 2)", 0, 0, 0.001, 86400, "a time in s", 0, 0 },
 	{ "--span", 0, CLI_SIZE, "SIZE", "use only the first SIZE bytes of the namespace", 1, 1ull << 44, 0, 0, 0,
 	  0, 0 },
@@ -71,6 +73,8 @@ const struct cli_cmd nvmf_cli_commands[] = {
 	{ "discover", "print a target's discovery log", "", 0, 0, discover_opts, 0,
 	  "The target: --addr and/or --port.", NVMF_CMD_DISCOVER, 0 },
 	{ "perf", "IOPS, bandwidth and latency against a subsystem", "", 0, 0, perf_opts, 0,
-	  "The target: --nqn (with --addr and --port unless 127.0.0.1:4420).", NVMF_CMD_PERF, 0 },
+	  "The target: --nqn (with --addr and --port unless 127.0.0.1:4420).  --queues N connects N I/O\n"
+	  "queues to one controller (qid 1..N, each with its Fabrics Connect) and keeps --qd commands\n"
+	  "in flight on each; every queue must complete commands (exit 1 otherwise).", NVMF_CMD_PERF, 0 },
 	{ 0 }
 };

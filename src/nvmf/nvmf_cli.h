@@ -18,6 +18,9 @@ enum nvmf_cmd_id {
 /* perf --qd: below the transport's queue size (capsule.h,
  * NVMF_RDMA_MAX_QUEUE_SIZE; nvmf_main.c checks they agree). */
 #define NVMF_CLI_MAX_QD 127
+/* perf --queues: the I/O queues a controller grants (target.h,
+ * NVMF_MAX_IO_QUEUES; nvmf_main.c checks they agree). */
+#define NVMF_CLI_MAX_QUEUES 1024
 
 extern const struct cli_cmd nvmf_cli_commands[];   /* ended by { 0 } */
 extern const char nvmf_cli_summary[];

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "nvmf/host.h"
 #include "nvmf/namespace.h"
 #include "nvmf/nvmf_cli.h"
@@ -203,6 +204,7 @@ static int perf(const struct cli_args *a)
 	po.rw = (enum nvmf_perf_rw)cli_uint(a, "--rw", PERF_RANDREAD);
 	po.bs = (uint32_t)cli_uint(a, "--bs", 4096);
 	po.qd = (unsigned)cli_uint(a, "--qd", 8);
+	unsigned queues = (unsigned)cli_uint(a, "--queues", 1);
 	po.seconds = cli_double(a, "--time", 2);
 	po.span = cli_uint(a, "--span", 0);
 	po.seed = cli_uint(a, "--seed", 0);
@@ -210,20 +212,30 @@ static int perf(const struct cli_args *a)
 	po.no_inline = cli_flag(a, "--no-inline");
 	po.invalidate = cli_flag(a, "--invalidate");
 	struct nvmf_host_opts o = { .addr = c.addr, .port = c.port, .subnqn = c.nqn, .hostnqn = c.hostnqn,
-				    .kato_ms = c.kato_ms, .io_depth = (uint16_t)po.qd, .connect_in_capsule = true };
+				    .kato_ms = c.kato_ms, .io_depth = (uint16_t)po.qd, .io_queues = (uint16_t)queues,
+				    .connect_in_capsule = true };
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	if (nvmf_host_connect(&h, &o, &status)) {
 		fprintf(stderr, "nvmf perf: %s\n", h.err);
 		nvmf_host_close(&h);
 		return 2;
 	}
-	fprintf(stderr, "nvmf perf: controller %u, namespace 1: %" PRIu64 " blocks of %u bytes, in-capsule up to %u\n",
-		h.cntlid, h.ns_blocks, 1u << h.lba_shift, h.inline_max);
+	double connect_ms = (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+	fprintf(stderr, "nvmf perf: controller %u, namespace 1: %" PRIu64 " blocks of %u bytes, in-capsule up to %u; "
+		"connected with %u I/O queue%s in %.1f ms\n", h.cntlid, h.ns_blocks, 1u << h.lba_shift, h.inline_max,
+		h.n_io, h.n_io == 1 ? "" : "s", connect_ms);
 	int rc = nvmf_perf_run(&h, &po, &res);
 	printf("%s bs=%u qd=%u time=%.2fs ios=%" PRIu64 " iops=%.0f bw=%.1fMiB/s lat_p50=%.1fus lat_p99=%.1fus "
-	       "lat_max=%.1fus errors=%" PRIu64 " verified=%" PRIu64 " verify_errors=%" PRIu64 "%s\n",
+	       "lat_max=%.1fus errors=%" PRIu64 " verified=%" PRIu64 " verify_errors=%" PRIu64 "%s",
 	       rw_names[po.rw], po.bs, po.qd, res.seconds, res.ios, res.iops, res.mib_s, res.p50_us, res.p99_us,
 	       res.max_us, res.errors, res.verified, res.verify_errors,
 	       po.invalidate ? (res.invalidations_missing ? " invalidate=missing" : " invalidate=ok") : "");
+	if (queues > 1)
+		printf(" queues=%u min_queue_ios=%" PRIu64 " idle_queues=%u", res.queues, res.min_queue_ios,
+		       res.queues_idle);
+	printf("\n");
+	if (res.queues_idle)
+		fprintf(stderr, "nvmf perf: %u of %u I/O queues completed no command\n", res.queues_idle, res.queues);
 	if (res.errors)
 		fprintf(stderr, "nvmf perf: first failed command: status 0x%03x (%s)\n",
 			NVME_SC_CODE(res.first_error_status), nvme_status_str(res.first_error_status));
@@ -232,10 +244,11 @@ static int perf(const struct cli_args *a)
 	nvmf_host_close(&h);
 	if (rc)
 		return 2;
-	return res.errors || res.verify_errors || res.invalidations_missing ? 1 : 0;
+	return res.errors || res.verify_errors || res.invalidations_missing || res.queues_idle ? 1 : 0;
 }
 
 _Static_assert(NVMF_CLI_MAX_QD == NVMF_RDMA_MAX_QUEUE_SIZE - 1, "perf --qd's range is the queue size's");
+_Static_assert(NVMF_CLI_MAX_QUEUES == NVMF_MAX_IO_QUEUES, "perf --queues's range is what a controller grants");
 
 int main(int argc, char **argv)
 {

@@ -11,6 +11,12 @@
  * unit (two commands never touch one unit at once), and a write run
  * ends by reading the whole span back.  Keep-alive commands go on the
  * admin queue at a third of the KATO.
+ *
+ * With several I/O queues (--queues) each has qd slots of its own (slot
+ * s is queue s / qd, command id s % qd); the loop fills every queue's
+ * free slots and polls each queue's completions in turn, and every queue
+ * must complete commands of the timed phase (the result counts those
+ * that did not).
  */
 #include "nvmf/perf.h"
 
@@ -46,6 +52,8 @@ struct run {
 	uint32_t *lat_ns;               /* latencies of the timed phase */
 	size_t nlat, cap_lat;
 	uint64_t next_keep_alive;
+	unsigned nq;                    /* I/O queues: qd slots each */
+	uint64_t *q_ios;                /* per queue: commands of the timed phase completed */
 	bool failed;
 };
 
@@ -88,7 +96,7 @@ static int submit(struct run *r, unsigned s, bool write, uint64_t unit)
 	struct slot *sl = &r->slots[s];
 	uint32_t bs = r->o->bs, nlb = bs >> h->lba_shift;
 	uint64_t slba = unit * nlb;
-	struct nvme_cmd cmd = { .opcode = write ? NVME_IO_WRITE : NVME_IO_READ, .cid = (uint16_t)s, .nsid = 1,
+	struct nvme_cmd cmd = { .opcode = write ? NVME_IO_WRITE : NVME_IO_READ, .cid = (uint16_t)(s % r->o->qd), .nsid = 1,
 				.flags = NVME_CMD_PSDT_SGL, .cdw10 = (uint32_t)slba, .cdw11 = (uint32_t)(slba >> 32),
 				.cdw12 = nlb - 1 };
 	bool in_capsule = write && !r->o->no_inline && bs <= h->inline_max;
@@ -107,7 +115,7 @@ static int submit(struct run *r, unsigned s, bool write, uint64_t unit)
 	else
 		nvmf_sgl_build_keyed(cmd.sgl_raw, (uintptr_t)sl->buf, bs, r->mr->rkey, r->o->invalidate);
 	sl->start_ns = clock_ns(CLOCK_MONOTONIC);
-	return nvmf_host_submit(&h->io, &cmd, in_capsule ? sl->buf : NULL, in_capsule ? bs : 0);
+	return nvmf_host_submit(nvmf_host_ioq(h, s / r->o->qd), &cmd, in_capsule ? sl->buf : NULL, in_capsule ? bs : 0);
 }
 
 static void record_latency(struct run *r, uint64_t ns)
@@ -123,16 +131,20 @@ static void record_latency(struct run *r, uint64_t ns)
 	r->lat_ns[r->nlat++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-static void complete(struct run *r, const struct nvmf_host_cpl *c, enum phase ph)
+/* A completion on I/O queue q. */
+static void complete(struct run *r, unsigned q, const struct nvmf_host_cpl *c, enum phase ph)
 {
 	struct nvmf_perf_result *res = r->res;
 	struct slot *sl;
+	unsigned s = q * r->o->qd + c->cpl.cid;
 
-	if (c->cpl.cid >= r->o->qd || !r->slots[c->cpl.cid].busy) {
+	if (c->cpl.cid >= r->o->qd || !r->slots[s].busy) {
 		res->errors++;                  /* an answer to nothing we asked */
 		return;
 	}
-	sl = &r->slots[c->cpl.cid];
+	sl = &r->slots[s];
+	if (ph == PHASE_RUN)
+		r->q_ios[q]++;
 	sl->busy = false;
 	r->inflight[sl->unit] = 0;
 	if (ph == PHASE_RUN) {
@@ -213,12 +225,13 @@ static int phase(struct run *r, enum phase ph, uint64_t until_ns)
 	struct nvmf_host_cpl cpl[32];
 	unsigned busy = 0;
 	bool more = true;
+	uint64_t last_done = clock_ns(CLOCK_MONOTONIC);
 
 	r->cursor = 0;
 	for (;;) {
 		if (more && ph == PHASE_RUN && clock_ns(CLOCK_MONOTONIC) >= until_ns)
 			more = false;
-		for (unsigned s = 0; more && s < r->o->qd; s++) {
+		for (unsigned s = 0; more && s < r->nq * r->o->qd; s++) {
 			bool write;
 			uint64_t unit;
 			if (r->slots[s].busy)
@@ -236,18 +249,25 @@ static int phase(struct run *r, enum phase ph, uint64_t until_ns)
 		}
 		if (!busy && !more)
 			return 0;
-		int n = nvmf_host_poll(&r->h->io, cpl, 32, 2000);
-		if (n < 0) {
-			snprintf(r->h->err, sizeof(r->h->err), "the I/O queue failed (target gone, or controller torn down)");
-			return -1;
+		/* One queue: wait in the library (spin, then sleep); several:
+		 * look at each in turn without waiting. */
+		for (unsigned q = 0; q < r->nq; q++) {
+			int n = nvmf_host_poll(nvmf_host_ioq(r->h, q), cpl, 32, r->nq == 1 ? 2000 : 0);
+			if (n < 0) {
+				snprintf(r->h->err, sizeof(r->h->err),
+					 "I/O queue %u failed (target gone, or controller torn down)", q + 1);
+				return -1;
+			}
+			for (int i = 0; i < n; i++) {
+				complete(r, q, &cpl[i], ph);
+				busy--;
+			}
+			if (n)
+				last_done = clock_ns(CLOCK_MONOTONIC);
 		}
-		if (n == 0 && busy) {
+		if (busy && clock_ns(CLOCK_MONOTONIC) - last_done > 2000000000ull) {
 			snprintf(r->h->err, sizeof(r->h->err), "no completion for 2 s");
 			return -1;
-		}
-		for (int i = 0; i < n; i++) {
-			complete(r, &cpl[i], ph);
-			busy--;
 		}
 		if (keep_alive(r))
 			return -1;
@@ -277,27 +297,30 @@ int nvmf_perf_run(struct nvmf_host *h, const struct nvmf_perf_opts *o, struct nv
 			 o->bs, 1u << h->lba_shift, h->mdts_bytes);
 		return -1;
 	}
+	r.nq = h->n_io ? h->n_io : 1;
 	if (!o->qd || o->qd >= h->io.depth) {
 		snprintf(h->err, sizeof(h->err), "queue depth %u: the I/O queue holds %u", o->qd, h->io.depth - 1u);
 		return -1;
 	}
 	r.units = (o->span && o->span < bytes ? o->span : bytes) / o->bs;
-	if (r.units < o->qd) {
-		snprintf(h->err, sizeof(h->err), "the span holds %llu blocks of %u bytes: fewer than the queue depth",
-			 (unsigned long long)r.units, o->bs);
+	size_t nslots = (size_t)r.nq * o->qd;
+	if (r.units < nslots) {
+		snprintf(h->err, sizeof(h->err), "the span holds %llu blocks of %u bytes: fewer than the %zu commands "
+			 "in flight (queues x queue depth)", (unsigned long long)r.units, o->bs, nslots);
 		return -1;
 	}
-	r.slots = calloc(o->qd, sizeof(*r.slots));
-	r.bufs = aligned_alloc(4096, ((size_t)o->qd * o->bs + 4095) & ~(size_t)4095);
+	r.slots = calloc(nslots, sizeof(*r.slots));
+	r.q_ios = calloc(r.nq, sizeof(*r.q_ios));
+	r.bufs = aligned_alloc(4096, (nslots * o->bs + 4095) & ~(size_t)4095);
 	r.gen = calloc(r.units, sizeof(*r.gen));
 	r.inflight = calloc(r.units, 1);
-	r.mr = r.bufs ? nvmf_host_reg(h, r.bufs, (size_t)o->qd * o->bs) : NULL;
-	if (!r.slots || !r.gen || !r.inflight || !r.mr) {
-		snprintf(h->err, sizeof(h->err), "cannot allocate or register %u buffers of %u bytes", o->qd, o->bs);
+	r.mr = r.bufs ? nvmf_host_reg(h, r.bufs, nslots * o->bs) : NULL;
+	if (!r.slots || !r.q_ios || !r.gen || !r.inflight || !r.mr) {
+		snprintf(h->err, sizeof(h->err), "cannot allocate or register %zu buffers of %u bytes", nslots, o->bs);
 		goto out;
 	}
-	memset(r.bufs, 0xa5, (size_t)o->qd * o->bs);
-	for (unsigned s = 0; s < o->qd; s++)
+	memset(r.bufs, 0xa5, nslots * o->bs);
+	for (size_t s = 0; s < nslots; s++)
 		r.slots[s].buf = r.bufs + (size_t)s * o->bs;
 	if (o->verify && phase(&r, PHASE_FILL, 0))
 		goto out;
@@ -313,6 +336,13 @@ out:
 		res->iops = (double)res->ios / res->seconds;
 		res->mib_s = res->iops * o->bs / 1048576.0;
 	}
+	res->queues = r.nq;
+	for (unsigned q = 0; r.q_ios && q < r.nq; q++) {
+		if (!r.q_ios[q])
+			res->queues_idle++;
+		if (q == 0 || r.q_ios[q] < res->min_queue_ios)
+			res->min_queue_ios = r.q_ios[q];
+	}
 	if (r.nlat) {
 		qsort(r.lat_ns, r.nlat, sizeof(*r.lat_ns), cmp_u32);
 		res->p50_us = r.lat_ns[r.nlat / 2] / 1000.0;
@@ -323,6 +353,7 @@ out:
 		ibv_dereg_mr(r.mr);
 	free(r.bufs);
 	free(r.slots);
+	free(r.q_ios);
 	free(r.gen);
 	free(r.inflight);
 	free(r.lat_ns);

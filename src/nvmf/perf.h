@@ -28,11 +28,14 @@ struct nvmf_perf_opts {
 
 struct nvmf_perf_result {
 	uint64_t ios, errors, verify_errors, verified, invalidations_missing;
+	unsigned queues, queues_idle;   /* I/O queues; of them, those that completed no timed command */
+	uint64_t min_queue_ios;         /* the fewest timed commands one queue completed */
 	double seconds, iops, mib_s, p50_us, p99_us, max_us;
 	uint16_t first_error_status;
 };
 
-/* Run on a connected host (with an I/O queue of depth >= qd); 0, or -1
+/* Run on a connected host (with h->n_io I/O queues of depth > qd, qd
+ * commands in flight on each); 0, or -1
  * with h->err set when the run could not go on (a transport failure). */
 int nvmf_perf_run(struct nvmf_host *h, const struct nvmf_perf_opts *o, struct nvmf_perf_result *res);
 

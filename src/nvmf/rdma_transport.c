@@ -45,7 +45,12 @@
 
 #include "base/clock.h"
 
-#define MAX_QUEUES 256u
+/* Queues at once, admin and I/O, of every host: a queue's index is 16
+ * bits of its work request ids; 4 096 is 64 controllers of 63 I/O
+ * queues, or 16 hosts of 255. */
+#define MAX_QUEUES 4096u
+/* The shared CQ's first size; it grows (ibv_resize_cq) as queues come,
+ * to hold what every queue may have outstanding (3 * depth + 1 each). */
 #define CQ_ENTRIES 16384
 #define CAPSULE_BYTES (NVME_SQE_BYTES + NVMF_INLINE_DATA)
 #define MAX_READS_IN_FLIGHT 16
@@ -86,8 +91,10 @@ struct server {
 	struct ibv_comp_channel *comp;
 	struct ibv_cq *cq;
 	struct tqueue *queues[MAX_QUEUES];
+	unsigned top;                   /* queues[top..] are all NULL: walks stop there */
 	uint32_t next_gen;
 	unsigned cq_budget;             /* CQ entries promised to the queues */
+	unsigned cq_cap;                /* entries the CQ holds */
 	bool verbose;
 };
 
@@ -121,6 +128,8 @@ static void tqueue_free(struct tqueue *tq)
 static void tqueue_drop(struct server *s, struct tqueue *tq, const char *why)
 {
 	s->queues[tq->index] = NULL;
+	while (s->top && !s->queues[s->top - 1])
+		s->top--;
 	s->cq_budget -= 3 * tq->depth + 1;
 	nvmf_rdma_stats.queues_closed++;
 	if (s->verbose)
@@ -134,7 +143,7 @@ static void tqueue_drop(struct server *s, struct tqueue *tq, const char *why)
 /* Queues of dead controllers (keep-alive expired, admin queue gone) go. */
 static void reap_dead(struct server *s)
 {
-	for (unsigned i = 0; i < MAX_QUEUES; i++)
+	for (unsigned i = 0; i < s->top; i++)
 		if (s->queues[i] && nvmf_queue_dead(&s->queues[i]->q))
 			tqueue_drop(s, s->queues[i], "controller gone");
 }
@@ -342,7 +351,22 @@ static int setup_device(struct server *s, struct ibv_context *verbs)
 	s->cq = s->comp ? ibv_create_cq(verbs, CQ_ENTRIES, NULL, s->comp, 0) : NULL;
 	if (!s->cq || ibv_req_notify_cq(s->cq, 0))
 		return errno ? errno : ENOMEM;
+	s->cq_cap = (unsigned)s->cq->cqe;
 	return 0;
+}
+
+/* Room in the CQ for `more` entries beyond the budget: grow it by half
+ * again when full.  0 or an errno. */
+static int cq_room(struct server *s, unsigned more)
+{
+	unsigned need = s->cq_budget + more, want = s->cq_cap + s->cq_cap / 2;
+
+	if (need <= s->cq_cap)
+		return 0;
+	if (ibv_resize_cq(s->cq, (int)(want > need ? want : need)))
+		return ENOMEM;
+	s->cq_cap = (unsigned)s->cq->cqe;
+	return need <= s->cq_cap ? 0 : ENOMEM;
 }
 
 static void reject(struct rdma_cm_id *id, uint16_t status)
@@ -378,7 +402,7 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 	while (index < MAX_QUEUES && s->queues[index])
 		index++;
 	unsigned depth = req.hsqsize + 1u;
-	if (index == MAX_QUEUES || s->cq_budget + 3 * depth + 1 > CQ_ENTRIES || setup_device(s, id->verbs))
+	if (index == MAX_QUEUES || setup_device(s, id->verbs) || cq_room(s, 3 * depth + 1))
 		return reject(id, NVMF_RDMA_CM_NO_RSC);
 	tq = calloc(1, sizeof(*tq));
 	if (!tq)
@@ -433,6 +457,8 @@ static void on_connect_request(struct server *s, struct rdma_cm_id *id, const st
 		goto refuse;
 	id->context = tq;
 	s->queues[index] = tq;
+	if (index >= s->top)
+		s->top = index + 1;
 	s->cq_budget += 3 * depth + 1;
 	nvmf_rdma_stats.queues_accepted++;
 	if (s->verbose)

@@ -25,7 +25,7 @@
 #include "nvmf/namespace.h"
 
 #define NVMF_MAX_CTRLS 64
-#define NVMF_MAX_IO_QUEUES 16
+#define NVMF_MAX_IO_QUEUES 1024                 /* per controller (Number of Queues grants up to it) */
 #define NVMF_MDTS 5                              /* 2^5 pages of 4 KiB */
 #define NVMF_MAX_DATA (4096u << NVMF_MDTS)       /* 128 KiB per command */
 #define NVMF_INLINE_DATA 8192                    /* in-capsule data bytes after the SQE */

@@ -315,8 +315,11 @@ static void test_admin(void)
 	CHECK(run(&a, &c, 0, false, 0).result == 0x1ff);
 	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 7, .cdw11 = 0xffff };
 	CHECK(run(&a, &c, 0, false, 0).status == (NVME_SC_INVALID_FIELD | NVME_SC_DNR));
-	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 7, .cdw11 = 100 | 100 << 16 };
+	/* Number of Queues: what is asked, up to the maximum; more is capped. */
+	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 7, .cdw11 = 2000 | 2000 << 16 };
 	CHECK(run(&a, &c, 0, false, 0).result == (NVMF_MAX_IO_QUEUES - 1u) * 0x10001u);
+	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_SET_FEATURES, .cdw10 = 7, .cdw11 = 100 | 100 << 16 };
+	CHECK(run(&a, &c, 0, false, 0).result == 100u * 0x10001u);
 	c = (struct nvme_cmd){ .opcode = NVME_ADMIN_GET_FEATURES, .cdw10 = 0x42 };
 	CHECK(run(&a, &c, 0, false, 0).status == (NVME_SC_INVALID_FIELD | NVME_SC_DNR));
 	/* A command with no data but an SGL length. */
