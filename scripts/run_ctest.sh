@@ -11,7 +11,9 @@
 # host, from two clones or two users, do not meet.  As root the namespace
 # is made with `unshare --net`; as another user inside a user namespace
 # that maps only that user (`unshare --user --map-current-user --net`), so
-# the tests still see who they are and skip what needs root.  Where neither
+# the tests still see who they are and skip what needs root; inside it
+# each test gets a namespace of its own again (scripts/test_netns.sh), so
+# tests run two at a time do not meet either.  Where neither
 # is allowed the suite runs in the host's namespace and says so.
 #
 # What isolation cannot share out: the CPU.  The tests that measure rates
@@ -32,6 +34,9 @@ else
 	ns=(unshare --user --map-current-user --net)
 fi
 if "${ns[@]}" true 2>/dev/null; then
+	# And each test in one of its own inside it (scripts/test_netns.sh),
+	# so that `ctest -j2` can run two at once.
+	export SOFTRNIC_TEST_NETNS=1
 	cd "$build" && "${ns[@]}" bash -c 'ip link set lo up && exec ctest "$@"' run_ctest "$@"
 else
 	echo "run_ctest: cannot make a network namespace here (${ns[*]}): the suite shares this host's ports" >&2
