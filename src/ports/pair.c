@@ -2,11 +2,18 @@
  * pair.c — the seeded in-memory link (see pair.h).
  *
  * Structure: every rnic's io->xmit lands in pair_xmit(), which applies the
- * tap and the fault knobs and pushes copies of the packet onto a binary
- * min-heap keyed by (delivery time, sequence number).  pair_run_until()
- * repeatedly picks the earlier of "next packet" and "earliest rnic timer",
- * moves the simulated clock there and delivers or fires.  Nothing here reads
- * a real clock or calls rand(): the only source of variation is the seed.
+ * tap, the bottleneck queue and the fault knobs and schedules each copy of
+ * the packet as an event of the simulator's engine (sim/engine.h), with
+ * the packet's record (struct pair_pkt, one allocation) as its argument.
+ * The engine runs events in (time, sequence) order, FIFO among equal
+ * times.  pair_run_until() repeatedly picks the earlier of "next packet"
+ * (the engine's next event) and "earliest rnic or agent timer", moves the
+ * simulated clock there and delivers or fires.  A packet belongs to the
+ * engine until its event runs, then to the batch being delivered until
+ * the batch's rnic_receive_end (or, when it must wait for the next batch,
+ * to the pair's `held`), then it is freed; pair_destroy frees what is
+ * still in flight.  Nothing here reads a real clock or calls rand(): the
+ * only source of variation is the seed.
  * A node's agent (QP1's owner) gets the MADs gsi.c accepts through
  * pair_gsi_receive, and its deadline joins the rnics' in "earliest timer".
  */
@@ -17,6 +24,7 @@
 #include <string.h>
 
 #include "base/prng.h"
+#include "sim/engine.h"
 #include "wire/wire.h"
 
 #define PAIR_MAX_NODES 16u
@@ -26,16 +34,15 @@
 /* Packets handed to one rnic before its rnic_receive_end, at most. */
 #define PAIR_RX_BATCH 32u
 
-struct pair_event {
-	uint64_t time;
-	uint64_t seq;           /* tie-break: FIFO among equal times */
+/* A packet in flight: the argument of its delivery event.  Its time and
+ * sequence number are the engine's. */
+struct pair_pkt {
 	unsigned from, to;
 	uint16_t sport;
 	uint8_t ecn;
 	size_t len;
-	uint8_t *data;
 	/* HPCC's INT beside the packet (pair_queue.telemetry), in the same
-	 * allocation as data, or NULL; tel_echo: an ACK carrying it back. */
+	 * allocation after data, or NULL; tel_echo: an ACK carrying it back. */
 	struct hpcc_int *tel;
 	bool tel_echo;
 	/* A message-path packet's payload: the sender's pieces (in the same
@@ -43,6 +50,16 @@ struct pair_event {
 	struct wire_piece *vec;
 	unsigned nvec;
 	size_t vec_len;
+	_Alignas(8) uint8_t data[];     /* the IB bytes, then tel, then vec */
+};
+
+/* A message-path packet's payload, read from the sender's pieces (which
+ * the rnic keeps valid while the message is outstanding, as a process's
+ * memory is for process_vm_readv). */
+struct pair_remote {
+	struct rnic_rx_remote base;
+	struct pair *p;
+	const struct pair_pkt *pkt;
 };
 
 struct pair_node {
@@ -72,9 +89,20 @@ struct pair {
 	uint64_t fifo_tail[PAIR_MAX_NODES][PAIR_MAX_NODES];
 	uint64_t now;
 	uint64_t rng[4];
-	uint64_t next_seq;
-	struct pair_event *heap;
-	size_t heap_len, heap_cap;
+	/* Packets in flight, one event each.  Its clock is the time of the
+	 * latest delivery event, never ahead of `now` (timers move `now`
+	 * alone), so sim_at never moves a packet's time. */
+	struct sim_engine eng;
+	/* The batch being delivered (deliver_batch), and `held`: a packet
+	 * whose event ran while a batch was open but that belongs to the
+	 * next one (another node, or a timer due first).  It was the
+	 * engine's earliest event, so it stays ahead of every other packet
+	 * and is delivered first, at held_at. */
+	struct pair_pkt *batch[PAIR_RX_BATCH];
+	struct pair_remote remote[PAIR_RX_BATCH];     /* batch[i]'s payload reader */
+	unsigned batch_n;
+	struct pair_pkt *held;
+	uint64_t held_at;
 	/* HPCC: the INT of the latest request from node i to node j. */
 	struct hpcc_int last_int[PAIR_MAX_NODES][PAIR_MAX_NODES];
 	pair_tap_fn tap;
@@ -124,63 +152,6 @@ static void trace_u64(struct pair *p, uint64_t v)
 	for (int i = 0; i < 8; i++)
 		b[i] = (uint8_t)(v >> (8 * i));
 	trace_bytes(p, b, sizeof(b));
-}
-
-/* ---- event heap --------------------------------------------------------- */
-
-static bool event_before(const struct pair_event *a, const struct pair_event *b)
-{
-	if (a->time != b->time)
-		return a->time < b->time;
-	return a->seq < b->seq;
-}
-
-static void heap_swap(struct pair_event *a, struct pair_event *b)
-{
-	struct pair_event t = *a;
-	*a = *b;
-	*b = t;
-}
-
-static bool heap_push(struct pair *p, const struct pair_event *ev)
-{
-	if (p->heap_len == p->heap_cap) {
-		size_t cap = p->heap_cap ? 2 * p->heap_cap : 256;
-		struct pair_event *h = realloc(p->heap, cap * sizeof(*h));
-		if (!h)
-			return false;
-		p->heap = h;
-		p->heap_cap = cap;
-	}
-	size_t i = p->heap_len++;
-	p->heap[i] = *ev;
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-		if (!event_before(&p->heap[i], &p->heap[parent]))
-			break;
-		heap_swap(&p->heap[i], &p->heap[parent]);
-		i = parent;
-	}
-	return true;
-}
-
-static struct pair_event heap_pop(struct pair *p)
-{
-	struct pair_event top = p->heap[0];
-	p->heap[0] = p->heap[--p->heap_len];
-	size_t i = 0;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < p->heap_len && event_before(&p->heap[l], &p->heap[m]))
-			m = l;
-		if (r < p->heap_len && event_before(&p->heap[r], &p->heap[m]))
-			m = r;
-		if (m == i)
-			break;
-		heap_swap(&p->heap[i], &p->heap[m]);
-		i = m;
-	}
-	return top;
 }
 
 /* ---- ICRC, as a UDP port would compute it -------------------------------- */
@@ -308,6 +279,8 @@ uint64_t pair_queue_backlog(const struct pair *p, unsigned to)
 	return to < p->n ? backlog_at(&p->queue[to], p->now) : 0;
 }
 
+static void on_arrival(void *ctx, uint64_t arg, uint64_t now);
+
 /* Schedule one copy of the packet on link from->to. */
 static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t sport, uint8_t ecn,
 			  const uint8_t *ib, size_t len, const struct wire_piece *vec, unsigned nvec, size_t vec_len)
@@ -340,41 +313,35 @@ static void schedule_copy(struct pair *p, unsigned from, unsigned to, uint16_t s
 			at = p->fifo_tail[from][to];
 		p->fifo_tail[from][to] = at;
 	}
-	struct pair_event ev = {
-		.time = at,
-		.seq = p->next_seq++,
-		.from = from,
-		.to = to,
-		.sport = sport,
-		.ecn = ecn,
-		.len = len,
-	};
-	/* The INT, when there is any, after the bytes (8-byte aligned). */
+	/* One allocation: the record, the bytes, then the INT (8-byte
+	 * aligned) when there is any, then the message's pieces. */
 	size_t tel_at = (len + 7) & ~(size_t)7;
 	size_t vec_at = tel.nhop ? tel_at + sizeof(tel) : tel_at;
-	ev.data = malloc(nvec ? vec_at + nvec * sizeof(*vec) : tel.nhop ? tel_at + sizeof(tel) : len);
-	if (!ev.data) {
+	size_t size = nvec ? vec_at + nvec * sizeof(*vec) : tel.nhop ? tel_at + sizeof(tel) : len;
+	struct pair_pkt *pkt = malloc(sizeof(*pkt) + size);
+	if (!pkt) {
 		p->stats.alloc_failures++;
 		return;
 	}
-	memcpy(ev.data, ib, len);
+	*pkt = (struct pair_pkt){ .from = from, .to = to, .sport = sport, .ecn = ecn, .len = len };
+	memcpy(pkt->data, ib, len);
 	if (tel.nhop) {
-		ev.tel = (struct hpcc_int *)(void *)(ev.data + tel_at);
-		*ev.tel = tel;
-		ev.tel_echo = echo;
+		pkt->tel = (struct hpcc_int *)(void *)(pkt->data + tel_at);
+		*pkt->tel = tel;
+		pkt->tel_echo = echo;
 	}
 	if (nvec) {
-		ev.vec = (struct wire_piece *)(void *)(ev.data + vec_at);
-		memcpy(ev.vec, vec, nvec * sizeof(*vec));
-		ev.nvec = nvec;
-		ev.vec_len = vec_len;
+		pkt->vec = (struct wire_piece *)(void *)(pkt->data + vec_at);
+		memcpy(pkt->vec, vec, nvec * sizeof(*vec));
+		pkt->nvec = nvec;
+		pkt->vec_len = vec_len;
 	}
 	if (chance(p, f->corrupt)) {
-		corrupt_packet(p, ev.data, len);
+		corrupt_packet(p, pkt->data, len);
 		p->stats.corrupted++;
 	}
-	if (!heap_push(p, &ev)) {
-		free(ev.data);
+	if (sim_at(&p->eng, at, on_arrival, p, (uint64_t)(uintptr_t)pkt)) {
+		free(pkt);
 		p->stats.alloc_failures++;
 	}
 }
@@ -499,26 +466,17 @@ int pair_set_agent(struct pair *p, unsigned node, const struct pair_agent *a)
 
 /* ---- delivery and the run loop ----------------------------------------- */
 
-/* A message-path packet's payload, read from the sender's pieces (which
- * the rnic keeps valid while the message is outstanding, as a process's
- * memory is for process_vm_readv). */
-struct pair_remote {
-	struct rnic_rx_remote base;
-	struct pair *p;
-	const struct pair_event *ev;
-};
-
 static int pair_pull(const struct rnic_rx_remote *rem, const struct iovec *dst, unsigned n)
 {
 	const struct pair_remote *pr = (const struct pair_remote *)(const void *)rem;
-	const struct pair_event *ev = pr->ev;
+	const struct pair_pkt *pkt = pr->pkt;
 	struct pair *p = pr->p;
 	size_t want = 0;
 
 	p->stats.pulls++;
 	for (unsigned i = 0; i < n; i++)
 		want += dst[i].iov_len;
-	if (want != ev->vec_len || chance(p, p->faults[ev->from][ev->to].pull_fail)) {
+	if (want != pkt->vec_len || chance(p, p->faults[pkt->from][pkt->to].pull_fail)) {
 		p->stats.pull_failures++;
 		return -EFAULT;
 	}
@@ -528,12 +486,12 @@ static int pair_pull(const struct rnic_rx_remote *rem, const struct iovec *dst, 
 		uint8_t *d = dst[i].iov_base;
 		size_t left = dst[i].iov_len;
 		while (left) {
-			size_t k = ev->vec[si].len - so < left ? ev->vec[si].len - so : left;
-			memcpy(d, ev->vec[si].p + so, k);
+			size_t k = pkt->vec[si].len - so < left ? pkt->vec[si].len - so : left;
+			memcpy(d, pkt->vec[si].p + so, k);
 			d += k;
 			left -= k;
 			so += k;
-			if (so == ev->vec[si].len) {
+			if (so == pkt->vec[si].len) {
 				si++;
 				so = 0;
 			}
@@ -557,69 +515,97 @@ static void pair_pull_batch(void *ctx, struct rnic_pull *pulls, unsigned n)
 	}
 }
 
-/* Deliver ev; pr: where its payload's reader lives, which must last until
- * the node's rnic_receive_end (pair_run_until). */
-static void deliver(struct pair *p, struct pair_event *ev, struct pair_remote *pr)
+/* Deliver pkt; pr: where its payload's reader lives, which must last
+ * until the node's rnic_receive_end (deliver_batch). */
+static void deliver(struct pair *p, struct pair_pkt *pkt, struct pair_remote *pr)
 {
-	uint32_t want = icrc_of(p, ev->from, ev->to, ev->sport, ev->data, ev->len);
-	if (wire_icrc_load(ev->data + ev->len - WIRE_ICRC_LEN) != want) {
+	uint32_t want = icrc_of(p, pkt->from, pkt->to, pkt->sport, pkt->data, pkt->len);
+	if (wire_icrc_load(pkt->data + pkt->len - WIRE_ICRC_LEN) != want) {
 		p->stats.bad_icrc++;
 		return;
 	}
 	p->stats.delivered++;
 	trace_u64(p, p->now);
-	trace_u64(p, (uint64_t)ev->from << 32 | ev->to);
-	trace_u64(p, ev->len);
-	trace_bytes(p, ev->data, ev->len);
+	trace_u64(p, (uint64_t)pkt->from << 32 | pkt->to);
+	trace_u64(p, pkt->len);
+	trace_bytes(p, pkt->data, pkt->len);
 
 	struct rnic_rx rx = {
-		.src = p->node[ev->from].gid,
-		.dst = p->node[ev->to].gid,
-		.sport = ev->sport,
-		.ecn = ev->ecn,
-		.ib = ev->data,
-		.ib_len = ev->len,
+		.src = p->node[pkt->from].gid,
+		.dst = p->node[pkt->to].gid,
+		.sport = pkt->sport,
+		.ecn = pkt->ecn,
+		.ib = pkt->data,
+		.ib_len = pkt->len,
 	};
-	*pr = (struct pair_remote){ .base = { .len = ev->vec_len, .read = pair_pull }, .p = p, .ev = ev };
-	if (ev->vec) {
-		trace_u64(p, ev->vec_len);
+	*pr = (struct pair_remote){ .base = { .len = pkt->vec_len, .read = pair_pull }, .p = p, .pkt = pkt };
+	if (pkt->vec) {
+		trace_u64(p, pkt->vec_len);
 		rx.remote = &pr->base;
 	}
-	if (ev->tel && !ev->tel_echo)
-		p->last_int[ev->from][ev->to] = *ev->tel;       /* before its ACK leaves */
-	rnic_receive(p->node[ev->to].rnic, &rx, p->now);
-	if (ev->tel && ev->tel_echo) {
+	if (pkt->tel && !pkt->tel_echo)
+		p->last_int[pkt->from][pkt->to] = *pkt->tel;    /* before its ACK leaves */
+	rnic_receive(p->node[pkt->to].rnic, &rx, p->now);
+	if (pkt->tel && pkt->tel_echo) {
 		/* BTH bytes 5..7: the ACK's DestQP, the sender's QP. */
-		uint32_t qpn = (uint32_t)ev->data[5] << 16 | (uint32_t)ev->data[6] << 8 | ev->data[7];
-		rnic_cc_telemetry(p->node[ev->to].rnic, qpn, ev->tel, p->now);
+		uint32_t qpn = (uint32_t)pkt->data[5] << 16 | (uint32_t)pkt->data[6] << 8 | pkt->data[7];
+		rnic_cc_telemetry(p->node[pkt->to].rnic, qpn, pkt->tel, p->now);
 	}
 }
 
 static uint64_t earliest_timer(const struct pair *p);
 
+/* Add pkt, due at `at`, to the open batch and deliver it, or, when it
+ * cannot join (it goes to another node than the batch's first, or a timer
+ * is due first), hold it for the next batch. */
+static void batch_add(struct pair *p, struct pair_pkt *pkt, uint64_t at)
+{
+	if (p->batch_n && (pkt->to != p->batch[0]->to || earliest_timer(p) <= p->now)) {
+		p->held = pkt;
+		p->held_at = at;
+		return;
+	}
+	p->batch[p->batch_n] = pkt;
+	deliver(p, pkt, &p->remote[p->batch_n]);
+	p->batch_n++;
+}
+
+/* A packet's delivery event (the engine's argument: its record). */
+static void on_arrival(void *ctx, uint64_t arg, uint64_t now)
+{
+	batch_add(ctx, (struct pair_pkt *)(uintptr_t)arg, now);
+}
+
+/* The time of the next packet to deliver: the held one, or the engine's
+ * next event (UINT64_MAX: none). */
+static uint64_t next_packet_time(const struct pair *p)
+{
+	return p->held ? p->held_at : sim_next_time(&p->eng);
+}
+
 /* The next packet, and those that arrive at the same node at the same
  * instant with no timer due before them, as one batch, the way the
  * runtime hands the rnic what one read of its socket or ring returned;
  * then the batch's end (rnic_receive_end: the message-path reads the rnic
- * put off).  The order is the heap's, as one at a time. */
+ * put off).  The order is the engine's, as one at a time. */
 static void deliver_batch(struct pair *p)
 {
-	struct pair_event ev[PAIR_RX_BATCH];
-	struct pair_remote pr[PAIR_RX_BATCH];
-	unsigned n = 0;
+	uint64_t t0 = next_packet_time(p);
 
-	ev[n] = heap_pop(p);
-	deliver(p, &ev[n], &pr[n]);
-	n++;
-	while (n < PAIR_RX_BATCH && p->heap_len && p->heap[0].time == ev[0].time && p->heap[0].to == ev[0].to &&
-	       earliest_timer(p) > p->now) {
-		ev[n] = heap_pop(p);
-		deliver(p, &ev[n], &pr[n]);
-		n++;
+	p->batch_n = 0;
+	if (p->held) {
+		struct pair_pkt *first = p->held;
+		p->held = NULL;
+		batch_add(p, first, t0);
+	} else {
+		sim_step(&p->eng);
 	}
-	rnic_receive_end(p->node[ev[0].to].rnic);
-	for (unsigned i = 0; i < n; i++)
-		free(ev[i].data);
+	while (p->batch_n < PAIR_RX_BATCH && !p->held && sim_next_time(&p->eng) == t0)
+		sim_step(&p->eng);
+	rnic_receive_end(p->node[p->batch[0]->to].rnic);
+	for (unsigned i = 0; i < p->batch_n; i++)
+		free(p->batch[i]);
+	p->batch_n = 0;
 }
 
 static uint64_t earliest_timer(const struct pair *p)
@@ -660,7 +646,7 @@ enum pair_run_result pair_run_until(struct pair *p, bool (*pred)(void *arg), voi
 	for (;;) {
 		if (pred && pred(arg))
 			return PAIR_DONE;
-		uint64_t t_pkt = p->heap_len ? p->heap[0].time : UINT64_MAX;
+		uint64_t t_pkt = next_packet_time(p);
 		uint64_t t_tmr = earliest_timer(p);
 		uint64_t t = t_pkt < t_tmr ? t_pkt : t_tmr;
 		if (t == UINT64_MAX)
@@ -723,6 +709,7 @@ struct pair *pair_create_each(uint64_t seed, unsigned n, const struct rnic_confi
 		return NULL;
 	p->n = n;
 	prng_seed(p->rng, seed);
+	sim_engine_init(&p->eng);
 	p->trace = 0xcbf29ce484222325ull;
 
 	struct pair_faults clean = { .delay_ns = 1000 };
@@ -760,6 +747,13 @@ struct pair *pair_create_each(uint64_t seed, unsigned n, const struct rnic_confi
 	return p;
 }
 
+/* sim_clear's callback: a packet still in flight. */
+static void free_pkt(const struct sim_event *ev, void *ctx)
+{
+	(void)ctx;
+	free((void *)(uintptr_t)ev->arg);
+}
+
 void pair_destroy(struct pair *p)
 {
 	if (!p)
@@ -767,9 +761,9 @@ void pair_destroy(struct pair *p)
 	for (unsigned i = 0; i < p->n; i++)
 		if (p->node[i].rnic)
 			rnic_destroy(p->node[i].rnic);
-	for (size_t i = 0; i < p->heap_len; i++)
-		free(p->heap[i].data);
-	free(p->heap);
+	free(p->held);
+	sim_clear(&p->eng, free_pkt, NULL);
+	sim_engine_free(&p->eng);
 	free(p);
 }
 
@@ -819,7 +813,7 @@ uint64_t pair_now(const struct pair *p)
 
 size_t pair_in_flight(const struct pair *p)
 {
-	return p->heap_len;
+	return sim_pending(&p->eng) + (p->held != NULL);
 }
 
 uint64_t pair_trace_hash(const struct pair *p)

@@ -3,9 +3,10 @@
  * instances, for tests.
  *
  * The pair owns N rnics and acts as every rnic's rnic_io.  A packet sent by
- * one rnic is copied into an event queue ordered by delivery time (ties
- * broken by a sequence number), after the link's fault knobs had their say:
- * loss, duplication, extra delay (reordering), base delay + jitter, and byte
+ * one rnic is copied into an event of the simulator's engine (sim/engine.h)
+ * due at its delivery time (events due at the same time run in the order
+ * they were scheduled), after the link's fault knobs had their say: loss,
+ * duplication, extra delay (reordering), base delay + jitter, and byte
  * corruption.  pair_run_until() advances a simulated clock from event to
  * event — the next packet delivery or the earliest rnic timer — so a test
  * that would take seconds of retransmit timeouts on a real network runs in
@@ -131,7 +132,22 @@ void pair_set_tap(struct pair *p, pair_tap_fn fn, void *arg);
  *
  * The link's fault knobs (delay, jitter, loss, ...) apply after the
  * queue.  Marking draws from the pair's PRNG, so a run still replays from
- * its seed.  rate_bps 0 removes the queue (the default). */
+ * its seed.  rate_bps 0 removes the queue (the default).
+ *
+ * This is not the simulator's switch (sim/switch.c, port.c), and gives
+ * other marks from the same backlog: the simulator counts the whole
+ * packets waiting in an egress queue (the one on the wire is out), not
+ * this fluid backlog; it marks always only above kmax (at kmax with
+ * probability pmax) and draws for every packet between the thresholds,
+ * where chance() draws only for 0 < p < 1; its thresholds may depend on
+ * the port's rate; it admits by a shared buffer's dynamic threshold (or
+ * PFC, or credits), not a tail-drop limit; a packet's wire bytes are its
+ * IB bytes + 66 there, + 42 here; and its INT record is written when the
+ * packet starts to leave (that time, the bytes sent before it, the bytes
+ * queued behind it), where this queue writes the record at enqueue (the
+ * time its last bit leaves, the bytes accepted before it, the backlog it
+ * found).  Both share only the RED ramp's formula and a draw's scaling
+ * ((x >> 11)·2^-53) and the serialisation time (rounded up). */
 struct pair_queue {
 	uint64_t rate_bps;
 	uint64_t host_rate_bps;         /* 0: hosts send infinitely fast */
