@@ -78,6 +78,8 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct rcm_channel *c = (struct rcm_channel *)channel;
 	struct rcm_event *e, *next;
+	uint64_t v;
+	int fl;
 
 	if (!c)
 		return;
@@ -87,11 +89,13 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(e);
 	}
 	c->head = c->tail = NULL;
-	/* The eventfd keeps the count of the entries just freed: a waiter
-	 * that reads one finds no entry and waits again
-	 * (rcm_channel_take), so it blocks as on an empty channel.  (Not
-	 * drained here: making the shared fd non-blocking for the drain gave
-	 * a waiter arriving meanwhile EAGAIN, and rping exited 1.) */
+	/* Drain the count of the entries just freed (semaphore mode: one
+	 * per read), so a late waiter blocks instead of finding no entry. */
+	fl = fcntl(c->ch.fd, F_GETFL);
+	fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
+	while (read(c->ch.fd, &v, sizeof(v)) == sizeof(v))
+		;
+	fcntl(c->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_lock(&retired_lock);
 	c->retired_next = retired_channels;
@@ -155,7 +159,7 @@ int rcm_channel_take(struct rcm_channel *c, struct rcm_event **out)
 		}
 		pthread_mutex_unlock(&c->lock);
 		if (!e)
-			continue;       /* the count of an entry freed with its channel */
+			return EAGAIN;  /* cannot happen: one count per entry */
 		if (!e->dead) {
 			*out = e;
 			return 0;
