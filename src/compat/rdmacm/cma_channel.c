@@ -78,8 +78,6 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct rcm_channel *c = (struct rcm_channel *)channel;
 	struct rcm_event *e, *next;
-	uint64_t v;
-	int fl;
 
 	if (!c)
 		return;
@@ -89,13 +87,12 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(e);
 	}
 	c->head = c->tail = NULL;
-	/* Drain the count of the entries just freed (semaphore mode: one
-	 * per read), so a late waiter blocks instead of finding no entry. */
-	fl = fcntl(c->ch.fd, F_GETFL);
-	fcntl(c->ch.fd, F_SETFL, fl | O_NONBLOCK);
-	while (read(c->ch.fd, &v, sizeof(v)) == sizeof(v))
-		;
-	fcntl(c->ch.fd, F_SETFL, fl & ~O_NONBLOCK);
+	/* The count of the entries just freed stays in the eventfd: a late
+	 * waiter that reads one finds the channel retired and waits again
+	 * (rcm_channel_take), so it blocks as an early one does.  (Draining
+	 * it here would mean making the shared fd non-blocking for a moment,
+	 * and a waiter arriving then got EAGAIN.) */
+	c->retired = true;
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_lock(&retired_lock);
 	c->retired_next = retired_channels;
@@ -157,9 +154,12 @@ int rcm_channel_take(struct rcm_channel *c, struct rcm_event **out)
 			if (!c->head)
 				c->tail = NULL;
 		}
+		bool retired = c->retired;
 		pthread_mutex_unlock(&c->lock);
+		if (!e && retired)
+			continue;       /* the count of an entry freed with the channel */
 		if (!e)
-			return EAGAIN;  /* cannot happen: one count per entry */
+			return EAGAIN;
 		if (!e->dead) {
 			*out = e;
 			return 0;

@@ -62,6 +62,7 @@ struct rcm_channel {
 	struct rcm_event *head, *tail;
 	bool internal;                  /* a synchronous id's own channel */
 	struct rcm_channel *retired_next; /* destroyed by the program (cma_channel.c) */
+	bool retired;                   /* so: a waiter blocks (under lock) */
 };
 
 enum rcm_id_state {
