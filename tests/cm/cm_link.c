@@ -2,11 +2,17 @@
  * cm_link.c — the seeded MAD link (see cm_link.h).
  *
  * Structure: every cm's io->send_mad lands in link_send(), which applies
- * the tap and the fault knobs and pushes copies onto a binary min-heap
- * keyed by (delivery time, sequence number).  link_run_until() repeatedly
- * takes the earliest of "next MAD", "earliest cm timer" and "next alarm",
- * moves the clock there and delivers, fires or stops.  No real clock, no
- * rand(): the seed is the only source of variation.
+ * the tap and the fault knobs and schedules each copy of the MAD as an
+ * event of the simulator's engine (sim/engine.h), with the MAD's record
+ * (struct link_msg, one allocation) as its argument; a test alarm is an
+ * event without a record.  The engine runs events in (time, sequence)
+ * order, FIFO among equal times, and its clock is the link's.
+ * link_run_until() repeatedly picks the earlier of "next engine event"
+ * (a MAD or an alarm; it wins a tie) and "earliest cm timer", moves the
+ * clock there and delivers, stops or fires.  A MAD belongs to the engine
+ * until its event runs and is freed once delivered; link_destroy frees
+ * what is still in flight.  No real clock, no rand(): the seed is the
+ * only source of variation.
  */
 #include "cm_link.h"
 
@@ -16,10 +22,12 @@
 
 #include "base/prng.h"
 #include "cm_check.h"
+#include "sim/engine.h"
 
+/* A MAD in flight: the argument of its delivery event.  Its time and
+ * sequence number are the engine's. */
 struct link_msg {
-	uint64_t time, seq;
-	int from, to;                   /* from -1: an alarm */
+	unsigned from, to;
 	uint8_t mad[256];
 };
 
@@ -37,11 +45,10 @@ struct link {
 	struct link_node node[LINK_MAX_NODES];
 	struct link_faults faults[LINK_MAX_NODES][LINK_MAX_NODES];
 	uint64_t fifo_tail[LINK_MAX_NODES][LINK_MAX_NODES];
-	uint64_t now;
 	uint64_t rng[4];
-	uint64_t seq;
-	struct link_msg *heap;
-	size_t heap_len, heap_cap;
+	/* MADs in flight and test alarms, one event each; eng.now is the
+	 * link's clock (cm timers move it too, through sim_run_until). */
+	struct sim_engine eng;
 	link_tap_fn tap;
 	void *tap_arg;
 	link_event_fn hook;
@@ -85,62 +92,20 @@ static void hash_u64(struct link *l, uint64_t v)
 	hash_bytes(l, &v, sizeof(v));
 }
 
-/* ---- heap --------------------------------------------------------------------------- */
-
-static bool msg_less(const struct link_msg *a, const struct link_msg *b)
-{
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
-}
-
-static void heap_push(struct link *l, const struct link_msg *m)
-{
-	if (l->heap_len == l->heap_cap) {
-		size_t cap = l->heap_cap ? l->heap_cap * 2 : 64;
-		struct link_msg *h = realloc(l->heap, cap * sizeof(*h));
-		if (!h) {
-			fprintf(stderr, "cm_link: out of memory\n");
-			abort();
-		}
-		l->heap = h;
-		l->heap_cap = cap;
-	}
-	size_t i = l->heap_len++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!msg_less(m, &l->heap[p]))
-			break;
-		l->heap[i] = l->heap[p];
-		i = p;
-	}
-	l->heap[i] = *m;
-}
-
-static void heap_pop(struct link *l, struct link_msg *out)
-{
-	*out = l->heap[0];
-	struct link_msg last = l->heap[--l->heap_len];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= l->heap_len)
-			break;
-		if (c + 1 < l->heap_len && msg_less(&l->heap[c + 1], &l->heap[c]))
-			c++;
-		if (!msg_less(&l->heap[c], &last))
-			break;
-		l->heap[i] = l->heap[c];
-		i = c;
-	}
-	if (l->heap_len)
-		l->heap[i] = last;
-}
-
 /* ---- the cms' io ------------------------------------------------------------------ */
+
+static _Noreturn void out_of_memory(void)
+{
+	fprintf(stderr, "cm_link: out of memory\n");
+	abort();
+}
+
+static void on_arrival(void *ctx, uint64_t arg, uint64_t now);
 
 static void schedule(struct link *l, unsigned from, unsigned to, const uint8_t *mad, bool copy)
 {
 	const struct link_faults *f = &l->faults[from][to];
-	uint64_t t = l->now + f->delay_ns + (f->jitter_ns ? link_random_below(l, f->jitter_ns + 1) : 0);
+	uint64_t t = l->eng.now + f->delay_ns + (f->jitter_ns ? link_random_below(l, f->jitter_ns + 1) : 0);
 	if (t < l->fifo_tail[from][to])
 		t = l->fifo_tail[from][to];
 	if (!copy)
@@ -149,9 +114,14 @@ static void schedule(struct link *l, unsigned from, unsigned to, const uint8_t *
 		t += 1 + link_random_below(l, f->reorder_ns);
 		l->stats.reordered++;
 	}
-	struct link_msg m = { .time = t, .seq = l->seq++, .from = (int)from, .to = (int)to };
-	memcpy(m.mad, mad, 256);
-	heap_push(l, &m);
+	struct link_msg *m = malloc(sizeof(*m));
+	if (!m)
+		out_of_memory();
+	m->from = from;
+	m->to = to;
+	memcpy(m->mad, mad, 256);
+	if (sim_at(&l->eng, t, on_arrival, l, (uint64_t)(uintptr_t)m))
+		out_of_memory();
 }
 
 static void link_send(void *ctx, const uint8_t dgid[16], const uint8_t mad[256])
@@ -169,7 +139,7 @@ static void link_send(void *ctx, const uint8_t dgid[16], const uint8_t mad[256])
 	}
 	uint8_t copy[256];
 	memcpy(copy, mad, 256);
-	if (l->tap && !l->tap(l->tap_arg, nd->idx, to, l->now, copy)) {
+	if (l->tap && !l->tap(l->tap_arg, nd->idx, to, l->eng.now, copy)) {
 		l->stats.tapped++;
 		return;
 	}
@@ -195,7 +165,7 @@ static void link_event_cb(void *ctx, const struct cm_event *ev)
 	struct link_event e;
 	memset(&e, 0, sizeof(e));
 	e.node = nd->idx;
-	e.time = l->now;
+	e.time = l->eng.now;
 	e.ev = *ev;
 	e.local_comm_id = cm_id_local_comm_id(ev->id);
 	if (ev->private_data) {
@@ -210,14 +180,14 @@ static void link_event_cb(void *ctx, const struct cm_event *ev)
 		memcpy(e.info, ev->u.sidr_rep.info, ev->u.sidr_rep.info_len);
 		e.ev.u.sidr_rep.info = e.info;
 	}
-	hash_u64(l, l->now);
+	hash_u64(l, l->eng.now);
 	hash_u64(l, nd->idx);
 	hash_u64(l, ev->type);
 	hash_u64(l, e.local_comm_id);
 	if (ev->private_data)
 		hash_bytes(l, ev->private_data, ev->private_data_len);
 	if (l->verbose)
-		fprintf(stderr, "[%12llu] node %u event %s id 0x%08x\n", (unsigned long long)l->now, nd->idx,
+		fprintf(stderr, "[%12llu] node %u event %s id 0x%08x\n", (unsigned long long)l->eng.now, nd->idx,
 			cm_event_name(ev->type), e.local_comm_id);
 	if (l->hook)
 		l->hook(l->hook_arg, &e);
@@ -253,7 +223,7 @@ static void link_trace_cb(void *ctx, const char *line)
 		hash_bytes(l, line, strlen(line));
 	}
 	if (l->verbose)
-		fprintf(stderr, "[%12llu] node %u %s\n", (unsigned long long)l->now, nd->idx, line);
+		fprintf(stderr, "[%12llu] node %u %s\n", (unsigned long long)l->eng.now, nd->idx, line);
 }
 
 /* ---- lifetime -------------------------------------------------------------------- */
@@ -269,6 +239,7 @@ struct link *link_create(uint64_t seed, unsigned n, const struct cm_config *cfg)
 	l->hash = 0xcbf29ce484222325ull;
 	l->trace_transitions = true;
 	prng_seed(l->rng, seed);
+	sim_engine_init(&l->eng);
 	struct link_faults clean = { .delay_ns = 1000 };
 	link_set_faults(l, &clean);
 	struct cm_config base;
@@ -301,6 +272,13 @@ struct link *link_create(uint64_t seed, unsigned n, const struct cm_config *cfg)
 	return l;
 }
 
+/* sim_clear's callback: a MAD still in flight (an alarm has no record). */
+static void free_msg(const struct sim_event *ev, void *ctx)
+{
+	(void)ctx;
+	free((struct link_msg *)(uintptr_t)ev->arg);
+}
+
 void link_destroy(struct link *l)
 {
 	if (!l)
@@ -309,7 +287,8 @@ void link_destroy(struct link *l)
 		cm_destroy(l->node[i].cm);
 		free(l->node[i].q);
 	}
-	free(l->heap);
+	sim_clear(&l->eng, free_msg, NULL);
+	sim_engine_free(&l->eng);
 	free(l);
 }
 
@@ -359,13 +338,22 @@ void link_verbose(struct link *l, bool on)
 
 uint64_t link_now(const struct link *l)
 {
-	return l->now;
+	return l->eng.now;
+}
+
+/* An alarm's event: nothing to do; its running is a step, after which
+ * link_run_until asks the predicate again. */
+static void on_alarm(void *ctx, uint64_t arg, uint64_t now)
+{
+	(void)ctx;
+	(void)arg;
+	(void)now;
 }
 
 void link_alarm(struct link *l, uint64_t t)
 {
-	struct link_msg m = { .time = t, .seq = l->seq++, .from = -1, .to = -1 };
-	heap_push(l, &m);
+	if (sim_at(&l->eng, t, on_alarm, l, 0))
+		out_of_memory();
 }
 
 uint64_t link_trace_hash(const struct link *l)
@@ -380,7 +368,7 @@ const struct link_stats *link_stats(const struct link *l)
 
 size_t link_in_flight(const struct link *l)
 {
-	return l->heap_len;
+	return sim_pending(&l->eng);
 }
 
 bool link_pop_event(struct link *l, unsigned node, struct link_event *out)
@@ -410,15 +398,15 @@ unsigned link_pending_events(const struct link *l, unsigned node)
 static void deliver(struct link *l, unsigned from, unsigned to, const uint8_t *mad, size_t len)
 {
 	l->stats.delivered++;
-	hash_u64(l, l->now);
+	hash_u64(l, l->eng.now);
 	hash_u64(l, from);
 	hash_u64(l, to);
 	hash_bytes(l, mad, len);
 	if (l->verbose) {
 		const char *name = len >= 18 ? wire_cm_attr_name((uint16_t)(mad[16] << 8 | mad[17])) : NULL;
-		fprintf(stderr, "[%12llu] %u -> %u %s\n", (unsigned long long)l->now, from, to, name ? name : "?");
+		fprintf(stderr, "[%12llu] %u -> %u %s\n", (unsigned long long)l->eng.now, from, to, name ? name : "?");
 	}
-	cm_receive(l->node[to].cm, l->node[from].gid, mad, len, l->now);
+	cm_receive(l->node[to].cm, l->node[from].gid, mad, len, l->eng.now);
 }
 
 void link_inject(struct link *l, unsigned from, unsigned to, const uint8_t *mad, size_t len)
@@ -439,27 +427,36 @@ static uint64_t next_timer(struct link *l, unsigned *who)
 	return t;
 }
 
-/* One step: the earliest MAD/alarm or timer.  False when nothing is left
- * or the next thing is after `limit`. */
+/* A MAD's delivery event (the engine's argument: its record). */
+static void on_arrival(void *ctx, uint64_t arg, uint64_t now)
+{
+	struct link *l = ctx;
+	struct link_msg *m = (struct link_msg *)(uintptr_t)arg;
+	(void)now;              /* the engine's clock, l->eng.now */
+	deliver(l, m->from, m->to, m->mad, sizeof(m->mad));
+	free(m);
+}
+
+/* One step: the engine's next event (a MAD or an alarm; it wins a tie)
+ * or the earliest cm timer.  False when nothing is left or the next
+ * thing is after `limit`. */
 static bool step(struct link *l, uint64_t limit)
 {
 	unsigned who = 0;
 	uint64_t tt = next_timer(l, &who);
-	uint64_t tm = l->heap_len ? l->heap[0].time : UINT64_MAX;
-	uint64_t t = tm <= tt ? tm : tt;
+	uint64_t te = sim_next_time(&l->eng);
+	uint64_t t = te <= tt ? te : tt;
 	if (t == UINT64_MAX || t > limit)
 		return false;
-	if (t > l->now)
-		l->now = t;
-	if (tm <= tt) {
-		struct link_msg m;
-		heap_pop(l, &m);
-		if (m.from >= 0)
-			deliver(l, (unsigned)m.from, (unsigned)m.to, m.mad, 256);
+	if (te <= tt) {
+		sim_step(&l->eng);
 	} else {
-		hash_u64(l, l->now);
+		/* No event is due by tt: this only moves the clock (a
+		 * deadline in the past fires now). */
+		sim_run_until(&l->eng, tt);
+		hash_u64(l, l->eng.now);
 		hash_u64(l, 0x7100 + who);
-		cm_advance(l->node[who].cm, l->now);
+		cm_advance(l->node[who].cm, l->eng.now);
 	}
 	return true;
 }
@@ -468,13 +465,14 @@ static uint64_t next_time(struct link *l)
 {
 	unsigned who = 0;
 	uint64_t tt = next_timer(l, &who);
-	uint64_t tm = l->heap_len ? l->heap[0].time : UINT64_MAX;
-	return tm < tt ? tm : tt;
+	uint64_t te = sim_next_time(&l->eng);
+	return te < tt ? te : tt;
 }
 
 enum link_run link_run_until(struct link *l, bool (*pred)(void *arg), void *arg, uint64_t max_ns)
 {
-	uint64_t limit = l->now + max_ns < l->now ? UINT64_MAX : l->now + max_ns;
+	uint64_t now = l->eng.now;
+	uint64_t limit = now + max_ns < now ? UINT64_MAX : now + max_ns;
 	for (;;) {
 		if (pred && pred(arg))
 			return LINK_DONE;
@@ -488,7 +486,7 @@ enum link_run link_run_until(struct link *l, bool (*pred)(void *arg), void *arg,
 		if (t == UINT64_MAX)
 			return LINK_IDLE;
 		if (t > limit) {
-			l->now = limit;
+			sim_run_until(&l->eng, limit);  /* nothing due: the clock only */
 			return LINK_TIMEOUT;
 		}
 	}
@@ -496,10 +494,10 @@ enum link_run link_run_until(struct link *l, bool (*pred)(void *arg), void *arg,
 
 void link_run_for(struct link *l, uint64_t ns)
 {
-	uint64_t limit = l->now + ns;
+	uint64_t limit = l->eng.now + ns;
 	while (step(l, limit))
 		;
-	l->now = limit;
+	sim_run_until(&l->eng, limit);  /* nothing is due by then: the clock only */
 }
 
 bool link_counters_consistent(struct link *l, unsigned node)

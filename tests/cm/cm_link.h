@@ -2,15 +2,16 @@
  * cm_link.h — a seeded, deterministic MAD "network" between N cm instances,
  * for the tests in tests/cm (the CM's counterpart of src/ports/pair).
  *
- * The link owns N cms and is every cm's cm_io.  A MAD one cm sends is
- * copied into an event queue ordered by delivery time (ties: a sequence
- * number), after the fault knobs had their say: loss (per message kind),
- * duplication, reordering (extra delay that lets later MADs pass), base
- * delay + jitter (a link stays FIFO under jitter), and an optional tap
- * that sees every MAD and may drop it.  link_run_until() moves a simulated
- * clock from event to event — the next delivery, the earliest cm timer or
- * a test alarm — so seconds of CM timeouts take microseconds, and nothing
- * depends on the host.
+ * It runs on the simulator's discrete-event engine (sim/engine.h), as
+ * ports/pair does: the link owns N cms and is every cm's cm_io, and a MAD
+ * one cm sends becomes one engine event, delivered in the engine's
+ * (time, sequence) order, after the fault knobs had their say: loss (per
+ * message kind), duplication, reordering (extra delay that lets later
+ * MADs pass), base delay + jitter (a link stays FIFO under jitter), and
+ * an optional tap that sees every MAD and may drop it.  The engine's
+ * clock is the link's: link_run_until() moves it from event to event —
+ * the next delivery, the earliest cm timer or a test alarm — so seconds
+ * of CM timeouts take microseconds, and nothing depends on the host.
  *
  * All randomness comes from one seeded PRNG; a run replays bit for bit
  * from its seed.  A trace hash (FNV-1a) over every delivered MAD, every
@@ -86,7 +87,8 @@ uint64_t link_random(struct link *l);
 uint64_t link_random_below(struct link *l, uint64_t n);
 double link_random_unit(struct link *l);
 
-/* Make the clock stop at `t` (the predicate then runs at that time). */
+/* Make the clock stop at `t` (the predicate then runs at that time; a
+ * time already past stops it now, after what is due now). */
 void link_alarm(struct link *l, uint64_t t);
 
 enum link_run { LINK_DONE, LINK_TIMEOUT, LINK_IDLE };
@@ -105,6 +107,7 @@ void link_inject(struct link *l, unsigned from, unsigned to, const uint8_t *mad,
 
 uint64_t link_trace_hash(const struct link *l);
 const struct link_stats *link_stats(const struct link *l);
+/* Engine events waiting: MADs in flight and alarms not yet reached. */
 size_t link_in_flight(const struct link *l);
 
 /* The identities of cm.h's counter comment; returns false and prints what
