@@ -10,13 +10,14 @@
  * round trips includes two wake-ups that neither perftest nor this program
  * pays.  A benchmark, not a test.
  *
- *   udp_pingpong server PORT [-T IDLE_SECONDS] [-R]
- *   udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP] [-R]
+ *   udp_pingpong server PORT [-T IDLE_SECONDS] [-R] [-a ADDR]
+ *   udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP] [-R] [-a ADDR]
  *
- * The server binds 127.0.0.1:PORT and sends every datagram back to its
+ * The server binds 127.0.0.1:PORT (or ADDR:PORT: between namespaces,
+ * bench/xdp_compare.sh) and sends every datagram back to its
  * sender until a zero-length datagram arrives (the client's "done"), or
  * until nothing has arrived for IDLE_SECONDS (default 30).  The client
- * sends to 127.0.0.1:PORT: WARMUP untimed round trips (default 1000),
+ * sends to 127.0.0.1:PORT (or ADDR:PORT): WARMUP untimed round trips (default 1000),
  * then ITERS timed ones (default 10000), and prints one line:
  *
  *   udp_pingpong: size=2 iters=10000 warmup=1000 rtt_p50_us=... \
@@ -76,8 +77,8 @@ static int64_t now_ns(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: udp_pingpong server PORT [-T IDLE_SECONDS] [-R]\n"
-			"       udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP] [-R]\n");
+	fprintf(stderr, "usage: udp_pingpong server PORT [-T IDLE_SECONDS] [-R] [-a ADDR]\n"
+			"       udp_pingpong client PORT [-s SIZE] [-n ITERS] [-w WARMUP] [-R] [-a ADDR]\n");
 	exit(2);
 }
 
@@ -116,13 +117,16 @@ static int udp_socket(void)
 	return fd;
 }
 
+/* The address both ends use: 127.0.0.1, or -a ADDR's. */
+static struct in_addr peer_addr = { .s_addr = 0 };
+
 static struct sockaddr_in loopback(int port)
 {
 	struct sockaddr_in a;
 	memset(&a, 0, sizeof a);
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_addr.s_addr = peer_addr.s_addr ? peer_addr.s_addr : htonl(INADDR_LOOPBACK);
 	return a;
 }
 
@@ -275,7 +279,7 @@ static int64_t round_trip(int fd, size_t size, uint16_t seq, long *resent)
 			return now_ns() - t0;
 		if (n < 0) {
 			if (errno == ECONNREFUSED) {
-				fprintf(stderr, "udp_pingpong: no server on 127.0.0.1\n");
+				fprintf(stderr, "udp_pingpong: no server on %s\n", inet_ntoa(loopback(0).sin_addr));
 				exit(1);
 			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -353,7 +357,12 @@ int main(int argc, char **argv)
 		if (i + 1 >= argc)
 			usage();
 		const char *opt = argv[i], *val = argv[++i];
-		if (is_server && strcmp(opt, "-T") == 0)
+		if (strcmp(opt, "-a") == 0) {
+			if (inet_pton(AF_INET, val, &peer_addr) != 1) {
+				fprintf(stderr, "udp_pingpong: -a %s: not an IPv4 address\n", val);
+				return 2;
+			}
+		} else if (is_server && strcmp(opt, "-T") == 0)
 			idle_s = parse_num(val, 1, 86400);
 		else if (!is_server && strcmp(opt, "-s") == 0)
 			size = parse_num(val, 2, MAX_SIZE);

@@ -5,7 +5,7 @@
 # crash, leak, sanitizer report or round-trip violation (the reproducer is
 # left in fuzz/artifacts/ of the build directory).
 #
-# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over the 9 targets)
+# usage: fuzz/run.sh [TOTAL_SECONDS]      (default 60, split over the targets)
 # env:   SOFTRNIC_VECTORS  capture dir (default tests/vectors/rxe)
 #        FUZZ_BUILD_DIR    build dir   (default build-fuzz in the source root)
 set -eu
@@ -13,8 +13,8 @@ total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 vectors=${SOFTRNIC_VECTORS:-$root/tests/vectors/rxe}
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
-targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib fuzz_wire_mad fuzz_cm fuzz_device fuzz_kv fuzz_nvmf fuzz_local_ring"
-per=$((total / 9))
+targets="fuzz_wire_eth fuzz_wire_ip fuzz_wire_ib fuzz_wire_mad fuzz_cm fuzz_device fuzz_kv fuzz_nvmf fuzz_local_ring fuzz_xdp_frame"
+per=$((total / $(echo $targets | wc -w)))
 [ "$per" -ge 1 ] || per=1
 
 mkdir -p "$build"
@@ -48,6 +48,7 @@ for t in $targets; do
 	[ "$t" = fuzz_kv ] && kind=ib           # any bytes will do as a start
 	[ "$t" = fuzz_nvmf ] && kind=ib
 	[ "$t" = fuzz_local_ring ] && kind=ib
+	[ "$t" = fuzz_xdp_frame ] && kind=eth
 	corpus=$work/corpus/${t#fuzz_}
 	mkdir -p "$corpus"
 	echo "== $t: ${per}s"

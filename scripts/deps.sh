@@ -19,6 +19,7 @@ PACKAGES=(
   python3 python3-scapy tshark         # independent decoders for the wire tests
   iproute2 procps                      # network namespaces for the two-host test
   nftables libbpf-dev python3-matplotlib # the ECN bottleneck experiment (scripts/congestion.sh)
+  libxdp-dev                           # the AF_XDP port (runtime/xdp_port.h), with libbpf-dev and clang
   iperf3 sockperf time                 # the kernel baselines of bench/perf_compare.sh
   linux-perf strace valgrind           # bench/perf_profile.sh
   redis-server redis-tools             # bench/kv_vs_redis.sh: Redis beside the key-value store

@@ -426,6 +426,21 @@ static void print_stats_at_exit(struct srt_device *dev, const struct srt_progres
 	       (unsigned long long)ps->acks_alone, (unsigned long long)paths.tx_errors, paths.sport_sockets,
 	       (unsigned long long)paths.sport_fallbacks);
 	(void)!write(STDERR_FILENO, line, len);
+	/* Each path's own packets, in the set's order of preference. */
+	const char *names[SRT_PATHS_MAX];
+	unsigned npaths = srt_paths_names(&dev->paths, names, SRT_PATHS_MAX);
+	len = 0;
+	append(line, sizeof(line), &len, "softrnic: paths:");
+	for (unsigned i = 0; i < npaths; i++) {
+		struct srt_path_stats one;
+
+		srt_paths_stats_of(&dev->paths, names[i], &one);
+		append(line, sizeof(line), &len, " %s tx=%llu rx=%llu dropped=%llu broken=%llu", names[i],
+		       (unsigned long long)one.tx_packets, (unsigned long long)one.rx_packets,
+		       (unsigned long long)one.tx_dropped, (unsigned long long)one.rx_broken);
+	}
+	append(line, sizeof(line), &len, "\n");
+	(void)!write(STDERR_FILENO, line, len);
 }
 
 static void destroy_device(struct srt_device *dev)
@@ -577,6 +592,8 @@ static struct srt_device *create_device(void)
 	/* The host-local paths, unless the capture wants every packet on
 	 * the socket or the environment says no (paths.h). */
 	srt_paths_open_local(&dev->paths, dev->rundir, dev->faults != NULL);
+	/* The AF_XDP port, if SOFTRNIC_XDP asks for it (xdp_port.h). */
+	srt_paths_open_xdp(&dev->paths);
 
 	dev->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->wake_fd < 0) {

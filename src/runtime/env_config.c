@@ -44,6 +44,8 @@ const struct srt_env_var srt_env_table[] = {
 	  "runtime/udp_port.c"),
 	T("SHARE", BOOL, 0, 0, NULL, "0: bind the address alone, not shared through softrnic-hostd",
 	  "runtime/udp_port.c"),
+	T("XDP", TEXT, 0, 0, NULL, "send and receive RoCEv2 through an AF_XDP socket on this interface",
+	  "runtime/paths.c"),
 	T("HOSTD", TEXT, 0, 0, NULL, "the softrnic-hostd program to start", "runtime/host_share.c"),
 	T("RUNTIME_DIR", TEXT, 0, 0, NULL, "the folder of the stats files and rings", "runtime/runtime_dir.c"),
 	/* The host-local path: runtime/local_path.c */

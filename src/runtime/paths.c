@@ -78,8 +78,43 @@ void srt_paths_open_local(struct srt_paths *ps, int rundir, bool faults_on)
 	ps->has_cheap = true;   /* the ring: received without a system call */
 }
 
+void srt_paths_open_xdp(struct srt_paths *ps)
+{
+	const char *ifname = getenv("SOFTRNIC_XDP");
+	char err[256];
+	struct srt_xdp *x;
+
+	if (!ifname || !*ifname)
+		return;
+	if (ps->udp.v6) {
+		fprintf(stderr, "softrnic: SOFTRNIC_XDP=%s: the AF_XDP port carries IPv4 only; using UDP sockets\n",
+			ifname);
+		return;
+	}
+	x = srt_xdp_open(ifname, ps->udp.addr, err, sizeof(err));
+	if (!x) {
+		fprintf(stderr, "softrnic: SOFTRNIC_XDP=%s: %s; using UDP sockets\n", ifname, err);
+		return;
+	}
+#ifdef SOFTRNIC_HAVE_XDP
+	struct rnic_gid gid;
+
+	srt_udp_gid(&ps->udp, &gid);
+	srt_path_xdp_init(&ps->xdp_path, x, &ps->udp, &gid);
+	ps->xdp_path.base.tap = ps->udp.tap;
+	ps->xdp = x;
+	/* Just ahead of UDP, which stays last. */
+	ps->list[ps->n] = ps->list[ps->n - 1];
+	ps->list[ps->n - 1] = &ps->xdp_path.base;
+	ps->n++;
+	ps->has_cheap = true;   /* the XDP socket's ring: received without a system call */
+#endif
+}
+
 void srt_paths_close(struct srt_paths *ps)
 {
+	srt_xdp_close(ps->xdp);
+	ps->xdp = NULL;
 	srt_local_close(ps->local);
 	ps->local = NULL;
 	srt_udp_close(&ps->udp);
@@ -93,6 +128,7 @@ void srt_paths_close_inherited(struct srt_paths *ps)
 {
 	srt_udp_close(&ps->udp);
 	ps->local = NULL;
+	ps->xdp = NULL;         /* the parent's: its program stays attached */
 	ps->n = 0;
 	ps->has_cheap = false;
 }
@@ -104,6 +140,7 @@ void srt_paths_reclaim(int rundir)
 
 void srt_paths_unlink(struct srt_paths *ps)
 {
+	srt_xdp_detach(ps->xdp);
 	srt_local_unlink(ps->local);
 }
 
@@ -254,9 +291,10 @@ int srt_paths_queue(struct srt_paths *ps, const struct rnic_tx *tx)
 bool srt_paths_payload_ref(const struct srt_paths *ps)
 {
 	/* Safe because the queue is sent at every unlock.  The host-local
-	 * paths copy each payload once, into the ring; UDP asks for copies
+	 * paths copy each payload once, into the ring, and the AF_XDP
+	 * port into its frame; UDP asks for copies
 	 * unless told otherwise (SRT_PATH_WANTS_COPY). */
-	return ps->udp.tx_payload_ref || ps->local;
+	return ps->udp.tx_payload_ref || ps->local || ps->xdp;
 }
 
 void srt_paths_choose_for_qp(struct srt_paths *ps, struct rnic *r, struct rnic_qp *qp)
@@ -376,6 +414,15 @@ void srt_paths_totals(const struct srt_paths *ps, struct srt_path_stats *s)
 		ps->list[i]->ops->stats(ps->list[i], &one);
 		add_stats(s, &one);
 	}
+}
+
+unsigned srt_paths_names(const struct srt_paths *ps, const char **names, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < ps->n && n < max; i++)
+		names[n++] = ps->list[i]->ops->name;
+	return n;
 }
 
 void srt_paths_stats_of(const struct srt_paths *ps, const char *name, struct srt_path_stats *s)

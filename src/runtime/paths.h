@@ -7,9 +7,10 @@
  *
  * The set always has the UDP port (it owns the address every path's
  * packets carry, and QP1's MADs go nowhere else); the host-local ring and
- * message paths join it when the environment allows (local_path.h).
- * Preference: message (for whole messages only), ring, UDP last, which
- * takes whatever the others do not.
+ * message paths join it when the environment allows (local_path.h), and
+ * the AF_XDP port when SOFTRNIC_XDP names an interface and it can be had
+ * (xdp_port.h).  Preference: message (for whole messages only), ring,
+ * AF_XDP, UDP last, which takes whatever the others do not.
  */
 #ifndef SOFTRNIC_RUNTIME_PATHS_H
 #define SOFTRNIC_RUNTIME_PATHS_H
@@ -22,8 +23,9 @@
 #include "runtime/rx_batch.h"
 #include "runtime/tx_queue.h"
 #include "runtime/udp_port.h"
+#include "runtime/xdp_port.h"
 
-#define SRT_PATHS_MAX 3
+#define SRT_PATHS_MAX 4
 
 /* A path that carried a packet this recently is active, and a polling
  * thread then reads the paths whose receive is a system call only this
@@ -42,11 +44,21 @@ struct srt_path_local {
 	struct rnic_gid gid;            /* our address, for ICRCs */
 };
 
+struct srt_path_xdp {
+	struct srt_path base;
+	struct srt_xdp *x;
+	struct srt_udp *u;              /* for packets too large for a frame */
+	struct rnic_gid gid;            /* our address */
+	uint64_t to_udp;                /* packets it gave the UDP port */
+};
+
 struct srt_paths {
 	struct srt_udp udp;             /* the port */
 	struct srt_local *local;        /* NULL: no host-local paths */
+	struct srt_xdp *xdp;            /* NULL: no AF_XDP port */
 	struct srt_path_udp udp_path;
 	struct srt_path_local ring_path, message_path;
+	struct srt_path_xdp xdp_path;
 	struct srt_path *list[SRT_PATHS_MAX];   /* in order of preference */
 	unsigned n;
 	bool has_cheap;                 /* a path receives without system calls */
@@ -71,6 +83,9 @@ int srt_paths_open(struct srt_paths *ps, char *err, size_t errlen);
  * rundir, the runtime directory; faults_on, our SOFTRNIC_FAULTS (its
  * peers then compute ICRCs, and no whole messages). */
 void srt_paths_open_local(struct srt_paths *ps, int rundir, bool faults_on);
+/* The AF_XDP port, if SOFTRNIC_XDP names an interface: on it, or with
+ * one line on stderr saying why not (the set goes on without it). */
+void srt_paths_open_xdp(struct srt_paths *ps);
 void srt_paths_close(struct srt_paths *ps);
 /* A child of fork(): closes the parent's sockets, leaves its memory (and
  * its ring's file) alone. */
@@ -79,7 +94,8 @@ void srt_paths_close_inherited(struct srt_paths *ps);
  * the runtime directory (their rings). */
 void srt_paths_reclaim(int rundir);
 /* At exit: removes what other processes could still find (our ring's
- * file), and nothing else. */
+ * file) and what steers packets to us (the AF_XDP port's program), and
+ * nothing else. */
 void srt_paths_unlink(struct srt_paths *ps);
 /* Every path shows what it sends to the tap (SOFTRNIC_PCAP). */
 void srt_paths_set_tap(struct srt_paths *ps, const struct srt_path_tap *tap);
@@ -133,12 +149,15 @@ bool srt_paths_arm(struct srt_paths *ps, bool sleeping);
 /* All paths' counters added up. */
 void srt_paths_totals(const struct srt_paths *ps, struct srt_path_stats *s);
 /* One path's, by its name (path.h); zeros if the set has none. */
+/* The names of the paths of the set, in order of preference; how many. */
+unsigned srt_paths_names(const struct srt_paths *ps, const char **names, unsigned max);
 void srt_paths_stats_of(const struct srt_paths *ps, const char *name, struct srt_path_stats *s);
 
 /* ---- the paths themselves (paths.c and the contract test make them) ---- */
 
 void srt_path_udp_init(struct srt_path_udp *pu, struct srt_udp *u);
 void srt_path_ring_init(struct srt_path_local *pl, struct srt_local *l, const struct rnic_gid *gid);
+void srt_path_xdp_init(struct srt_path_xdp *px, struct srt_xdp *x, struct srt_udp *u, const struct rnic_gid *gid);
 void srt_path_message_init(struct srt_path_local *pl, struct srt_local *l, const struct rnic_gid *gid);
 /* Shared by the two host-local paths (path_ring.c). */
 void *srt_path_local_route(struct srt_path *p, const struct rnic_gid *dst, const uint8_t *bth, bool fresh);

@@ -1,0 +1,119 @@
+/*
+ * xdp_port.h — softrnic's AF_XDP port: RoCEv2 frames sent and received
+ * through an XDP socket on one named interface (SOFTRNIC_XDP=<ifname>),
+ * bypassing the kernel's IP and UDP stacks.  The AF_XDP path
+ * (path_xdp.c) is its implementation of the path contract (path.h).
+ *
+ * Opening: the socket is bound to queue 0 (if another process holds it,
+ * nothing else is touched), then libbpf attaches xdp_steer.bpf.c to the
+ * interface through a BPF link (the driver's mode where it has one, else
+ * generic; gone with the process however it ends), which steers IPv4 UDP
+ * 4791 for our address to the socket and passes everything else (ARP
+ * among it) to the kernel; a UMEM of
+ * SRT_XDP_FRAMES frames is shared between the receive side (the fill
+ * ring) and the transmit side (a free list); the socket is bound in
+ * zero-copy mode where the driver offers it, else in copy mode (veth,
+ * virtio-net).  It needs CAP_NET_ADMIN and CAP_BPF (or root) and an
+ * interface that takes XDP: without them srt_xdp_open says why, and the
+ * device uses its UDP socket as without SOFTRNIC_XDP.
+ *
+ * What the port does not do (trade-offs, stated): one queue only (an
+ * interface with several receive queues spreads RoCEv2 over them, and
+ * the others' packets go to the kernel: set it to one queue with
+ * `ethtool -L`); IPv4 destinations on the interface's own subnet only
+ * (others go by UDP: no gateway routing); frames of up to
+ * SRT_XDP_MAX_FRAME bytes (a larger packet goes by UDP); the neighbour's
+ * MAC address read from the kernel's table (/proc/net/arp), which the
+ * kernel fills while the first packets to a neighbour go by UDP.
+ */
+#ifndef SOFTRNIC_RUNTIME_XDP_PORT_H
+#define SOFTRNIC_RUNTIME_XDP_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <net/if.h>
+#include <netinet/in.h>
+
+#define SRT_XDP_FRAMES 4096u
+#define SRT_XDP_FRAME_SIZE 4096u
+#define SRT_XDP_RING 2048u              /* each of the four rings */
+/* The largest frame: a chunk less the headroom XDP keeps in front. */
+#define SRT_XDP_MAX_FRAME (SRT_XDP_FRAME_SIZE - 256u)
+#define SRT_XDP_NEIGHBOURS 64u
+#define SRT_XDP_BUSY_WAIT_MS 500u       /* for a queue a dead process's socket holds */
+
+struct xsk_umem;
+struct xsk_socket;
+struct bpf_object;
+struct bpf_link;
+
+/* One neighbour's Ethernet address, as the kernel's table gave it. */
+struct srt_xdp_neighbour {
+	uint32_t ip;                    /* network order; 0: unused slot */
+	uint8_t mac[6];
+	bool known;
+	uint64_t looked_ns;             /* when the table was last read for it */
+};
+
+struct srt_xdp_rings;                   /* the four rings (xdp_port.c) */
+
+struct srt_xdp {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	struct in_addr addr, mask;      /* ours, and our subnet's */
+	uint8_t mac[6];
+	bool zerocopy;                  /* how the socket is bound */
+	int fd;                         /* the XDP socket */
+	struct bpf_object *obj;         /* the steering program and its maps */
+	struct bpf_link *link;          /* its attachment to the interface */
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct srt_xdp_rings *rings;
+	uint8_t *area;                  /* the UMEM */
+	/* Transmit frames not in use (addresses in the UMEM). */
+	uint64_t free_tx[SRT_XDP_FRAMES / 2];
+	unsigned nfree_tx;
+	unsigned tx_unsent;             /* submitted, not yet kicked */
+	/* Received frames handed out in a batch, until recv_done. */
+	uint64_t held[SRT_XDP_RING];
+	unsigned nheld;
+	struct srt_xdp_neighbour neigh[SRT_XDP_NEIGHBOURS];
+	uint64_t tx_packets, rx_packets, tx_dropped, tx_kicks, rx_broken, rx_not_roce, neigh_misses;
+};
+
+/* Opens the port on ifname for our address addr (which the interface
+ * must hold).  NULL, with one line in err saying why. */
+struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, char *err, size_t errlen);
+void srt_xdp_close(struct srt_xdp *x);
+/* The program off the interface (the socket stays): at exit, when the
+ * process ends without closing its device, so that the packets that
+ * still come go to the kernel, where the UDP socket takes them, while
+ * the process finishes exiting. */
+void srt_xdp_detach(struct srt_xdp *x);
+
+/* The neighbour's MAC address, or NULL: not on our subnet, or not (yet)
+ * in the kernel's table (looked at again after a millisecond; fresh:
+ * look now). */
+const uint8_t *srt_xdp_neighbour(struct srt_xdp *x, uint32_t ip, bool fresh, uint64_t now_ns);
+
+/* Transmit: a free frame's address, or UINT64_MAX (none free even after
+ * taking back what the kernel sent); queue a frame of len bytes; kick
+ * the kernel to send what was queued. */
+uint64_t srt_xdp_tx_frame(struct srt_xdp *x);
+bool srt_xdp_tx_queue(struct srt_xdp *x, uint64_t addr, uint32_t len);
+void srt_xdp_tx_kick(struct srt_xdp *x);
+
+/* Receive: up to max frames' addresses and lengths, held until
+ * srt_xdp_rx_release; the number. */
+unsigned srt_xdp_rx_peek(struct srt_xdp *x, uint64_t *addr, uint32_t *len, unsigned max);
+void srt_xdp_rx_release(struct srt_xdp *x);
+bool srt_xdp_rx_pending(const struct srt_xdp *x);
+
+static inline uint8_t *srt_xdp_data(const struct srt_xdp *x, uint64_t addr)
+{
+	return x->area + addr;
+}
+
+#endif

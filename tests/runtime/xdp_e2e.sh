@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# xdp_e2e.sh — softrnic's AF_XDP port (SOFTRNIC_XDP, runtime/xdp_port.h)
+# between two network namespaces joined by a veth pair, with unmodified
+# programs through the drop-in libraries: ibv_rc_pingpong, ibv_ud_pingpong,
+# ib_write_bw, ib_read_bw, ib_send_lat, rping (the CM over the port), and
+# ibv_rc_pingpong again with loss and reordering (SOFTRNIC_FAULTS).  Each
+# run must carry its RoCEv2 packets through the XDP socket (the paths
+# line of SOFTRNIC_STATS_AT_EXIT: xdp tx and rx above zero) and none of
+# its data through UDP; while the program is attached the kernel still
+# carries everything else (the TCP exchanges of the programs, a UDP
+# datagram to another port); when the processes end the XDP program is
+# gone from the interface.
+#
+# usage: tests/runtime/xdp_e2e.sh BUILD_DIR
+# Exit 77 (skipped, with the reason) when not root, or when the kernel or
+# the build cannot give softrnic an XDP socket (softrnic then says why and
+# uses UDP: that line is the reason given).
+set -uo pipefail
+BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
+LIB=$BUILD/lib
+[ "$(id -u)" = 0 ] || { echo "xdp_e2e: needs root (namespaces, XDP); skipped"; exit 77; }
+for t in ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw ib_send_lat rping; do
+	command -v "$t" >/dev/null || { echo "xdp_e2e: $t not installed; skipped"; exit 77; }
+done
+
+A=sxA-$$ B=sxB-$$ VA=sxa$$ VB=sxb$$
+NET=10.233.$(( $$ % 250 + 1 ))
+ADDR_A=$NET.1 ADDR_B=$NET.2
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+ip netns add "$A" && ip netns add "$B" &&
+	ip link add "$VA" type veth peer name "$VB" &&
+	ip link set "$VA" netns "$A" && ip link set "$VB" netns "$B" || { echo "xdp_e2e: cannot make the namespaces"; exit 1; }
+ip -n "$A" addr add "$ADDR_A/24" dev "$VA"; ip -n "$B" addr add "$ADDR_B/24" dev "$VB"
+for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
+ip -n "$A" link set "$VA" up; ip -n "$B" link set "$VB" up
+
+PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
+# run NS IFACE EXTRA_ENV... -- CMD...
+run() {
+	local ns=$1 ifc=$2; shift 2
+	local extra=()
+	while [ "$1" != "--" ]; do extra+=("$1"); shift; done
+	shift
+	ip netns exec "$ns" env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+		SOFTRNIC_RUNTIME_DIR="$WORK/rt-$ns" SOFTRNIC_LOCAL=0 SOFTRNIC_STATS_AT_EXIT=1 \
+		SOFTRNIC_IFACE="$ifc" SOFTRNIC_XDP="$ifc" ${extra[@]+"${extra[@]}"} timeout 60 "$@"
+}
+mkdir -p "$WORK/rt-$A" "$WORK/rt-$B"
+failed=0
+fail() { echo "xdp_e2e: FAIL $*"; failed=$((failed + 1)); }
+
+# The port's packets in a log: "xdp tx=N rx=M ... udp tx=K".
+check_paths() {
+	local name=$1 log=$2 line
+	line=$(grep 'softrnic: paths:' "$log" | tail -1)
+	if grep -q 'using UDP sockets' "$log"; then
+		echo "xdp_e2e: no AF_XDP port here: $(grep -m1 'using UDP sockets' "$log" | sed 's/^softrnic: //'); skipped"
+		exit 77
+	fi
+	[[ $line =~ xdp\ tx=([0-9]+)\ rx=([0-9]+) ]] || { fail "$name: no xdp path in '$line'"; return; }
+	local tx=${BASH_REMATCH[1]} rx=${BASH_REMATCH[2]}
+	[[ $line =~ udp\ tx=([0-9]+) ]] || { fail "$name: no udp path in '$line'"; return; }
+	local udp=${BASH_REMATCH[1]}
+	if [ "$tx" -eq 0 ] || [ "$rx" -eq 0 ]; then fail "$name: xdp tx=$tx rx=$rx"; return; fi
+	# The CM's MADs may go by either; a data run sends none by UDP.
+	if [ "${3:-data}" = data ] && [ "$udp" -ne 0 ]; then fail "$name: $udp packets by UDP"; return; fi
+	echo "xdp_e2e: $name: xdp tx=$tx rx=$rx, udp tx=$udp"
+}
+
+# pair NAME [ENV... --] SERVER_ARGS... -- CLIENT_ARGS... (client gets ADDR_A last)
+port=19000
+pair() {
+	local name=$1 kind=$2; shift 2
+	local env=() srv=()
+	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+	shift
+	if [ "${srv[0]}" = ENV ]; then env=("${srv[@]:1}"); srv=(); while [ "$1" != "--" ]; do srv+=("$1"); shift; done; shift; fi
+	port=$((port + 1))
+	run "$A" "$VA" ${env[@]+"${env[@]}"} -- "${srv[@]//PORT/$port}" >"$WORK/$name.srv" 2>&1 &
+	local s=$!; PIDS+=("$s")
+	local rc=1
+	for _ in $(seq 40); do
+		sleep 0.25
+		run "$B" "$VB" ${env[@]+"${env[@]}"} -- "${@//PORT/$port}" >"$WORK/$name.cli" 2>&1 && { rc=0; break; }
+		grep -qi "couldn't connect\|failed to connect\|unable to connect\|connection refused" "$WORK/$name.cli" || break
+	done
+	wait "$s"; local rs=$?
+	if [ "$rc" != 0 ] || [ "$rs" != 0 ]; then
+		check_paths "$name" "$WORK/$name.srv" "$kind"   # skips if the port could not be had
+		fail "$name: client $rc, server $rs"
+		sed 's/^/  [server] /' "$WORK/$name.srv" | tail -15; sed 's/^/  [client] /' "$WORK/$name.cli" | tail -15
+		return
+	fi
+	check_paths "$name (server)" "$WORK/$name.srv" "$kind"
+	check_paths "$name (client)" "$WORK/$name.cli" "$kind"
+}
+
+pair rc_pingpong data ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p PORT -- ibv_rc_pingpong -g 0 -s 4096 -n 1000 -p PORT "$ADDR_A"
+grep -q "8192000 bytes in" "$WORK/rc_pingpong.cli" || fail "rc_pingpong: no byte count"
+pair ud_pingpong data ibv_ud_pingpong -g 0 -s 1024 -n 1000 -p PORT -- ibv_ud_pingpong -g 0 -s 1024 -n 1000 -p PORT "$ADDR_A"
+pair write_bw data ib_write_bw -x 0 -F -s 65536 -n 500 -p PORT -- ib_write_bw -x 0 -F -s 65536 -n 500 -p PORT "$ADDR_A"
+pair read_bw data ib_read_bw -x 0 -F -s 65536 -n 500 -p PORT -- ib_read_bw -x 0 -F -s 65536 -n 500 -p PORT "$ADDR_A"
+pair send_lat data ib_send_lat -x 0 -F -s 2 -n 2000 -p PORT -- ib_send_lat -x 0 -F -s 2 -n 2000 -p PORT "$ADDR_A"
+pair rping cm rping -s -a "$ADDR_A" -C 50 -S 1024 -p PORT -- rping -c -a "$ADDR_A" -C 50 -S 1024 -p PORT -v
+grep -q "ping data" "$WORK/rping.cli" || fail "rping: no data"
+# Loss and reordering of what arrives, both ends: Go-Back-N / selective
+# repeat over the port.
+pair loss data ENV SOFTRNIC_FAULTS=loss=0.02,reorder=0.02,seed=5 -- \
+	ibv_rc_pingpong -g 0 -s 4096 -n 500 -p PORT -- ibv_rc_pingpong -g 0 -s 4096 -n 500 -p PORT "$ADDR_A"
+grep -q "4096000 bytes in" "$WORK/loss.cli" || fail "loss: no byte count"
+grep -qE 'dropped_by_faults=[1-9]|fault[a-z_]*=[1-9]' "$WORK/loss.cli" "$WORK/loss.srv" ||
+	fail "loss: no packet was dropped by SOFTRNIC_FAULTS"
+
+# Every process ended through exit: no program stayed on the interfaces.
+gone() {
+	for ns in "$A:$VA" "$B:$VB"; do
+		if ip -n "${ns%%:*}" link show "${ns#*:}" | grep -q 'xdp'; then fail "$1: an XDP program stayed on ${ns#*:}"; fi
+	done
+}
+gone "after exit"
+# While attached, the kernel keeps what is not RoCEv2 for us: a UDP
+# datagram to another port gets through (the programs' TCP exchanges did
+# too).
+ip netns exec "$A" timeout 10 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 4792)); s.settimeout(8)
+print("got", s.recv(64))' "$ADDR_A" >"$WORK/udp.out" 2>&1 &
+u=$!; PIDS+=("$u")
+# (Not under timeout(1): $! is the program itself, to be killed below.)
+ip netns exec "$A" env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+	SOFTRNIC_RUNTIME_DIR="$WORK/rt-$A" SOFTRNIC_LOCAL=0 SOFTRNIC_IFACE="$VA" SOFTRNIC_XDP="$VA" \
+	ibv_rc_pingpong -g 0 -n 2000 -p 19999 >"$WORK/hold.srv" 2>&1 &
+h=$!; PIDS+=("$h")
+sleep 0.5
+ip netns exec "$B" python3 -c '
+import socket, sys
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"not roce", (sys.argv[1], 4792))' "$ADDR_A"
+wait "$u"
+grep -q "not roce" "$WORK/udp.out" || fail "a UDP datagram to port 4792 did not reach the kernel while the program was attached"
+ip -n "$A" link show "$VA" | grep -q xdp || fail "no XDP program on $VA while a softrnic process had the port"
+# Killed, a process leaves nothing behind: the kernel took its program
+# off with its last descriptor, and the queue is free for the next one.
+kill -KILL "$h"; wait "$h" 2>/dev/null
+pair after_kill data ibv_rc_pingpong -g 0 -s 1024 -n 200 -p PORT -- ibv_rc_pingpong -g 0 -s 1024 -n 200 -p PORT "$ADDR_A"
+gone "after the killed process's successor"
+if [ "$failed" -ne 0 ]; then echo "xdp_e2e: $failed failures (logs were in $WORK)"; exit 1; fi
+echo "xdp_e2e: all passed"
