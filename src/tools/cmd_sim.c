@@ -5,10 +5,10 @@
  * The table below describes sim's commands (run, topo, gen, fct, exp)
  * and their options for tools/cli_parse.h: softrnic.c's parse answers
  * their --help and refuses a bad value (`sim exp gbn-loss --seed abc`)
- * with one line before the simulator sees argv; sim_cli (sim_cli.c)
- * then reads the same words with its own tables and runs the command.
- * Trade-off: two tables to keep in step; sim_cli's would go once it
- * reads the parsed values (cli_args) instead of argv.
+ * with one line before the simulator runs; sim_cli (sim_cli.c) takes
+ * the parsed values (cli_args), checks what this table cannot say (a
+ * rate's units, a text's length, the simulator's own ranges) and runs
+ * the command.
  */
 #include "tools/commands.h"
 #include "tools/sim_cli.h"
@@ -79,5 +79,5 @@ const struct cli_cmd sim_cli_commands[] = {
 
 int cmd_sim(const struct cli_args *a)
 {
-	return sim_cli(a->nrest, a->rest);
+	return sim_cli(a);
 }

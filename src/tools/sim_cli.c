@@ -1,17 +1,18 @@
 /*
- * sim_cli.c — the command line of `softrnic sim` (cmd_sim.c calls
- * sim_cli): its subcommands run, topo, gen, fct and exp, each parsed
- * here and handed to the simulator's library (src/sim: hpcc.h, gen.h,
+ * sim_cli.c — `softrnic sim`'s commands run, topo, gen, fct and exp,
+ * from the words cli_parse (cli_parse.h) has already read against
+ * cmd_sim.c's table, to the simulator's library (src/sim: hpcc.h, gen.h,
  * fct.h, exp.h), which does no parsing of its own.
  *
- * Each subcommand is a row of SUBCOMMANDS: its positional arguments and a
- * table of options (struct opt: name, kind, where the value goes, its
- * range).  -h or --help anywhere prints the subcommand's help on stdout
- * and exits 0 before anything else happens.  Values are read strictly:
- * a number is all digits (or a whole decimal for the real ones), in its
- * option's range; a refused value gets one line naming it and why, exit
- * 2.  The tables are plain data so that they can move to a shared parser
- * (one table per command) without touching the subcommands.
+ * cli_parse answers --help, refuses unknown options, missing values,
+ * wrong argument counts and numbers outside its ranges.  What it cannot
+ * say is checked here, on its values: each subcommand is a row of
+ * SUBCOMMANDS with a table of its options (struct opt: name, kind, where
+ * the value goes in the subcommand's own struct, its range), so a rate
+ * or a delay is one the files carry, a text fits its field, a number is
+ * in the range the simulator takes; a refused value gets one line naming
+ * it and why, exit 2.  The subcommand's positional arguments are
+ * cli_parse's.
  */
 #include "tools/sim_cli.h"
 
@@ -28,6 +29,7 @@
 #include "sim/fct.h"
 #include "sim/gen.h"
 #include "sim/hpcc.h"
+#include "tools/cli_parse.h"
 
 /* ---- strict values -------------------------------------------------------- */
 
@@ -112,10 +114,9 @@ struct opt {
 	size_t size;                    /* OPT_TEXT: the field's size */
 	double min, max;                /* numbers: the range accepted */
 	bool min_open;                  /* OPT_REAL: min itself refused */
-	const char *arg, *help;
 };
 
-#define END_OPTS { NULL, OPT_FLAG, 0, 0, 0, 0, false, NULL, NULL }
+#define END_OPTS { NULL, OPT_FLAG, 0, 0, 0, 0, false }
 
 static const char *kind_says(const struct opt *o)
 {
@@ -203,11 +204,7 @@ static int set_opt(const char *cmd, const struct opt *o, const char *v, void *op
 
 struct subcommand {
 	const char *name;
-	const char *synopsis;           /* after "softrnic sim NAME " */
-	const char *about;              /* help: what it does, what the positionals are */
 	const struct opt *opts;
-	unsigned min_pos, max_pos;      /* positional arguments */
-	size_t opts_size;               /* of its options struct */
 	void (*defaults)(void *opts);
 	int (*run)(void *opts, char **pos, unsigned npos);
 };
@@ -256,20 +253,13 @@ static int run_run(void *p, char **pos, unsigned npos)
 }
 
 static const struct opt RUN_OPTS[] = {
-	{ "--out", OPT_TEXT, offsetof(struct run_args, out), sizeof(((struct run_args *)0)->out), 0, 0, false, "DIR",
-	  "where the outputs go (sim-out/run)" },
-	{ "--seed", OPT_U64, offsetof(struct run_args, seed), 0, 0, (double)UINT64_MAX, false, "N",
-	  "the seed of every random draw (1)" },
-	{ "--sample-us", OPT_U64, offsetof(struct run_args, sample_us), 0, 1, 1e12, false, "N",
-	  "write queues.csv and throughput.csv every N us" },
-	{ "--trace-limit-mb", OPT_REAL, offsetof(struct run_args, trace_limit_mb), 0, 0, 1e9, true, "N",
-	  "stop those two files past N MB (1024)" },
-	{ "--flows", OPT_UNSIGNED, offsetof(struct run_args, flows), 0, 1, UINT32_MAX, false, "N",
-	  "read only the flow file's first N flows" },
-	{ "--threads", OPT_UNSIGNED, offsetof(struct run_args, threads), 0, 1, UINT32_MAX, false, "N",
-	  "the fabric in N partitions, a thread each (1)" },
-	{ "--partitions", OPT_UNSIGNED, offsetof(struct run_args, partitions), 0, 1, UINT32_MAX, false, "N",
-	  "N partitions, one after the other on one thread" },
+	{ "--out", OPT_TEXT, offsetof(struct run_args, out), sizeof(((struct run_args *)0)->out), 0, 0, false },
+	{ "--seed", OPT_U64, offsetof(struct run_args, seed), 0, 0, (double)UINT64_MAX, false },
+	{ "--sample-us", OPT_U64, offsetof(struct run_args, sample_us), 0, 1, 1e12, false },
+	{ "--trace-limit-mb", OPT_REAL, offsetof(struct run_args, trace_limit_mb), 0, 0, 1e9, true },
+	{ "--flows", OPT_UNSIGNED, offsetof(struct run_args, flows), 0, 1, UINT32_MAX, false },
+	{ "--threads", OPT_UNSIGNED, offsetof(struct run_args, threads), 0, 1, UINT32_MAX, false },
+	{ "--partitions", OPT_UNSIGNED, offsetof(struct run_args, partitions), 0, 1, UINT32_MAX, false },
 	END_OPTS,
 };
 
@@ -335,10 +325,9 @@ static int topo_run(void *p, char **pos, unsigned npos)
 }
 
 static const struct opt TOPO_OPTS[] = {
-	{ "--rate", OPT_RATE, offsetof(struct topo_args, rate), 0, 0, 0, false, "R", "host links (100Gbps)" },
-	{ "--core-rate", OPT_RATE, offsetof(struct topo_args, core_rate), 0, 0, 0, false, "R",
-	  "switch-to-switch links (--rate)" },
-	{ "--delay", OPT_DELAY, offsetof(struct topo_args, delay), 0, 0, 0, false, "D", "every link (1000ns)" },
+	{ "--rate", OPT_RATE, offsetof(struct topo_args, rate), 0, 0, 0, false },
+	{ "--core-rate", OPT_RATE, offsetof(struct topo_args, core_rate), 0, 0, 0, false },
+	{ "--delay", OPT_DELAY, offsetof(struct topo_args, delay), 0, 0, 0, false },
 	END_OPTS,
 };
 
@@ -375,14 +364,12 @@ static int gen_run(void *p, char **pos, unsigned npos)
 }
 
 static const struct opt GEN_OPTS[] = {
-	{ "--cdf", OPT_PATH, offsetof(struct gen_args, cdf), 0, 0, 0, false, "FILE",
-	  "flow sizes: \"bytes percent\" lines (data/cdf/)" },
-	{ "--hosts", OPT_UNSIGNED, offsetof(struct gen_args, hosts), 0, 2, SIM_TOPO_MAX_NODES, false, "N",
-	  "hosts 0 .. N-1" },
-	{ "--load", OPT_REAL, offsetof(struct gen_args, load), 0, 0, 1, true, "L", "offered load of each host link, in (0, 1]" },
-	{ "--bandwidth", OPT_RATE, offsetof(struct gen_args, bandwidth), 0, 0, 0, false, "R", "host links (100Gbps)" },
-	{ "--time", OPT_REAL, offsetof(struct gen_args, time), 0, 0, 1e6, true, "S", "arrivals over S seconds (0.1)" },
-	{ "--seed", OPT_U64, offsetof(struct gen_args, seed), 0, 0, (double)UINT64_MAX, false, "N", "the seed of every random draw (1)" },
+	{ "--cdf", OPT_PATH, offsetof(struct gen_args, cdf), 0, 0, 0, false },
+	{ "--hosts", OPT_UNSIGNED, offsetof(struct gen_args, hosts), 0, 2, SIM_TOPO_MAX_NODES, false },
+	{ "--load", OPT_REAL, offsetof(struct gen_args, load), 0, 0, 1, true },
+	{ "--bandwidth", OPT_RATE, offsetof(struct gen_args, bandwidth), 0, 0, 0, false },
+	{ "--time", OPT_REAL, offsetof(struct gen_args, time), 0, 0, 1e6, true },
+	{ "--seed", OPT_U64, offsetof(struct gen_args, seed), 0, 0, (double)UINT64_MAX, false },
 	END_OPTS,
 };
 
@@ -423,10 +410,8 @@ static int fct_run(void *p, char **pos, unsigned npos)
 }
 
 static const struct opt FCT_OPTS[] = {
-	{ "--step", OPT_UNSIGNED, offsetof(struct fct_args, step), 0, 1, 100, false, "PERCENT",
-	  "buckets of this many percent of the flows (5)" },
-	{ "--time-limit", OPT_U64, offsetof(struct fct_args, time_limit), 0, 0, (double)UINT64_MAX, false, "NS",
-	  "leave out flows that end later (3000000000)" },
+	{ "--step", OPT_UNSIGNED, offsetof(struct fct_args, step), 0, 1, 100, false },
+	{ "--time-limit", OPT_U64, offsetof(struct fct_args, time_limit), 0, 0, (double)UINT64_MAX, false },
 	END_OPTS,
 };
 
@@ -459,15 +444,12 @@ static int exp_run(void *p, char **pos, unsigned npos)
 }
 
 static const struct opt EXP_OPTS[] = {
-	{ "--quick", OPT_FLAG, offsetof(struct sim_exp_opts, quick), 0, 0, 0, false, NULL,
-	  "the short form (tests/sim runs it)" },
-	{ "--seed", OPT_U64, offsetof(struct sim_exp_opts, seed), 0, 0, (double)UINT64_MAX, false, "N", "the seed of every random draw (1)" },
-	{ "--out", OPT_TEXT, offsetof(struct sim_exp_opts, out), sizeof(((struct sim_exp_opts *)0)->out), 0, 0, false,
-	  "DIR", "where the outputs go (sim-out/NAME)" },
+	{ "--quick", OPT_FLAG, offsetof(struct sim_exp_opts, quick), 0, 0, 0, false },
+	{ "--seed", OPT_U64, offsetof(struct sim_exp_opts, seed), 0, 0, (double)UINT64_MAX, false },
+	{ "--out", OPT_TEXT, offsetof(struct sim_exp_opts, out), sizeof(((struct sim_exp_opts *)0)->out), 0, 0, false },
 	{ "--config", OPT_TEXT, offsetof(struct sim_exp_opts, config), sizeof(((struct sim_exp_opts *)0)->config), 0,
-	  0, false, "FILE", "hpcc-workload: this HPCC config.txt instead of data/hpcc's" },
-	{ "--flows", OPT_UNSIGNED, offsetof(struct sim_exp_opts, flows), 0, 1, UINT32_MAX, false, "N",
-	  "cc-compare: each flow file's first N flows" },
+	  0, false },
+	{ "--flows", OPT_UNSIGNED, offsetof(struct sim_exp_opts, flows), 0, 1, UINT32_MAX, false },
 	END_OPTS,
 };
 
@@ -480,119 +462,34 @@ union any_args {
 };
 
 static const struct subcommand SUBCOMMANDS[] = {
-	{ "run", "CONFIG [options]",
-	  "Run the experiment an HPCC simulator config.txt describes (its topology and flow files);\n"
-	  "write fct.txt, flows.csv, pfc.csv and summary.txt, and print the summary.",
-	  RUN_OPTS, 1, 1, sizeof(struct run_args), run_defaults, run_run },
-	{ "topo", "fat-tree K | leaf-spine LEAVES SPINES HOSTS_PER_LEAF | dumbbell HOSTS_PER_SIDE [options]",
-	  "Write a topology file in the HPCC simulator's format to standard output\n"
-	  "(fat-tree: K even, 2..28; hosts are the first nodes).",
-	  TOPO_OPTS, 2, 4, sizeof(struct topo_args), topo_defaults, topo_run },
-	{ "gen", "--cdf FILE --hosts N --load L [options]",
-	  "Write a flow file to standard output: sizes from the CDF, Poisson arrivals at each host\n"
-	  "offering load L of its link, destinations uniform among the other hosts.",
-	  GEN_OPTS, 0, 0, sizeof(struct gen_args), gen_defaults, gen_run },
-	{ "fct", "FCT_FILE [options]",
-	  "FCT slowdown by flow size from an FCT file, as HPCC's analysis/fct_analysis.py computes it.",
-	  FCT_OPTS, 1, 1, sizeof(struct fct_args), fct_defaults, fct_run },
-	{ "exp", "NAME [options]",
-	  "Run one of the simulator's experiments (docs/experiments.md) and print its summary.",
-	  EXP_OPTS, 1, 1, sizeof(struct sim_exp_opts), exp_defaults, exp_run },
+	{ "run", RUN_OPTS, run_defaults, run_run },
+	{ "topo", TOPO_OPTS, topo_defaults, topo_run },
+	{ "gen", GEN_OPTS, gen_defaults, gen_run },
+	{ "fct", FCT_OPTS, fct_defaults, fct_run },
+	{ "exp", EXP_OPTS, exp_defaults, exp_run },
 };
 #define NSUB (sizeof(SUBCOMMANDS) / sizeof(SUBCOMMANDS[0]))
 
-static void sub_help(const struct subcommand *c)
-{
-	printf("usage: softrnic sim %s %s\n\n%s\n", c->name, c->synopsis, c->about);
-	if (c->run == exp_run) {
-		printf("\nNAME:");
-		for (unsigned i = 0; sim_exp_name(i); i++)
-			printf(" %s", sim_exp_name(i));
-		printf("\n");
-	}
-	if (c->opts[0].name)
-		printf("\noptions:\n");
-	for (const struct opt *o = c->opts; o->name; o++) {
-		char left[48];
-		snprintf(left, sizeof(left), "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		printf("  %-22s %s\n", left, o->help);
-	}
-	printf("  %-22s %s\n", "-h, --help", "this help");
-}
-
-static void sim_help(void)
-{
-	printf("usage: softrnic sim COMMAND [ARGS]   the fabric simulator (docs/experiments.md)\n\ncommands:\n");
-	for (unsigned i = 0; i < NSUB; i++)
-		printf("  %s %s\n", SUBCOMMANDS[i].name, SUBCOMMANDS[i].synopsis);
-	printf("\nsoftrnic sim COMMAND --help says more.\n");
-}
-
-static bool is_help(const char *a)
-{
-	return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
-
-/* argv[0] is the subcommand's name. */
-static int sub_main(const struct subcommand *c, int argc, char **argv)
+int sim_cli(const struct cli_args *a)
 {
 	union any_args args;
-	char *pos[8];
-	unsigned npos = 0;
+	unsigned i = 0;
 
-	for (int i = 1; i < argc; i++)
-		if (is_help(argv[i])) {
-			sub_help(c);
-			return 0;
-		}
+	while (i < NSUB && strcmp(a->cmd->name, SUBCOMMANDS[i].name))
+		i++;
+	if (i == NSUB) {
+		fprintf(stderr, "softrnic sim: %s: not a command (run, topo, gen, fct or exp)\n", a->cmd->name);
+		return 2;
+	}
+	const struct subcommand *c = &SUBCOMMANDS[i];
 	memset(&args, 0, sizeof(args));
 	c->defaults(&args);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (a[0] == '-' && a[1]) {
-			const struct opt *o = c->opts;
-			while (o->name && strcmp(o->name, a))
-				o++;
-			if (!o->name) {
-				fprintf(stderr, "softrnic sim %s: %s: unknown option (softrnic sim %s --help)\n", c->name, a,
-					c->name);
-				return 2;
-			}
-			if (o->kind != OPT_FLAG && i + 1 == argc) {
-				fprintf(stderr, "softrnic sim %s: %s needs a value (%s)\n", c->name, a, o->arg);
-				return 2;
-			}
-			if (set_opt(c->name, o, o->kind == OPT_FLAG ? "" : argv[++i], &args))
-				return 2;
-			continue;
-		}
-		if (npos == c->max_pos) {
-			fprintf(stderr, "softrnic sim %s: %s: one argument too many (softrnic sim %s --help)\n", c->name, a,
-				c->name);
+	/* The options given, in the table's order (of a repeated option,
+	 * cli_parse keeps the last). */
+	for (const struct opt *o = c->opts; o->name; o++) {
+		const struct cli_val *v = cli_get(a, o->name);
+		if (v && set_opt(c->name, o, o->kind == OPT_FLAG ? "" : v->text, &args))
 			return 2;
-		}
-		pos[npos++] = argv[i];
 	}
-	if (npos < c->min_pos) {
-		fprintf(stderr, "softrnic sim %s: needs %s\n", c->name, c->synopsis);
-		return 2;
-	}
-	return c->run(&args, pos, npos);
-}
-
-int sim_cli(int argc, char **argv)
-{
-	if (argc < 2) {
-		fprintf(stderr, "softrnic sim: a command is needed: run, topo, gen, fct or exp (softrnic sim --help)\n");
-		return 2;
-	}
-	if (is_help(argv[1]) || !strcmp(argv[1], "help")) {
-		sim_help();
-		return 0;
-	}
-	for (unsigned i = 0; i < NSUB; i++)
-		if (!strcmp(argv[1], SUBCOMMANDS[i].name))
-			return sub_main(&SUBCOMMANDS[i], argc - 1, argv + 1);
-	fprintf(stderr, "softrnic sim: %s: not a command (run, topo, gen, fct or exp)\n", argv[1]);
-	return 2;
+	return c->run(&args, a->argv, (unsigned)a->argc);
 }

@@ -5,7 +5,11 @@
 #ifndef SOFTRNIC_TOOLS_SIM_CLI_H
 #define SOFTRNIC_TOOLS_SIM_CLI_H
 
-/* argv[0] is "sim"; the exit status (0, or 2 after one line). */
-int sim_cli(int argc, char **argv);
+struct cli_args;
+
+/* Runs the command cli_parse reached under `sim` (a->cmd: run, topo, gen,
+ * fct or exp) with its options and arguments; the exit status (0, or 2
+ * after one line). */
+int sim_cli(const struct cli_args *a);
 
 #endif
