@@ -28,6 +28,7 @@ static const char *const sport_modes[] = { "flow", "fixed", NULL };
 static const char *const cc_algos[] = { "dcqcn", "dctcp", "timely", NULL };
 static const char *const cc_profiles[] = { "mlx5", "paper", NULL };
 static const char *const crc_impls[] = { "generic", "vpclmulqdq-256", NULL };
+static const char *const xdp_modes[] = { "auto", "native", "generic", NULL };
 
 #define T(n, k, lo, hi, ch, what, reader) { "SOFTRNIC_" n, SRT_ENV_##k, lo, hi, ch, what, reader }
 #define TEST(n, what) T(n, NOT_LIB, 0, 0, NULL, what, "tests, scripts")
@@ -45,6 +46,8 @@ const struct srt_env_var srt_env_table[] = {
 	T("SHARE", BOOL, 0, 0, NULL, "0: bind the address alone, not shared through softrnic-hostd",
 	  "runtime/udp_port.c"),
 	T("XDP", TEXT, 0, 0, NULL, "send and receive RoCEv2 through an AF_XDP socket on this interface",
+	  "runtime/paths.c"),
+	T("XDP_MODE", CHOICE, 0, 0, xdp_modes, "the XDP program's mode: the driver's (native) or generic",
 	  "runtime/paths.c"),
 	T("HOSTD", TEXT, 0, 0, NULL, "the softrnic-hostd program to start", "runtime/host_share.c"),
 	T("RUNTIME_DIR", TEXT, 0, 0, NULL, "the folder of the stats files and rings", "runtime/runtime_dir.c"),

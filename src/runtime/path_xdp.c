@@ -56,7 +56,7 @@ static void *xdp_route(struct srt_path *p, const struct rnic_gid *dst, const uin
 	(void)bth;
 	if (!gid_ipv4(dst, &ip))
 		return NULL;
-	return (void *)srt_xdp_neighbour(self_of(p)->x, ip, fresh, now_ns());
+	return (void *)srt_xdp_neighbour(self_of(p)->x, ip, fresh, now_ns);
 }
 
 static bool xdp_needs_icrc(struct srt_path *p, void *dest)

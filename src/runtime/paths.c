@@ -91,7 +91,11 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 			ifname);
 		return;
 	}
-	x = srt_xdp_open(ifname, ps->udp.addr, err, sizeof(err));
+	const char *m = getenv("SOFTRNIC_XDP_MODE");
+	enum srt_xdp_mode mode = !m || !strcmp(m, "auto")  ? SRT_XDP_AUTO
+				 : !strcmp(m, "native")   ? SRT_XDP_NATIVE
+							  : SRT_XDP_GENERIC;    /* env_config.c checked */
+	x = srt_xdp_open(ifname, ps->udp.addr, mode, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "softrnic: SOFTRNIC_XDP=%s: %s; using UDP sockets\n", ifname, err);
 		return;
@@ -108,6 +112,10 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 	ps->list[ps->n - 1] = &ps->xdp_path.base;
 	ps->n++;
 	ps->has_cheap = true;   /* the XDP socket's ring: received without a system call */
+	/* The port's MTU is the largest whose packets fit a frame, so that
+	 * QPs made for it send nothing by UDP (xdp_port.h). */
+	if (ps->udp.active_mtu > SRT_XDP_IB_MTU)
+		ps->udp.active_mtu = SRT_XDP_IB_MTU;
 #endif
 }
 

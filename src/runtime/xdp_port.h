@@ -6,8 +6,8 @@
  *
  * Opening: the socket is bound to queue 0 (if another process holds it,
  * nothing else is touched), then libbpf attaches xdp_steer.bpf.c to the
- * interface through a BPF link (the driver's mode where it has one, else
- * generic; gone with the process however it ends), which steers IPv4 UDP
+ * interface through a BPF link (srt_xdp_mode; gone with the process
+ * however it ends), which steers IPv4 UDP
  * 4791 for our address to the socket and passes everything else (ARP
  * among it) to the kernel; a UMEM of
  * SRT_XDP_FRAMES frames is shared between the receive side (the fill
@@ -22,7 +22,9 @@
  * the others' packets go to the kernel: set it to one queue with
  * `ethtool -L`); IPv4 destinations on the interface's own subnet only
  * (others go by UDP: no gateway routing); frames of up to
- * SRT_XDP_MAX_FRAME bytes (a larger packet goes by UDP); the neighbour's
+ * SRT_XDP_MAX_FRAME bytes, so the port's active MTU is at most 2048
+ * (SRT_XDP_IB_MTU; a larger packet, of a QP told a larger MTU, goes by
+ * UDP); the neighbour's
  * MAC address read from the kernel's table (/proc/net/arp), which the
  * kernel fills while the first packets to a neighbour go by UDP.
  */
@@ -36,18 +38,23 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <infiniband/verbs.h>
+
 #define SRT_XDP_FRAMES 4096u
 #define SRT_XDP_FRAME_SIZE 4096u
 #define SRT_XDP_RING 2048u              /* each of the four rings */
 /* The largest frame: a chunk less the headroom XDP keeps in front. */
 #define SRT_XDP_MAX_FRAME (SRT_XDP_FRAME_SIZE - 256u)
+/* The largest IB MTU whose packets (headers, payload, ICRC) fit a frame
+ * with its Ethernet, IPv4 and UDP headers: 2048 (4096 would need frames
+ * that span two chunks, AF_XDP's multi-buffer mode). */
+#define SRT_XDP_IB_MTU IBV_MTU_2048
 #define SRT_XDP_NEIGHBOURS 64u
 #define SRT_XDP_BUSY_WAIT_MS 500u       /* for a queue a dead process's socket holds */
 
 struct xsk_umem;
 struct xsk_socket;
 struct bpf_object;
-struct bpf_link;
 
 /* One neighbour's Ethernet address, as the kernel's table gave it. */
 struct srt_xdp_neighbour {
@@ -67,7 +74,8 @@ struct srt_xdp {
 	bool zerocopy;                  /* how the socket is bound */
 	int fd;                         /* the XDP socket */
 	struct bpf_object *obj;         /* the steering program and its maps */
-	struct bpf_link *link;          /* its attachment to the interface */
+	int link_fd;                    /* its attachment (a BPF link), or -1 */
+	bool native;                    /* in the driver's XDP mode, not generic */
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	struct srt_xdp_rings *rings;
@@ -83,9 +91,15 @@ struct srt_xdp {
 	uint64_t tx_packets, rx_packets, tx_dropped, tx_kicks, rx_broken, rx_not_roce, neigh_misses;
 };
 
+/* The program's XDP mode (SOFTRNIC_XDP_MODE): auto, the driver's
+ * (native) mode where it has one except on veth, else generic; or one of
+ * the two only. */
+enum srt_xdp_mode { SRT_XDP_AUTO, SRT_XDP_NATIVE, SRT_XDP_GENERIC };
+
 /* Opens the port on ifname for our address addr (which the interface
  * must hold).  NULL, with one line in err saying why. */
-struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, char *err, size_t errlen);
+struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_xdp_mode mode, char *err,
+			     size_t errlen);
 void srt_xdp_close(struct srt_xdp *x);
 /* The program off the interface (the socket stays): at exit, when the
  * process ends without closing its device, so that the packets that
@@ -94,9 +108,9 @@ void srt_xdp_close(struct srt_xdp *x);
 void srt_xdp_detach(struct srt_xdp *x);
 
 /* The neighbour's MAC address, or NULL: not on our subnet, or not (yet)
- * in the kernel's table (looked at again after a millisecond; fresh:
- * look now). */
-const uint8_t *srt_xdp_neighbour(struct srt_xdp *x, uint32_t ip, bool fresh, uint64_t now_ns);
+ * in the kernel's table (looked at again after a millisecond, by the
+ * clock now_ns, read only then; fresh: look now). */
+const uint8_t *srt_xdp_neighbour(struct srt_xdp *x, uint32_t ip, bool fresh, uint64_t (*now_ns)(void));
 
 /* Transmit: a free frame's address, or UINT64_MAX (none free even after
  * taking back what the kernel sent); queue a frame of len bytes; kick
