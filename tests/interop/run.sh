@@ -15,6 +15,8 @@
 # Knobs: SOFTRNIC_INTEROP_ACCEL=tcg|kvm (default: KVM only if a short probe
 #   boots the kernel with it), SOFTRNIC_INTEROP_BUDGET=seconds for the cases
 #   (default 900; cases starting later are SKIP), SOFTRNIC_PRELOAD (sanitizer runtime),
+#   SOFTRNIC_INTEROP_XDP=1 (softrnic through its AF_XDP port on the
+#   bridge; a case whose softrnic end fell back to UDP fails),
 #   SOFTRNIC_INTEROP_FAKE_STALL=CASE (pretend the guest's NIC stalled in
 #   that case, to check that the guest is restarted and the case run again).
 #
@@ -381,6 +383,9 @@ restart_guest() {
 PRELOAD=${SOFTRNIC_PRELOAD:-$(ldd "$LIB/libibverbs.so.1" | awk '/lib(asan|clang_rt\.asan)/ { print $3; exit }')}
 HENV=(env LD_LIBRARY_PATH="$LIB" ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0
 	SOFTRNIC_ADDR="$HOST" SOFTRNIC_STATS_AT_EXIT=1 SOFTRNIC_PCAP_LIMIT=20M)
+# SOFTRNIC_INTEROP_XDP=1: softrnic's packets through its AF_XDP port on
+# the bridge (runtime/xdp_port.h) rather than its UDP socket.
+[ -n "${SOFTRNIC_INTEROP_XDP:-}" ] && HENV+=(SOFTRNIC_XDP="$BR")
 # HEXTRA: more settings for a case (the ipv6_* cases bind softrnic to HOST6).
 HEXTRA=()
 hrun() {     # hrun SECONDS CMD...: in the namespace, through softrnic
@@ -1204,6 +1209,15 @@ for CASE in "${CASES[@]}"; do
 			break
 		fi
 	done
+	# Through the AF_XDP port, a passing case must have gone by it.
+	if [ -n "${SOFTRNIC_INTEROP_XDP:-}" ] && [ "${VERDICT:-}" = PASS ]; then
+		if grep -qs 'using UDP sockets' "$LOGS/$CASE_FILE".softrnic-*.log; then
+			VERDICT=FAIL VERDICT_MSG="softrnic did not get its AF_XDP port: $(grep -hs -m1 'using UDP sockets' "$LOGS/$CASE_FILE".softrnic-*.log)"
+		elif grep -qs 'softrnic: paths:' "$LOGS/$CASE_FILE".softrnic-*.log &&
+			! grep -qsE 'paths: xdp tx=[1-9][0-9]* rx=[1-9]' "$LOGS/$CASE_FILE".softrnic-*.log; then
+			VERDICT=FAIL VERDICT_MSG="softrnic's packets did not go by its AF_XDP port"
+		fi
+	fi
 	verdict "${VERDICT:-FAIL}" "${VERDICT_MSG:-the case gave no verdict}"
 done
 summary
