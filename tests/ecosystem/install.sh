@@ -43,7 +43,13 @@ deb=$(bash "$SOURCE/scripts/package_deb.sh" "$BUILD" "$P") || fail "package_deb.
 # signal (Broken pipe)") failed the check now and then.
 dpkg-deb -f "$deb" Package Depends >"$work/fields.txt" || fail "dpkg-deb -f $deb"
 dpkg-deb -c "$deb" >"$work/contents.txt" || fail "dpkg-deb -c $deb"
-grep -q "^Depends: libc6, libdeflate0" "$work/fields.txt" || fail "Depends: $(cat "$work/fields.txt")"
+# libc6 first, then the libraries' packages found by dpkg -S, among them
+# libdeflate0 (the ICRC's CRC32) and, when built with the AF_XDP port,
+# libxdp1 and libbpf1.
+grep -q "^Depends: libc6, .*libdeflate0" "$work/fields.txt" || fail "Depends: $(cat "$work/fields.txt")"
+if ldd "$BUILD/lib/libibverbs.so.1" | grep -q libxdp; then
+	grep -q "^Depends: .*libbpf1.*libxdp1" "$work/fields.txt" || fail "Depends without libxdp1, libbpf1: $(cat "$work/fields.txt")"
+fi
 grep -q " ./usr/lib/softrnic/libibverbs.so.1 " "$work/contents.txt" || fail "no /usr/lib/softrnic/libibverbs.so.1 in $deb"
 grep -E " ./usr/lib/[^/]+\.so" "$work/contents.txt" && fail "a library directly in /usr/lib"
 grep -q " ./usr/share/man/man1/softrnic.1.gz$" "$work/contents.txt" || fail "no softrnic(1) in $deb"
