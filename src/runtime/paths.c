@@ -14,6 +14,7 @@
  * only when a path said at connect that its peer takes them.
  */
 #include "runtime/paths.h"
+#include "runtime/share_steer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -95,7 +96,12 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 	enum srt_xdp_mode mode = !m || !strcmp(m, "auto")  ? SRT_XDP_AUTO
 				 : !strcmp(m, "native")   ? SRT_XDP_NATIVE
 							  : SRT_XDP_GENERIC;    /* env_config.c checked */
-	x = srt_xdp_open(ifname, ps->udp.addr, mode, err, sizeof(err));
+	struct srt_xdp_steer steer = { .qpn_lo = 0, .qpn_hi = 1u << 24, .qp1 = true };
+	unsigned slot;
+	if (srt_paths_share_slot(ps, &slot))
+		steer = (struct srt_xdp_steer){ .qpn_lo = slot << SRT_SHARE_QPN_SHIFT,
+						.qpn_hi = (slot + 1) << SRT_SHARE_QPN_SHIFT, .qp1 = false };
+	x = srt_xdp_open(ifname, ps->udp.addr, &steer, mode, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "softrnic: SOFTRNIC_XDP=%s: %s; using UDP sockets\n", ifname, err);
 		return;

@@ -173,12 +173,14 @@ static int attach_program(struct srt_xdp *x, enum srt_xdp_mode mode, char *err, 
 }
 
 /* The program steers our address's RoCEv2 to our socket. */
-static int steer(struct srt_xdp *x, char *err, size_t errlen)
+static int steer_to_socket(struct srt_xdp *x, char *err, size_t errlen)
 {
 	struct bpf_object *obj = x->obj;
 	int xsks = bpf_object__find_map_fd_by_name(obj, "softrnic_xsks");
 	int addr = bpf_object__find_map_fd_by_name(obj, "softrnic_addr");
-	uint32_t zero = 0, ours = x->addr.s_addr;
+	uint32_t zero = 0;
+	struct { uint32_t addr, qpn_lo, qpn_hi, qp1; } ours = { x->addr.s_addr, x->steer.qpn_lo, x->steer.qpn_hi,
+							       x->steer.qp1 };  /* as xdp_steer.bpf.c's */
 	int e = xsks < 0 ? xsks : xsk_socket__update_xskmap(x->xsk, xsks);
 
 	if (!e)
@@ -186,6 +188,16 @@ static int steer(struct srt_xdp *x, char *err, size_t errlen)
 	if (e)
 		snprintf(err, errlen, "cannot steer %s's RoCEv2 to the XDP socket: %s", x->ifname, strerror(-e));
 	return -e;
+}
+
+/* Does a program on the interface say a live process holds its queue?
+ * (A process's program goes with it, through its link; its socket a
+ * little later.) */
+static bool held_by_live_process(const struct srt_xdp *x)
+{
+	uint32_t id = 0;
+
+	return bpf_xdp_query_id(x->ifindex, 0, &id) == 0 && id != 0;
 }
 
 static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
@@ -223,7 +235,7 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 			e = xsk_socket__create(&x->xsk, x->ifname, 0, x->umem, &r->rx, &r->tx, &sc);
 			sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
 		}
-		if (e != -EBUSY || waited >= SRT_XDP_BUSY_WAIT_MS)
+		if (e != -EBUSY || waited >= SRT_XDP_BUSY_WAIT_MS || held_by_live_process(x))
 			break;
 		usleep(10 * 1000);
 	}
@@ -250,8 +262,8 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 	return 0;
 }
 
-struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_xdp_mode mode, char *err,
-			     size_t errlen)
+struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const struct srt_xdp_steer *steer,
+			     enum srt_xdp_mode mode, char *err, size_t errlen)
 {
 	struct srt_xdp *x;
 	int e;
@@ -271,6 +283,7 @@ struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_x
 	x->link_fd = -1;
 	strcpy(x->ifname, ifname);
 	x->addr = addr;
+	x->steer = *steer;
 	/* The socket first: if another process holds the queue, the
 	 * interface's program is left as it is. */
 	e = find_interface(x, err, errlen);
@@ -279,7 +292,7 @@ struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_x
 	if (!e)
 		e = attach_program(x, mode, err, errlen);
 	if (!e)
-		e = steer(x, err, errlen);
+		e = steer_to_socket(x, err, errlen);
 	if (e) {
 		srt_xdp_close(x);
 		return NULL;

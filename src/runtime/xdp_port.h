@@ -56,6 +56,16 @@ struct xsk_umem;
 struct xsk_socket;
 struct bpf_object;
 
+/* What the program steers to the socket besides our address: the
+ * destination QPNs [qpn_lo, qpn_hi) (a process sharing the address owns
+ * its slot's range, share_steer.h; alone, all of them), and QP1's CM
+ * messages only when qp1 (alone: on a shared address softrnic-hostd
+ * hands each process its own). */
+struct srt_xdp_steer {
+	uint32_t qpn_lo, qpn_hi;
+	bool qp1;
+};
+
 /* One neighbour's Ethernet address, as the kernel's table gave it. */
 struct srt_xdp_neighbour {
 	uint32_t ip;                    /* network order; 0: unused slot */
@@ -70,6 +80,7 @@ struct srt_xdp {
 	char ifname[IF_NAMESIZE];
 	int ifindex;
 	struct in_addr addr, mask;      /* ours, and our subnet's */
+	struct srt_xdp_steer steer;
 	uint8_t mac[6];
 	bool zerocopy;                  /* how the socket is bound */
 	int fd;                         /* the XDP socket */
@@ -98,8 +109,8 @@ enum srt_xdp_mode { SRT_XDP_AUTO, SRT_XDP_NATIVE, SRT_XDP_GENERIC };
 
 /* Opens the port on ifname for our address addr (which the interface
  * must hold).  NULL, with one line in err saying why. */
-struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_xdp_mode mode, char *err,
-			     size_t errlen);
+struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const struct srt_xdp_steer *steer,
+			     enum srt_xdp_mode mode, char *err, size_t errlen);
 void srt_xdp_close(struct srt_xdp *x);
 /* The program off the interface (the socket stays): at exit, when the
  * process ends without closing its device, so that the packets that

@@ -7,11 +7,12 @@
 
 #include <stdio.h>
 
-struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, enum srt_xdp_mode mode, char *err,
-			     size_t errlen)
+struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const struct srt_xdp_steer *steer,
+			     enum srt_xdp_mode mode, char *err, size_t errlen)
 {
 	(void)ifname;
 	(void)addr;
+	(void)steer;
 	(void)mode;
 	snprintf(err, errlen, "this softrnic was built without AF_XDP support (libxdp, libbpf, clang)");
 	return NULL;

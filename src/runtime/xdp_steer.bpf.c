@@ -1,14 +1,19 @@
 /*
  * xdp_steer.bpf.c — the XDP program of softrnic's AF_XDP port
  * (xdp_port.c): on the interface it is attached to, IPv4 UDP datagrams
- * to port 4791 (RoCEv2) go to the AF_XDP socket bound to the queue they
- * arrived on; everything else, and RoCEv2 on a queue without a socket,
- * goes on to the kernel as if no program were there (XDP_PASS).
+ * to port 4791 (RoCEv2) addressed to softrnic's address and to a QP of
+ * the process (its QPN range; QP1 only if the process has the address
+ * alone) go to the AF_XDP socket bound to the queue they arrived on.
+ * Everything else — other addresses of the interface, multicast, the QPs
+ * and CM messages of other processes sharing the address (which
+ * softrnic-hostd's steering hands to their UDP sockets, share_steer.h),
+ * RoCEv2 on a queue without a socket — goes on to the kernel as if no
+ * program were there (XDP_PASS).
  *
  * Compiled with clang for the BPF target when softrnic is built with
  * AF_XDP support; the object is embedded in the runtime
- * (xdp_steer_obj.c, made by cmake/embed_file.cmake) and loaded with
- * libxdp, so no file needs to be found at run time.
+ * (xdp_steer_obj.c, made by scripts/cmake/embed_file.cmake) and loaded
+ * with libbpf, so no file needs to be found at run time.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -28,13 +33,18 @@ struct {
 	__type(value, __u32);
 } softrnic_xsks SEC(".maps");
 
-/* Entry 0: the address whose RoCEv2 is steered (network order); 0 while
- * the port is being set up: nothing is. */
+/* What is steered (xdp_port.c fills entry 0): the address (network
+ * order; 0 while the port is being set up: nothing), the destination
+ * QPNs [qpn_lo, qpn_hi), and whether QP1 is. */
+struct softrnic_steer {
+	__u32 addr, qpn_lo, qpn_hi, qp1;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct softrnic_steer);
 } softrnic_addr SEC(".maps");
 
 SEC("xdp")
@@ -45,20 +55,30 @@ int softrnic_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip;
 	struct udphdr *udp;
+	__u8 *bth;
+	__u32 zero = 0, qpn;
+	struct softrnic_steer *s;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
 		return XDP_PASS;
 	ip = (void *)(eth + 1);
 	/* A header with options, or a fragment, is the kernel's to handle
-	 * (softrnic never sends either; the AF_XDP port drops neither). */
+	 * (softrnic never sends either). */
 	if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP ||
 	    (ip->frag_off & bpf_htons(0x3fff)))
 		return XDP_PASS;
 	udp = (void *)(ip + 1);
 	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(ROCEV2_UDP_PORT))
 		return XDP_PASS;
-	__u32 zero = 0, *ours = bpf_map_lookup_elem(&softrnic_addr, &zero);
-	if (!ours || *ours != ip->daddr)
+	s = bpf_map_lookup_elem(&softrnic_addr, &zero);
+	if (!s || s->addr != ip->daddr)
+		return XDP_PASS;
+	/* The BTH's destination QP: bytes 5..7 (IBTA 9.2). */
+	bth = (void *)(udp + 1);
+	if ((void *)(bth + 8) > end)
+		return XDP_PASS;
+	qpn = (__u32)bth[5] << 16 | (__u32)bth[6] << 8 | bth[7];
+	if (qpn == 1 ? !s->qp1 : qpn < s->qpn_lo || qpn >= s->qpn_hi)
 		return XDP_PASS;
 	return bpf_redirect_map(&softrnic_xsks, ctx->rx_queue_index, XDP_PASS);
 }

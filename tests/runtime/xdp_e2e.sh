@@ -118,6 +118,32 @@ grep -q "4096000 bytes in" "$WORK/loss.cli" || fail "loss: no byte count"
 grep -qE 'dropped_by_faults=[1-9]|fault[a-z_]*=[1-9]' "$WORK/loss.cli" "$WORK/loss.srv" ||
 	fail "loss: no packet was dropped by SOFTRNIC_FAULTS"
 
+# Two processes on one address (shared through softrnic-hostd): the first
+# has the port, the second says it cannot have it and uses UDP, and the
+# program steers only the first one's QPs to it, so both pairs finish.
+for k in 1 2; do
+	run "$A" "$VA" -- ibv_rc_pingpong -g 0 -s 1024 -n 300 -p $((19100 + k)) >"$WORK/two$k.srv" 2>&1 &
+	PIDS+=($!); eval "s$k=\$!"
+	sleep 0.5
+done
+for k in 1 2; do
+	for _ in $(seq 20); do
+		run "$B" "$VB" -- ibv_rc_pingpong -g 0 -s 1024 -n 300 -p $((19100 + k)) "$ADDR_A" >"$WORK/two$k.cli" 2>&1 && break
+		grep -qi "couldn't connect" "$WORK/two$k.cli" || break
+		sleep 0.25
+	done &
+	PIDS+=($!); eval "c$k=\$!"
+	sleep 0.5
+done
+for p in "$s1" "$s2" "$c1" "$c2"; do wait "$p" || fail "two processes on one address: one of them failed"; done
+for k in 1 2; do
+	grep -q "614400 bytes in" "$WORK/two$k.cli" || fail "two processes on one address: pair $k did not finish"
+done
+grep -q 'paths: xdp tx=[1-9]' "$WORK/two1.srv" || fail "two processes on one address: the first has no AF_XDP port"
+grep -q 'another process has its queue 0' "$WORK/two2.srv" ||
+	fail "two processes on one address: the second did not say why it uses UDP"
+echo "xdp_e2e: two processes on one address: the first by AF_XDP, the second by UDP"
+
 # Every process ended through exit: no program stayed on the interfaces.
 gone() {
 	for ns in "$A:$VA" "$B:$VB"; do
