@@ -1209,12 +1209,15 @@ for CASE in "${CASES[@]}"; do
 			break
 		fi
 	done
-	# Through the AF_XDP port, a passing case must have gone by it.
+	# Through the AF_XDP port, a passing case must have gone by it (a
+	# second softrnic process of a case finds the port taken and uses
+	# UDP, as it should; the CM's messages come by the UDP socket on a
+	# shared address, so a CM-only case receives nothing by the port).
 	if [ -n "${SOFTRNIC_INTEROP_XDP:-}" ] && [ "${VERDICT:-}" = PASS ]; then
-		if grep -qs 'using UDP sockets' "$LOGS/$CASE_FILE".softrnic-*.log; then
+		if grep -hs 'using UDP sockets' "$LOGS/$CASE_FILE".softrnic-*.log | grep -qv 'another process has its queue 0'; then
 			VERDICT=FAIL VERDICT_MSG="softrnic did not get its AF_XDP port: $(grep -hs -m1 'using UDP sockets' "$LOGS/$CASE_FILE".softrnic-*.log)"
 		elif grep -qs 'softrnic: paths:' "$LOGS/$CASE_FILE".softrnic-*.log &&
-			! grep -qsE 'paths: xdp tx=[1-9][0-9]* rx=[1-9]' "$LOGS/$CASE_FILE".softrnic-*.log; then
+			! grep -qsE 'paths: xdp tx=[1-9]' "$LOGS/$CASE_FILE".softrnic-*.log; then
 			VERDICT=FAIL VERDICT_MSG="softrnic's packets did not go by its AF_XDP port"
 		fi
 	fi
