@@ -6,7 +6,19 @@
  * pieces copied once, under the guard, straight from where they lie (a
  * payload by reference from its memory region), and the ICRC computed
  * over the frame's real IPv4 header.  Frames leave at flush; what
- * arrives is read in place, in the frames, until recv_done.
+ * arrives is read in place, in the frames, until recv_done, its ICRC
+ * checked here over the real IPv4 header (all 32 bits: the ID is in
+ * the frame), so the device does not check it again.
+ *
+ * A frame whose ICRC does not match may be a GSO run of a kernel UDP
+ * sender on this host (softrnic over its UDP sockets: veth hands the
+ * run to generic XDP whole, one header before packets of one size, the
+ * last maybe shorter; the program passes the runs it can tell, longer
+ * than the MTU or of fixed-size opcodes, to the kernel).  So it is cut
+ * at the first length whose ICRC matches, as the run's first segment
+ * (IDs counting up from the frame's), and each piece checked.  That
+ * search costs up to a CRC per multiple of 4 below the frame's length,
+ * and is made only for a frame whose ICRC failed.
  *
  * A packet too large for a frame goes by the UDP port instead
  * (srt_udp_out_add), as does every packet to a destination this path
@@ -19,6 +31,13 @@
 
 #include "runtime/mem_guard.h"
 #include "runtime/xdp_frame.h"
+#include "wire/wire.h"
+
+/* Frames read per batch, and the most packets one frame may be cut into
+ * (a frame of SRT_XDP_MAX_FRAME bytes of the smallest packets, 16 bytes
+ * each): their product fits the batch (SRT_RX_PKTS). */
+#define SRT_XDP_RX_FRAMES 16u
+#define SRT_XDP_RUN_MAX ((SRT_RX_PKTS - SRT_XDP_RX_FRAMES) / SRT_XDP_RX_FRAMES)
 
 static struct srt_path_xdp *self_of(struct srt_path *p)
 {
@@ -121,15 +140,73 @@ static unsigned xdp_flush(struct srt_path *p)
 	return 0;
 }
 
+/* The ICRC of the RoCEv2 packet at ib (len bytes, ICRC included) as a
+ * lone datagram of the frame's addresses and port with IPv4 ID id. */
+static bool icrc_ok(const struct srt_xdp_frame *h, const uint8_t *ib, size_t len, uint16_t id)
+{
+	struct wire_ip ip;
+
+	if (len < WIRE_BTH_LEN + WIRE_ICRC_LEN)
+		return false;
+	memset(&ip, 0, sizeof(ip));
+	ip.version = 4;
+	ip.id = id;
+	ip.df = true;
+	ip.src[10] = ip.src[11] = ip.dst[10] = ip.dst[11] = 0xff;
+	memcpy(&ip.src[12], &h->src, 4);
+	memcpy(&ip.dst[12], &h->dst, 4);
+	return wire_icrc_udp_payload(&ip, h->sport, ib, len - WIRE_ICRC_LEN) == wire_icrc_load(ib + len - WIRE_ICRC_LEN);
+}
+
+static struct srt_rx_pkt *add_pkt(struct srt_rx_batch *b, unsigned *k, const struct srt_xdp_frame *h, uint8_t *ib,
+				  size_t len, uint16_t id, bool checked)
+{
+	struct srt_rx_pkt *pk = &b->pkt[(*k)++];
+
+	memset(pk, 0, sizeof(*pk));
+	pk->len = len;
+	pk->data = ib;
+	srt_ipv4_to_gid((struct in_addr){ h->src }, &pk->src);
+	srt_ipv4_to_gid((struct in_addr){ h->dst }, &pk->dst);
+	pk->sport = h->sport;
+	pk->tos = h->tos;
+	pk->ttl = h->ttl;
+	pk->seg_index = id;             /* the real ID: the device's ICRC check, a capture */
+	pk->no_icrc = checked;          /* checked here: not again */
+	return pk;
+}
+
+/* A frame whose ICRC failed, cut as a GSO run (above); the packets
+ * added, or 0: it is not one. */
+static unsigned split_run(struct srt_rx_batch *b, unsigned *k, unsigned room, const struct srt_xdp_frame *h,
+			  uint8_t *ib)
+{
+	size_t len = h->ib_len, s;
+	unsigned n = 0;
+
+	for (s = WIRE_BTH_LEN + WIRE_ICRC_LEN; s + WIRE_BTH_LEN + WIRE_ICRC_LEN <= len; s += 4)
+		if (icrc_ok(h, ib, s, h->ip_id))
+			break;
+	if (s + WIRE_BTH_LEN + WIRE_ICRC_LEN > len)
+		return 0;
+	for (size_t off = 0; off < len && n < room; off += s, n++) {
+		size_t seg = len - off < s ? len - off : s;
+		uint16_t id = (uint16_t)(h->ip_id + n);
+
+		add_pkt(b, k, h, ib + off, seg, id, icrc_ok(h, ib + off, seg, id));
+	}
+	return n;
+}
+
 static int xdp_recv(struct srt_path *p, struct srt_rx_batch *b)
 {
 	struct srt_xdp *x = self_of(p)->x;
-	uint64_t addr[SRT_RX_BATCH * 4];
-	uint32_t len[SRT_RX_BATCH * 4];
-	unsigned n = srt_xdp_rx_peek(x, addr, len, SRT_RX_BATCH * 4), k = 0;
+	uint64_t addr[SRT_XDP_RX_FRAMES];
+	uint32_t len[SRT_XDP_RX_FRAMES];
+	unsigned n = srt_xdp_rx_peek(x, addr, len, SRT_XDP_RX_FRAMES), k = 0;
 
 	b->dropped = 0;
-	b->drained = n < SRT_RX_BATCH * 4;
+	b->drained = n < SRT_XDP_RX_FRAMES;
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = srt_xdp_data(x, addr[i]);
 		struct srt_xdp_frame h;
@@ -142,16 +219,16 @@ static int xdp_recv(struct srt_path *p, struct srt_rx_batch *b)
 				x->rx_broken++;
 			continue;
 		}
-		struct srt_rx_pkt *pk = &b->pkt[k++];
-		memset(pk, 0, sizeof(*pk));
-		pk->len = h.ib_len;
-		pk->data = (uint8_t *)f + h.ib_off;
-		srt_ipv4_to_gid((struct in_addr){ h.src }, &pk->src);
-		srt_ipv4_to_gid((struct in_addr){ h.dst }, &pk->dst);
-		pk->sport = h.sport;
-		pk->tos = h.tos;
-		pk->ttl = h.ttl;
-		pk->seg_index = h.ip_id;        /* the ICRC check's ID: the real one */
+		uint8_t *ib = (uint8_t *)f + h.ib_off;
+		bool ok = h.ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN &&
+			  wire_icrc_ip(f + WIRE_ETH_LEN, WIRE_IPV4_LEN + WIRE_UDP_LEN + h.ib_len - WIRE_ICRC_LEN) ==
+				  wire_icrc_load(ib + h.ib_len - WIRE_ICRC_LEN);
+		/* Room for a run of the smallest packets this frame can hold. */
+		unsigned room = SRT_RX_PKTS - k;
+		if (ok || !split_run(b, &k, room < SRT_XDP_RUN_MAX ? room : SRT_XDP_RUN_MAX, &h, ib))
+			add_pkt(b, &k, &h, ib, h.ib_len, h.ip_id, ok);  /* unchecked: the device counts it */
+		else
+			self_of(p)->runs_split++;
 	}
 	return (int)k;
 }
@@ -206,4 +283,5 @@ void srt_path_xdp_init(struct srt_path_xdp *px, struct srt_xdp *x, struct srt_ud
 	px->u = u;
 	px->gid = *gid;
 	px->to_udp = 0;
+	px->runs_split = 0;
 }

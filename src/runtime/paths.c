@@ -122,6 +122,11 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 	 * QPs made for it send nothing by UDP (xdp_port.h). */
 	if (ps->udp.active_mtu > SRT_XDP_IB_MTU)
 		ps->udp.active_mtu = SRT_XDP_IB_MTU;
+	/* No UDP GRO on the socket: with it, the kernel would merge the
+	 * packets of a flow to our socket into one buffer before a generic
+	 * XDP hook sees them, and the program would take the merged buffer
+	 * for one packet. */
+	srt_udp_no_gro(&ps->udp);
 #endif
 }
 

@@ -50,6 +50,7 @@ struct srt_path_xdp {
 	struct srt_udp *u;              /* for packets too large for a frame */
 	struct rnic_gid gid;            /* our address */
 	uint64_t to_udp;                /* packets it gave the UDP port */
+	uint64_t runs_split;            /* frames received that were GSO runs */
 };
 
 struct srt_paths {

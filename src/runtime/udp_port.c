@@ -736,3 +736,9 @@ void srt_udp_close(struct srt_udp *u)
 	u->out = NULL;
 	u->nout = 0;
 }
+
+void srt_udp_no_gro(struct srt_udp *u)
+{
+	if (u->gro && set_int_option(u->fd, SOL_UDP, UDP_GRO, 0) == 0)
+		u->gro = false;
+}

@@ -120,6 +120,10 @@ static inline void srt_ipv4_to_gid(struct in_addr addr, struct rnic_gid *gid)
 	memcpy(&gid->raw[12], &addr.s_addr, 4);
 }
 
+/* Turn UDP GRO off on the socket (the AF_XDP port's generic hook must
+ * see packets one by one, paths.c). */
+void srt_udp_no_gro(struct srt_udp *u);
+
 /* Send one packet now: fills in the ICRC for the IP header the kernel
  * will build.  Never blocks; returns 0 or an errno (the packet is then
  * lost and counted in tx_errors; RC retransmission recovers it). */

@@ -26,7 +26,13 @@
  * (SRT_XDP_IB_MTU; a larger packet, of a QP told a larger MTU, goes by
  * UDP); the neighbour's
  * MAC address read from the kernel's table (/proc/net/arp), which the
- * kernel fills while the first packets to a neighbour go by UDP.
+ * kernel fills while the first packets to a neighbour go by UDP; a
+ * softrnic peer on the same host over UDP sockets with GSO (veth hands
+ * its runs on whole) reaches the port partly through the kernel (runs
+ * longer than the MTU, which the program leaves there) and partly
+ * through the socket (path_xdp.c cuts the shorter runs), so its packets
+ * arrive out of order: correct, through selective repeat, but slow —
+ * give such a peer the AF_XDP port too, or SOFTRNIC_GSO=0.
  */
 #ifndef SOFTRNIC_RUNTIME_XDP_PORT_H
 #define SOFTRNIC_RUNTIME_XDP_PORT_H
@@ -82,6 +88,7 @@ struct srt_xdp {
 	struct in_addr addr, mask;      /* ours, and our subnet's */
 	struct srt_xdp_steer steer;
 	uint8_t mac[6];
+	unsigned mtu;                   /* the interface's */
 	bool zerocopy;                  /* how the socket is bound */
 	int fd;                         /* the XDP socket */
 	struct bpf_object *obj;         /* the steering program and its maps */

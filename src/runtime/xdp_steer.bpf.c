@@ -7,8 +7,12 @@
  * Everything else — other addresses of the interface, multicast, the QPs
  * and CM messages of other processes sharing the address (which
  * softrnic-hostd's steering hands to their UDP sockets, share_steer.h),
- * RoCEv2 on a queue without a socket — goes on to the kernel as if no
- * program were there (XDP_PASS).
+ * RoCEv2 on a queue without a socket, and what cannot be one RoCEv2
+ * packet — a frame longer than the port's frames or the interface's
+ * MTU, or a packet of a fixed-size opcode (ACK, READ request, atomic,
+ * CNP) of another length: a GSO run of a kernel UDP sender on this host,
+ * which veth hands to generic XDP whole; the UDP socket takes it apart —
+ * goes on to the kernel as if no program were there (XDP_PASS).
  *
  * Compiled with clang for the BPF target when softrnic is built with
  * AF_XDP support; the object is embedded in the runtime
@@ -35,9 +39,9 @@ struct {
 
 /* What is steered (xdp_port.c fills entry 0): the address (network
  * order; 0 while the port is being set up: nothing), the destination
- * QPNs [qpn_lo, qpn_hi), and whether QP1 is. */
+ * QPNs [qpn_lo, qpn_hi), whether QP1 is, and the longest frame. */
 struct softrnic_steer {
-	__u32 addr, qpn_lo, qpn_hi, qp1;
+	__u32 addr, qpn_lo, qpn_hi, qp1, max_frame;
 };
 
 struct {
@@ -71,13 +75,25 @@ int softrnic_steer(struct xdp_md *ctx)
 	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(ROCEV2_UDP_PORT))
 		return XDP_PASS;
 	s = bpf_map_lookup_elem(&softrnic_addr, &zero);
-	if (!s || s->addr != ip->daddr)
+	if (!s || s->addr != ip->daddr || end - data > s->max_frame)
 		return XDP_PASS;
 	/* The BTH's destination QP: bytes 5..7 (IBTA 9.2). */
 	bth = (void *)(udp + 1);
 	if ((void *)(bth + 8) > end)
 		return XDP_PASS;
 	qpn = (__u32)bth[5] << 16 | (__u32)bth[6] << 8 | bth[7];
+	/* The UDP length of the opcodes whose packets have one size (IBTA
+	 * 9.2, 9.3; A17.9.1: UDP 8 + BTH 12 + headers + ICRC 4). */
+	__u16 want = 0, ulen = bpf_ntohs(udp->len);
+	switch (bth[0]) {
+	case 0x0c: want = 8 + 12 + 16 + 4; break;      /* RC RDMA READ request: RETH */
+	case 0x11: want = 8 + 12 + 4 + 4; break;       /* RC ACKNOWLEDGE: AETH */
+	case 0x12: want = 8 + 12 + 4 + 8 + 4; break;   /* RC ATOMIC ACKNOWLEDGE */
+	case 0x13: case 0x14: want = 8 + 12 + 28 + 4; break;   /* RC CMP_SWAP, FETCH_ADD */
+	case 0x81: want = 8 + 12 + 16 + 4; break;      /* CNP */
+	}
+	if (want && ulen != want)
+		return XDP_PASS;
 	if (qpn == 1 ? !s->qp1 : qpn < s->qpn_lo || qpn >= s->qpn_hi)
 		return XDP_PASS;
 	return bpf_redirect_map(&softrnic_xsks, ctx->rx_queue_index, XDP_PASS);
