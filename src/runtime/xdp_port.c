@@ -465,7 +465,9 @@ void srt_xdp_tx_kick(struct srt_xdp *x)
 			take_back(x);
 		}
 	}
-	x->tx_unsent = 0;
+	/* What the kernel left in the ring is kicked again at the next
+	 * flush. */
+	x->tx_unsent = xsk_prod_nb_free(&r->tx, SRT_XDP_RING) != SRT_XDP_RING;
 	take_back(x);
 }
 
