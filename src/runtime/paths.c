@@ -147,7 +147,8 @@ void srt_paths_close_inherited(struct srt_paths *ps)
 {
 	srt_udp_close(&ps->udp);
 	ps->local = NULL;
-	ps->xdp = NULL;         /* the parent's: its program stays attached */
+	srt_xdp_close_inherited(ps->xdp);
+	ps->xdp = NULL;
 	ps->n = 0;
 	ps->has_cheap = false;
 }

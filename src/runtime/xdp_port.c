@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,25 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 	return 0;
 }
 
+/* The port of this process, for the fork handler.  A child that never
+ * opens a device (a daemon's worker, a launcher) must not keep the
+ * program attached and the queue held after the parent is gone: the
+ * next process on the address would find the queue taken, and its QPs'
+ * packets steered to a socket nobody reads. */
+static struct srt_xdp *the_port;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void close_in_child(void)
+{
+	srt_xdp_close_inherited(the_port);
+	the_port = NULL;
+}
+
+static void register_atfork(void)
+{
+	(void)pthread_atfork(NULL, NULL, close_in_child);
+}
+
 struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const struct srt_xdp_steer *steer,
 			     enum srt_xdp_mode mode, char *err, size_t errlen)
 {
@@ -307,8 +327,34 @@ struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const stru
 		srt_xdp_close(x);
 		return NULL;
 	}
+	pthread_once(&atfork_once, register_atfork);
+	the_port = x;
 	return x;
 }
+
+void srt_xdp_close_inherited(struct srt_xdp *x)
+{
+	if (!x)
+		return;
+	if (x->link_fd >= 0)
+		close(x->link_fd);
+	x->link_fd = -1;
+	/* The socket's descriptor and its rings' mappings (a mapping holds
+	 * the socket, and with it the queue), the program's and maps'
+	 * descriptors (the socket map holds it too): all the child's
+	 * copies. */
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	x->xsk = NULL;
+	x->umem = NULL;
+	x->fd = -1;
+	if (x->obj)
+		bpf_object__close(x->obj);
+	x->obj = NULL;
+}
+
 
 void srt_xdp_detach(struct srt_xdp *x)
 {
@@ -322,6 +368,8 @@ void srt_xdp_close(struct srt_xdp *x)
 {
 	if (!x)
 		return;
+	if (the_port == x)
+		the_port = NULL;
 	if (x->xsk)
 		xsk_socket__delete(x->xsk);
 	if (x->umem)

@@ -119,6 +119,11 @@ enum srt_xdp_mode { SRT_XDP_AUTO, SRT_XDP_NATIVE, SRT_XDP_GENERIC };
 struct srt_xdp *srt_xdp_open(const char *ifname, struct in_addr addr, const struct srt_xdp_steer *steer,
 			     enum srt_xdp_mode mode, char *err, size_t errlen);
 void srt_xdp_close(struct srt_xdp *x);
+/* In a child of fork(): closes the child's copies of the socket, the
+ * program's link and the program's and maps' descriptors, so that the
+ * program and the queue go when the parent does; the rings' memory is
+ * left alone. */
+void srt_xdp_close_inherited(struct srt_xdp *x);
 /* The program off the interface (the socket stays): at exit, when the
  * process ends without closing its device, so that the packets that
  * still come go to the kernel, where the UDP socket takes them, while

@@ -27,3 +27,8 @@ void srt_xdp_detach(struct srt_xdp *x)
 {
 	(void)x;
 }
+
+void srt_xdp_close_inherited(struct srt_xdp *x)
+{
+	(void)x;
+}

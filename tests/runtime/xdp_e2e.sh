@@ -165,6 +165,28 @@ grep -q 'another process has its queue 0' "$WORK/two2.srv" ||
 	fail "two processes on one address: the second did not say why it uses UDP"
 echo "xdp_e2e: two processes on one address: the first by AF_XDP, the second by UDP"
 
+# A child forked after the device opened, still running when its parent
+# has ended, holds neither the program nor the queue (pthread_atfork in
+# xdp_port.c): the interface is free for the next process.
+run "$A" "$VA" -- python3 -c '
+import ctypes, os, sys, time
+v = ctypes.CDLL("libibverbs.so.1")
+v.ibv_get_device_list.restype = ctypes.POINTER(ctypes.c_void_p)
+v.ibv_open_device.restype = ctypes.c_void_p
+v.ibv_open_device.argtypes = [ctypes.c_void_p]
+devs = v.ibv_get_device_list(None)
+if not devs or not devs[0] or not v.ibv_open_device(devs[0]):
+    sys.exit("no device")
+if os.fork() == 0:
+    time.sleep(4)
+    os._exit(0)
+time.sleep(0.3)
+os._exit(0)' >"$WORK/fork.log" 2>&1 || fail "fork: the parent failed: $(cat "$WORK/fork.log")"
+sleep 0.5
+grep -q 'using UDP sockets' "$WORK/fork.log" && fail "fork: the parent had no port: $(cat "$WORK/fork.log")"
+ip -n "$A" link show "$VA" | grep -q 'xdp' && fail "fork: the program stayed while the parent's child lives"
+pair after_fork data ibv_rc_pingpong -g 0 -s 1024 -n 100 -p PORT -- ibv_rc_pingpong -g 0 -s 1024 -n 100 -p PORT "$ADDR_A"
+
 # Every process ended through exit: no program stayed on the interfaces.
 gone() {
 	for ns in "$A:$VA" "$B:$VB"; do
