@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "runtime/mem_guard.h"
+#include "runtime/runtime.h"
 #include "runtime/xdp_frame.h"
 #include "wire/wire.h"
 
@@ -49,33 +50,15 @@ static const struct srt_path_xdp *cself_of(const struct srt_path *p)
 	return (const struct srt_path_xdp *)(const void *)p;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static bool gid_ipv4(const struct rnic_gid *g, uint32_t *ip)
-{
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (memcmp(g->raw, mapped, sizeof(mapped)))
-		return false;
-	memcpy(ip, &g->raw[12], 4);
-	return true;
-}
-
 /* dest: the neighbour's MAC address in the port's table. */
 static void *xdp_route(struct srt_path *p, const struct rnic_gid *dst, const uint8_t *bth, bool fresh)
 {
-	uint32_t ip;
+	struct in_addr ip;
 
 	(void)bth;
-	if (!gid_ipv4(dst, &ip))
+	if (!srt_gid_to_ipv4(dst, &ip))
 		return NULL;
-	return (void *)srt_xdp_neighbour(self_of(p)->x, ip, fresh, now_ns);
+	return (void *)srt_xdp_neighbour(self_of(p)->x, ip.s_addr, fresh, srt_now);
 }
 
 static bool xdp_needs_icrc(struct srt_path *p, void *dest)
@@ -110,7 +93,9 @@ static int xdp_send(struct srt_path *p, void *dest, const struct srt_tx_meta *m,
 				   .tos = m->tos, .ttl = m->ttl };
 	memcpy(h.dst_mac, dest, 6);
 	memcpy(h.src_mac, x->mac, 6);
-	(void)gid_ipv4(&m->dst, &h.dst);
+	struct in_addr dst4 = { 0 };
+	(void)srt_gid_to_ipv4(&m->dst, &dst4);
+	h.dst = dst4.s_addr;
 	srt_xdp_frame_write(f, &h, (uint32_t)ib_len);
 	if (!srt_guard_gather(f + SRT_XDP_HDR_LEN, pc, npc)) {
 		x->free_tx[x->nfree_tx++] = addr;

@@ -96,11 +96,16 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 	enum srt_xdp_mode mode = !m || !strcmp(m, "auto")  ? SRT_XDP_AUTO
 				 : !strcmp(m, "native")   ? SRT_XDP_NATIVE
 							  : SRT_XDP_GENERIC;    /* env_config.c checked */
-	struct srt_xdp_steer steer = { .qpn_lo = 0, .qpn_hi = 1u << 24, .qp1 = true };
+	/* The interface's MTU as the UDP port read it (the port's address
+	 * is on this interface: srt_xdp_open checks). */
+	struct srt_xdp_steer steer = { .qpn_lo = 0, .qpn_hi = 1u << 24, .qp1 = true,
+				       .mtu = ps->udp.if_mtu ? ps->udp.if_mtu : 1500 };
 	unsigned slot;
-	if (srt_paths_share_slot(ps, &slot))
-		steer = (struct srt_xdp_steer){ .qpn_lo = slot << SRT_SHARE_QPN_SHIFT,
-						.qpn_hi = (slot + 1) << SRT_SHARE_QPN_SHIFT, .qp1 = false };
+	if (srt_paths_share_slot(ps, &slot)) {
+		steer.qpn_lo = slot << SRT_SHARE_QPN_SHIFT;
+		steer.qpn_hi = (slot + 1) << SRT_SHARE_QPN_SHIFT;
+		steer.qp1 = false;
+	}
 	x = srt_xdp_open(ifname, ps->udp.addr, &steer, mode, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "softrnic: SOFTRNIC_XDP=%s: %s; using UDP sockets\n", ifname, err);

@@ -98,13 +98,6 @@ static int find_interface(struct srt_xdp *x, char *err, size_t errlen)
 		snprintf(err, errlen, "%s has no Ethernet address", x->ifname);
 		return ENODEV;
 	}
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, x->ifname);
-	x->mtu = fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0 ? (unsigned)ifr.ifr_mtu : 1500;
-	if (fd >= 0)
-		close(fd);
 	return 0;
 }
 
@@ -191,7 +184,7 @@ static int steer_to_socket(struct srt_xdp *x, char *err, size_t errlen)
 	/* As xdp_steer.bpf.c's struct softrnic_steer. */
 	struct { uint32_t addr, qpn_lo, qpn_hi, qp1, max_frame; } ours = {
 		x->addr.s_addr, x->steer.qpn_lo, x->steer.qpn_hi, x->steer.qp1,
-		x->mtu + WIRE_ETH_LEN < SRT_XDP_MAX_FRAME ? x->mtu + WIRE_ETH_LEN : SRT_XDP_MAX_FRAME };
+		x->steer.mtu + WIRE_ETH_LEN < SRT_XDP_MAX_FRAME ? x->steer.mtu + WIRE_ETH_LEN : SRT_XDP_MAX_FRAME };
 	int e = xsks < 0 ? xsks : xsk_socket__update_xskmap(x->xsk, xsks);
 
 	if (!e)

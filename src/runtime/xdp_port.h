@@ -64,12 +64,14 @@ struct bpf_object;
 
 /* What the program steers to the socket besides our address: the
  * destination QPNs [qpn_lo, qpn_hi) (a process sharing the address owns
- * its slot's range, share_steer.h; alone, all of them), and QP1's CM
+ * its slot's range, share_steer.h; alone, all of them), QP1's CM
  * messages only when qp1 (alone: on a shared address softrnic-hostd
- * hands each process its own). */
+ * hands each process its own), and frames no longer than the
+ * interface's MTU (with its Ethernet header) allows. */
 struct srt_xdp_steer {
 	uint32_t qpn_lo, qpn_hi;
 	bool qp1;
+	unsigned mtu;
 };
 
 /* One neighbour's Ethernet address, as the kernel's table gave it. */
@@ -88,7 +90,6 @@ struct srt_xdp {
 	struct in_addr addr, mask;      /* ours, and our subnet's */
 	struct srt_xdp_steer steer;
 	uint8_t mac[6];
-	unsigned mtu;                   /* the interface's */
 	bool zerocopy;                  /* how the socket is bound */
 	int fd;                         /* the XDP socket */
 	struct bpf_object *obj;         /* the steering program and its maps */
