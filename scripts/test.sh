@@ -41,6 +41,16 @@ count_ctest() {
   failed=$((failed + fails))
 }
 
+# Adds the counts from an interop log ("interop: N passed, M failed, K
+# skipped"; skips are not counted as passed); NAME for a missing line.
+count_interop() {
+  local log=$1 name=$2 line
+  line=$(grep -E "^interop: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$log" | tail -1)
+  if [ -z "$line" ]; then failed=$((failed + 1)); failed_steps+=("$name: no summary line"); return; fi
+  passed=$((passed + $(sed -E 's/^interop: ([0-9]+) passed.*/\1/' <<<"$line")))
+  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+}
+
 step_start=$(date +%s)
 step_name=""
 step_times=()
@@ -83,13 +93,7 @@ fi
 step "kernel interop (Soft-RoCE in a guest)"
 SOFTRNIC_INTEROP_FAKE_STALL=ud_pingpong:softrnic-server \
   timeout -k 10 1200 bash tests/interop/run.sh build 2>&1 | tee "$log_dir/interop.log"
-line=$(grep -E "^interop: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$log_dir/interop.log" | tail -1)
-if [ -n "$line" ]; then
-  passed=$((passed + $(sed -E 's/^interop: ([0-9]+) passed.*/\1/' <<<"$line")))
-  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-else
-  failed=$((failed + 1)); failed_steps+=("interop: no summary line")
-fi
+count_interop "$log_dir/interop.log" "interop"
 
 # A share of the cases again with softrnic's end on its AF_XDP port on the
 # guest's bridge (SOFTRNIC_INTEROP_XDP): both directions, verbs, CM, NVMe
@@ -101,13 +105,7 @@ SOFTRNIC_INTEROP_XDP=1 timeout -k 10 600 bash tests/interop/run.sh build \
   rc_pingpong:softrnic-server rc_pingpong:kernel-server ud_pingpong:kernel-server write_bw:softrnic-server \
   write_bw:kernel-server read_bw:kernel-server rping:softrnic-server rping:kernel-server \
   loss_rping:softrnic-server nvme_rdma:kernel-host 2>&1 | tee "$log_dir/interop-xdp.log"
-line=$(grep -E "^interop: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$log_dir/interop-xdp.log" | tail -1)
-if [ -n "$line" ]; then
-  passed=$((passed + $(sed -E 's/^interop: ([0-9]+) passed.*/\1/' <<<"$line")))
-  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
-else
-  failed=$((failed + 1)); failed_steps+=("interop through AF_XDP: no summary line")
-fi
+count_interop "$log_dir/interop-xdp.log" "interop through AF_XDP"
 
 step "clang build (-Werror)"
 if bash scripts/build.sh clang; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_steps+=("clang build"); fi
