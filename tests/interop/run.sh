@@ -434,8 +434,11 @@ srn_counter() {
 	fi
 }
 
-# Retried while the other end is not listening yet.
-RETRY='[Cc]ouldn.t connect\|REJECTED\|[Cc]onnection refused\|[Ff]ailed to connect\|connect error\|Unable to connect\|UNREACHABLE\|unreachable\|rdma_connect\|ADDR_ERROR\|ROUTE_ERROR'
+# Retried while the other end is not listening yet.  perftest's -R client
+# names the CM event by number: "Unexpected CM event bl blka 8" is
+# RDMA_CM_EVENT_REJECTED (6 CONNECT_ERROR, 7 UNREACHABLE), which is what a
+# connect before the guest's rdma_listen gets.
+RETRY='[Cc]ouldn.t connect\|REJECTED\|[Cc]onnection refused\|[Ff]ailed to connect\|connect error\|Unable to connect\|UNREACHABLE\|unreachable\|rdma_connect\|ADDR_ERROR\|ROUTE_ERROR\|CM event bl blka [678]$'
 
 # Command templates: {A} the server's address, {A6} its IPv6 address, {P}
 # the port, {G} the pingpong device flags, {X} perftest's, {D} the device
