@@ -19,10 +19,11 @@
 #   bw.xdp     ib_write_bw -s 65536 over the AF_XDP port
 #   rate.xdp   ib_write_bw -s 4096 over the AF_XDP port: messages per second
 # Latencies are compared as round trips (ib_send_lat's t_typical is half
-# of one).  The MTU (default 1500) gives RoCE MTU 1024; a frame of the
-# AF_XDP port holds at most SRT_XDP_MAX_FRAME bytes (xdp_port.h), so
-# with --mtu 9000 RoCE packets of 4096 bytes go by UDP (the port says so
-# in its counters: the paths line of SOFTRNIC_STATS_AT_EXIT).
+# of one).  The MTU (default 1500) gives RoCE MTU 1024; with --mtu 9000
+# the AF_XDP port's RoCE MTU is 4096 where the kernel has AF_XDP's
+# multi-buffer mode (each packet a frame of two chunks: chunked_tx and
+# chunked_rx on the paths line of SOFTRNIC_STATS_AT_EXIT), else 2048;
+# the UDP sockets' is 4096.
 # The neighbours' Ethernet addresses are entered as permanent, so no run
 # waits for ARP.  Prints each goal met / not met with its ratio.
 set -uo pipefail

@@ -5,15 +5,83 @@
  * the headers must read back the same; and where wire_decode_eth (the
  * pcap decoder, written independently) reads the same frame as a RoCEv2
  * packet, the two agree on addresses, ports and the payload's place.
+ * The same bytes also drive the multi-buffer gather (srt_xdp_gather): cut
+ * into pieces of lengths and continuation flags they give, every frame it
+ * returns lies in a piece or in its own bounce buffer, is the pieces it
+ * was made of, and no more pieces or frames are taken than there are.
  */
 #include "fuzz_check.h"
+
+#include <stdlib.h>
 
 #include "runtime/xdp_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void gather(const uint8_t *data, size_t size)
+{
+	enum { MAXP = 32, MAXF = 8, CAP = 700 };
+	struct srt_xdp_piece pc[MAXP];
+	struct srt_xdp_gathered out[MAXF];
+	uint8_t *bounce;
+	unsigned n = 0, max;
+	size_t off, cursor;
+
+	if (size < 2)
+		return;
+	max = 1u + data[0] % MAXF;
+	/* Piece i: length and flag from two bytes of the head, its bytes
+	 * from the rest, in turn. */
+	off = 1;
+	cursor = 0;
+	while (n < MAXP && off + 2 <= size / 2) {
+		uint32_t len = (uint32_t)(data[off] | data[off + 1] << 8) % 512u;
+		size_t body = size - size / 2;
+
+		if (cursor + len > body)
+			len = (uint32_t)(body - cursor);
+		pc[n++] = (struct srt_xdp_piece){ data + size / 2 + cursor, len, (data[off + 1] & 0x80) != 0 };
+		cursor += len;
+		off += 2;
+	}
+	bounce = malloc((size_t)max * CAP);
+	if (!bounce)
+		return;
+	struct srt_xdp_gather_out g = srt_xdp_gather(pc, n, data[0] & 0x80, bounce, CAP, out, max);
+	FUZZ_ASSERT(g.frames <= max && g.used <= n && g.multi <= g.frames);
+	unsigned p = 0;
+	for (unsigned f = 0; f < g.frames; f++) {
+		/* Skip the pieces of frames dropped before this one. */
+		size_t total = 0;
+		unsigned first;
+		for (;;) {
+			FUZZ_ASSERT(p < g.used);
+			first = p;
+			total = 0;
+			while (pc[p].more)
+				total += pc[p++].len;
+			total += pc[p++].len;
+			if (p - first == 1 || total <= CAP)
+				break;
+		}
+		FUZZ_ASSERT(out[f].len == total);
+		if (p - first == 1) {
+			FUZZ_ASSERT(out[f].data == pc[first].data);
+		} else {
+			FUZZ_ASSERT(out[f].data == bounce + (size_t)f * CAP);
+			size_t at = 0;
+			for (unsigned i = first; i < p; i++) {
+				FUZZ_ASSERT(!memcmp(out[f].data + at, pc[i].data, pc[i].len));
+				at += pc[i].len;
+			}
+		}
+	}
+	free(bounce);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	gather(data, size);
 	static uint8_t again[SRT_XDP_HDR_LEN + 65536];
 	struct srt_xdp_frame h, h2;
 	struct wire_pkt pkt;

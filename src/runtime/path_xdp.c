@@ -20,6 +20,10 @@
  * search costs up to a CRC per multiple of 4 below the frame's length,
  * and is made only for a frame whose ICRC failed.
  *
+ * With multi-buffer (xdp_port.h) a frame longer than a chunk is built
+ * in the port's bounce buffer and copied into two; one that came in two
+ * is read from the bounce buffer it was put together in.
+ *
  * A packet too large for a frame goes by the UDP port instead
  * (srt_udp_out_add), as does every packet to a destination this path
  * does not route: paths.c then chooses UDP.
@@ -34,10 +38,9 @@
 #include "runtime/xdp_frame.h"
 #include "wire/wire.h"
 
-/* Frames read per batch, and the most packets one frame may be cut into
- * (a frame of SRT_XDP_MAX_FRAME bytes of the smallest packets, 16 bytes
- * each): their product fits the batch (SRT_RX_PKTS). */
-#define SRT_XDP_RX_FRAMES 16u
+/* Frames read per batch, and the most packets one frame may be cut into:
+ * their product fits the batch (SRT_RX_PKTS). */
+#define SRT_XDP_RX_FRAMES SRT_XDP_RX_BATCH
 #define SRT_XDP_RUN_MAX ((SRT_RX_PKTS - SRT_XDP_RX_FRAMES) / SRT_XDP_RX_FRAMES)
 
 static struct srt_path_xdp *self_of(struct srt_path *p)
@@ -74,21 +77,27 @@ static int xdp_send(struct srt_path *p, void *dest, const struct srt_tx_meta *m,
 	struct srt_path_xdp *px = self_of(p);
 	struct srt_xdp *x = px->x;
 	size_t ib_len = WIRE_ICRC_LEN;
-	uint64_t addr;
+	uint64_t addr = UINT64_MAX;
 	uint8_t *f;
+	bool one_chunk;
 
 	for (unsigned i = 0; i < npc; i++)
 		ib_len += pc[i].len;
-	if (SRT_XDP_HDR_LEN + ib_len > SRT_XDP_MAX_FRAME) {
+	if (SRT_XDP_HDR_LEN + ib_len > x->max_frame) {
 		px->to_udp++;
 		return srt_udp_out_add(px->u, m, pc, npc, icrc);
 	}
-	addr = srt_xdp_tx_frame(x);
-	if (addr == UINT64_MAX) {
-		x->tx_dropped++;        /* as a full socket buffer: the transport resends */
-		return 0;
+	one_chunk = SRT_XDP_HDR_LEN + ib_len <= SRT_XDP_MAX_FRAME;
+	if (one_chunk) {
+		addr = srt_xdp_tx_frame(x);
+		if (addr == UINT64_MAX) {
+			x->tx_dropped++;        /* as a full socket buffer: the transport resends */
+			return 0;
+		}
+		f = srt_xdp_data(x, addr);
+	} else {
+		f = x->tx_bounce;       /* copied into two chunks when queued */
 	}
-	f = srt_xdp_data(x, addr);
 	struct srt_xdp_frame h = { .src = x->addr.s_addr, .sport = m->sport ? m->sport : WIRE_ROCEV2_UDP_PORT,
 				   .tos = m->tos, .ttl = m->ttl };
 	memcpy(h.dst_mac, dest, 6);
@@ -98,13 +107,15 @@ static int xdp_send(struct srt_path *p, void *dest, const struct srt_tx_meta *m,
 	h.dst = dst4.s_addr;
 	srt_xdp_frame_write(f, &h, (uint32_t)ib_len);
 	if (!srt_guard_gather(f + SRT_XDP_HDR_LEN, pc, npc)) {
-		x->free_tx[x->nfree_tx++] = addr;
+		if (one_chunk)
+			x->free_tx[x->nfree_tx++] = addr;
 		return EFAULT;
 	}
 	uint32_t crc = wire_icrc_ip(f + WIRE_ETH_LEN, WIRE_IPV4_LEN + WIRE_UDP_LEN + ib_len - WIRE_ICRC_LEN);
 	wire_icrc_store(f + SRT_XDP_HDR_LEN + ib_len - WIRE_ICRC_LEN, crc);
 	wire_icrc_store(icrc, crc);
-	if (!srt_xdp_tx_queue(x, addr, (uint32_t)(SRT_XDP_HDR_LEN + ib_len))) {
+	if (one_chunk ? !srt_xdp_tx_queue(x, addr, (uint32_t)(SRT_XDP_HDR_LEN + ib_len))
+		      : !srt_xdp_tx_queue_long(x, (uint32_t)(SRT_XDP_HDR_LEN + ib_len))) {
 		x->tx_dropped++;
 		return 0;
 	}
@@ -186,14 +197,14 @@ static unsigned split_run(struct srt_rx_batch *b, unsigned *k, unsigned room, co
 static int xdp_recv(struct srt_path *p, struct srt_rx_batch *b)
 {
 	struct srt_xdp *x = self_of(p)->x;
-	uint64_t addr[SRT_XDP_RX_FRAMES];
+	const uint8_t *data[SRT_XDP_RX_FRAMES];
 	uint32_t len[SRT_XDP_RX_FRAMES];
-	unsigned n = srt_xdp_rx_peek(x, addr, len, SRT_XDP_RX_FRAMES), k = 0;
+	unsigned n = srt_xdp_rx_peek(x, data, len, SRT_XDP_RX_FRAMES), k = 0;
 
 	b->dropped = 0;
 	b->drained = n < SRT_XDP_RX_FRAMES;
 	for (unsigned i = 0; i < n; i++) {
-		const uint8_t *f = srt_xdp_data(x, addr[i]);
+		const uint8_t *f = data[i];
 		struct srt_xdp_frame h;
 		int e = srt_xdp_frame_read(f, len[i], &h);
 
@@ -244,7 +255,8 @@ static void xdp_stats(const struct srt_path *p, struct srt_path_stats *s)
 
 	*s = (struct srt_path_stats){ .tx_packets = x->tx_packets, .rx_packets = x->rx_packets,
 				      .tx_dropped = x->tx_dropped, .tx_sends = x->tx_kicks,
-				      .rx_broken = x->rx_broken + x->rx_not_roce };
+				      .rx_broken = x->rx_broken + x->rx_not_roce,
+				      .tx_chunked = x->tx_multi, .rx_chunked = x->rx_multi };
 }
 
 static const struct srt_path_ops xdp_ops = {

@@ -125,8 +125,8 @@ void srt_paths_open_xdp(struct srt_paths *ps)
 	ps->has_cheap = true;   /* the XDP socket's ring: received without a system call */
 	/* The port's MTU is the largest whose packets fit a frame, so that
 	 * QPs made for it send nothing by UDP (xdp_port.h). */
-	if (ps->udp.active_mtu > SRT_XDP_IB_MTU)
-		ps->udp.active_mtu = SRT_XDP_IB_MTU;
+	if (ps->udp.active_mtu > srt_xdp_ib_mtu(x))
+		ps->udp.active_mtu = srt_xdp_ib_mtu(x);
 	/* No UDP GRO on the socket: with it, the kernel would merge the
 	 * packets of a flow to our socket into one buffer before a generic
 	 * XDP hook sees them, and the program would take the merged buffer

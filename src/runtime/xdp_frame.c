@@ -103,3 +103,48 @@ int srt_xdp_frame_read(const uint8_t *f, size_t len, struct srt_xdp_frame *out)
 	out->ib_len = (uint32_t)(ulen - WIRE_UDP_LEN);
 	return SRT_XDP_FRAME_OK;
 }
+
+struct srt_xdp_gather_out srt_xdp_gather(const struct srt_xdp_piece *pc, unsigned n, bool full, uint8_t *bounce,
+					  size_t cap, struct srt_xdp_gathered *out, unsigned max)
+{
+	struct srt_xdp_gather_out r = { 0 };
+
+	while (r.used < n && r.frames < max) {
+		unsigned last = r.used;
+
+		while (last < n && pc[last].more)
+			last++;
+		if (last == n) {
+			/* Its end is not among the pieces. */
+			if (r.used == 0 && full) {
+				r.used = n;
+				r.dropped++;
+			}
+			break;
+		}
+		if (last == r.used) {
+			out[r.frames++] = (struct srt_xdp_gathered){ pc[last].data, pc[last].len };
+			r.used++;
+			continue;
+		}
+		uint8_t *to = bounce ? bounce + (size_t)r.frames * cap : NULL;
+		size_t total = 0;
+		bool fits = to != NULL;
+
+		for (unsigned i = r.used; i <= last; i++) {
+			fits = fits && pc[i].len <= cap - total;
+			if (fits) {
+				memcpy(to + total, pc[i].data, pc[i].len);
+				total += pc[i].len;
+			}
+		}
+		r.used = last + 1;
+		if (!fits) {
+			r.dropped++;
+			continue;
+		}
+		out[r.frames++] = (struct srt_xdp_gathered){ to, (uint32_t)total };
+		r.multi++;
+	}
+	return r;
+}

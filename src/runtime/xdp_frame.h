@@ -12,6 +12,7 @@
 #ifndef SOFTRNIC_RUNTIME_XDP_FRAME_H
 #define SOFTRNIC_RUNTIME_XDP_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,41 @@ void srt_xdp_frame_write(uint8_t *f, const struct srt_xdp_frame *h, uint32_t ib_
  * checked; trailing bytes past the IP total length (Ethernet padding)
  * are ignored. */
 int srt_xdp_frame_read(const uint8_t *f, size_t len, struct srt_xdp_frame *out);
+
+/* AF_XDP's multi-buffer mode: a frame comes as a run of descriptors, each
+ * a piece in its own chunk, every one but the last saying more follow
+ * (XDP_PKT_CONTD).  srt_xdp_gather turns the pieces a receive peeked into
+ * frames. */
+struct srt_xdp_piece {
+	const uint8_t *data;
+	uint32_t len;
+	bool more;                      /* the frame goes on in the next piece */
+};
+
+/* Where a gathered frame lies: in its piece's chunk when it had one
+ * piece, else in a bounce buffer it was copied into. */
+struct srt_xdp_gathered {
+	const uint8_t *data;
+	uint32_t len;
+};
+
+struct srt_xdp_gather_out {
+	unsigned frames;                /* written to out[] */
+	unsigned used;                  /* pieces taken (frames' and dropped ones') */
+	unsigned multi;                 /* frames of several pieces among them */
+	unsigned dropped;               /* frames longer than a bounce buffer */
+};
+
+/* Reads frames from the n pieces pc[], at most max of them, into out[];
+ * a frame of several pieces is copied into bounce + i * cap (the i-th
+ * frame's buffer: the caller gives max of cap bytes), one longer than cap
+ * is dropped whole.  Pieces past the last whole frame read are not used
+ * (a frame whose end is not among them is read when it is, or a frame
+ * beyond max), except when the very first frame does not end within the
+ * n pieces and full says no more could have been given (n was the most
+ * the caller could read): it is longer than anything the caller takes,
+ * and is dropped. */
+struct srt_xdp_gather_out srt_xdp_gather(const struct srt_xdp_piece *pc, unsigned n, bool full, uint8_t *bounce,
+					  size_t cap, struct srt_xdp_gathered *out, unsigned max);
 
 #endif

@@ -6,7 +6,10 @@
  * addresses.
  *
  * The UMEM's first half feeds the fill ring (receive); its second half is
- * the transmit side's free list.  A received frame goes back to the fill
+ * the transmit side's free list.  Where the kernel has AF_XDP's
+ * multi-buffer mode, a frame of more than one chunk comes as several
+ * descriptors (all but the last marked XDP_PKT_CONTD) and is put
+ * together in a bounce buffer; one is sent the same way.  A received frame goes back to the fill
  * ring when its batch is done (srt_xdp_rx_release); a sent one comes back
  * to the free list through the completion ring.  In copy mode the kernel
  * sends what the transmit ring holds only inside a sendto() on the socket
@@ -37,8 +40,19 @@
 #include <bpf/libbpf.h>
 #include <xdp/xsk.h>
 
+#include "runtime/xdp_frame.h"
 #include "runtime/xdp_steer_obj.h"
 #include "wire/wire.h"
+
+/* AF_XDP's multi-buffer mode (Linux 6.6), which Debian 12's kernel
+ * headers predate: the bind flag, and the descriptor option saying that
+ * the packet goes on in the next descriptor. */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
 
 struct srt_xdp_rings {
 	struct xsk_ring_prod fill, tx;
@@ -184,7 +198,7 @@ static int steer_to_socket(struct srt_xdp *x, char *err, size_t errlen)
 	/* As xdp_steer.bpf.c's struct softrnic_steer. */
 	struct { uint32_t addr, qpn_lo, qpn_hi, qp1, max_frame; } ours = {
 		x->addr.s_addr, x->steer.qpn_lo, x->steer.qpn_hi, x->steer.qp1,
-		x->steer.mtu + WIRE_ETH_LEN < SRT_XDP_MAX_FRAME ? x->steer.mtu + WIRE_ETH_LEN : SRT_XDP_MAX_FRAME };
+		x->steer.mtu + WIRE_ETH_LEN < x->max_frame ? x->steer.mtu + WIRE_ETH_LEN : x->max_frame };
 	int e = xsks < 0 ? xsks : xsk_socket__update_xskmap(x->xsk, xsks);
 
 	if (!e)
@@ -210,8 +224,10 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 	struct xsk_umem_config uc = { .fill_size = SRT_XDP_RING, .comp_size = SRT_XDP_RING,
 				      .frame_size = SRT_XDP_FRAME_SIZE, .frame_headroom = 0, .flags = 0 };
 	struct xsk_socket_config sc = { .rx_size = SRT_XDP_RING, .tx_size = SRT_XDP_RING,
-					.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-					.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY };
+					.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD };
+	/* Zero copy before copy mode, multi-buffer before one chunk a
+	 * frame: the first the kernel and driver take. */
+	static const uint16_t binds[] = { XDP_ZEROCOPY | XDP_USE_SG, XDP_COPY | XDP_USE_SG, XDP_ZEROCOPY, XDP_COPY };
 	size_t size = (size_t)SRT_XDP_FRAMES * SRT_XDP_FRAME_SIZE;
 	int e;
 
@@ -232,12 +248,13 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 	 * program and map go first, after an RCU grace period): EBUSY is
 	 * tried again for up to SRT_XDP_BUSY_WAIT_MS. */
 	for (unsigned waited = 0;; waited += 10) {
-		e = xsk_socket__create(&x->xsk, x->ifname, 0, x->umem, &r->rx, &r->tx, &sc);
-		x->zerocopy = !e;
-		if (e && e != -EBUSY) {
-			sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
+		for (unsigned b = 0; b < sizeof(binds) / sizeof(binds[0]); b++) {
+			sc.bind_flags = XDP_USE_NEED_WAKEUP | binds[b];
 			e = xsk_socket__create(&x->xsk, x->ifname, 0, x->umem, &r->rx, &r->tx, &sc);
-			sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
+			x->zerocopy = !e && (binds[b] & XDP_ZEROCOPY);
+			x->sg = !e && (binds[b] & XDP_USE_SG);
+			if (!e || e == -EBUSY)
+				break;
 		}
 		if (e != -EBUSY || waited >= SRT_XDP_BUSY_WAIT_MS || held_by_live_process(x))
 			break;
@@ -250,6 +267,16 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 		return -e;
 	}
 	x->fd = xsk_socket__fd(x->xsk);
+	x->max_frame = SRT_XDP_MAX_FRAME;
+	if (x->sg) {
+		x->rx_bounce = malloc(SRT_XDP_RX_BATCH * sizeof(*x->rx_bounce));
+		x->tx_bounce = malloc(SRT_XDP_MAX_FRAME_SG);
+		if (!x->rx_bounce || !x->tx_bounce) {
+			snprintf(err, errlen, "no memory for the XDP bounce buffers");
+			return ENOMEM;
+		}
+		x->max_frame = SRT_XDP_MAX_FRAME_SG;
+	}
 
 	/* Every receive frame to the kernel; every transmit frame free. */
 	uint32_t idx;
@@ -372,6 +399,8 @@ void srt_xdp_close(struct srt_xdp *x)
 		bpf_object__close(x->obj);
 	if (x->area)
 		munmap(x->area, (size_t)SRT_XDP_FRAMES * SRT_XDP_FRAME_SIZE);
+	free(x->rx_bounce);
+	free(x->tx_bounce);
 	free(x->rings);
 	free(x);
 }
@@ -486,6 +515,43 @@ bool srt_xdp_tx_queue(struct srt_xdp *x, uint64_t addr, uint32_t len)
 	return true;
 }
 
+bool srt_xdp_tx_queue_long(struct srt_xdp *x, uint32_t len)
+{
+	struct srt_xdp_rings *r = x->rings;
+	uint64_t addr[SRT_XDP_MAX_FRAME_SG / SRT_XDP_FRAME_SIZE + 1];
+	unsigned n = (len + SRT_XDP_FRAME_SIZE - 1) / SRT_XDP_FRAME_SIZE, got = 0;
+	uint32_t idx;
+
+	if (!x->sg || len > x->max_frame)
+		return false;
+	while (got < n && (addr[got] = srt_xdp_tx_frame(x)) != UINT64_MAX)
+		got++;
+	if (got < n || xsk_ring_prod__reserve(&r->tx, n, &idx) != n) {
+		while (got)
+			x->free_tx[x->nfree_tx++] = addr[--got];
+		return false;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t off = i * SRT_XDP_FRAME_SIZE, piece = len - off < SRT_XDP_FRAME_SIZE ? len - off : SRT_XDP_FRAME_SIZE;
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&r->tx, idx + i);
+
+		memcpy(srt_xdp_data(x, addr[i]), x->tx_bounce + off, piece);
+		d->addr = addr[i];
+		d->len = piece;
+		d->options = i + 1 < n ? XDP_PKT_CONTD : 0;
+	}
+	xsk_ring_prod__submit(&r->tx, n);
+	x->tx_unsent += n;
+	x->tx_packets++;
+	x->tx_multi++;
+	return true;
+}
+
+enum ibv_mtu srt_xdp_ib_mtu(const struct srt_xdp *x)
+{
+	return x->sg ? IBV_MTU_4096 : IBV_MTU_2048;
+}
+
 void srt_xdp_tx_kick(struct srt_xdp *x)
 {
 	struct srt_xdp_rings *r = x->rings;
@@ -514,26 +580,46 @@ void srt_xdp_tx_kick(struct srt_xdp *x)
 
 /* ---- receive ------------------------------------------------------------- */
 
-unsigned srt_xdp_rx_peek(struct srt_xdp *x, uint64_t *addr, uint32_t *len, unsigned max)
+unsigned srt_xdp_rx_peek(struct srt_xdp *x, const uint8_t **data, uint32_t *len, unsigned max)
 {
 	struct srt_xdp_rings *r = x->rings;
-	uint32_t idx;
-	unsigned n;
+	struct srt_xdp_piece pc[2 * SRT_XDP_RX_BATCH];
+	struct srt_xdp_gathered out[SRT_XDP_RX_BATCH];
+	uint32_t idx = 0;
+	unsigned n, want;
 
-	if (max > SRT_XDP_RING - x->nheld)
-		max = SRT_XDP_RING - x->nheld;
-	n = xsk_ring_cons__peek(&r->rx, max, &idx);
+	if (max > SRT_XDP_RX_BATCH)
+		max = SRT_XDP_RX_BATCH;
+	/* Room for each of max frames in two chunks (multi-buffer), among
+	 * the chunks that may be held. */
+	want = x->sg ? 2 * max : max;
+	if (want > SRT_XDP_RING - x->nheld)
+		want = SRT_XDP_RING - x->nheld;
+	n = xsk_ring_cons__peek(&r->rx, want, &idx);
 	for (unsigned i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&r->rx, idx + i);
 
-		addr[i] = xsk_umem__add_offset_to_addr(d->addr);
-		len[i] = d->len;
-		x->held[x->nheld++] = xsk_umem__extract_addr(d->addr);
+		pc[i] = (struct srt_xdp_piece){ srt_xdp_data(x, xsk_umem__add_offset_to_addr(d->addr)), d->len,
+						(d->options & XDP_PKT_CONTD) != 0 };
 	}
-	if (n)
-		xsk_ring_cons__release(&r->rx, n);
-	x->rx_packets += n;
-	return n;
+	struct srt_xdp_gather_out g = srt_xdp_gather(pc, n, n == want, x->rx_bounce ? x->rx_bounce[0] : NULL,
+						     SRT_XDP_MAX_FRAME_SG, out, max);
+	/* Every chunk taken is held until the batch is done, a dropped
+	 * frame's too; the rest are read again next time. */
+	for (unsigned i = 0; i < g.used; i++)
+		x->held[x->nheld++] = xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&r->rx, idx + i)->addr);
+	if (g.used < n)
+		xsk_ring_cons__cancel(&r->rx, n - g.used);
+	if (g.used)
+		xsk_ring_cons__release(&r->rx, g.used);
+	for (unsigned i = 0; i < g.frames; i++) {
+		data[i] = out[i].data;
+		len[i] = out[i].len;
+	}
+	x->rx_packets += g.frames;
+	x->rx_multi += g.multi;
+	x->rx_broken += g.dropped;
+	return g.frames;
 }
 
 void srt_xdp_rx_release(struct srt_xdp *x)

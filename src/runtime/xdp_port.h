@@ -21,10 +21,14 @@
  * interface with several receive queues spreads RoCEv2 over them, and
  * the others' packets go to the kernel: set it to one queue with
  * `ethtool -L`); IPv4 destinations on the interface's own subnet only
- * (others go by UDP: no gateway routing); frames of up to
- * SRT_XDP_MAX_FRAME bytes, so the port's active MTU is at most 2048
- * (SRT_XDP_IB_MTU; a larger packet, of a QP told a larger MTU, goes by
- * UDP); the neighbour's
+ * (others go by UDP: no gateway routing); a frame in one chunk where
+ * the kernel cannot split frames over chunks (AF_XDP's multi-buffer
+ * mode, XDP_USE_SG, Linux 6.6 on): there the port's active MTU is at
+ * most 2048 (srt_xdp_ib_mtu; a larger packet, of a QP told a larger MTU,
+ * goes by UDP), with it 4096, a frame of more than a chunk arriving in
+ * two and leaving in two, copied once more on each side (the receiver
+ * puts the pieces together in a bounce buffer, the sender builds the
+ * frame in one and copies it into the chunks); the neighbour's
  * MAC address read from the kernel's table (/proc/net/arp), which the
  * kernel fills while the first packets to a neighbour go by UDP; a
  * softrnic peer on the same host over UDP sockets with GSO (veth hands
@@ -49,12 +53,16 @@
 #define SRT_XDP_FRAMES 4096u
 #define SRT_XDP_FRAME_SIZE 4096u
 #define SRT_XDP_RING 2048u              /* each of the four rings */
-/* The largest frame: a chunk less the headroom XDP keeps in front. */
+/* The largest frame in one chunk: a chunk less the headroom XDP keeps
+ * in front of what it receives. */
 #define SRT_XDP_MAX_FRAME (SRT_XDP_FRAME_SIZE - 256u)
-/* The largest IB MTU whose packets (headers, payload, ICRC) fit a frame
- * with its Ethernet, IPv4 and UDP headers: 2048 (4096 would need frames
- * that span two chunks, AF_XDP's multi-buffer mode). */
-#define SRT_XDP_IB_MTU IBV_MTU_2048
+/* With multi-buffer, a frame in up to two chunks: the largest RoCEv2
+ * packet of MTU 4096 (4096 bytes of payload, BTH, RETH and immediate,
+ * ICRC) with its Ethernet, IPv4 and UDP headers is 4 182 bytes. */
+#define SRT_XDP_MAX_FRAME_SG (2u * SRT_XDP_MAX_FRAME)
+/* Frames read per batch (srt_xdp_rx_peek's max), each of which may need
+ * a bounce buffer to be put together in. */
+#define SRT_XDP_RX_BATCH 16u
 #define SRT_XDP_NEIGHBOURS 64u
 #define SRT_XDP_BUSY_WAIT_MS 500u       /* for a queue a dead process's socket holds */
 
@@ -91,6 +99,8 @@ struct srt_xdp {
 	struct srt_xdp_steer steer;
 	uint8_t mac[6];
 	bool zerocopy;                  /* how the socket is bound */
+	bool sg;                        /* bound with XDP_USE_SG (multi-buffer) */
+	unsigned max_frame;             /* SRT_XDP_MAX_FRAME, or _SG with sg */
 	int fd;                         /* the XDP socket */
 	struct bpf_object *obj;         /* the steering program and its maps */
 	int link_fd;                    /* its attachment (a BPF link), or -1 */
@@ -106,8 +116,13 @@ struct srt_xdp {
 	/* Received frames handed out in a batch, until recv_done. */
 	uint64_t held[SRT_XDP_RING];
 	unsigned nheld;
+	/* Frames that came in several chunks, put together (sg only), one
+	 * per frame of a batch; and the one a long frame is built in. */
+	uint8_t (*rx_bounce)[SRT_XDP_MAX_FRAME_SG];
+	uint8_t *tx_bounce;
 	struct srt_xdp_neighbour neigh[SRT_XDP_NEIGHBOURS];
 	uint64_t tx_packets, rx_packets, tx_dropped, tx_kicks, rx_broken, rx_not_roce, neigh_misses;
+	uint64_t tx_multi, rx_multi;    /* frames sent, received in several chunks */
 };
 
 /* The program's XDP mode (SOFTRNIC_XDP_MODE): auto, the driver's
@@ -141,11 +156,21 @@ const uint8_t *srt_xdp_neighbour(struct srt_xdp *x, uint32_t ip, bool fresh, uin
  * the kernel to send what was queued. */
 uint64_t srt_xdp_tx_frame(struct srt_xdp *x);
 bool srt_xdp_tx_queue(struct srt_xdp *x, uint64_t addr, uint32_t len);
+/* A frame of more than a chunk (sg only; len <= max_frame), built in
+ * x->tx_bounce: copied into as many free frames as it needs and queued
+ * as one packet.  false: no room (nothing queued). */
+bool srt_xdp_tx_queue_long(struct srt_xdp *x, uint32_t len);
 void srt_xdp_tx_kick(struct srt_xdp *x);
 
-/* Receive: up to max frames' addresses and lengths, held until
- * srt_xdp_rx_release; the number. */
-unsigned srt_xdp_rx_peek(struct srt_xdp *x, uint64_t *addr, uint32_t *len, unsigned max);
+/* The largest IB MTU whose packets fit the port's frames: 2048, or 4096
+ * with multi-buffer. */
+enum ibv_mtu srt_xdp_ib_mtu(const struct srt_xdp *x);
+
+/* Receive: up to max (<= SRT_XDP_RX_BATCH) frames, where each lies and
+ * its length, valid until srt_xdp_rx_release (which gives their chunks
+ * back); the number.  A frame in several chunks is put together in a
+ * bounce buffer; one longer than max_frame is dropped (rx_broken). */
+unsigned srt_xdp_rx_peek(struct srt_xdp *x, const uint8_t **data, uint32_t *len, unsigned max);
 void srt_xdp_rx_release(struct srt_xdp *x);
 bool srt_xdp_rx_pending(const struct srt_xdp *x);
 

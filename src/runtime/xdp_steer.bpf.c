@@ -51,7 +51,11 @@ struct {
 	__type(value, struct softrnic_steer);
 } softrnic_addr SEC(".maps");
 
-SEC("xdp")
+/* "xdp.frags": the program takes frames of several buffers (a jumbo
+ * frame, a multi-buffer frame for an AF_XDP socket bound with
+ * XDP_USE_SG); the headers it reads are in the first, and the frame's
+ * whole length is bpf_xdp_get_buff_len's. */
+SEC("xdp.frags")
 int softrnic_steer(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -75,7 +79,7 @@ int softrnic_steer(struct xdp_md *ctx)
 	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(ROCEV2_UDP_PORT))
 		return XDP_PASS;
 	s = bpf_map_lookup_elem(&softrnic_addr, &zero);
-	if (!s || s->addr != ip->daddr || end - data > s->max_frame)
+	if (!s || s->addr != ip->daddr || bpf_xdp_get_buff_len(ctx) > s->max_frame)
 		return XDP_PASS;
 	/* The BTH's destination QP: bytes 5..7 (IBTA 9.2). */
 	bth = (void *)(udp + 1);

@@ -5,7 +5,10 @@
  * (ID 0, DF, UDP checksum 0: what the kernel sends for softrnic's UDP
  * socket), so its ICRC is the one a UDP-socket sender computes; reading
  * gives back every field; and each kind of broken or foreign frame is
- * refused with its reason, never read past its end.
+ * refused with its reason, never read past its end.  And the multi-buffer
+ * gather: frames of one piece read in place, of several copied together,
+ * a frame whose end is not yet there left for the next read, one longer
+ * than a bounce buffer dropped whole, never copied past a buffer's end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -142,8 +145,107 @@ static void refusals(void)
 #undef FRESH
 }
 
+/* n pieces of the given lengths and continuation flags, cut from one
+ * pattern so that a gathered frame can be compared with it. */
+static uint8_t pattern[8 * 4096];
+
+static void pieces(struct srt_xdp_piece *pc, const uint32_t *lens, const bool *more, unsigned n)
+{
+	size_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		pc[i] = (struct srt_xdp_piece){ pattern + off, lens[i], more[i] };
+		off += lens[i];
+	}
+}
+
+static void gather(void)
+{
+	enum { CAP = 6000, MAX = 4 };
+	static uint8_t bounce[MAX * CAP + 64];
+	struct srt_xdp_piece pc[8];
+	struct srt_xdp_gathered out[MAX];
+	struct srt_xdp_gather_out g;
+
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (uint8_t)(i * 13 + 5);
+	memset(bounce + MAX * CAP, 0xa5, 64);
+
+	/* One piece, two pieces, one piece: in place, together, in place. */
+	{
+		uint32_t lens[] = { 100, 3840, 400, 60 };
+		bool more[] = { false, true, false, false };
+		pieces(pc, lens, more, 4);
+		g = srt_xdp_gather(pc, 4, false, bounce, CAP, out, MAX);
+		CHECK(g.frames == 3 && g.used == 4 && g.multi == 1 && g.dropped == 0, "frames %u used %u multi %u",
+		      g.frames, g.used, g.multi);
+		CHECK(out[0].data == pc[0].data && out[0].len == 100);
+		CHECK(out[1].data == bounce + CAP && out[1].len == 4240 && !memcmp(out[1].data, pc[1].data, 4240),
+		      "the two-piece frame is not its pieces together");
+		CHECK(out[2].data == pc[3].data && out[2].len == 60);
+	}
+	/* The last frame's end is not among the pieces: left for next time. */
+	{
+		uint32_t lens[] = { 100, 3840, 400, 3840 };
+		bool more[] = { false, true, false, true };
+		pieces(pc, lens, more, 4);
+		g = srt_xdp_gather(pc, 4, true, bounce, CAP, out, MAX);
+		CHECK(g.frames == 2 && g.used == 3 && g.dropped == 0, "frames %u used %u", g.frames, g.used);
+	}
+	/* No more frames than max: the rest stay. */
+	{
+		uint32_t lens[] = { 10, 20, 30, 40, 50, 60 };
+		bool more[] = { false, false, false, false, false, false };
+		pieces(pc, lens, more, 6);
+		g = srt_xdp_gather(pc, 6, true, bounce, CAP, out, MAX);
+		CHECK(g.frames == MAX && g.used == MAX);
+	}
+	/* Longer than a bounce buffer: dropped whole, the next read. */
+	{
+		uint32_t lens[] = { 3840, 3840, 100 };
+		bool more[] = { true, false, false };
+		pieces(pc, lens, more, 3);
+		g = srt_xdp_gather(pc, 3, false, bounce, CAP, out, MAX);
+		CHECK(g.frames == 1 && g.used == 3 && g.dropped == 1 && g.multi == 0, "frames %u used %u dropped %u",
+		      g.frames, g.used, g.dropped);
+		CHECK(out[0].data == pc[2].data && out[0].len == 100);
+	}
+	/* The first frame does not end within all the caller could read:
+	 * dropped whole when full, left (nothing used) when not. */
+	{
+		uint32_t lens[] = { 3840, 3840, 3840 };
+		bool more[] = { true, true, true };
+		pieces(pc, lens, more, 3);
+		g = srt_xdp_gather(pc, 3, true, bounce, CAP, out, MAX);
+		CHECK(g.frames == 0 && g.used == 3 && g.dropped == 1);
+		g = srt_xdp_gather(pc, 3, false, bounce, CAP, out, MAX);
+		CHECK(g.frames == 0 && g.used == 0 && g.dropped == 0);
+	}
+	/* Without bounce buffers (no multi-buffer), a frame of several
+	 * pieces is dropped. */
+	{
+		uint32_t lens[] = { 100, 100, 7 };
+		bool more[] = { true, false, false };
+		pieces(pc, lens, more, 3);
+		g = srt_xdp_gather(pc, 3, false, NULL, 0, out, MAX);
+		CHECK(g.frames == 1 && g.used == 3 && g.dropped == 1 && out[0].len == 7);
+	}
+	/* Every buffer of the last frame filled to the brim: nothing past it. */
+	{
+		uint32_t lens[] = { CAP - 1, 1, CAP, 0, 3000, 3000 };
+		bool more[] = { true, false, false, false, true, false };
+		pieces(pc, lens, more, 6);
+		g = srt_xdp_gather(pc, 6, false, bounce, CAP, out, MAX);
+		CHECK(g.frames == 4 && g.multi == 2 && out[0].len == CAP && out[3].len == 6000 &&
+		      out[3].data == bounce + 3 * CAP, "frames %u multi %u", g.frames, g.multi);
+		for (int i = 0; i < 64; i++)
+			CHECK(bounce[MAX * CAP + i] == 0xa5, "written past the last bounce buffer at +%d", i);
+	}
+}
+
 int main(void)
 {
+	gather();
 	static const uint32_t sizes[] = { 0, 1, 2, 3, 4, 255, 1024, 2048 };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)

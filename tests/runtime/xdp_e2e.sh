@@ -118,6 +118,33 @@ grep -q "4096000 bytes in" "$WORK/loss.cli" || fail "loss: no byte count"
 grep -qE 'dropped_by_faults=[1-9]|fault[a-z_]*=[1-9]' "$WORK/loss.cli" "$WORK/loss.srv" ||
 	fail "loss: no packet was dropped by SOFTRNIC_FAULTS"
 
+# Jumbo frames: at MTU 9000 the port's active MTU is 4096 where the
+# kernel has AF_XDP's multi-buffer mode (Linux 6.6 on), a full packet
+# then a frame of two chunks, both ways (chunked_tx and chunked_rx on the
+# paths line); where it has not, 2048, in one chunk.
+ip -n "$A" link set "$VA" mtu 9000; ip -n "$B" link set "$VB" mtu 9000
+pair jumbo_write_bw data ib_write_bw -x 0 -F -s 65536 -n 500 -p PORT -- ib_write_bw -x 0 -F -s 65536 -n 500 -p PORT "$ADDR_A"
+pair jumbo_pingpong data ibv_rc_pingpong -g 0 -m 4096 -s 16384 -n 300 -c -p PORT -- \
+	ibv_rc_pingpong -g 0 -m 4096 -s 16384 -n 300 -c -p PORT "$ADDR_A"
+grep -q "9830400 bytes in" "$WORK/jumbo_pingpong.cli" || fail "jumbo_pingpong: no byte count"
+kernel=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+mtu=$(sed -n 's/.*Mtu *: *\([0-9]*\).*/\1/p' "$WORK/jumbo_write_bw.cli" | head -1)
+if [ "$kernel" -ge 6006 ] || [ "$mtu" = 4096 ]; then
+	[ "$mtu" = 4096 ] || fail "jumbo: ib_write_bw ran at MTU ${mtu:-?}, not 4096 (Linux $(uname -r) has multi-buffer AF_XDP)"
+	# ib_write_bw's WRITEs one way (its ACKs are short), the pingpong's
+	# SENDs both ways.
+	for f in jumbo_write_bw.cli:chunked_tx jumbo_write_bw.srv:chunked_rx jumbo_pingpong.srv:chunked_tx \
+		jumbo_pingpong.srv:chunked_rx jumbo_pingpong.cli:chunked_tx jumbo_pingpong.cli:chunked_rx; do
+		grep -q "paths: xdp .*${f#*:}=[1-9]" "$WORK/${f%%:*}" ||
+			fail "jumbo: ${f%%:*}: no ${f#*:}: $(grep -h 'paths:' "$WORK/${f%%:*}")"
+	done
+	echo "xdp_e2e: jumbo: MTU 4096, frames of two chunks both ways: $(grep -h 'paths:' "$WORK/jumbo_pingpong.cli" | sed 's/softrnic: //')"
+else
+	[ "$mtu" = 2048 ] || fail "jumbo: ib_write_bw ran at MTU ${mtu:-?}, not 2048"
+	echo "xdp_e2e: jumbo: Linux $(uname -r) has no multi-buffer AF_XDP: MTU 2048"
+fi
+ip -n "$A" link set "$VA" mtu 1500; ip -n "$B" link set "$VB" mtu 1500
+
 # One end on the port, the other on its UDP socket (as a peer without
 # AF_XDP is): the UDP end's GSO runs reach the port's interface whole, and
 # the program leaves a frame longer than the MTU to the kernel, whose
