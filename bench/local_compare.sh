@@ -22,8 +22,11 @@
 #   UCX's shared-memory transport, the peer a user would pick for processes
 #     of one host: ucx_perftest tag_lat (RTT = 2 x its typical latency, and
 #     2 x its average) and
-#     tag_bw at 64 KiB over UCX_TLS=posix,self (if ucx_perftest is
-#     installed);
+#     tag_bw at 64 KiB and at 4 KiB (its message rate) over
+#     UCX_TLS=posix,self (if ucx_perftest is installed);
+#   UCX over softrnic: ucx_perftest tag_lat through `softrnic run` with
+#     UCX_TLS=rc_verbs,ud_verbs,self (UCX's RC transport on softrnic's
+#     host-local path);
 #   message rate at 4 KiB: ib_write_bw -s 4096 over each path (Mpps);
 #   iperf3 over loopback TCP (if installed);
 #   CPU per GiB moved (user + system, both processes, the difference
@@ -69,7 +72,9 @@ perftest() {
 }
 
 # ucx TEST ARGS...: one ucx_perftest pair over UCX's shared memory (posix)
-# and self, outside softrnic (no LD_LIBRARY_PATH); prints its Final line.
+# and self, outside softrnic (no LD_LIBRARY_PATH); prints its Final line:
+# "Final: iterations p50 avg overall MB/s-avg MB/s-overall msg/s-avg
+# msg/s-overall" (latencies in µs, one way for tag_lat).
 ucx() {
 	local test=$1
 	shift
@@ -78,6 +83,19 @@ ucx() {
 	bench_wait_listen $port
 	env -u LD_LIBRARY_PATH UCX_TLS=posix,self timeout 60 ucx_perftest 127.0.0.1 -p $port -t "$test" "$@" 2>&1 |
 		awk '/^Final/'
+	wait $s
+	port=$((port + 1))
+}
+# ucx_softrnic TEST ARGS...: the same pair over softrnic (`softrnic run`),
+# UCX's RC and UD verbs transports on softrnic0.
+ucx_softrnic() {
+	local test=$1
+	shift
+	UCX_TLS=rc_verbs,ud_verbs,self timeout 60 "$build/bin/softrnic" run ucx_perftest -p $port > /dev/null 2>&1 &
+	local s=$!
+	bench_wait_listen $port
+	UCX_TLS=rc_verbs,ud_verbs,self timeout 60 "$build/bin/softrnic" run ucx_perftest 127.0.0.1 -p $port \
+		-t "$test" "$@" 2>&1 | awk '/^Final/'
 	wait $s
 	port=$((port + 1))
 }
@@ -105,6 +123,9 @@ for r in $(seq "$runs"); do
 		res[ucx_lat]+="$(awk '{ printf "%.3f", 2 * $3 }' "$tmp/ucx_lat") "
 		res[ucx_lat_mean]+="$(awk '{ printf "%.3f", 2 * $4 }' "$tmp/ucx_lat") "
 		res[ucx_bw]+="$(ucx tag_bw -s 65536 -n 20000 | awk '{ print $7 }') "
+		res[ucx_rate4k]+="$(ucx tag_bw -s 4096 -n 100000 | awk '{ printf "%.3f", $9 / 1e6 }') "
+		ucx_softrnic tag_lat -n 50000 > "$tmp/ucx_rc_lat"
+		res[ucx_rc_lat]+="$(awk '{ printf "%.3f", 2 * $3 }' "$tmp/ucx_rc_lat") "
 	fi
 	"$build/bench/udp_pingpong" server $port -T 10 > /dev/null 2>&1 &
 	up=$!
@@ -213,25 +234,40 @@ printf '| udp_pingpong RTT (µs) | %s |\n| shm_baseline pingpong RTT (µs) | %s 
 printf '| one copy, process_vm_writev 64 KiB (GB/s) | %s |\n' "$(m cma)"
 printf '| UCX posix tag_lat RTT, median / mean (µs) / tag_bw 64 KiB (MB/s) | %s / %s / %s |\n' "$(m ucx_lat)" "$(m ucx_lat_mean)" "$(m ucx_bw)"
 printf '| message rate, ib_write_bw 4 KiB, local path / its packet ring / UDP (Mpps) | %s / %s / %s |\n' "$(m rate4k.local)" "$(m rate4k.packets)" "$(m rate4k.udp)"
-sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local)
-ul=$(m ucx_lat) ub=$(m ucx_bw) cm=$(m cma) ce=$(m cpu_em.local) cb=$(m cpu_m.local) ct=$(m cpu_m.tcp)
+printf '| UCX posix tag_bw 4 KiB message rate (Mpps) | %s |\n' "$(m ucx_rate4k)"
+printf '| UCX over softrnic (rc_verbs,ud_verbs,self) tag_lat RTT (µs) | %s |\n' "$(m ucx_rc_lat)"
+sl=$(m send_lat.local) wl=$(m write_lat.local) rl=$(m read_lat.local) wb=$(m write_bw.local) sb=$(m send_bw.local)
+ul=$(m ucx_lat) cm=$(m cma) ce=$(m cpu_em.local) cb=$(m cpu_m.local) ct=$(m cpu_m.tcp)
+r4=$(m rate4k.local) u4=$(m ucx_rate4k) url=$(m ucx_rc_lat)
 # The best UCX bandwidth of the rounds, as the goal names it.
 ubest=$(tr ' ' '\n' <<<"${res[ucx_bw]:-}" | grep . | sort -g | tail -n1)
 printf '\ngoals of the host-local path (ratios from this run):\n'
-awk -v sl="$sl" -v wl="$wl" -v rl="$rl" -v wb="$wb" -v ul="$ul" -v ub="${ubest:-0}" -v cm="$cm" \
-    -v ce="$ce" -v cb="$cb" -v ct="$ct" '
+awk -v sl="$sl" -v wl="$wl" -v rl="$rl" -v wb="$wb" -v sb="$sb" -v ul="$ul" -v ub="${ubest:-0}" -v cm="$cm" \
+    -v ce="$ce" -v cb="$cb" -v ct="$ct" -v r4="$r4" -v u4="$u4" -v url="$url" '
 function verdict(ok) { return ok ? "met" : "not met" }
 function have(x) { return x != "" && x > 0 }
+function lat(name, v) {
+	printf "  %s RTT %s us = %.1f x UCX posix tag_lat RTT %s us (goal <= 3): %s\n", name, v, v / ul, ul, verdict(v <= 3 * ul)
+}
+function bw(name, v) {
+	printf "  %s 64 KiB %s MB/s = %.2f x UCX posix tag_bw best %s MB/s (goal >= 1.0; one copy by process_vm_writev: %s GB/s): %s\n", name, v, v / ub, ub, cm, verdict(v >= ub)
+}
 BEGIN {
-	if (have(ul))
-		printf "  ib_send_lat RTT %s us = %.1f x UCX posix tag_lat RTT %s us (goal <= 3): %s\n", sl, sl / ul, ul, verdict(sl <= 3 * ul)
-	else
+	if (have(ul)) {
+		lat("ib_send_lat", sl); lat("ib_write_lat", wl); lat("ib_read_lat", rl)
+		if (have(url))
+			printf "  UCX over softrnic rc_verbs tag_lat RTT %s us = %.1f x UCX posix %s us (goal <= 3): %s\n", url, url / ul, ul, verdict(url <= 3 * ul)
+		else
+			printf "  UCX over softrnic rc_verbs tag_lat: no result\n"
+	} else
 		printf "  ib_send_lat RTT %s us: no UCX run to compare (ucx_perftest missing)\n", sl
 	printf "  ib_read_lat / ib_write_lat = %s / %s = %.2f (goal <= 1.1): %s\n", rl, wl, rl / wl, verdict(rl <= 1.1 * wl)
-	if (have(ub))
-		printf "  ib_write_bw 64 KiB %s MB/s = %.2f x UCX posix tag_bw best %s MB/s (goal >= 1.0; one copy by process_vm_writev: %s GB/s): %s\n", wb, wb / ub, ub, cm, verdict(wb >= ub)
-	else
+	if (have(ub)) {
+		bw("ib_write_bw", wb); bw("ib_send_bw", sb)
+	} else
 		printf "  ib_write_bw 64 KiB %s MB/s: no UCX run to compare\n", wb
+	if (have(u4))
+		printf "  ib_write_bw 4 KiB message rate %s Mpps = %.2f x UCX posix tag_bw 4 KiB %s Mpps (goal >= 1.0): %s\n", r4, r4 / u4, u4, verdict(r4 >= u4)
 	if (have(ct))
 		printf "  CPU per GiB moved %s s busy-polling, %s s in event mode = %.2f x / %.2f x iperf3 TCP %s s (goal <= 1.0): %s / %s\n", cb, ce, cb / ct, ce / ct, ct, verdict(cb <= ct), verdict(ce <= ct)
 }'
