@@ -438,6 +438,8 @@ static void print_stats_at_exit(struct srt_device *dev, const struct srt_progres
 		append(line, sizeof(line), &len, " %s tx=%llu rx=%llu dropped=%llu broken=%llu", names[i],
 		       (unsigned long long)one.tx_packets, (unsigned long long)one.rx_packets,
 		       (unsigned long long)one.tx_dropped, (unsigned long long)one.rx_broken);
+		if (one.rx_lost)
+			append(line, sizeof(line), &len, " lost=%llu", (unsigned long long)one.rx_lost);
 		if (one.tx_chunked || one.rx_chunked)
 			append(line, sizeof(line), &len, " chunked_tx=%llu chunked_rx=%llu",
 			       (unsigned long long)one.tx_chunked, (unsigned long long)one.rx_chunked);

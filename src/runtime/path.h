@@ -54,6 +54,8 @@ struct srt_path_stats {
 	uint64_t tx_inline;             /* message payloads carried in the entry */
 	uint64_t rx_broken;             /* input the path could not parse */
 	uint64_t tx_chunked, rx_chunked;        /* frames in several chunks (AF_XDP multi-buffer) */
+	uint64_t rx_lost;               /* dropped by the kernel before we saw them (the
+	                                   XDP socket's full rings, bad descriptors) */
 	uint64_t doorbells;             /* wake-ups sent to sleeping peers */
 	uint64_t sport_fallbacks;
 	unsigned sport_sockets;

@@ -256,7 +256,8 @@ static void xdp_stats(const struct srt_path *p, struct srt_path_stats *s)
 	*s = (struct srt_path_stats){ .tx_packets = x->tx_packets, .rx_packets = x->rx_packets,
 				      .tx_dropped = x->tx_dropped, .tx_sends = x->tx_kicks,
 				      .rx_broken = x->rx_broken + x->rx_not_roce,
-				      .tx_chunked = x->tx_multi, .rx_chunked = x->rx_multi };
+				      .tx_chunked = x->tx_multi, .rx_chunked = x->rx_multi,
+				      .rx_lost = srt_xdp_rx_lost(x) };
 }
 
 static const struct srt_path_ops xdp_ops = {

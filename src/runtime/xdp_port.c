@@ -640,6 +640,17 @@ void srt_xdp_rx_release(struct srt_xdp *x)
 		(void)recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 }
 
+uint64_t srt_xdp_rx_lost(const struct srt_xdp *x)
+{
+	struct xdp_statistics st;
+	socklen_t len = sizeof(st);
+
+	memset(&st, 0, sizeof(st));
+	if (x->fd < 0 || getsockopt(x->fd, SOL_XDP, XDP_STATISTICS, &st, &len))
+		return 0;
+	return st.rx_dropped + st.rx_invalid_descs + st.rx_ring_full + st.rx_fill_ring_empty_descs;
+}
+
 bool srt_xdp_rx_pending(const struct srt_xdp *x)
 {
 	const struct xsk_ring_cons *rx = &x->rings->rx;

@@ -173,6 +173,9 @@ enum ibv_mtu srt_xdp_ib_mtu(const struct srt_xdp *x);
 unsigned srt_xdp_rx_peek(struct srt_xdp *x, const uint8_t **data, uint32_t *len, unsigned max);
 void srt_xdp_rx_release(struct srt_xdp *x);
 bool srt_xdp_rx_pending(const struct srt_xdp *x);
+/* Frames the kernel dropped on their way to the socket (its statistics:
+ * full receive ring, empty fill ring, bad descriptors, others). */
+uint64_t srt_xdp_rx_lost(const struct srt_xdp *x);
 
 static inline uint8_t *srt_xdp_data(const struct srt_xdp *x, uint64_t addr)
 {

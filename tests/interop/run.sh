@@ -322,13 +322,23 @@ qemu_monitor() {
 }
 # guest_diag: after a failed case, the guest's NIC as the guest, the host
 # and qemu see it (in LOGS/CASE.diag): whether packets wait in the guest's
-# queue, reached the tap, or sit in virtio queues qemu has not taken.
+# queue, reached the tap, or sit in virtio queues qemu has not taken; and
+# what the guest's rxe and IP stack counted (drops, sequence errors) and
+# which Ethernet addresses each side has for the other.
 guest_diag() {
 	{
 		echo "== guest eth0"
 		grun 20 'ip -s link show eth0; tc -s qdisc show dev eth0; grep -i virtio /proc/interrupts; cat /proc/net/softnet_stat' || echo "(no answer in 20 s)"
-		echo "== host $TAP"
+		echo "== guest rxe's counters, UDP and IP drops, neighbours"
+		grun 20 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *; nstat -az "Udp*" IpInDiscards IpInHdrErrors IpInAddrErrors 2>/dev/null; ip neigh show dev eth0' ||
+			echo "(no answer in 20 s)"
+		echo "== host $TAP and $BR, and the host's neighbours"
 		ip -n "$NS" -s link show "$TAP"
+		ip -n "$NS" -s link show "$BR"
+		ip -n "$NS" neigh show
+		echo "== host: IP and UDP counters in the namespace, and each CPU's backlog (softnet_stat)"
+		ip netns exec "$NS" nstat -az "Udp*" IpInReceives IpInDiscards IpInAddrErrors IpExtInNoRoutes 2>/dev/null | grep -v "^Udp\(Lite\)\?6\|^UdpLite"
+		cat /proc/net/softnet_stat
 		echo "== qemu: virtio-net receive (0) and transmit (1) queues"
 		qemu_monitor 'info virtio-queue-status /machine/peripheral/nic0/virtio-backend 0'
 		qemu_monitor 'info virtio-queue-status /machine/peripheral/nic0/virtio-backend 1'
