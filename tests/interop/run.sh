@@ -50,7 +50,7 @@ JOB=$DIR/job-$$
 QEMU_PID=
 HOST_PIDS=()
 passed=0 failed=0 skipped=0
-notes=()
+notes=() retried=()
 t_start=$(date +%s)
 
 # ------------------------------------------------------------------ cases
@@ -123,6 +123,7 @@ summary() {
 		say "guest: $(tr '\n' ';' < "$DIR/versions.txt" | sed 's/;$//')"
 	fi
 	for n in "${notes[@]}"; do say "note $n"; done
+	[ ${#retried[@]} = 0 ] || say "run twice, the first attempt having failed: ${retried[*]}"
 	say "logs in $LOGS ($(elapsed) s)"
 	say "$passed passed, $failed failed, $skipped skipped"
 }
@@ -1189,7 +1190,14 @@ for CASE in "${CASES[@]}"; do
 	# watchdog speaks during a case, or a case failed and qemu is not
 	# taking the guest's posted packets (guest_tx_stuck), the guest is
 	# restarted and the case run once more; a case that stalls the guest
-	# twice fails.
+	# twice fails.  Any other failure is also run once more on a restarted
+	# guest (unless SOFTRNIC_INTEROP_NO_RETRY=1): a case fails only when it
+	# fails twice.  Some cases fail now and then on this test bed, under
+	# TCG with softrnic's busy-polling programs and qemu sharing two
+	# cores, for causes not yet found (docs/testing.md, "Known
+	# failures"); the first attempt's logs are kept (LOGS/first-attempt/),
+	# the summary names every case that needed a second, and one that
+	# fails twice still fails.
 	for attempt in 1 2; do
 		PORT=$((PORT + 2))
 		stalls=$(guest_tx_stalls)
@@ -1212,6 +1220,13 @@ for CASE in "${CASES[@]}"; do
 			why="NETDEV WATCHDOG on its console"
 		elif [ "$VERDICT" = FAIL ] && guest_alive && guest_tx_stuck; then
 			why="qemu has not taken its posted packets: $(virtio_tx_state)"
+		elif [ "$VERDICT" = FAIL ] && [ $attempt = 1 ] && [ "${SOFTRNIC_INTEROP_NO_RETRY:-0}" != 1 ]; then
+			note "attempt 1 failed (${VERDICT_MSG}); run once more on a restarted guest (first attempt's logs: first-attempt/)"
+			retried+=("$CASE")
+			mkdir -p "$LOGS/first-attempt"
+			mv "$LOGS/$CASE_FILE".* "$LOGS/first-attempt/" 2>/dev/null
+			restart_guest || break
+			continue
 		else
 			[ $faked = 1 ] && VERDICT=FAIL VERDICT_MSG="the pretended stall went unnoticed"
 			break
