@@ -18,7 +18,10 @@
 #   SOFTRNIC_INTEROP_XDP=1 (softrnic through its AF_XDP port on the
 #   bridge; a case whose softrnic end fell back to UDP fails),
 #   SOFTRNIC_INTEROP_FAKE_STALL=CASE (pretend the guest's NIC stalled in
-#   that case, to check that the guest is restarted and the case run again).
+#   that case, to check that the guest is restarted and the case run again),
+#   SOFTRNIC_INTEROP_NO_RETRY=1 (a failed case fails at once, rather than
+#   being run once more on a restarted guest; the summary names every case
+#   that needed a second attempt, "interop: run twice, ...").
 #
 # Only what this script creates is touched: the namespace (removed by the
 # trap), its bridge and tap, nft tables inside it, and the qemu it started
