@@ -38,10 +38,9 @@
 #include "runtime/xdp_frame.h"
 #include "wire/wire.h"
 
-/* Frames read per batch, and the most packets one frame may be cut into:
- * their product fits the batch (SRT_RX_PKTS). */
-#define SRT_XDP_RX_FRAMES SRT_XDP_RX_BATCH
-#define SRT_XDP_RUN_MAX ((SRT_RX_PKTS - SRT_XDP_RX_FRAMES) / SRT_XDP_RX_FRAMES)
+/* The most packets one frame may be cut into: with SRT_XDP_RX_BATCH
+ * frames read per batch, their product fits the batch (SRT_RX_PKTS). */
+#define SRT_XDP_RUN_MAX ((SRT_RX_PKTS - SRT_XDP_RX_BATCH) / SRT_XDP_RX_BATCH)
 
 static struct srt_path_xdp *self_of(struct srt_path *p)
 {
@@ -83,7 +82,7 @@ static int xdp_send(struct srt_path *p, void *dest, const struct srt_tx_meta *m,
 
 	for (unsigned i = 0; i < npc; i++)
 		ib_len += pc[i].len;
-	if (SRT_XDP_HDR_LEN + ib_len > x->max_frame) {
+	if (SRT_XDP_HDR_LEN + ib_len > srt_xdp_max_frame(x)) {
 		px->to_udp++;
 		return srt_udp_out_add(px->u, m, pc, npc, icrc);
 	}
@@ -197,12 +196,12 @@ static unsigned split_run(struct srt_rx_batch *b, unsigned *k, unsigned room, co
 static int xdp_recv(struct srt_path *p, struct srt_rx_batch *b)
 {
 	struct srt_xdp *x = self_of(p)->x;
-	const uint8_t *data[SRT_XDP_RX_FRAMES];
-	uint32_t len[SRT_XDP_RX_FRAMES];
-	unsigned n = srt_xdp_rx_peek(x, data, len, SRT_XDP_RX_FRAMES), k = 0;
+	const uint8_t *data[SRT_XDP_RX_BATCH];
+	uint32_t len[SRT_XDP_RX_BATCH];
+	unsigned n = srt_xdp_rx_peek(x, data, len, SRT_XDP_RX_BATCH), k = 0;
 
 	b->dropped = 0;
-	b->drained = n < SRT_XDP_RX_FRAMES;
+	b->drained = n < SRT_XDP_RX_BATCH;
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *f = data[i];
 		struct srt_xdp_frame h;

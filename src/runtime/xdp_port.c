@@ -198,7 +198,7 @@ static int steer_to_socket(struct srt_xdp *x, char *err, size_t errlen)
 	/* As xdp_steer.bpf.c's struct softrnic_steer. */
 	struct { uint32_t addr, qpn_lo, qpn_hi, qp1, max_frame; } ours = {
 		x->addr.s_addr, x->steer.qpn_lo, x->steer.qpn_hi, x->steer.qp1,
-		x->steer.mtu + WIRE_ETH_LEN < x->max_frame ? x->steer.mtu + WIRE_ETH_LEN : x->max_frame };
+		x->steer.mtu + WIRE_ETH_LEN < srt_xdp_max_frame(x) ? x->steer.mtu + WIRE_ETH_LEN : srt_xdp_max_frame(x) };
 	int e = xsks < 0 ? xsks : xsk_socket__update_xskmap(x->xsk, xsks);
 
 	if (!e)
@@ -267,7 +267,6 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 		return -e;
 	}
 	x->fd = xsk_socket__fd(x->xsk);
-	x->max_frame = SRT_XDP_MAX_FRAME;
 	if (x->sg) {
 		x->rx_bounce = malloc(SRT_XDP_RX_BATCH * sizeof(*x->rx_bounce));
 		x->tx_bounce = malloc(SRT_XDP_MAX_FRAME_SG);
@@ -275,7 +274,6 @@ static int open_socket(struct srt_xdp *x, char *err, size_t errlen)
 			snprintf(err, errlen, "no memory for the XDP bounce buffers");
 			return ENOMEM;
 		}
-		x->max_frame = SRT_XDP_MAX_FRAME_SG;
 	}
 
 	/* Every receive frame to the kernel; every transmit frame free. */
@@ -522,7 +520,7 @@ bool srt_xdp_tx_queue_long(struct srt_xdp *x, uint32_t len)
 	unsigned n = (len + SRT_XDP_FRAME_SIZE - 1) / SRT_XDP_FRAME_SIZE, got = 0;
 	uint32_t idx;
 
-	if (!x->sg || len > x->max_frame)
+	if (!x->sg || len > srt_xdp_max_frame(x))
 		return false;
 	while (got < n && (addr[got] = srt_xdp_tx_frame(x)) != UINT64_MAX)
 		got++;

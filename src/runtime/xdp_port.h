@@ -100,7 +100,6 @@ struct srt_xdp {
 	uint8_t mac[6];
 	bool zerocopy;                  /* how the socket is bound */
 	bool sg;                        /* bound with XDP_USE_SG (multi-buffer) */
-	unsigned max_frame;             /* SRT_XDP_MAX_FRAME, or _SG with sg */
 	int fd;                         /* the XDP socket */
 	struct bpf_object *obj;         /* the steering program and its maps */
 	int link_fd;                    /* its attachment (a BPF link), or -1 */
@@ -156,7 +155,7 @@ const uint8_t *srt_xdp_neighbour(struct srt_xdp *x, uint32_t ip, bool fresh, uin
  * the kernel to send what was queued. */
 uint64_t srt_xdp_tx_frame(struct srt_xdp *x);
 bool srt_xdp_tx_queue(struct srt_xdp *x, uint64_t addr, uint32_t len);
-/* A frame of more than a chunk (sg only; len <= max_frame), built in
+/* A frame of more than a chunk (sg only; len <= srt_xdp_max_frame), built in
  * x->tx_bounce: copied into as many free frames as it needs and queued
  * as one packet.  false: no room (nothing queued). */
 bool srt_xdp_tx_queue_long(struct srt_xdp *x, uint32_t len);
@@ -169,13 +168,20 @@ enum ibv_mtu srt_xdp_ib_mtu(const struct srt_xdp *x);
 /* Receive: up to max (<= SRT_XDP_RX_BATCH) frames, where each lies and
  * its length, valid until srt_xdp_rx_release (which gives their chunks
  * back); the number.  A frame in several chunks is put together in a
- * bounce buffer; one longer than max_frame is dropped (rx_broken). */
+ * bounce buffer; one longer than srt_xdp_max_frame is dropped (rx_broken). */
 unsigned srt_xdp_rx_peek(struct srt_xdp *x, const uint8_t **data, uint32_t *len, unsigned max);
 void srt_xdp_rx_release(struct srt_xdp *x);
 bool srt_xdp_rx_pending(const struct srt_xdp *x);
 /* Frames the kernel dropped on their way to the socket (its statistics:
  * full receive ring, empty fill ring, bad descriptors, others). */
 uint64_t srt_xdp_rx_lost(const struct srt_xdp *x);
+
+/* The longest frame the port sends and takes: one chunk's, or two's
+ * with multi-buffer. */
+static inline unsigned srt_xdp_max_frame(const struct srt_xdp *x)
+{
+	return x->sg ? SRT_XDP_MAX_FRAME_SG : SRT_XDP_MAX_FRAME;
+}
 
 static inline uint8_t *srt_xdp_data(const struct srt_xdp *x, uint64_t addr)
 {
