@@ -71,34 +71,28 @@ perftest() {
 	esac
 }
 
-# ucx TEST ARGS...: one ucx_perftest pair over UCX's shared memory (posix)
-# and self, outside softrnic (no LD_LIBRARY_PATH); prints its Final line:
-# "Final: iterations p50 avg overall MB/s-avg MB/s-overall msg/s-avg
-# msg/s-overall" (latencies in µs, one way for tag_lat).
-ucx() {
-	local test=$1
-	shift
-	env -u LD_LIBRARY_PATH UCX_TLS=posix,self timeout 60 ucx_perftest -p $port > /dev/null 2>&1 &
+# ucx_pair TLS LAUNCH TEST ARGS...: one ucx_perftest pair over
+# UCX_TLS=TLS, each end started by the function LAUNCH (under timeout);
+# prints the client's Final line: "Final: iterations p50 avg overall
+# MB/s-avg MB/s-overall msg/s-avg msg/s-overall" (latencies in µs, one
+# way for tag_lat).
+ucx_pair() {
+	local tls=$1 launch=$2 test=$3
+	shift 3
+	UCX_TLS=$tls $launch ucx_perftest -p $port > /dev/null 2>&1 &
 	local s=$!
 	bench_wait_listen $port
-	env -u LD_LIBRARY_PATH UCX_TLS=posix,self timeout 60 ucx_perftest 127.0.0.1 -p $port -t "$test" "$@" 2>&1 |
-		awk '/^Final/'
+	UCX_TLS=$tls $launch ucx_perftest 127.0.0.1 -p $port -t "$test" "$@" 2>&1 | awk '/^Final/'
 	wait $s
 	port=$((port + 1))
 }
-# ucx_softrnic TEST ARGS...: the same pair over softrnic (`softrnic run`),
-# UCX's RC and UD verbs transports on softrnic0.
-ucx_softrnic() {
-	local test=$1
-	shift
-	UCX_TLS=rc_verbs,ud_verbs,self timeout 60 "$build/bin/softrnic" run ucx_perftest -p $port > /dev/null 2>&1 &
-	local s=$!
-	bench_wait_listen $port
-	UCX_TLS=rc_verbs,ud_verbs,self timeout 60 "$build/bin/softrnic" run ucx_perftest 127.0.0.1 -p $port \
-		-t "$test" "$@" 2>&1 | awk '/^Final/'
-	wait $s
-	port=$((port + 1))
-}
+# UCX's shared memory (posix) and self, outside softrnic (no
+# LD_LIBRARY_PATH); and over softrnic (`softrnic run`), UCX's RC and UD
+# verbs transports on softrnic0.
+outside_softrnic() { timeout 60 env -u LD_LIBRARY_PATH "$@"; }
+through_softrnic() { timeout 60 "$build/bin/softrnic" run "$@"; }
+ucx() { ucx_pair posix,self outside_softrnic "$@"; }
+ucx_softrnic() { ucx_pair rc_verbs,ud_verbs,self through_softrnic "$@"; }
 
 declare -A res
 for r in $(seq "$runs"); do
