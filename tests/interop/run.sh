@@ -389,6 +389,9 @@ restart_guest() {
 	restarts=$((restarts + 1))
 	stop_guest
 	mv "$LOGS/console.log" "$LOGS/console.$restarts.log" 2>/dev/null
+	# A new guest has neither its IPv6 address nor rxe's GID for it: the
+	# next IPv6 case sets them up again.
+	IPV6_READY=
 	boot_guest "$ACCEL" 240 && guest_ready
 }
 
@@ -959,7 +962,7 @@ IPV6_READY=
 ipv6_setup() {
 	if [ -z "$IPV6_READY" ]; then
 		IPV6_READY=no
-		ip -n "$NS" addr add "$HOST6/64" dev "$BR" nodad || return 1
+		ip -n "$NS" addr replace "$HOST6/64" dev "$BR" nodad || return 1   # again after a restart
 		local out want
 		want=$(python3 -c 'import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$GUEST6")
 		# Builtins only in the loop: a fork per GID is slow under TCG.
