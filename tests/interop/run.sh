@@ -331,6 +331,13 @@ qemu_monitor() {
 # which Ethernet addresses each side has for the other.
 guest_diag() {
 	{
+		# First, while softrnic-hostd (which outlives its last member by
+		# a few seconds) still holds the address's sockets: every UDP
+		# socket on 4791 in the namespace, with its queue, drops and
+		# owner.
+		echo "== host: UDP sockets on 4791 in the namespace (queues, drops, owners)"
+		ip netns exec "$NS" ss -uanmpe 'sport = :4791' 2>&1
+		ip netns exec "$NS" awk 'NR == 1 || $2 ~ /:12B7$/' /proc/net/udp /proc/net/udp6 2>&1
 		echo "== guest eth0"
 		grun 20 'ip -s link show eth0; tc -s qdisc show dev eth0; grep -i virtio /proc/interrupts; cat /proc/net/softnet_stat' || echo "(no answer in 20 s)"
 		echo "== guest rxe's counters, UDP and IP drops, neighbours"
