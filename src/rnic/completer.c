@@ -653,11 +653,39 @@ void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq
 		arm_retx(qp, now);
 }
 
+void completer_fast_sent(struct rnic_qp *qp, uint64_t now)
+{
+	if (qp->comp.retx_deadline == RNIC_NO_DEADLINE && timeout_ns(qp))
+		arm_retx(qp, now);
+}
+
+void completer_fast_answered(struct rnic_qp *qp)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+}
+
 void completer_timer(struct rnic_qp *qp, uint64_t now)
 {
 	struct comp_ctx c = { .now = now };
 
 	qp->comp.retx_deadline = RNIC_NO_DEADLINE;
+	if (qp->fast.out && rnic_qp_can_send(qp)) {
+		/* A fast message with no answer (fast.c): the port carries
+		 * it without loss, so nothing is sent again; the peer is
+		 * slow, stuck or gone, and after the retry budget the WQE
+		 * fails as a request no ACK answered (IBTA 9.7.6.1.3). */
+		qp->r->ctr.retransmit_timeouts++;
+		if (!spend_retry(qp)) {
+			qp->fast.out = false;
+			c.error = IBV_WC_RETRY_EXC_ERR;
+			comp_run(qp, &c, COMP_LOCAL_ERROR);
+			return;
+		}
+		arm_retx(qp, now);
+		return;
+	}
 	if (!rnic_qp_can_send(qp) || !outstanding(qp) || qp->req.rnr_until != RNIC_NO_DEADLINE)
 		return;
 	if (retx_wait_ns(qp) != timeout_ns(qp)) {

@@ -200,8 +200,10 @@ int rnic_post_send(struct rnic_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 	}
 	if (bad)
 		*bad = err ? wr : NULL;
-	if (s == IBV_QPS_RTS)
+	if (s == IBV_QPS_RTS) {
+		rnic_fast_try(qp, now);
 		requester_run(qp, now);
+	}
 	return err;
 }
 

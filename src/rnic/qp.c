@@ -675,6 +675,7 @@ static int apply_values(struct rnic_qp *qp, const struct ibv_qp_attr *a, int mas
 static void reset_qp(struct rnic_qp *qp)
 {
 	qp->msg_min = 0;
+	qp->fast.on = false;
 	/* RESET discards everything without completions (IBTA 10.3.1).
 	 * Completions already in the CQs that the program has not polled go
 	 * too, as mlx5 does (rdma-core's tests reset a QP in error and expect

@@ -106,7 +106,9 @@ static enum req_state req_get_wqe(struct rnic_qp *qp, struct req_ctx *c)
 	/* What the peer lacks goes before anything new. */
 	if (scoreboard_pending(qp) || qp->req.resend_one)
 		return REQ_RESEND;
-	if (qp->sq.req == qp->sq.head)
+	/* A fast message goes first, alone: what was posted after it waits
+	 * for its answer (fast.c), which may send it again as packets. */
+	if (qp->sq.req == qp->sq.head || qp->fast.out)
 		return REQ_EXIT;
 	/* SQD: finish the message in progress, start no new one. */
 	if (qp->attr.qp_state == IBV_QPS_SQD && qp->req.offset == 0)
@@ -713,4 +715,7 @@ void requester_reset(struct rnic_qp *qp)
 	qp->req.offset = 0;
 	qp->req.since_ackreq = 0;
 	qp->req.rnr_until = RNIC_NO_DEADLINE;
+	/* A fast message's WQE was flushed (ERR) or dropped (RESET) with
+	 * the rest; an answer to it finds nothing outstanding. */
+	qp->fast.out = false;
 }

@@ -165,6 +165,8 @@ struct rnic_rx {
 	bool alone;
 };
 
+struct rnic_fast_msg;
+
 struct rnic_io {
 	void *ctx;
 	/* Send one packet.  Must not call back into the rnic. */
@@ -232,6 +234,13 @@ struct rnic_io {
 	 * whose regions never go away: the seeded pair, the simulator). */
 	bool (*mem_copy)(void *ctx, void *dst, const void *src, size_t len);
 	bool (*mem_probe)(void *ctx, const void *addr, size_t len, bool write);
+	/* The fast path (rnic_qp_set_fast): hand message m, its payload the
+	 * pieces pc[0..n) in region memory (copied before this returns), to
+	 * the peer at dgid.  0, or an errno when it cannot go that way (no
+	 * room, the peer's ring gone, a page of the payload gone): the
+	 * message then goes as packets.  NULL: no fast path. */
+	int (*fast_send)(void *ctx, const struct rnic_gid *dgid, const struct rnic_fast_msg *m,
+			 const struct wire_piece *pc, unsigned n);
 };
 
 /* ---- device ----------------------------------------------------------- */
@@ -340,7 +349,8 @@ const struct rnic_config *rnic_get_config(const struct rnic *r);
 	X(rx_drop_reorder) X(retransmit_probes) X(flushes) X(flush_failed)    \
 	X(tx_msg_packets) X(rx_msg_packets) X(rx_drop_msg_pull)                \
 	X(rx_msg_pulls_put_off) X(rx_msg_pull_batches) X(rx_msg_sends_put_off) \
-	X(rx_msg_reads_put_off) X(mr_fault) X(completion_flushes)
+	X(rx_msg_reads_put_off) X(mr_fault) X(completion_flushes)               \
+	X(fast_tx) X(fast_rx) X(fast_rejected) X(fast_not_taken) X(fast_unanswered)
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(name) uint64_t name;
@@ -444,6 +454,52 @@ int rnic_qp_modify(struct rnic_qp *qp, const struct ibv_qp_attr *attr, int attr_
 #define RNIC_MSG_MTU (1u << 30)
 #define RNIC_PKT_MAX_PAYLOAD 4096u    /* the largest path MTU's payload */
 int rnic_qp_set_message_path(struct rnic_qp *qp, uint32_t min_bytes);
+
+/* ---- the host-local fast path (fast.c) -------------------------------- */
+
+/* Between two RC QPs of softrnic devices on one host, whose port carries
+ * messages through shared memory reliably and in order, a SEND, SEND with
+ * immediate, RDMA WRITE or WRITE with immediate of up to RNIC_FAST_MAX
+ * bytes, posted while its QP has nothing outstanding, goes as one message
+ * (rnic_io.fast_send) with no PSN, no packet and no ACK: the peer's rnic
+ * executes it (rnic_fast_receive) if nothing stands in the way, and its
+ * port answers (rnic_fast_answer) DONE, which completes the work request,
+ * or REJECTED, having done nothing: the requester then sends it as
+ * ordinary packets, and the responder's own rules (RNR, access and length
+ * errors, the QP's state) answer as the IBTA says.  Until the answer the
+ * QP sends nothing else; no answer within the QP's retry budget
+ * (timeout x retry_cnt) is IBV_WC_RETRY_EXC_ERR, as for packets. */
+#define RNIC_FAST_MAX 4096u
+struct rnic_fast_msg {
+	uint32_t dqpn;                  /* the responder's QP                   */
+	uint32_t sqpn;                  /* the requester's QP                   */
+	uint32_t seq;                   /* the requester's number for it        */
+	uint8_t opcode;                 /* enum ibv_wr_opcode: SEND, SEND_WITH_IMM,
+	                                   RDMA_WRITE, RDMA_WRITE_WITH_IMM      */
+	uint8_t se;                     /* solicited event                      */
+	uint32_t imm;                   /* network order                        */
+	uint32_t rkey;
+	uint64_t va;
+	uint32_t len;                   /* payload bytes                        */
+};
+enum rnic_fast_verdict {
+	RNIC_FAST_DONE = 1,             /* executed: complete it                */
+	RNIC_FAST_REJECTED = 2,         /* nothing done: send it as packets     */
+};
+/* The port may carry fast messages between this QP and its peer (set once
+ * the QP is in RTR towards a local peer, with the message path; cleared
+ * by RESET).  Both ends must say so: a responder rejects fast messages to
+ * a QP that is not on. */
+void rnic_qp_set_fast(struct rnic_qp *qp, bool on);
+/* A fast message from the QP whose address is `src`, payload[0..m->len).
+ * The verdict the port answers with; 0 for one that cannot be answered
+ * (malformed: dropped and counted). */
+enum rnic_fast_verdict rnic_fast_receive(struct rnic *r, const struct rnic_fast_msg *m, const uint8_t *payload,
+					 const struct rnic_gid *src, uint64_t now);
+/* The peer's answer to fast message `seq` of our QP `qpn`, from `src`
+ * whose QP is `src_qpn`.  Ignored unless it answers the one outstanding. */
+void rnic_fast_answer(struct rnic *r, uint32_t qpn, uint32_t src_qpn, const struct rnic_gid *src, uint32_t seq,
+		      enum rnic_fast_verdict v, uint64_t now);
 int rnic_qp_query(struct rnic_qp *qp, struct ibv_qp_attr *attr, struct ibv_qp_init_attr *init);
 int rnic_qp_destroy(struct rnic_qp *qp);
 

@@ -545,6 +545,13 @@ struct rnic_qp {
 	/* Selective repeat (selective.c), allocated on the first loss. */
 	struct rnic_reorder *reorder;   /* responder: packets past a hole */
 	struct rnic_scoreboard *board;  /* requester: what the peer has    */
+	/* The host-local fast path (fast.c): on (rnic_qp_set_fast); out,
+	 * the oldest send WQE went as a fast message numbered seq and is
+	 * not answered yet (the requester waits meanwhile). */
+	struct {
+		bool on, out;
+		uint32_t seq;
+	} fast;
 };
 
 /* What our requester cuts WQE w by, and the completer reads its READ
@@ -757,6 +764,14 @@ void completer_receive(struct rnic_qp *qp, const struct wire_ib *pkt, uint64_t n
  * `ackreq`: the packet asks for an ACK. */
 void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq, uint64_t now);
 void completer_timer(struct rnic_qp *qp, uint64_t now);
+/* The fast path (fast.c): a fast message left (its answer is awaited
+ * under the retransmit timer), or its answer came (the retry counters
+ * are reloaded and the timer stopped). */
+void completer_fast_sent(struct rnic_qp *qp, uint64_t now);
+void completer_fast_answered(struct rnic_qp *qp);
+/* fast.c: send the send queue's next WQE as a fast message if it may go
+ * so (rnic_post_send, before the requester). */
+void rnic_fast_try(struct rnic_qp *qp, uint64_t now);
 void completer_reset(struct rnic_qp *qp);
 /* The reads put off for qp's READ responses are done (pull.c): a failed
  * one is asked again, as if its response had been lost. */

@@ -199,6 +199,13 @@ static void io_xmit(void *ctx, const struct rnic_tx *tx)
 	(void)srt_paths_queue(&dev->paths, tx);
 }
 
+static int io_fast_send(void *ctx, const struct rnic_gid *dgid, const struct rnic_fast_msg *m,
+			const struct wire_piece *pc, unsigned n)
+{
+	struct srt_device *dev = ctx;
+	return srt_paths_fast_send(&dev->paths, dgid, m, pc, n);
+}
+
 static uint8_t *io_tx_buffer(void *ctx)
 {
 	struct srt_device *dev = ctx;
@@ -301,6 +308,7 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
+	c.fast_unanswered += dev->rx_fast_unanswered;
 	struct srt_path_stats paths;
 	srt_paths_totals(&dev->paths, &paths);
 	c.mr_fault += paths.tx_mr_fault;
@@ -649,6 +657,8 @@ epoll_fail:
 		/* Region memory a program unmapped stays its own problem
 		 * (mem_guard.h). */
 		.mem_copy = srt_io_mem_copy, .mem_probe = srt_io_mem_probe,
+		/* Small messages to a local peer as ring entries (fast.c). */
+		.fast_send = srt_paths_fast_ok(&dev->paths) ? io_fast_send : NULL,
 	};
 	if ((e = srt_guard_install()) != 0)
 		fprintf(stderr, "softrnic: no fault handler (%s): an unmapped region's page kills the process\n",

@@ -58,6 +58,8 @@ const struct srt_env_var srt_env_table[] = {
 	  "runtime/local_path.c"),
 	T("LOCAL_MSG_MIN", NUMBER, 4096, 1u << 30, NULL, "the smallest message moved as one (bytes)",
 	  "runtime/local_path.c"),
+	T("LOCAL_FAST", BOOL, 0, 0, NULL, "0: small messages between local QPs as packets, not fast messages",
+	  "runtime/paths.c"),
 	/* Captures and faults: runtime/capture.c, device.c */
 	T("PCAP", TEXT, 0, 0, NULL, "capture every packet into this file (%p: the pid)", "runtime/capture.c"),
 	T("PCAP_LIMIT", SIZE, 0, 0, NULL, "the capture's size limit, with K, M or G (0: none)", "runtime/capture.c"),

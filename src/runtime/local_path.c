@@ -39,7 +39,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rnic/rnic.h"
 #include "runtime/mem_guard.h"
+#include "runtime/tx_queue.h"
 #include "runtime/share_steer.h"
 #include "runtime/udp_port.h"
 #include "wire/mad.h"
@@ -254,6 +256,48 @@ bool srt_local_send(struct srt_local *l, struct srt_local_peer *p, uint16_t spor
 	return true;
 }
 
+int srt_local_fast_send(struct srt_local *l, struct srt_local_peer *p, const struct rnic_fast_msg *m,
+			const struct wire_piece *pc, unsigned n)
+{
+	uint32_t len = (uint32_t)sizeof(struct ring_fast) + m->len;
+	struct ring_entry *e;
+	struct ring_fast *f;
+
+	if (len > ENTRY_DATA)
+		return EMSGSIZE;
+	if (!(e = srt_local_reserve(l, p, len, 0)))
+		return EAGAIN;
+	f = (struct ring_fast *)(void *)e->data;
+	*f = (struct ring_fast){ .dqpn = m->dqpn, .sqpn = m->sqpn, .seq = m->seq, .imm = m->imm, .rkey = m->rkey,
+				 .len = m->len, .va = m->va, .opcode = m->opcode, .se = m->se };
+	if (m->len && srt_local_copy_pieces(e->data + sizeof(*f), pc, n) != m->len)
+		return EFAULT;  /* not committed: the room stays free */
+	e->len = len;
+	srt_local_commit(l, e, len, WIRE_ROCEV2_UDP_PORT, 0, SRT_DEFAULT_TTL, ENTRY_FAST | ENTRY_NO_ICRC);
+	return 0;
+}
+
+struct ring_answer *srt_local_answer_room(struct srt_local *l, struct srt_local_peer *p)
+{
+	struct ring_entry *e = srt_local_reserve(l, p, sizeof(struct ring_answer), 0);
+
+	return e ? (struct ring_answer *)(void *)e->data : NULL;
+}
+
+void srt_local_answer(struct srt_local *l, struct srt_local_peer *p, struct ring_answer *room,
+		      const struct ring_answer *a)
+{
+	struct ring_entry *e = (struct ring_entry *)(void *)((uint8_t *)room - offsetof(struct ring_entry, data));
+
+	/* The room is ours only while we hold p's ring (nothing else was
+	 * sent in between: the rnic sends nothing while it executes). */
+	if (l->held != p)
+		return;
+	*room = *a;
+	e->len = sizeof(*a);
+	srt_local_commit(l, e, sizeof(*a), WIRE_ROCEV2_UDP_PORT, 0, SRT_DEFAULT_TTL, ENTRY_ANSWER | ENTRY_NO_ICRC);
+}
+
 /* Ring p's doorbell now if one is due. */
 void srt_local_send_doorbell(struct srt_local *l, struct srt_local_peer *p)
 {
@@ -350,6 +394,7 @@ int srt_local_recv(struct srt_local *l, struct srt_rx_batch *b)
 		pkt->remote_inline = v.inline_data;
 		pkt->remote_inline_len = v.inline_len;
 		pkt->alone = (v.flags & ENTRY_ALONE) != 0;
+		pkt->ring_kind = (v.flags & ENTRY_FAST) ? SRT_RX_FAST : (v.flags & ENTRY_ANSWER) ? SRT_RX_ANSWER : 0;
 		srt_ipv4_to_gid((struct in_addr){ .s_addr = v.e->src }, &pkt->src);
 		srt_ipv4_to_gid(l->addr, &pkt->dst);
 		pkt->sport = v.e->sport;

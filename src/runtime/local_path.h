@@ -101,6 +101,27 @@ bool srt_local_wants_icrc(const struct srt_local_peer *peer);
  * piece faulted (region memory, mem_guard.h), nothing written. */
 bool srt_local_send(struct srt_local *l, struct srt_local_peer *peer, uint16_t sport, uint8_t tos, uint8_t ttl,
 		    const struct wire_piece *pc, unsigned npc, uint32_t len, bool icrc, bool alone);
+/* ---- the fast path (rnic.h, rnic_qp_set_fast) ----
+ *
+ * A fast message is one entry in the destination's ring (ENTRY_FAST:
+ * struct ring_fast, then the payload, copied once from the region), and
+ * its answer one entry back in the sender's ring (ENTRY_ANSWER).  Both
+ * ride the ring's mutex, publication and doorbells like packets. */
+struct rnic_fast_msg;
+/* Sender: message m and its payload pieces (region memory, read under the
+ * guard) into peer's ring.  0, EAGAIN (ring full), EMSGSIZE or EFAULT (a
+ * page of the payload gone): nothing written. */
+int srt_local_fast_send(struct srt_local *l, struct srt_local_peer *peer, const struct rnic_fast_msg *m,
+			const struct wire_piece *pc, unsigned n);
+/* Receiver: room for the answer in the sender's ring (peer), reserved
+ * before the message is executed, so that one executed is always
+ * answered; NULL when the ring is full (the message is then not executed,
+ * and its sender's retry budget runs out as for a lost request).  The
+ * answer is written by srt_local_answer, or the room left unused. */
+struct ring_answer *srt_local_answer_room(struct srt_local *l, struct srt_local_peer *peer);
+void srt_local_answer(struct srt_local *l, struct srt_local_peer *peer, struct ring_answer *room,
+		      const struct ring_answer *a);
+
 /* ---- the message path (rnic_qp_set_message_path) ----
  *
  * An RC QP whose peer is on this host carries each message as one packet

@@ -25,7 +25,7 @@
 #include "runtime/local_path.h"
 
 #define RING_MAGIC 0x534c5231u          /* "SLR1" */
-#define RING_VERSION 5u
+#define RING_VERSION 6u
 /* Entries are packed, each 64-byte aligned, in an area of this size:
  * about 2000 full-size packets, or 100 000 ACKs.  Packed, a ping-pong's
  * ACK and answer share cache lines and pages; slots of the largest
@@ -52,7 +52,28 @@ struct ring_entry {
                                            only the length, and the payload follows
                                            it in the entry (inline_at) */
 #define ENTRY_ALONE 16u                 /* the sender's rnic_tx.alone */
+#define ENTRY_FAST 32u                  /* no packet: a fast message (struct
+                                           ring_fast, then its payload) */
+#define ENTRY_ANSWER 64u                /* no packet: a fast message's answer
+                                           (struct ring_answer) */
 #define ENTRY_DATA (ENTRY_MAX_BYTES - sizeof(struct ring_entry))
+
+/* The host-local fast path (rnic.h, rnic_fast_msg): a message between two
+ * QPs as one entry, its payload after this header, and the answer that
+ * comes back in the sender's ring.  Fields in host order (one host). */
+struct ring_fast {
+	uint32_t dqpn, sqpn, seq;
+	uint32_t imm;                   /* network order, as posted */
+	uint32_t rkey, len;             /* len: the payload bytes after it */
+	uint64_t va;
+	uint8_t opcode, se, pad[6];
+};
+struct ring_answer {
+	uint32_t qpn;                   /* the requester's QP */
+	uint32_t src_qpn;               /* the responder's */
+	uint32_t seq;
+	uint32_t verdict;               /* enum rnic_fast_verdict */
+};
 /* The largest payload an inline entry may carry (a sender's
  * SOFTRNIC_LOCAL_INLINE_MAX is held to it): a receiver drops as broken
  * any entry that claims more. */

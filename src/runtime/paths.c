@@ -237,6 +237,7 @@ unsigned srt_paths_flush(struct srt_paths *ps)
 {
 	unsigned lost = ps->txq->n ? dispatch(ps) : 0;
 
+	ps->fast_unpublished = false;
 	return lost + flush_paths(ps);
 }
 
@@ -313,6 +314,33 @@ int srt_paths_queue(struct srt_paths *ps, const struct rnic_tx *tx)
 	return 0;
 }
 
+bool srt_paths_fast_ok(const struct srt_paths *ps)
+{
+	const char *env = getenv("SOFTRNIC_LOCAL_FAST");
+
+	return ps->local && !(env && !strcmp(env, "0"));
+}
+
+int srt_paths_fast_send(struct srt_paths *ps, const struct rnic_gid *dgid, const struct rnic_fast_msg *m,
+			const struct wire_piece *pc, unsigned n)
+{
+	struct in_addr dst4;
+	struct srt_local_peer *p;
+	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(m->dqpn >> 16), (uint8_t)(m->dqpn >> 8),
+				      (uint8_t)m->dqpn };
+
+	if (!ps->local || !srt_gid_to_ipv4(dgid, &dst4) || !(p = srt_local_route(ps->local, dst4, bth)))
+		return EHOSTUNREACH;
+	/* What waits in the queue goes first: packets of the same QP, and
+	 * the ACK that waited to ride, keep their order. */
+	if (ps->txq->n)
+		dispatch(ps);
+	int e = srt_local_fast_send(ps->local, p, m, pc, n);
+	if (!e)
+		ps->fast_unpublished = true;
+	return e;
+}
+
 bool srt_paths_payload_ref(const struct srt_paths *ps)
 {
 	/* Safe because the queue is sent at every unlock.  The host-local
@@ -345,7 +373,10 @@ void srt_paths_choose_for_qp(struct srt_paths *ps, struct rnic *r, struct rnic_q
 		/* Looked up again now: the address may have changed hands
 		 * since it was cached. */
 		if ((dest = p->ops->route(p, &dgid, bth, true)) != NULL && (min = p->ops->message_min(p, dest)) != 0) {
-			(void)rnic_qp_set_message_path(qp, min);
+			/* Where whole messages go, small ones go as fast
+			 * messages (fast.c): the same peer, read once. */
+			if (!rnic_qp_set_message_path(qp, min))
+				rnic_qp_set_fast(qp, srt_paths_fast_ok(ps));
 			return;
 		}
 	}

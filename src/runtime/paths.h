@@ -68,6 +68,9 @@ struct srt_paths {
 	 * they rode with it.  The runtime takes the count at unlock
 	 * (send_path.c). */
 	uint64_t acks_before_message;
+	/* A fast message or answer is in a ring, not yet published: the
+	 * next unlock flushes (send_path.c) even with nothing queued. */
+	bool fast_unpublished;
 	uint64_t tx_unroutable;         /* no path carries the destination */
 	uint64_t tx_mr_fault;           /* not queued: a payload page faulted */
 	/* Receive policy (srt_paths_skip_syscall): when a path without
@@ -121,6 +124,12 @@ int srt_paths_queue(struct srt_paths *ps, const struct rnic_tx *tx);
 unsigned srt_paths_flush(struct srt_paths *ps);
 static inline const struct srt_tx_queue *srt_paths_queued(const struct srt_paths *ps) { return ps->txq; }
 /* Should the rnic hand over payloads by reference (rnic_io.tx_payload_ref)? */
+/* The fast path (rnic.h, rnic_qp_set_fast): on where the host-local ring
+ * is, unless SOFTRNIC_LOCAL_FAST=0; and the rnic's fast_send hook. */
+struct rnic_fast_msg;
+bool srt_paths_fast_ok(const struct srt_paths *ps);
+int srt_paths_fast_send(struct srt_paths *ps, const struct rnic_gid *dgid, const struct rnic_fast_msg *m,
+			const struct wire_piece *pc, unsigned n);
 bool srt_paths_payload_ref(const struct srt_paths *ps);
 /* At connect: the way an RC QP carries its messages (a peer on this
  * host: whole messages, rnic_qp_set_message_path). */

@@ -11,6 +11,7 @@
 
 #include "runtime/capture.h"
 #include "runtime/device_int.h"
+#include "runtime/local_ring.h"
 #include "runtime/icrc_recv.h"
 #include "runtime/local_path.h"
 
@@ -167,6 +168,57 @@ void srt_deliver_packet(void *ctx, const struct srt_rx_pkt *p, uint64_t now)
 	rnic_receive(dev->rnic, &rx, now);
 }
 
+/* A ring's fast message or its answer (local_path.h, "the fast path"),
+ * read once from the ring (the sender may still write it). */
+static void deliver_fast(struct srt_device *dev, const struct srt_rx_pkt *p, uint64_t now)
+{
+	struct srt_local *l = dev->paths.local;
+	struct in_addr src4;
+	struct ring_fast f;
+
+	if (!l || !srt_gid_to_ipv4(&p->src, &src4)) {
+		dev->rx_drop_malformed++;
+		return;
+	}
+	if (p->ring_kind == SRT_RX_ANSWER) {
+		struct ring_answer a;
+
+		if (p->len != sizeof(a)) {
+			dev->rx_drop_malformed++;
+			return;
+		}
+		memcpy(&a, p->data, sizeof(a));
+		rnic_fast_answer(dev->rnic, a.qpn, a.src_qpn, &p->src, a.seq, (enum rnic_fast_verdict)a.verdict, now);
+		return;
+	}
+	if (p->len < sizeof(f)) {
+		dev->rx_drop_malformed++;
+		return;
+	}
+	memcpy(&f, p->data, sizeof(f));
+	if (f.len != p->len - sizeof(f)) {
+		dev->rx_drop_malformed++;
+		return;
+	}
+	/* The answer's room first, in the sender's ring: a message is not
+	 * executed unless its answer can be given. */
+	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(f.sqpn >> 16), (uint8_t)(f.sqpn >> 8), (uint8_t)f.sqpn };
+	struct srt_local_peer *back = srt_local_route(l, src4, bth);
+	struct ring_answer *room = back ? srt_local_answer_room(l, back) : NULL;
+	if (!room) {
+		dev->rx_fast_unanswered++;
+		return;
+	}
+	struct rnic_fast_msg m = { .dqpn = f.dqpn, .sqpn = f.sqpn, .seq = f.seq, .opcode = f.opcode, .se = f.se,
+				   .imm = f.imm, .rkey = f.rkey, .va = f.va, .len = f.len };
+	enum rnic_fast_verdict v = rnic_fast_receive(dev->rnic, &m, p->data + sizeof(f), &p->src, now);
+	if (v) {
+		srt_local_answer(l, back, room,
+				 &(struct ring_answer){ .qpn = f.sqpn, .src_qpn = f.dqpn, .seq = f.seq, .verdict = v });
+		dev->paths.fast_unpublished = true;
+	}
+}
+
 /* Read and deliver what is waiting on socket `u` (the device's own, or
  * a multicast group's), device lock held.  Trade-off: the ICRC check runs
  * under the lock too, so the batch buffer needs no lock of its own and
@@ -177,6 +229,16 @@ static int deliver_batch(struct srt_device *dev, int n, uint64_t now)
 	for (int i = 0; i < n; i++) {
 		const struct srt_rx_pkt *p = &dev->batch.pkt[i];
 
+		/* Not packets: a fast message or answer, which only a peer
+		 * that found no SOFTRNIC_FAULTS here sends (the message
+		 * path's rule, below). */
+		if (p->ring_kind) {
+			if (dev->faults)
+				dev->rx_drop_malformed++;
+			else
+				deliver_fast(dev, p, now);
+			continue;
+		}
 		/* A local peer's wake-up (local_path.h) has done its work by
 		 * waking us: not a packet, not for SOFTRNIC_FAULTS to touch. */
 		if (!p->truncated && srt_local_is_doorbell(p->data, p->len))

@@ -52,8 +52,13 @@ struct srt_rx_pkt {
 	uint32_t remote_inline_len;     /* its length, as checked */
 	bool alone;                     /* the sender's rnic_tx.alone (a ring's
 	                                   packet only) */
+	/* Not a packet: a ring's fast message or its answer (SRT_RX_FAST,
+	 * SRT_RX_ANSWER; local_path.h), 0 for a packet. */
+	uint8_t ring_kind;
 	uint8_t *data;
 };
+#define SRT_RX_FAST 1u
+#define SRT_RX_ANSWER 2u
 struct srt_rx_batch {
 	uint32_t dropped;               /* segments past SRT_RX_MAX_SEGS   */
 	/* The last srt_udp_recv read fewer datagrams than it asked for: the

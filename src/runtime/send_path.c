@@ -91,7 +91,10 @@ void srt_unlock(struct srt_device *dev)
 		dev->ride_since_ns = 0;
 	}
 	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
-	if (q->n && !acks_wait(dev)) {
+	/* A fast message or answer in a ring goes now, and what is queued
+	 * with it (the ACKs that waited ride along). */
+	bool fast = dev->paths.fast_unpublished;
+	if (q->n && (fast || !acks_wait(dev))) {
 		if (dev->ride_since_ns) {
 			if (q->not_acks) {
 				dev->acks_rode += q->n - q->not_acks;
@@ -104,6 +107,8 @@ void srt_unlock(struct srt_device *dev)
 		srt_paths_flush(&dev->paths);
 		dev->acks_may_ride = false;
 		dev->ride_since_ns = 0;
+	} else if (fast) {
+		srt_paths_flush(&dev->paths);
 	}
 	pthread_mutex_unlock(&dev->lock);
 }
