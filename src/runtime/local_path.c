@@ -289,10 +289,16 @@ void srt_local_answer(struct srt_local *l, struct srt_local_peer *p, struct ring
 {
 	struct ring_entry *e = (struct ring_entry *)(void *)((uint8_t *)room - offsetof(struct ring_entry, data));
 
-	/* The room is ours only while we hold p's ring (nothing else was
-	 * sent in between: the rnic sends nothing while it executes). */
-	if (l->held != p)
-		return;
+	/* The room is ours only while we hold p's ring.  The rnic sends
+	 * nothing while it executes a fast message, but should something
+	 * have gone to another ring meanwhile, room is asked for again:
+	 * an executed message must be answered. */
+	if (l->held != p) {
+		room = srt_local_answer_room(l, p);
+		if (!room)
+			return;
+		e = (struct ring_entry *)(void *)((uint8_t *)room - offsetof(struct ring_entry, data));
+	}
 	*room = *a;
 	e->len = sizeof(*a);
 	srt_local_commit(l, e, sizeof(*a), WIRE_ROCEV2_UDP_PORT, 0, SRT_DEFAULT_TTL, ENTRY_ANSWER | ENTRY_NO_ICRC);
