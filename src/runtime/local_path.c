@@ -277,31 +277,19 @@ int srt_local_fast_send(struct srt_local *l, struct srt_local_peer *p, const str
 	return 0;
 }
 
-struct ring_answer *srt_local_answer_room(struct srt_local *l, struct srt_local_peer *p)
+bool srt_local_answer(struct srt_local *l, struct srt_local_peer *p, uint32_t qpn, uint32_t src_qpn, uint32_t seq,
+		      uint32_t verdict)
 {
 	struct ring_entry *e = srt_local_reserve(l, p, sizeof(struct ring_answer), 0);
 
-	return e ? (struct ring_answer *)(void *)e->data : NULL;
-}
-
-void srt_local_answer(struct srt_local *l, struct srt_local_peer *p, struct ring_answer *room,
-		      const struct ring_answer *a)
-{
-	struct ring_entry *e = (struct ring_entry *)(void *)((uint8_t *)room - offsetof(struct ring_entry, data));
-
-	/* The room is ours only while we hold p's ring.  The rnic sends
-	 * nothing while it executes a fast message, but should something
-	 * have gone to another ring meanwhile, room is asked for again:
-	 * an executed message must be answered. */
-	if (l->held != p) {
-		room = srt_local_answer_room(l, p);
-		if (!room)
-			return;
-		e = (struct ring_entry *)(void *)((uint8_t *)room - offsetof(struct ring_entry, data));
-	}
-	*room = *a;
-	e->len = sizeof(*a);
-	srt_local_commit(l, e, sizeof(*a), WIRE_ROCEV2_UDP_PORT, 0, SRT_DEFAULT_TTL, ENTRY_ANSWER | ENTRY_NO_ICRC);
+	if (!e)
+		return false;
+	*(struct ring_answer *)(void *)e->data =
+		(struct ring_answer){ .qpn = qpn, .src_qpn = src_qpn, .seq = seq, .verdict = verdict };
+	e->len = sizeof(struct ring_answer);
+	srt_local_commit(l, e, sizeof(struct ring_answer), WIRE_ROCEV2_UDP_PORT, 0, SRT_DEFAULT_TTL,
+			 ENTRY_ANSWER | ENTRY_NO_ICRC);
+	return true;
 }
 
 /* Ring p's doorbell now if one is due. */

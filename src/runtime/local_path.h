@@ -113,14 +113,10 @@ struct rnic_fast_msg;
  * page of the payload gone): nothing written. */
 int srt_local_fast_send(struct srt_local *l, struct srt_local_peer *peer, const struct rnic_fast_msg *m,
 			const struct wire_piece *pc, unsigned n);
-/* Receiver: room for the answer in the sender's ring (peer), reserved
- * before the message is executed, so that one executed is always
- * answered; NULL when the ring is full (the message is then not executed,
- * and its sender's retry budget runs out as for a lost request).  The
- * answer is written by srt_local_answer, or the room left unused. */
-struct ring_answer *srt_local_answer_room(struct srt_local *l, struct srt_local_peer *peer);
-void srt_local_answer(struct srt_local *l, struct srt_local_peer *peer, struct ring_answer *room,
-		      const struct ring_answer *a);
+/* Receiver: the answer to fast message `seq` of the sender's QP qpn
+ * (ours: src_qpn) into its ring (peer); false when the ring is full. */
+bool srt_local_answer(struct srt_local *l, struct srt_local_peer *peer, uint32_t qpn, uint32_t src_qpn, uint32_t seq,
+		      uint32_t verdict);
 
 /* ---- the message path (rnic_qp_set_message_path) ----
  *

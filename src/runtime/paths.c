@@ -233,10 +233,38 @@ static unsigned flush_paths(struct srt_paths *ps)
 	return lost;
 }
 
+/* The answers that waited, into their senders' rings, ahead of what
+ * goes with them. */
+static void write_answers(struct srt_paths *ps)
+{
+	for (unsigned i = 0; i < ps->answers_n; i++) {
+		const struct srt_answer_wait *w = &ps->answers[i];
+		uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(w->qpn >> 16), (uint8_t)(w->qpn >> 8),
+					      (uint8_t)w->qpn };
+		struct srt_local_peer *p = ps->local ? srt_local_route(ps->local, w->to, bth) : NULL;
+
+		if (!p || !srt_local_answer(ps->local, p, w->qpn, w->src_qpn, w->seq, w->verdict))
+			ps->answers_lost++;
+	}
+	ps->answers_n = 0;
+}
+
+void srt_paths_answer(struct srt_paths *ps, struct in_addr to, uint32_t qpn, uint32_t src_qpn, uint32_t seq,
+		      uint32_t verdict)
+{
+	if (ps->answers_n == SRT_ANSWERS_WAIT) {
+		write_answers(ps);
+		ps->fast_unpublished = true;
+	}
+	ps->answers[ps->answers_n++] = (struct srt_answer_wait){ to, qpn, src_qpn, seq, verdict };
+}
+
 unsigned srt_paths_flush(struct srt_paths *ps)
 {
 	unsigned lost = ps->txq->n ? dispatch(ps) : 0;
 
+	if (ps->answers_n)
+		write_answers(ps);
 	ps->fast_unpublished = false;
 	return lost + flush_paths(ps);
 }
@@ -269,6 +297,10 @@ static int send_message(struct srt_paths *ps, const struct rnic_tx *tx)
 	if (q->n) {
 		ps->acks_before_message += q->n - q->not_acks;
 		dispatch(ps);
+	}
+	if (ps->answers_n) {
+		ps->acks_before_message += ps->answers_n;
+		write_answers(ps);
 	}
 	if (tx->ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN) {
 		for (unsigned i = 0; i < ps->n; i++) {
@@ -333,8 +365,14 @@ int srt_paths_fast_send(struct srt_paths *ps, const struct rnic_gid *dgid, const
 		return EHOSTUNREACH;
 	/* What waits in the queue goes first: packets of the same QP, and
 	 * the ACK that waited to ride, keep their order. */
-	if (ps->txq->n)
+	if (ps->txq->n) {
+		ps->acks_before_message += ps->txq->n - ps->txq->not_acks;
 		dispatch(ps);
+	}
+	if (ps->answers_n) {
+		ps->acks_before_message += ps->answers_n;     /* they rode */
+		write_answers(ps);
+	}
 	int e = srt_local_fast_send(ps->local, p, m, pc, n);
 	if (!e)
 		ps->fast_unpublished = true;

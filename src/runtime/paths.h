@@ -53,6 +53,8 @@ struct srt_path_xdp {
 	uint64_t runs_split;            /* frames received that were GSO runs */
 };
 
+#define SRT_ANSWERS_WAIT 64u
+
 struct srt_paths {
 	struct srt_udp udp;             /* the port */
 	struct srt_local *local;        /* NULL: no host-local paths */
@@ -68,9 +70,19 @@ struct srt_paths {
 	 * they rode with it.  The runtime takes the count at unlock
 	 * (send_path.c). */
 	uint64_t acks_before_message;
-	/* A fast message or answer is in a ring, not yet published: the
-	 * next unlock flushes (send_path.c) even with nothing queued. */
+	/* A fast message is in a ring, not yet published: the next unlock
+	 * flushes (send_path.c) even with nothing queued. */
 	bool fast_unpublished;
+	/* Answers to fast messages (local_path.h), waiting like plain ACKs
+	 * to ride with the next thing this process sends (send_path.c), and
+	 * written into their senders' rings ahead of it; answers_lost: no
+	 * room or no ring for one (its sender's retries run out). */
+	struct srt_answer_wait {
+		struct in_addr to;
+		uint32_t qpn, src_qpn, seq, verdict;
+	} answers[SRT_ANSWERS_WAIT];
+	unsigned answers_n;
+	uint64_t answers_lost;
 	uint64_t tx_unroutable;         /* no path carries the destination */
 	uint64_t tx_mr_fault;           /* not queued: a payload page faulted */
 	/* Receive policy (srt_paths_skip_syscall): when a path without
@@ -128,6 +140,10 @@ static inline const struct srt_tx_queue *srt_paths_queued(const struct srt_paths
  * is, unless SOFTRNIC_LOCAL_FAST=0; and the rnic's fast_send hook. */
 struct rnic_fast_msg;
 bool srt_paths_fast_ok(const struct srt_paths *ps);
+/* The answer to a fast message from `to` (its QP qpn, ours src_qpn),
+ * kept to ride (above). */
+void srt_paths_answer(struct srt_paths *ps, struct in_addr to, uint32_t qpn, uint32_t src_qpn, uint32_t seq,
+		      uint32_t verdict);
 int srt_paths_fast_send(struct srt_paths *ps, const struct rnic_gid *dgid, const struct rnic_fast_msg *m,
 			const struct wire_piece *pc, unsigned n);
 bool srt_paths_payload_ref(const struct srt_paths *ps);

@@ -200,23 +200,17 @@ static void deliver_fast(struct srt_device *dev, const struct srt_rx_pkt *p, uin
 		dev->rx_drop_malformed++;
 		return;
 	}
-	/* The answer's room first, in the sender's ring: a message is not
-	 * executed unless its answer can be given. */
+	/* Executed only where an answer can go: the sender's ring. */
 	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(f.sqpn >> 16), (uint8_t)(f.sqpn >> 8), (uint8_t)f.sqpn };
-	struct srt_local_peer *back = srt_local_route(l, src4, bth);
-	struct ring_answer *room = back ? srt_local_answer_room(l, back) : NULL;
-	if (!room) {
+	if (!srt_local_route(l, src4, bth)) {
 		dev->rx_fast_unanswered++;
 		return;
 	}
 	struct rnic_fast_msg m = { .dqpn = f.dqpn, .sqpn = f.sqpn, .seq = f.seq, .opcode = f.opcode, .se = f.se,
 				   .imm = f.imm, .rkey = f.rkey, .va = f.va, .len = f.len };
 	enum rnic_fast_verdict v = rnic_fast_receive(dev->rnic, &m, p->data + sizeof(f), &p->src, now);
-	if (v) {
-		srt_local_answer(l, back, room,
-				 &(struct ring_answer){ .qpn = f.sqpn, .src_qpn = f.dqpn, .seq = f.seq, .verdict = v });
-		dev->paths.fast_unpublished = true;
-	}
+	if (v)
+		srt_paths_answer(&dev->paths, src4, f.sqpn, f.dqpn, f.seq, v);
 }
 
 /* Read and deliver what is waiting on socket `u` (the device's own, or

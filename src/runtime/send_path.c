@@ -50,7 +50,10 @@ static bool ride_start(struct srt_device *dev, uint64_t now)
  * nothing waits, the queue holds other packets or none). */
 uint64_t srt_ride_deadline(struct srt_device *dev, uint64_t now)
 {
-	if (!srt_txq_only_acks(srt_paths_queued(&dev->paths)))
+	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
+
+	/* Plain ACKs and fast messages' answers wait; nothing else. */
+	if (dev->paths.fast_unpublished || (q->n ? !srt_txq_only_acks(q) : !dev->paths.answers_n))
 		return UINT64_MAX;
 	if (!dev->ride_since_ns && !ride_start(dev, now))
 		return UINT64_MAX;
@@ -91,16 +94,17 @@ void srt_unlock(struct srt_device *dev)
 		dev->ride_since_ns = 0;
 	}
 	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
-	/* A fast message or answer in a ring goes now, and what is queued
-	 * with it (the ACKs that waited ride along). */
+	/* A fast message in a ring goes now, and what waits goes with it:
+	 * the ACKs and answers ride along. */
 	bool fast = dev->paths.fast_unpublished;
-	if (q->n && (fast || !acks_wait(dev))) {
+	unsigned waiting = q->n + dev->paths.answers_n;
+	if (waiting && (fast || !acks_wait(dev))) {
 		if (dev->ride_since_ns) {
-			if (q->not_acks) {
-				dev->acks_rode += q->n - q->not_acks;
+			if (q->not_acks || fast) {
+				dev->acks_rode += waiting - q->not_acks;
 				dev->ride_misses = 0;
 			} else {
-				dev->acks_alone += q->n;
+				dev->acks_alone += waiting;
 				dev->ride_misses++;
 			}
 		}
