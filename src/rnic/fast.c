@@ -16,7 +16,8 @@
  *              checked first (QP state and peer, no message of the QP
  *              half received, access, rkey and bounds, a receive WQE
  *              that holds the payload); if one fails, nothing is done
- *              and the verdict is REJECTED.  Else the payload is placed,
+ *              and the verdict is REJECTED (OFF: not a QP of the fast
+ *              path, and no message will be).  Else the payload is placed,
  *              the receive WQE completed, and the verdict is DONE.
  *   completer  rnic_fast_answer: DONE completes the WQE; REJECTED hands
  *              it back to the requester, which sends it as packets, and
@@ -44,6 +45,11 @@
 
 /* The send WQE's payload at most in this many pieces. */
 #define FAST_PIECES 8u
+/* After a rejection (a receive queue found empty, say) the next this many
+ * messages that could go fast go as packets: a receiver that keeps
+ * running dry would otherwise cost each message a fast try, its answer
+ * and then the packets. */
+#define FAST_SKIP 16u
 
 static bool fast_opcode(unsigned op)
 {
@@ -66,8 +72,10 @@ void rnic_qp_set_fast(struct rnic_qp *qp, bool on)
 {
 	if (!qp || qp->type != IBV_QPT_RC)
 		return;
-	if (on && !qp->fast.on)
+	if (on && !qp->fast.on) {
 		qp->fast.seq = (uint32_t)rnic_random(qp->r);   /* no stale answer matches */
+		qp->fast.skip = 0;
+	}
 	qp->fast.on = on;
 }
 
@@ -122,6 +130,11 @@ void rnic_fast_try(struct rnic_qp *qp, uint64_t now)
 		r->ctr.fast_not_taken++;
 		return;
 	}
+	if (qp->fast.skip) {
+		qp->fast.skip--;
+		r->ctr.fast_not_taken++;
+		return;
+	}
 	struct rnic_fast_msg m = {
 		.dqpn = qp->attr.dest_qp_num,
 		.sqpn = qp->qpn,
@@ -146,38 +159,50 @@ void rnic_fast_try(struct rnic_qp *qp, uint64_t now)
 	completer_fast_sent(qp, now);
 }
 
-/* Every rule the packets would meet, before anything is done. */
-static bool may_execute(struct rnic_qp *qp, const struct rnic_fast_msg *m, const struct rnic_gid *src,
-			struct rnic_mr **mr)
+/* The receive WQE a message would take: the QP's own queue's oldest, or
+ * its SRQ's; NULL when there is none (the packets meet an RNR NAK). */
+static const struct rnic_recv_wqe *next_recv(const struct rnic_qp *qp)
+{
+	const struct rnic_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+
+	return rq->tail == rq->head ? NULL : &rq->wqe[rq->tail % rq->cap];
+}
+
+/* Every rule the packets would meet, before anything is done: 0, or
+ * the verdict of a message that cannot be done here. */
+static enum rnic_fast_verdict check(struct rnic_qp *qp, const struct rnic_fast_msg *m, const struct rnic_gid *src,
+				    struct rnic_mr **mr)
 {
 	struct rnic *r = qp->r;
 
 	*mr = NULL;
-	if (qp->type != IBV_QPT_RC || !qp->fast.on || !rnic_qp_can_receive(qp) ||
-	    qp->attr.dest_qp_num != m->sqpn || memcmp(src->raw, qp->dgid.raw, sizeof(src->raw)) != 0)
-		return false;
+	if (qp->type != IBV_QPT_RC || !qp->fast.on)
+		return RNIC_FAST_OFF;
+	if (!rnic_qp_can_receive(qp) || qp->attr.dest_qp_num != m->sqpn ||
+	    memcmp(src->raw, qp->dgid.raw, sizeof(src->raw)) != 0)
+		return RNIC_FAST_REJECTED;
 	/* A message of the QP half received, NAKed, out of order or with
 	 * its read put off: the packets' state machine is in charge. */
 	if (qp->resp.seq != RESP_SEQ_NONE || qp->resp.have_wqe || qp->resp.pulls || qp->resp.nak_sent ||
 	    !reorder_empty(qp))
-		return false;
+		return RNIC_FAST_REJECTED;
 	if (is_write(m->opcode)) {
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
-			return false;
+			return RNIC_FAST_REJECTED;
 		if (m->len) {
 			*mr = rnic_mr_check(r, qp->pd, m->rkey, IBV_ACCESS_REMOTE_WRITE, m->va, m->len);
 			/* A window or an on-demand region: the packets' rules. */
 			if (!*mr || (*mr)->window || ((*mr)->access & IBV_ACCESS_ON_DEMAND))
-				return false;
+				return RNIC_FAST_REJECTED;
 		}
 	}
 	if (takes_recv(m->opcode)) {
-		if (qp->srq || qp->rq.tail == qp->rq.head)
-			return false;
-		if (!is_write(m->opcode) && qp->rq.wqe[qp->rq.tail % qp->rq.cap].length < m->len)
-			return false;
+		const struct rnic_recv_wqe *rw = next_recv(qp);
+
+		if (!rw || (!is_write(m->opcode) && rw->length < m->len))
+			return RNIC_FAST_REJECTED;
 	}
-	return true;
+	return 0;
 }
 
 enum rnic_fast_verdict rnic_fast_receive(struct rnic *r, const struct rnic_fast_msg *m, const uint8_t *payload,
@@ -193,26 +218,39 @@ enum rnic_fast_verdict rnic_fast_receive(struct rnic *r, const struct rnic_fast_
 	}
 	r->ctr.fast_rx++;
 	qp = rnic_qp_lookup(r, m->dqpn);
-	if (!qp || !may_execute(qp, m, src, &mr)) {
+	enum rnic_fast_verdict no = qp ? check(qp, m, src, &mr) : RNIC_FAST_OFF;
+	if (no) {
 		r->ctr.fast_rejected++;
-		return RNIC_FAST_REJECTED;
+		return no;
 	}
 	if (mr && !rnic_mem_copy(r, rnic_mr_ptr(mr, m->va), payload, m->len)) {
 		r->ctr.fast_rejected++;
 		return RNIC_FAST_REJECTED;
 	}
 	if (takes_recv(m->opcode)) {
-		struct rnic_recv_wqe *rw = &qp->rq.wqe[qp->rq.tail % qp->rq.cap];
+		const struct rnic_recv_wqe *rw = next_recv(qp);
+		/* A receive WQE of an SRQ is checked against the SRQ's PD
+		 * (IBTA 10.2.9). */
+		struct rnic_pd *pd = qp->srq ? qp->srq->pd : qp->pd;
+		uint64_t wr_id = rw->wr_id;
 		struct ibv_wc wc;
 
+		/* Filled where it lies, and taken only then: a failure leaves
+		 * the WQE for the packets, which report the error. */
 		if (!is_write(m->opcode) &&
-		    rnic_scatter_pd(r, qp->pd, rw->sge, rw->num_sge, 0, payload, m->len) != IBV_WC_SUCCESS) {
+		    rnic_scatter_pd(r, pd, rw->sge, rw->num_sge, 0, payload, m->len) != IBV_WC_SUCCESS) {
 			r->ctr.fast_rejected++;
 			return RNIC_FAST_REJECTED;
 		}
-		qp->rq.tail++;
+		if (qp->srq) {
+			struct rnic_recv_wqe taken;
+
+			(void)rnic_srq_take(qp, &taken);        /* the SRQ's limit event, if due */
+		} else {
+			qp->rq.tail++;
+		}
 		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = rw->wr_id;
+		wc.wr_id = wr_id;
 		wc.status = IBV_WC_SUCCESS;
 		wc.qp_num = qp->qpn;
 		wc.src_qp = qp->attr.dest_qp_num;
@@ -236,7 +274,7 @@ void rnic_fast_answer(struct rnic *r, uint32_t qpn, uint32_t src_qpn, const stru
 
 	if (!qp || !qp->fast.out || seq != qp->fast.seq || qp->attr.dest_qp_num != src_qpn ||
 	    memcmp(src->raw, qp->dgid.raw, sizeof(src->raw)) != 0 || !rnic_qp_can_send(qp) ||
-	    (v != RNIC_FAST_DONE && v != RNIC_FAST_REJECTED)) {
+	    v < RNIC_FAST_DONE || v > RNIC_FAST_OFF) {
 		r->ctr.rx_drop_ghost_response++;
 		return;
 	}
@@ -248,8 +286,13 @@ void rnic_fast_answer(struct rnic *r, uint32_t qpn, uint32_t src_qpn, const stru
 		if (qp->sq.comp == qp->sq.head)
 			rnic_qp_check_drained(qp);
 	} else {
-		/* Done nothing: as packets now, from its first byte. */
+		/* Done nothing: as packets now, from its first byte; and
+		 * the next few, or all of that kind, as packets too. */
 		qp->sq.req = qp->sq.comp;
+		if (v == RNIC_FAST_OFF)
+			qp->fast.on = false;
+		else
+			qp->fast.skip = FAST_SKIP;
 	}
 	requester_run(qp, now);
 }

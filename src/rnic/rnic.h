@@ -485,6 +485,8 @@ struct rnic_fast_msg {
 enum rnic_fast_verdict {
 	RNIC_FAST_DONE = 1,             /* executed: complete it                */
 	RNIC_FAST_REJECTED = 2,         /* nothing done: send it as packets     */
+	RNIC_FAST_OFF = 3,              /* nothing done, and the QP is not on the
+	                                   fast path: all goes as packets      */
 };
 /* The port may carry fast messages between this QP and its peer (set once
  * the QP is in RTR towards a local peer, with the message path; cleared

@@ -551,6 +551,8 @@ struct rnic_qp {
 	struct {
 		bool on, out;
 		uint32_t seq;
+		uint32_t skip;          /* messages to send as packets after a
+		                           rejection (fast.c, FAST_SKIP) */
 	} fast;
 };
 

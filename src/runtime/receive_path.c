@@ -211,6 +211,10 @@ static void deliver_fast(struct srt_device *dev, const struct srt_rx_pkt *p, uin
 	enum rnic_fast_verdict v = rnic_fast_receive(dev->rnic, &m, p->data + sizeof(f), &p->src, now);
 	if (v)
 		srt_paths_answer(&dev->paths, src4, f.sqpn, f.dqpn, f.seq, v);
+	/* A rejection does not wait to ride: its sender waits for it to
+	 * send the message as packets. */
+	if (v && v != RNIC_FAST_DONE)
+		dev->paths.fast_unpublished = true;
 }
 
 /* Read and deliver what is waiting on socket `u` (the device's own, or
