@@ -18,13 +18,16 @@
  *      remote invalid request (IBTA 9.9.3.1.2), the receiver's QP in ERR.
  *   4. A remote access error on another QP: a WRITE with a wrong rkey
  *      completes with IBV_WC_REM_ACCESS_ERR, the responder's QP in ERR.
- * A peer that dies under fast messages is runtime_peer_death's (its seeds
- * with one message in flight and 256 B go by the fast path).
+ *   5. A peer that stops answering (SIGSTOP): a fast SEND on a third QP
+ *      (local ACK timeout 1 ms, 7 retries) completes with
+ *      IBV_WC_RETRY_EXC_ERR once the retry budget is spent, its QP in
+ *      ERR, as a request no ACK answers (IBTA 9.7.6.1.3).
  * SOFTRNIC_LOCAL_FAST=0 runs the same checks with packets only
  * (runtime_fast_path_off), and the counters must then show no fast
  * message.
  */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -213,6 +216,59 @@ static void access_error(struct rt_endpoint *ep, struct rnic_qp *qp, const struc
 	rt_barrier(fd);
 }
 
+/* The stopped server, woken however the client ends. */
+static pid_t stopped;
+
+static void wake_stopped(void)
+{
+	if (stopped > 0)
+		kill(stopped, SIGCONT);
+}
+
+static void stopped_peer(struct rt_endpoint *ep, int fd, bool server)
+{
+	struct rt_qp_info mine, peer;
+	struct rnic_qp *qp = rt_qp_exchange(ep, fd, 0x77, &mine, &peer);
+	pid_t pid = getpid();
+
+	REQUIRE(rt_qp_connect_timeout(ep, qp, 0x77, &peer, srt_active_mtu(ep->dev), 8) == 0, "connect");
+	srt_lock(ep->dev);
+	srt_qp_choose_path(ep->dev, qp);
+	srt_unlock(ep->dev);
+	if (server) {
+		rt_write_all(fd, &pid, sizeof(pid));
+		rt_barrier(fd);
+		raise(SIGSTOP);         /* the client posts, waits, then wakes us */
+		rt_barrier(fd);
+	} else {
+		struct srt_stats_file st;
+
+		rt_read_all(fd, &pid, sizeof(pid));
+		stopped = pid;
+		atexit(wake_stopped);
+		rt_read_stats(&st, 0);
+		rt_read_stats(&st, st.updated_ns);
+		uint64_t before = st.counters.fast_tx;
+		rt_barrier(fd);
+		usleep(20000);          /* until the server has stopped */
+		REQUIRE(rt_post_send(ep, qp, IBV_WR_SEND, OFF_SEND, 8, 0, 0, 6) == 0, "post SEND");
+		struct ibv_wc wc = wait_wc(ep, "SEND to a stopped peer");
+		wake_stopped();
+		REQUIRE(wc.wr_id == 6 && wc.status == IBV_WC_RETRY_EXC_ERR, "SEND to a stopped peer: %s, expected %s",
+			rt_wc_status(wc.status), rt_wc_status(IBV_WC_RETRY_EXC_ERR));
+		REQUIRE(qp_state(ep, qp) == IBV_QPS_ERR, "the QP is not in ERR after its retries ran out");
+		rt_read_stats(&st, 0);
+		rt_read_stats(&st, st.updated_ns);
+		if (fast_on())
+			REQUIRE(st.counters.fast_tx == before + 1, "the SEND did not go as a fast message (%llu -> %llu)",
+				(unsigned long long)before, (unsigned long long)st.counters.fast_tx);
+		rt_barrier(fd);
+	}
+	srt_lock(ep->dev);
+	REQUIRE(rnic_qp_destroy(qp) == 0, "qp_destroy");
+	srt_unlock(ep->dev);
+}
+
 static int side(int fd, bool server, void *arg)
 {
 	(void)arg;
@@ -246,6 +302,7 @@ static int side(int fd, bool server, void *arg)
 
 	struct rnic_qp *qp2 = connect_qp(&ep, fd, 0x42, &peer2);
 	access_error(&ep, qp2, &peer2, fd, server);
+	stopped_peer(&ep, fd, server);
 
 	srt_lock(dev);
 	REQUIRE(rnic_qp_destroy(qp) == 0 && rnic_qp_destroy(qp2) == 0, "qp_destroy");
