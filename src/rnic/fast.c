@@ -19,6 +19,9 @@
  *              and the verdict is REJECTED (OFF: not a QP of the fast
  *              path, and no message will be).  Else the payload is placed,
  *              the receive WQE completed, and the verdict is DONE.
+ *   (port)     the answer goes back as one small entry in the sender's
+ *              ring, riding like a plain ACK with what the receiving
+ *              process sends next (runtime/send_path.c).
  *   completer  rnic_fast_answer: DONE completes the WQE; REJECTED hands
  *              it back to the requester, which sends it as packets, and
  *              the responder's own state machine then answers as the

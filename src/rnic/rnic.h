@@ -490,8 +490,8 @@ enum rnic_fast_verdict {
 };
 /* The port may carry fast messages between this QP and its peer (set once
  * the QP is in RTR towards a local peer, with the message path; cleared
- * by RESET).  Both ends must say so: a responder rejects fast messages to
- * a QP that is not on. */
+ * by RESET).  Both ends must say so: a responder answers RNIC_FAST_OFF to
+ * fast messages for a QP that is not on, and the requester then stops. */
 void rnic_qp_set_fast(struct rnic_qp *qp, bool on);
 /* A fast message from the QP whose address is `src`, payload[0..m->len).
  * The verdict the port answers with; 0 for one that cannot be answered
