@@ -268,8 +268,11 @@ rc=$?
 tgtd_pid=
 [ $rc -eq 0 ] || fail "tgtd exited with status $rc"
 grep -q "Assertion" "$dir/tgtd.log" && fail "tgtd failed an assertion"
+# Every connection established is freed; one whose initiator died before
+# its RTU (libiscsi's crashes above, at ESTABLISHED in its CM thread) is
+# freed too without ever being established, so there may be more freed.
 accepted=$(grep -c "iser_cm_conn_established" "$dir/tgtd.log")
 freed=$(grep -c "iser_cm_timewait_exit.*(after cleanup)" "$dir/tgtd.log")
-[ "$accepted" -eq "$freed" ] || fail "tgtd accepted $accepted iSER connections and freed $freed"
-echo "iser: tgtd stopped (exit 0); it accepted $accepted iSER connections and freed all $freed on TIMEWAIT_EXIT"
+[ "$freed" -ge "$accepted" ] || fail "tgtd established $accepted iSER connections and freed only $freed"
+echo "iser: tgtd stopped (exit 0); it established $accepted iSER connections and freed all of them ($freed freed on TIMEWAIT_EXIT)"
 echo "iser: all checks passed"
