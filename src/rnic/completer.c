@@ -657,7 +657,7 @@ void completer_on_sent(struct rnic_qp *qp, uint32_t psn, bool first, bool ackreq
  * never selective repeat's shorter probe time (retx_wait_ns): a probe
  * answers a loss, and the ring loses nothing; a peer that waits for a CPU
  * must not use up the retries in microseconds. */
-static void arm_fast(struct rnic_qp *qp, uint64_t now)
+void completer_fast_sent(struct rnic_qp *qp, uint64_t now)
 {
 	if (!timeout_ns(qp)) {
 		qp->comp.retx_deadline = RNIC_NO_DEADLINE;
@@ -665,11 +665,6 @@ static void arm_fast(struct rnic_qp *qp, uint64_t now)
 	}
 	qp->comp.retx_deadline = now + timeout_ns(qp);
 	rnic_qp_timer_armed(qp, qp->comp.retx_deadline);
-}
-
-void completer_fast_sent(struct rnic_qp *qp, uint64_t now)
-{
-	arm_fast(qp, now);
 }
 
 void completer_fast_answered(struct rnic_qp *qp)
@@ -696,7 +691,7 @@ void completer_timer(struct rnic_qp *qp, uint64_t now)
 			comp_run(qp, &c, COMP_LOCAL_ERROR);
 			return;
 		}
-		arm_fast(qp, now);
+		completer_fast_sent(qp, now);        /* wait again */
 		return;
 	}
 	if (!rnic_qp_can_send(qp) || !outstanding(qp) || qp->req.rnr_until != RNIC_NO_DEADLINE)

@@ -308,7 +308,7 @@ static void publish_stats_and_unlock(struct srt_device *dev, uint64_t now)
 		n_agent = dev->agent.counters(dev->agent.ctx, agent, SRT_AGENT_COUNTERS);
 	c.rx_drop_bad_icrc += dev->rx_drop_bad_icrc;
 	c.rx_drop_malformed += dev->rx_drop_malformed + dev->batch.dropped;
-	c.fast_unanswered += dev->rx_fast_unanswered + dev->paths.answers_lost;
+	c.fast_unanswered += dev->paths.answers_lost;
 	struct srt_path_stats paths;
 	srt_paths_totals(&dev->paths, &paths);
 	c.mr_fault += paths.tx_mr_fault;

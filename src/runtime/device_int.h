@@ -128,7 +128,6 @@ struct srt_device {
 	/* Under the lock (whoever reads the socket). */
 	uint64_t rx_drop_bad_icrc;
 	uint64_t rx_drop_malformed;     /* truncated or shorter than BTH+ICRC */
-	uint64_t rx_fast_unanswered;    /* fast messages with no room for the answer */
 	uint64_t rx_icrc_id_recovered;  /* accepted with a non-zero IPv4 ID   */
 	struct srt_rx_batch batch;
 	/* The readers of the batch's message-path payloads, one per packet

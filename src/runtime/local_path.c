@@ -125,9 +125,8 @@ static uint32_t dest_qpn(const uint8_t *bth)
 
 /* srt_local_route and srt_local_route_now: `fresh` looks again whatever
  * the cache holds. */
-static struct srt_local_peer *route(struct srt_local *l, struct in_addr dst, const uint8_t *bth, bool fresh)
+static struct srt_local_peer *route(struct srt_local *l, struct in_addr dst, uint32_t dqpn, bool fresh)
 {
-	uint32_t dqpn = dest_qpn(bth);
 	struct srt_local_peer *p;
 
 	/* QP1's MADs keep to UDP: a shared address steers them by Service
@@ -142,12 +141,17 @@ static struct srt_local_peer *route(struct srt_local *l, struct in_addr dst, con
 
 struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
 {
-	return route(l, dst, bth, false);
+	return route(l, dst, dest_qpn(bth), false);
+}
+
+struct srt_local_peer *srt_local_route_qpn(struct srt_local *l, struct in_addr dst, uint32_t qpn)
+{
+	return route(l, dst, qpn, false);
 }
 
 struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth)
 {
-	return route(l, dst, bth, true);
+	return route(l, dst, dest_qpn(bth), true);
 }
 
 bool srt_local_wants_icrc(const struct srt_local_peer *p)

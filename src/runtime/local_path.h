@@ -87,6 +87,8 @@ void srt_local_remove_dead(int dirfd);
  * the next call. */
 struct srt_local_peer;
 struct srt_local_peer *srt_local_route(struct srt_local *l, struct in_addr dst, const uint8_t *bth);
+/* The same for a message to QP qpn at dst (not a packet: the fast path). */
+struct srt_local_peer *srt_local_route_qpn(struct srt_local *l, struct in_addr dst, uint32_t qpn);
 /* The same, looked up again now whatever the cache holds (a QP that
  * connects: the address may have changed hands since it was cached). */
 struct srt_local_peer *srt_local_route_now(struct srt_local *l, struct in_addr dst, const uint8_t *bth);

@@ -239,9 +239,7 @@ static void write_answers(struct srt_paths *ps)
 {
 	for (unsigned i = 0; i < ps->answers_n; i++) {
 		const struct srt_answer_wait *w = &ps->answers[i];
-		uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(w->qpn >> 16), (uint8_t)(w->qpn >> 8),
-					      (uint8_t)w->qpn };
-		struct srt_local_peer *p = ps->local ? srt_local_route(ps->local, w->to, bth) : NULL;
+		struct srt_local_peer *p = srt_local_route_qpn(ps->local, w->to, w->qpn);
 
 		if (!p || !srt_local_answer(ps->local, p, w->qpn, w->src_qpn, w->seq, w->verdict))
 			ps->answers_lost++;
@@ -254,7 +252,7 @@ void srt_paths_answer(struct srt_paths *ps, struct in_addr to, uint32_t qpn, uin
 {
 	if (ps->answers_n == SRT_ANSWERS_WAIT) {
 		write_answers(ps);
-		ps->fast_unpublished = true;
+		ps->flush_at_unlock = true;
 	}
 	ps->answers[ps->answers_n++] = (struct srt_answer_wait){ to, qpn, src_qpn, seq, verdict };
 }
@@ -265,7 +263,7 @@ unsigned srt_paths_flush(struct srt_paths *ps)
 
 	if (ps->answers_n)
 		write_answers(ps);
-	ps->fast_unpublished = false;
+	ps->flush_at_unlock = false;
 	return lost + flush_paths(ps);
 }
 
@@ -280,6 +278,22 @@ uint8_t *srt_paths_tx_buffer(struct srt_paths *ps)
 	return room;
 }
 
+/* Before a whole message or a fast one: what waits (queued packets, the
+ * answers to fast messages) goes to its paths first, a QP's packets in
+ * their order, and the plain ACKs and answers among it count as having
+ * ridden with the message (send_path.c takes the count at unlock). */
+static void send_waiting(struct srt_paths *ps)
+{
+	if (ps->txq->n) {
+		ps->acks_before_message += ps->txq->n - ps->txq->not_acks;
+		dispatch(ps);
+	}
+	if (ps->answers_n) {
+		ps->acks_before_message += ps->answers_n;
+		write_answers(ps);
+	}
+}
+
 /* A whole message: what is queued is handed to its paths first (a QP's
  * packets keep their order) but not flushed, so it leaves with the
  * message: the ACK that waited to ride and the WRITE behind it reach a
@@ -291,17 +305,9 @@ static int send_message(struct srt_paths *ps, const struct rnic_tx *tx)
 	struct srt_tx_meta m = { .dst = tx->dst, .sport = tx->sport,
 				 .tos = (uint8_t)((tx->dscp << 2) | (tx->ecn & 3)),
 				 .ttl = tx->ttl ? tx->ttl : SRT_DEFAULT_TTL, .alone = tx->alone };
-	struct srt_tx_queue *q = ps->txq;
 	int e = EHOSTUNREACH;
 
-	if (q->n) {
-		ps->acks_before_message += q->n - q->not_acks;
-		dispatch(ps);
-	}
-	if (ps->answers_n) {
-		ps->acks_before_message += ps->answers_n;
-		write_answers(ps);
-	}
+	send_waiting(ps);
 	if (tx->ib_len >= WIRE_BTH_LEN + WIRE_ICRC_LEN) {
 		for (unsigned i = 0; i < ps->n; i++) {
 			struct srt_path *p = ps->list[i];
@@ -358,24 +364,13 @@ int srt_paths_fast_send(struct srt_paths *ps, const struct rnic_gid *dgid, const
 {
 	struct in_addr dst4;
 	struct srt_local_peer *p;
-	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(m->dqpn >> 16), (uint8_t)(m->dqpn >> 8),
-				      (uint8_t)m->dqpn };
 
-	if (!ps->local || !srt_gid_to_ipv4(dgid, &dst4) || !(p = srt_local_route(ps->local, dst4, bth)))
+	if (!srt_gid_to_ipv4(dgid, &dst4) || !(p = srt_local_route_qpn(ps->local, dst4, m->dqpn)))
 		return EHOSTUNREACH;
-	/* What waits in the queue goes first: packets of the same QP, and
-	 * the ACK that waited to ride, keep their order. */
-	if (ps->txq->n) {
-		ps->acks_before_message += ps->txq->n - ps->txq->not_acks;
-		dispatch(ps);
-	}
-	if (ps->answers_n) {
-		ps->acks_before_message += ps->answers_n;     /* they rode */
-		write_answers(ps);
-	}
+	send_waiting(ps);
 	int e = srt_local_fast_send(ps->local, p, m, pc, n);
 	if (!e)
-		ps->fast_unpublished = true;
+		ps->flush_at_unlock = true;
 	return e;
 }
 

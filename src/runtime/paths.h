@@ -70,13 +70,16 @@ struct srt_paths {
 	 * they rode with it.  The runtime takes the count at unlock
 	 * (send_path.c). */
 	uint64_t acks_before_message;
-	/* A fast message is in a ring, not yet published: the next unlock
-	 * flushes (send_path.c) even with nothing queued. */
-	bool fast_unpublished;
+	/* The next unlock flushes (send_path.c) even with nothing queued,
+	 * and lets nothing wait to ride: a fast message is in a ring, not
+	 * yet published, or an answer must not wait (a rejection, whose
+	 * sender waits for it to send the message as packets). */
+	bool flush_at_unlock;
 	/* Answers to fast messages (local_path.h), waiting like plain ACKs
 	 * to ride with the next thing this process sends (send_path.c), and
 	 * written into their senders' rings ahead of it; answers_lost: no
-	 * room or no ring for one (its sender's retries run out). */
+	 * room or no ring for one (its sender's retries run out), or a fast
+	 * message not executed because no answer could reach its sender. */
 	struct srt_answer_wait {
 		struct in_addr to;
 		uint32_t qpn, src_qpn, seq, verdict;

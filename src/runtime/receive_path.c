@@ -201,9 +201,8 @@ static void deliver_fast(struct srt_device *dev, const struct srt_rx_pkt *p, uin
 		return;
 	}
 	/* Executed only where an answer can go: the sender's ring. */
-	uint8_t bth[WIRE_BTH_LEN] = { 0, 0, 0, 0, 0, (uint8_t)(f.sqpn >> 16), (uint8_t)(f.sqpn >> 8), (uint8_t)f.sqpn };
-	if (!srt_local_route(l, src4, bth)) {
-		dev->rx_fast_unanswered++;
+	if (!srt_local_route_qpn(l, src4, f.sqpn)) {
+		dev->paths.answers_lost++;
 		return;
 	}
 	struct rnic_fast_msg m = { .dqpn = f.dqpn, .sqpn = f.sqpn, .seq = f.seq, .opcode = f.opcode, .se = f.se,
@@ -214,7 +213,7 @@ static void deliver_fast(struct srt_device *dev, const struct srt_rx_pkt *p, uin
 	/* A rejection does not wait to ride: its sender waits for it to
 	 * send the message as packets. */
 	if (v && v != RNIC_FAST_DONE)
-		dev->paths.fast_unpublished = true;
+		dev->paths.flush_at_unlock = true;
 }
 
 /* Read and deliver what is waiting on socket `u` (the device's own, or

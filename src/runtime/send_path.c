@@ -53,7 +53,7 @@ uint64_t srt_ride_deadline(struct srt_device *dev, uint64_t now)
 	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
 
 	/* Plain ACKs and fast messages' answers wait; nothing else. */
-	if (dev->paths.fast_unpublished || (q->n ? !srt_txq_only_acks(q) : !dev->paths.answers_n))
+	if (dev->paths.flush_at_unlock || (q->n ? !srt_txq_only_acks(q) : !dev->paths.answers_n))
 		return UINT64_MAX;
 	if (!dev->ride_since_ns && !ride_start(dev, now))
 		return UINT64_MAX;
@@ -94,9 +94,10 @@ void srt_unlock(struct srt_device *dev)
 		dev->ride_since_ns = 0;
 	}
 	const struct srt_tx_queue *q = srt_paths_queued(&dev->paths);
-	/* A fast message in a ring goes now, and what waits goes with it:
-	 * the ACKs and answers ride along. */
-	bool fast = dev->paths.fast_unpublished;
+	/* A fast message in a ring goes now (or an answer that must not
+	 * wait), and what waits goes with it: the ACKs and answers ride
+	 * along. */
+	bool fast = dev->paths.flush_at_unlock;
 	unsigned waiting = q->n + dev->paths.answers_n;
 	if (waiting && (fast || !acks_wait(dev))) {
 		if (dev->ride_since_ns) {
